@@ -1,0 +1,117 @@
+import { isUtf8 } from 'node:buffer'
+import { fieldError, reject, schemaRejection, type Rejection } from '../errors.js'
+import { appendKey } from '../schema/json-path.js'
+
+/**
+ * How deeply a body may nest. The schema's own depth is 5; the rest is room
+ * for unnamed fields, which are forwarded. The limit keeps re-serializing the
+ * document (JSON.stringify recurses) from failing on a hostile body.
+ */
+export const MAX_DEPTH = 64
+
+const SPACE = 0x20
+const TAB = 0x09
+const LF = 0x0a
+const CR = 0x0d
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/**
+ * One pass over the bytes: -1 when they hold only JSON white space, else the
+ * nesting depth of the text, stopping once it is past MAX_DEPTH. Brackets in
+ * strings do not count.
+ */
+function measure(bytes: Uint8Array): number {
+  const length = bytes.length
+  let i = 0
+  while (i < length) {
+    const b = bytes[i]
+    if (b !== SPACE && b !== LF && b !== CR && b !== TAB) break
+    i++
+  }
+  if (i === length) return -1
+  let depth = 0
+  let deepest = 0
+  let inString = false
+  for (; i < length; i++) {
+    const b = bytes[i]
+    if (inString) {
+      if (b === BACKSLASH) i++
+      else if (b === QUOTE) inString = false
+    } else if (b === QUOTE) {
+      inString = true
+    } else if (b === 0x7b || b === 0x5b) {
+      if (++depth > deepest && (deepest = depth) > MAX_DEPTH) return deepest
+    } else if (b === 0x7d || b === 0x5d) {
+      depth--
+    }
+  }
+  return deepest
+}
+
+/** Row 5, on a declared or a counted size. */
+export function checkSize(size: number, limit: number): Rejection | undefined {
+  return size > limit ? reject('bodyIsTooLarge', { message: `The request body must not be larger than ${limit} bytes.` }) : undefined
+}
+
+export type Parsed = { readonly ok: true; readonly value: unknown } | Rejection
+
+/**
+ * Rows 5 to 7: size, emptiness, UTF-8 and JSON, parsing once. A body that is
+ * not UTF-8 is refused rather than decoded with replacement characters. The
+ * parser's message is never passed on: V8 quotes the body in it, and the body
+ * may hold a card number.
+ */
+export function parseBody(bytes: Uint8Array, limit: number): Parsed {
+  const tooLarge = checkSize(bytes.length, limit)
+  if (tooLarge !== undefined) return tooLarge
+  const depth = measure(bytes)
+  if (depth < 0) return reject('bodyIsEmpty')
+  if (!isUtf8(bytes)) return reject('bodyIsNotJson', { message: 'The request body is not valid UTF-8.' })
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8')
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return reject('bodyIsNotJson')
+  }
+  if (depth > MAX_DEPTH) {
+    return schemaRejection([fieldError('fieldHasInvalidValue', '$', `The document must not nest deeper than ${MAX_DEPTH} levels.`)])
+  }
+  const poisoned = mayHavePrototypeKeys(text) ? findPrototypeKeys(value) : undefined
+  return poisoned === undefined ? { ok: true, value } : poisoned
+}
+
+/** A cheap screen of the text, so that clean bodies are never walked: a key may also be spelt with escapes. */
+function mayHavePrototypeKeys(text: string): boolean {
+  return text.includes('__proto__') || text.includes('constructor') || text.includes('\\u')
+}
+
+/**
+ * `__proto__` keys, and `constructor` objects with a `prototype` key, anywhere
+ * in the document: harmless to us (JSON.parse makes them own properties) but a
+ * prototype-pollution attack on a backend that merges objects. Refused as
+ * `fieldIsNotAllowed`. The walk is iterative, and the depth is bounded anyway.
+ */
+function findPrototypeKeys(value: unknown): Rejection | undefined {
+  const pending: [unknown, string][] = [[value, '$']]
+  let items
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [node, path] = next
+    if (node === null || typeof node !== 'object') continue
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) pending.push([node[i], `${path}[${i}]`])
+      continue
+    }
+    for (const key of Object.keys(node)) {
+      const child = (node as Record<string, unknown>)[key]
+      const childPath = appendKey(path, key)
+      if (key === '__proto__' || (key === 'constructor' && child !== null && typeof child === 'object' && Object.hasOwn(child, 'prototype'))) {
+        ;(items ??= []).push(fieldError('fieldIsNotAllowed', childPath, 'Prototype keys are not allowed.'))
+      } else {
+        pending.push([child, childPath])
+      }
+    }
+  }
+  return items === undefined ? undefined : schemaRejection(items)
+}

@@ -1,0 +1,43 @@
+import { EXIT_USAGE, UsageError, type Command, type Io } from './io.js'
+
+interface Subcommand {
+  readonly summary: string
+  readonly load: () => Promise<{ run: Command }>
+}
+
+/** Loaded on demand, so that `validate` does not pay for the proxy's start-up. */
+const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  validate: { summary: 'print what the gateway would answer or forward for a body', load: () => import('./validate.js') },
+}
+
+function help(): string {
+  const lines = Object.entries(SUBCOMMANDS).map(([name, { summary }]) => `  ${name.padEnd(16)}${summary}`)
+  return `usage: payments-gate <command> [options]\n\ncommands:\n${lines.join('\n')}\n`
+}
+
+/** Runs one subcommand; a bad call or a failed start-up is one line on stderr and exit code 2. */
+export async function main(args: string[], io: Io): Promise<number> {
+  const [name, ...rest] = args
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    io.stdout.write(help())
+    return name === undefined ? EXIT_USAGE : 0
+  }
+  const subcommand = Object.hasOwn(SUBCOMMANDS, name) ? SUBCOMMANDS[name] : undefined
+  if (subcommand === undefined) {
+    io.stderr.write(`payments-gate: unknown command "${name}"\n${help()}`)
+    return EXIT_USAGE
+  }
+  try {
+    return await (await subcommand.load()).run(rest, io)
+  } catch (error) {
+    if (!(error instanceof UsageError) && !isStartupError(error)) throw error
+    io.stderr.write(`payments-gate ${name}: ${(error as Error).message}\n`)
+    return EXIT_USAGE
+  }
+}
+
+/** Errors that mean "cannot start as asked": bad flags (parseArgs) or files that cannot be read. */
+function isStartupError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'ENOTDIR')
+}

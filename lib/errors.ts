@@ -1,0 +1,159 @@
+import fastJson, { type ObjectSchema } from 'fast-json-stringify'
+
+/**
+ * The one table of top-level error names. Status and message are the defaults;
+ * `headerHasInvalidValue` is answered as 406 or 415 depending on the header.
+ * Names follow the service's spec (payments-v6.md, "Top-level errors"); the
+ * gateway's own (`accessDenied`, `methodIsNotAllowed`, `bodyIsTooLarge`,
+ * `requestIsMalformed`, `headersAreTooLarge`, `requestTimedOut`) come from CONTRACT.md.
+ */
+export const ERRORS = {
+  accessDenied: {
+    status: 401,
+    message: 'Authentication failed. Send valid BasicAuth credentials of a user allowed to act for this merchant entity.',
+  },
+  headerIsMissing: { status: 400, message: 'A mandatory header is missing. Add it and retry.' },
+  headerHasInvalidValue: { status: 400, message: 'A header does not hold an expected value. Correct it and retry.' },
+  methodIsNotAllowed: { status: 405, message: 'This resource only accepts POST.' },
+  bodyIsTooLarge: { status: 413, message: 'The request body is larger than this service accepts.' },
+  bodyIsEmpty: { status: 400, message: 'The request body is empty. Send the payment as a JSON object.' },
+  bodyIsNotJson: { status: 400, message: 'The request body is not valid JSON in UTF-8.' },
+  bodyDoesNotMatchSchema: {
+    status: 400,
+    message: 'The request body has field validation errors. Correct every field listed in validationErrors and retry.',
+  },
+  urlContainsInvalidValue: { status: 400, message: 'The URL holds invalid values. Correct the items listed in validationErrors.' },
+  entityIsNotConfigured: { status: 400, message: 'The merchant entity is valid but not configured for use.' },
+  paymentInstrumentIsNotSupported: {
+    status: 400,
+    message: 'The payment instrument type is not configured for this merchant entity.',
+  },
+  underlyingPaymentInstrumentHasExpired: {
+    status: 400,
+    message: 'The underlying payment instrument has expired and its details were not given in the request.',
+  },
+  currencyIsNotSupported: { status: 400, message: 'The currency is valid but not configured for this merchant entity.' },
+  merchantIsNotConfigured: {
+    status: 400,
+    message: 'The merchant is not configured to use an attribute present in the request.',
+  },
+  requestIsMalformed: { status: 400, message: 'The HTTP request is malformed.' },
+  headersAreTooLarge: { status: 431, message: 'The request headers are too large.' },
+  requestTimedOut: { status: 408, message: 'The request was not received in time.' },
+  internalErrorOccurred: { status: 500, message: 'An internal error occurred. Retry later.' },
+  serviceUnavailable: { status: 503, message: 'The service is unavailable. Retry later.' },
+} as const satisfies Record<string, { status: number; message: string }>
+
+export type ErrorName = keyof typeof ERRORS
+
+/** Field error names of the spec ("Field validation errors"), each with its default message. */
+export const FIELD_ERRORS = {
+  fieldIsMissing: 'A mandatory field is missing.',
+  fieldMustBeString: 'The field must be a string.',
+  fieldMustBeNumber: 'The field must be a number.',
+  fieldMustBeInteger: 'The field must be an integer.',
+  fieldMustBeBoolean: 'The field must be a boolean.',
+  fieldMustBeObject: 'The field must be a JSON object.',
+  fieldMustBeArray: 'The field must be an array.',
+  fieldIsNull: 'A mandatory field must not be null.',
+  fieldIsEmpty: 'The field must not be empty.',
+  fieldHasInvalidValue: 'The value is not one of the expected values.',
+  fieldIsNotAllowed: 'The field is not allowed here.',
+  numberIsTooSmall: 'The number is below the minimum.',
+  numberIsTooLarge: 'The number is above the maximum.',
+  integerIsTooSmall: 'The integer is below the minimum.',
+  integerIsTooLarge: 'The integer is above the maximum.',
+  stringIsTooShort: 'The string is shorter than the minimum length.',
+  stringIsTooLong: 'The string is longer than the maximum length.',
+  stringFailedRegexCheck: 'The string does not have the required format.',
+  panFailedLuhnCheck: 'The card number fails the Luhn check.',
+  dateHasInvalidFormat: 'The date does not have the expected format.',
+} as const satisfies Record<string, string>
+
+export type FieldErrorName = keyof typeof FIELD_ERRORS
+
+export interface FieldError {
+  errorName: FieldErrorName
+  message: string
+  jsonPath: string
+}
+
+export interface ErrorBody {
+  errorName: ErrorName
+  message: string
+  headerName?: string
+  validationErrors?: FieldError[]
+}
+
+/** A refused request: what to answer. Checks return it; they never write to a response. */
+export interface Rejection {
+  readonly ok: false
+  readonly status: number
+  readonly body: ErrorBody
+  /** Extra response headers, e.g. `WWW-Authenticate` or `Allow`. */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+export interface RejectOptions {
+  status?: number
+  message?: string
+  headerName?: string
+  validationErrors?: FieldError[]
+  headers?: Readonly<Record<string, string>>
+}
+
+export function isErrorName(name: string): name is ErrorName {
+  return Object.hasOwn(ERRORS, name)
+}
+
+export function reject(errorName: ErrorName, options: RejectOptions = {}): Rejection {
+  const entry = ERRORS[errorName]
+  const body: ErrorBody = { errorName, message: options.message ?? entry.message }
+  if (options.headerName !== undefined) body.headerName = options.headerName
+  if (options.validationErrors !== undefined) body.validationErrors = options.validationErrors
+  const rejection: Rejection = { ok: false, status: options.status ?? entry.status, body }
+  return options.headers === undefined ? rejection : { ...rejection, headers: options.headers }
+}
+
+export function fieldError(errorName: FieldErrorName, jsonPath: string, message: string = FIELD_ERRORS[errorName]): FieldError {
+  return { errorName, message, jsonPath }
+}
+
+/** One `bodyDoesNotMatchSchema` rejection from its items. */
+export function schemaRejection(validationErrors: FieldError[]): Rejection {
+  return reject('bodyDoesNotMatchSchema', { validationErrors })
+}
+
+/** JSON Schema of the error body: the serializer's input and the OpenAPI document's error schema. */
+export const errorBodySchema: ObjectSchema = {
+  type: 'object',
+  properties: {
+    errorName: { type: 'string' },
+    message: { type: 'string' },
+    headerName: { type: 'string' },
+    validationErrors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          errorName: { type: 'string' },
+          message: { type: 'string' },
+          jsonPath: { type: 'string' },
+        },
+        required: ['errorName', 'message', 'jsonPath'],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ['errorName', 'message'],
+  additionalProperties: false,
+}
+
+/**
+ * The one serializer of error bodies, built once. It is fed only `ErrorBody`
+ * objects that we build, so its schema is trusted (fast-json-stringify does not
+ * validate its input).
+ */
+export const serializeError: (body: ErrorBody) => string = fastJson(errorBodySchema)
+
+export const ERROR_CONTENT_TYPE = 'application/json'

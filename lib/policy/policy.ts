@@ -1,0 +1,72 @@
+import { compileSchema } from '../schema/compile.js'
+import { Type, type Static } from '../schema/typebox.js'
+
+/** The file format of `policies/<entity>.json` (CONTRACT.md, "Files"). Unknown keys are refused. */
+export const PolicyFile = Type.Object(
+  {
+    entity: Type.String({ minLength: 1 }),
+    currencies: Type.Array(Type.String({ pattern: '^[A-Z]{3}$', 'x-format': 'three upper-case letters (ISO 4217)' })),
+    paymentInstruments: Type.Array(Type.String({ minLength: 1 })),
+    features: Type.Object(
+      {
+        dynamicMcc: Type.Boolean(),
+        paymentFacilitator: Type.Boolean(),
+        moto: Type.Boolean(),
+        debtRepayment: Type.Boolean(),
+      },
+      { additionalProperties: false },
+    ),
+    mcc: Type.Optional(Type.String({ pattern: '^[0-9]{4}$', 'x-format': 'four digits' })),
+    narrative: Type.Object(
+      { line1: Type.Union([Type.Literal('truncate'), Type.Literal('reject')]) },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+)
+export type PolicyFile = Static<typeof PolicyFile>
+
+export const policyFileSchema = compileSchema<PolicyFile>(PolicyFile)
+
+/** A loaded policy: validated, with sets for the per-request look-ups, frozen. */
+export interface Policy {
+  readonly entity: string
+  readonly currencies: ReadonlySet<string>
+  readonly paymentInstruments: ReadonlySet<string>
+  readonly features: Readonly<PolicyFile['features']>
+  readonly mcc: string | undefined
+  readonly line1: 'truncate' | 'reject'
+}
+
+/** What the checks need of the policies: the current policy of an entity. */
+export interface PolicySource {
+  get(entity: string): Policy | undefined
+}
+
+/**
+ * Validates a parsed policy file and builds the frozen policy, or returns the
+ * reasons it is refused, one line each (`$.features.moto: The field must be a boolean.`).
+ */
+export function compilePolicy(file: unknown): Policy | string[] {
+  if (!policyFileSchema.check(file)) {
+    return policyFileSchema.errors(file).map((item) => `${item.jsonPath}: ${item.message} (${item.errorName})`)
+  }
+  if (file.features.dynamicMcc && file.mcc === undefined) {
+    return ['$.mcc: dynamicMcc is on, so the policy must name the mcc to fill in.']
+  }
+  return Object.freeze({
+    entity: file.entity,
+    currencies: new Set(file.currencies),
+    paymentInstruments: new Set(file.paymentInstruments),
+    features: Object.freeze({ ...file.features }),
+    mcc: file.mcc,
+    line1: file.narrative.line1,
+  })
+}
+
+/** A fixed set of policies, e.g. for tests or a program that builds its own. */
+export function staticPolicies(policies: Iterable<Policy>): PolicySource {
+  const byEntity = new Map<string, Policy>()
+  for (const policy of policies) byEntity.set(policy.entity, policy)
+  return byEntity
+}

@@ -1,0 +1,31 @@
+/** A key that JSONPath's dot notation can carry as it is. */
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
+const QUOTED = /['\\]/g
+
+/** `path` followed by the object member `key`. */
+export function appendKey(path: string, key: string): string {
+  return IDENTIFIER.test(key) ? `${path}.${key}` : `${path}['${key.replace(QUOTED, '\\$&')}']`
+}
+
+/**
+ * The JSONPath (RFC 9535 normalized form, dot notation for plain identifiers)
+ * of the element that a JSON Pointer (RFC 6901) names inside `document`.
+ * The document is walked along the pointer so that an array's element is
+ * written `[0]` and an object's key "0" is written `['0']`.
+ */
+export function pointerToJsonPath(pointer: string, document: unknown): string {
+  if (pointer === '') return '$'
+  let path = '$'
+  let node: unknown = document
+  for (const raw of pointer.slice(1).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~')
+    if (Array.isArray(node)) {
+      path += `[${key}]`
+      node = node[Number(key)]
+    } else {
+      path = appendKey(path, key)
+      node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined
+    }
+  }
+  return path
+}
