@@ -1,0 +1,40 @@
+import type { IncomingMessage } from 'node:http'
+import type { Rejection } from './errors.js'
+import { checkSize } from './checks/body.js'
+
+/** The client went away before its body was complete: nothing to answer, nothing to forward. */
+export const ABORTED = Symbol('aborted')
+
+/**
+ * Reads a request body once, counting bytes as they arrive and stopping at the
+ * limit (a chunked body declares no size). A body that stops short, because
+ * the client aborted or its connection failed, is never handed on.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | Rejection | typeof ABORTED> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const finish = (outcome: Buffer | Rejection | typeof ABORTED) => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('error', onAbort)
+      req.off('close', onAbort)
+      resolve(outcome)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        req.pause()
+        finish(checkSize(size, limit) as Rejection)
+      } else {
+        chunks.push(chunk)
+      }
+    }
+    const onEnd = () => finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size))
+    const onAbort = () => finish(ABORTED)
+    req.on('data', onData)
+    req.on('end', onEnd)
+    req.on('error', onAbort)
+    req.on('close', onAbort)
+  })
+}
