@@ -36,8 +36,10 @@ export async function main(args: string[], io: Io): Promise<number> {
   }
 }
 
-/** Errors that mean "cannot start as asked": bad flags (parseArgs) or files that cannot be read. */
+/** Codes of errors that mean "cannot start as asked": files that cannot be read, invalid policies or credentials. */
+const STARTUP_CODES = new Set(['ENOENT', 'EACCES', 'EISDIR', 'ENOTDIR', 'EPOLICY', 'ECREDENTIALS'])
+
 function isStartupError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code
-  return typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'ENOTDIR')
+  const code = (error as NodeJS.ErrnoException).code
+  return typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || STARTUP_CODES.has(code))
 }

@@ -128,12 +128,19 @@ function describe(error: ValueError): Described {
     case ValueErrorType.Literal:
       return choice([schema.const], error)
     case ValueErrorType.Union:
-      return choice((schema.anyOf as { const?: unknown }[]).map((variant) => variant.const), error)
+      // A discriminated union is a union of objects: reaching here, the value is not one.
+      return (error.schema as DiscriminatedUnion).discriminator === undefined
+        ? choice((schema.anyOf as { const?: unknown }[]).map((variant) => variant.const), error)
+        : wrongType('fieldMustBeObject', error)
   }
   const typeError = TYPE_ERRORS.get(error.type)
-  if (typeError === undefined) return named('fieldHasInvalidValue')
-  if (error.value === null && error.path !== '' && schema[OptionalKind] === undefined) return named('fieldIsNull')
-  return named(typeError)
+  return typeError === undefined ? named('fieldHasInvalidValue') : wrongType(typeError, error)
+}
+
+/** A value of the wrong JSON type; null in a mandatory field is `fieldIsNull`, except for the document itself. */
+function wrongType(errorName: FieldErrorName, error: ValueError): Described {
+  const optional = (error.schema as Annotated)[OptionalKind] !== undefined
+  return error.value === null && error.path !== '' && !optional ? named('fieldIsNull') : named(errorName)
 }
 
 function formatted(errorName: FieldErrorName, schema: Annotated): Described {
@@ -151,10 +158,8 @@ function bound(errorName: FieldErrorName, relation: string, limit: number | unde
  * `fieldHasInvalidValue`, and a required one that is null is `fieldIsNull`.
  */
 function choice(allowed: readonly unknown[], error: ValueError): Described {
-  const schema = error.schema as Annotated
-  if (error.value === null && schema[OptionalKind] === undefined) return named('fieldIsNull')
   if (allowed.every((value) => typeof value === 'string') && typeof error.value !== 'string') {
-    return named('fieldMustBeString')
+    return wrongType('fieldMustBeString', error)
   }
   return ['fieldHasInvalidValue', `The value must be one of: ${allowed.map(String).join(', ')}.`]
 }

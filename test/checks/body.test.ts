@@ -1,0 +1,63 @@
+import t from 'tap'
+import { MAX_DEPTH, checkSize, parseBody } from '../../lib/checks/body.js'
+
+const LIMIT = 1024
+const parse = (text: string | Uint8Array) => parseBody(typeof text === 'string' ? Buffer.from(text) : text, LIMIT)
+
+t.test('a JSON body parses once into its value', async (t) => {
+  t.strictSame(parse('{"a":[1,"x",null]}'), { ok: true, value: { a: [1, 'x', null] } })
+  t.strictSame(parse(' \r\n\t[] '), { ok: true, value: [] })
+  t.strictSame(parse('"\\u0041"'), { ok: true, value: 'A' })
+})
+
+t.test('a body over the limit is 413, counted in bytes', async (t) => {
+  t.match(parse('x'.repeat(LIMIT + 1)), { status: 413, body: { errorName: 'bodyIsTooLarge' } })
+  t.equal(parse(`"${'x'.repeat(LIMIT - 2)}"`).ok, true)
+  t.equal(checkSize(LIMIT, LIMIT), undefined)
+  t.match(checkSize(LIMIT + 1, LIMIT), { status: 413 })
+})
+
+t.test('zero bytes or white space only is bodyIsEmpty', async (t) => {
+  for (const text of ['', ' ', '\r\n\t ']) t.match(parse(text), { status: 400, body: { errorName: 'bodyIsEmpty' } }, JSON.stringify(text))
+})
+
+t.test('bytes that are not UTF-8 are bodyIsNotJson, never replaced', async (t) => {
+  t.match(parse(Buffer.from([0x22, 0xff, 0x22])), { status: 400, body: { errorName: 'bodyIsNotJson' } })
+  t.match(parse(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22])), { body: { errorName: 'bodyIsNotJson' } }, 'an encoded surrogate')
+})
+
+t.test('text that is not JSON is bodyIsNotJson, without quoting the body', async (t) => {
+  const refused = parse('{"cardNumber": 4444333322221111,}')
+  t.match(refused, { status: 400, body: { errorName: 'bodyIsNotJson' } })
+  t.notMatch(JSON.stringify(refused), /4444/)
+  t.match(parse('\ufeff{}'), { body: { errorName: 'bodyIsNotJson' } }, 'a byte order mark is not JSON')
+})
+
+t.test('a body subview of a larger buffer reads only its own bytes', async (t) => {
+  const whole = Buffer.from('xx{"a":1}yy')
+  t.strictSame(parseBody(whole.subarray(2, 9), LIMIT), { ok: true, value: { a: 1 } })
+})
+
+t.test('nesting deeper than the limit is refused; brackets in strings do not count', async (t) => {
+  const deep = (n: number) => '['.repeat(n) + ']'.repeat(n)
+  t.equal(parse(deep(MAX_DEPTH)).ok, true)
+  t.match(parse(deep(MAX_DEPTH + 1)), {
+    status: 400,
+    body: { errorName: 'bodyDoesNotMatchSchema', validationErrors: [{ errorName: 'fieldHasInvalidValue', jsonPath: '$' }] },
+  })
+  t.equal(parse(`{"a":"${'['.repeat(200)}\\"{"}`).ok, true)
+  t.match(parse('['.repeat(MAX_DEPTH + 10)), { body: { errorName: 'bodyIsNotJson' } }, 'invalid JSON is reported as such first')
+})
+
+t.test('prototype keys anywhere are fieldIsNotAllowed', async (t) => {
+  t.match(parse('{"__proto__":{"polluted":true}}'), {
+    status: 400,
+    body: { errorName: 'bodyDoesNotMatchSchema', validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.__proto__' }] },
+  })
+  t.match(parse('{"a":[{"b":1},{"\\u005f_proto__":1}]}'), { body: { validationErrors: [{ jsonPath: '$.a[1].__proto__' }] } })
+  t.match(parse('{"odd key":{"constructor":{"prototype":{}}}}'), { body: { validationErrors: [{ jsonPath: "$['odd key'].constructor" }] } })
+  const harmless = parse('{"constructor":{"name":"x"},"c":{"constructor":null}}')
+  t.equal(harmless.ok && JSON.stringify(harmless.value), '{"constructor":{"name":"x"},"c":{"constructor":null}}')
+  t.equal(parse('{"t":"\\u00e9"}').ok, true, 'an escape alone is walked and found clean')
+  t.equal(({} as Record<string, unknown>).polluted, undefined, 'Object.prototype untouched')
+})

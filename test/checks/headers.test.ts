@@ -1,0 +1,93 @@
+import t from 'tap'
+import { buildAcceptCheck, buildContentTypeCheck, mediaTypes } from '../../lib/checks/headers.js'
+
+const types = mediaTypes('example')
+const contentType = buildContentTypeCheck(types)
+const accept = buildAcceptCheck(types)
+
+t.test('the media types carry the vendor', async (t) => {
+  t.strictSame(mediaTypes('acme'), {
+    request: 'application/vnd.acme.payments-v6+json',
+    response: 'application/vnd.acme.payments-v6.hal+json',
+  })
+})
+
+t.test('Content-Type: absent is 400 headerIsMissing', async (t) => {
+  t.match(contentType({}), { status: 400, body: { errorName: 'headerIsMissing', headerName: 'Content-Type' } })
+})
+
+t.test('Content-Type: the v6 type, case-insensitive, with parameters', async (t) => {
+  for (const value of [
+    'application/vnd.example.payments-v6+json',
+    'Application/VND.Example.Payments-V6+JSON',
+    'application/vnd.example.payments-v6+json; charset=utf-8',
+    'application/vnd.example.payments-v6+json;charset="UTF-8"',
+    'application/vnd.example.payments-v6+json ; version=6 ; charset=utf-8',
+    'application/vnd.example.payments-v6+json; note="a \\"quoted\\" value"',
+    'application/vnd.example.payments-v6+json;',
+    ['application/vnd.example.payments-v6+json'],
+  ]) {
+    t.equal(contentType({ 'content-type': value }), undefined, String(value))
+  }
+})
+
+t.test('Content-Type: anything else is 415 headerHasInvalidValue', async (t) => {
+  for (const value of [
+    '',
+    'application/json',
+    'application/vnd.other.payments-v6+json',
+    'application/vnd.example.payments-v5+json',
+    'application/vnd.example.payments-v6.hal+json',
+    'application/vnd.example.payments-v6+json; charset=latin1',
+    'application/vnd.example.payments-v6+json; charset',
+    'application/vnd.example.payments-v6+json, application/json',
+    'application/vnd.example.payments-v6+json; x="unterminated',
+  ]) {
+    t.match(contentType({ 'content-type': value }), { status: 415, body: { errorName: 'headerHasInvalidValue', headerName: 'Content-Type' } }, value)
+  }
+})
+
+t.test('Accept: absent, empty or admitting the HAL type is fine', async (t) => {
+  for (const value of [
+    undefined,
+    '',
+    ' ',
+    '*/*',
+    'application/vnd.example.payments-v6.hal+json',
+    'APPLICATION/VND.EXAMPLE.PAYMENTS-V6.HAL+JSON',
+    'application/*',
+    'application/json, */*;q=0.1',
+    'text/html;q=0.9, application/vnd.example.payments-v6.hal+json;q=0.5',
+    'application/vnd.example.payments-v6.hal+json;q=1.000',
+    'application/vnd.example.payments-v6.hal+json;q=0.001',
+    'garbage, */*',
+    ['application/json', '*/*'],
+  ]) {
+    t.equal(accept({ accept: value }), undefined, String(value))
+  }
+})
+
+t.test('Accept: nothing admitting the HAL type with q > 0 is 406', async (t) => {
+  for (const value of [
+    'application/json',
+    'text/*',
+    'application/vnd.example.payments-v6+json',
+    'application/vnd.example.payments-v6.hal+json;q=0',
+    'application/vnd.example.payments-v6.hal+json;q=0.000',
+    '*/*;q=0',
+    'application/vnd.example.payments-v6.hal+json;q=0, */*',
+    'application/vnd.example.payments-v6.hal+json;q=0, application/*;q=1',
+    'application/*;q=0, */*;q=1',
+    'application/vnd.example.payments-v6.hal+json;q=2',
+    'application/vnd.example.payments-v6.hal+json;q=abc',
+    '*/json',
+    'garbage',
+  ]) {
+    t.match(accept({ accept: value }), { status: 406, body: { errorName: 'headerHasInvalidValue', headerName: 'Accept' } }, value)
+  }
+})
+
+t.test('Accept: the most specific range decides, equal ranges take the best q', async (t) => {
+  t.equal(accept({ accept: '*/*;q=0, application/vnd.example.payments-v6.hal+json;q=0.2' }), undefined)
+  t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;q=0, application/vnd.example.payments-v6.hal+json;q=0.3' }), undefined)
+})

@@ -1,0 +1,100 @@
+import { PassThrough } from 'node:stream'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { main } from '../../lib/cli/main.js'
+import { bytes, saleBody } from '../helpers/bodies.js'
+import { FIELD_RULE_CASES } from '../helpers/field-rules.js'
+import { policyFile } from '../helpers/policies.js'
+
+async function run(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+  const io = { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), env: {} }
+  io.stdin.end(stdin)
+  const out: Buffer[] = []
+  const err: Buffer[] = []
+  io.stdout.on('data', (chunk: Buffer) => out.push(chunk))
+  io.stderr.on('data', (chunk: Buffer) => err.push(chunk))
+  const code = await main(args, io)
+  return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }
+}
+
+const dir = t.testdir({
+  policies: {
+    'default.json': JSON.stringify(policyFile()),
+    'strict.json': JSON.stringify(policyFile({ entity: 'strict', narrative: { line1: 'reject' } })),
+  },
+  broken: { 'default.json': '{"entity":"default"}' },
+})
+const policies = join(dir, 'policies')
+
+t.test('a clean body: exit 0 and the document the gateway would forward', async (t) => {
+  const file = join(dir, 'sale.json')
+  writeFileSync(file, bytes(saleBody()))
+  const result = await run(['validate', '--operation', 'sale', '--policies', policies, file])
+  t.equal(result.code, 0)
+  t.strictSame(JSON.parse(result.stdout).merchant, { entity: 'default', mcc: '5734' })
+  t.match(result.stderr, /^clean: /)
+})
+
+t.test('every field rule: exit 1 and the error body, from stdin', async (t) => {
+  for (const rule of FIELD_RULE_CASES) {
+    const result = await run(['validate', '--operation', rule.operation, '--policies', policies, '-'], JSON.stringify(rule.body))
+    t.equal(result.code, 1, rule.name)
+    const body = JSON.parse(result.stdout)
+    t.equal(body.errorName, 'bodyDoesNotMatchSchema', rule.name)
+    t.strictSame(body.validationErrors.map((item: { errorName: string; jsonPath: string }) => [item.errorName, item.jsonPath]), rule.expected, rule.name)
+    t.match(result.stderr, /^refused: 400 bodyDoesNotMatchSchema/, rule.name)
+  }
+})
+
+t.test('policy rules apply: line1 over 24 under a reject policy', async (t) => {
+  const body = saleBody()
+  body.merchant.entity = 'strict'
+  body.instruction.narrative.line1 = 'x'.repeat(25)
+  const result = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], JSON.stringify(body))
+  t.equal(result.code, 1)
+  t.match(JSON.parse(result.stdout), { validationErrors: [{ errorName: 'stringIsTooLong', jsonPath: '$.instruction.narrative.line1' }] })
+})
+
+t.test('--body-limit applies', async (t) => {
+  const result = await run(['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '10', '-'], JSON.stringify(saleBody()))
+  t.equal(result.code, 1)
+  t.equal(JSON.parse(result.stdout).errorName, 'bodyIsTooLarge')
+})
+
+t.test('bad calls exit 2 with one line on stderr', async (t) => {
+  const cases = [
+    ['validate', '--operation', 'refund', '-'],
+    ['validate', '--operation', 'sale'],
+    ['validate', '--operation', 'sale', 'a', 'b'],
+    ['validate', '--operation', 'sale', '--policies', join(dir, 'broken'), '-'],
+    ['validate', '--operation', 'sale', '--policies', join(dir, 'nowhere'), '-'],
+    ['validate', '--operation', 'sale', '--policies', policies, join(dir, 'missing.json')],
+    ['validate', '--operation', 'sale', '--policies', policies, '--body-limit', 'lots', '-'],
+    ['validate', '--frobnicate'],
+  ]
+  for (const args of cases) {
+    const result = await run(args, '{}')
+    t.equal(result.code, 2, args.join(' '))
+    t.match(result.stderr, /^payments-gate validate: .+\n$/, args.join(' '))
+    t.equal(result.stderr.split('\n').length, 2, 'one line')
+  }
+})
+
+t.test('help and unknown commands', async (t) => {
+  const help = await run(['--help'])
+  t.equal(help.code, 0)
+  t.match(help.stdout, /validate/)
+  const bare = await run([])
+  t.equal(bare.code, 2)
+  const unknown = await run(['frobnicate'])
+  t.equal(unknown.code, 2)
+  t.match(unknown.stderr, /unknown command "frobnicate"/)
+})
+
+t.test('an unexpected failure is not swallowed as a usage error', async (t) => {
+  const io = { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), env: {} }
+  const running = main(['validate', '--operation', 'sale', '--policies', policies, '-'], io)
+  setTimeout(() => io.stdin.destroy(new Error('stdin broke')), 20)
+  await t.rejects(running, /stdin broke/)
+})

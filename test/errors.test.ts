@@ -1,0 +1,65 @@
+import { readFileSync } from 'node:fs'
+import t from 'tap'
+import {
+  ERRORS,
+  FIELD_ERRORS,
+  fieldError,
+  isErrorName,
+  reject,
+  schemaRejection,
+  serializeError,
+  type ErrorBody,
+} from '../lib/errors.js'
+import { isErrorBody } from './helpers/oracle.js'
+
+const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+
+t.test('every error name is in the README\'s error tables with its status', async (t) => {
+  for (const [name, { status }] of Object.entries(ERRORS)) {
+    const row = readme.split('\n').find((line) => line.startsWith(`| \`${name}\` |`))
+    t.ok(row, `${name} has a row`)
+    t.match(row ?? '', String(status), `${name}: status ${status}`)
+  }
+  for (const name of Object.keys(FIELD_ERRORS)) t.ok(readme.includes(`| \`${name}\` |`), `${name} has a row`)
+})
+
+t.test('the table: statuses the spec and contract give', async (t) => {
+  t.equal(ERRORS.accessDenied.status, 401)
+  t.equal(ERRORS.bodyIsTooLarge.status, 413)
+  t.equal(ERRORS.headersAreTooLarge.status, 431)
+  t.equal(ERRORS.requestTimedOut.status, 408)
+  t.equal(ERRORS.internalErrorOccurred.status, 500)
+  t.equal(ERRORS.serviceUnavailable.status, 503)
+  for (const { status, message } of Object.values(ERRORS)) {
+    t.ok(status >= 400 && status < 600)
+    t.ok(message.length > 10)
+  }
+})
+
+t.test('reject builds the body from the table, with optional details', async (t) => {
+  t.strictSame(reject('bodyIsEmpty'), { ok: false, status: 400, body: { errorName: 'bodyIsEmpty', message: ERRORS.bodyIsEmpty.message } })
+  const header = reject('headerHasInvalidValue', { status: 406, headerName: 'Accept', message: 'm', headers: { Vary: 'Accept' } })
+  t.strictSame(header, { ok: false, status: 406, body: { errorName: 'headerHasInvalidValue', message: 'm', headerName: 'Accept' }, headers: { Vary: 'Accept' } })
+  const items = [fieldError('fieldIsMissing', '$.a')]
+  t.strictSame(schemaRejection(items).body.validationErrors, [{ errorName: 'fieldIsMissing', message: FIELD_ERRORS.fieldIsMissing, jsonPath: '$.a' }])
+})
+
+t.test('isErrorName knows the table and nothing else', async (t) => {
+  t.ok(isErrorName('serviceUnavailable'))
+  t.notOk(isErrorName('toString'))
+  t.notOk(isErrorName('fieldIsMissing'))
+})
+
+t.test('the serializer writes what JSON.stringify would, in the spec\'s field order', async (t) => {
+  const bodies: ErrorBody[] = [
+    { errorName: 'bodyIsEmpty', message: 'm' },
+    { errorName: 'headerIsMissing', message: 'quote " and \\ and \u2028', headerName: 'Content-Type' },
+    { errorName: 'bodyDoesNotMatchSchema', message: 'm', validationErrors: [{ errorName: 'fieldIsNull', message: 'x', jsonPath: "$['a\\'b']" }] },
+  ]
+  for (const body of bodies) {
+    const text = serializeError(body)
+    t.strictSame(JSON.parse(text), body)
+    t.ok(isErrorBody(JSON.parse(text)))
+    t.ok(text.startsWith('{"errorName":'))
+  }
+})

@@ -1,0 +1,20 @@
+import t from 'tap'
+import { LINE1_MAX_LENGTH, replaceUnsupported } from '../lib/narrative.js'
+
+t.test('supported characters pass unchanged', async (t) => {
+  const text = 'Mind Palace Ltd, No. 7-B'
+  t.equal(replaceUnsupported(text), text)
+  t.equal(replaceUnsupported(''), '')
+})
+
+t.test('every unsupported code point becomes one space', async (t) => {
+  t.equal(replaceUnsupported('Café & Co!'), 'Caf    Co ')
+  t.equal(replaceUnsupported('Shop😀'), 'Shop ', 'an emoji (two UTF-16 units) is one character')
+  t.equal(replaceUnsupported('a\u0301'), 'a ', 'a combining mark is its own code point')
+  t.equal(replaceUnsupported('tab\there_/'), 'tab here  ')
+  t.equal(replaceUnsupported('\ud800x'), ' x', 'a lone surrogate is one code point')
+})
+
+t.test('the statement line limit is 24', async (t) => {
+  t.equal(LINE1_MAX_LENGTH, 24)
+})

@@ -1,0 +1,82 @@
+import fc from 'fast-check'
+import t from 'tap'
+import { compileSchema } from '../../lib/schema/compile.js'
+import { REQUEST_SCHEMAS, type Operation } from '../../lib/schema/payment.js'
+import { recurringBody, saleBody, TEST_PAN } from '../helpers/bodies.js'
+import { ajvRecurring, ajvSale } from '../helpers/oracle.js'
+
+/**
+ * Differential test: TypeBox's compiled check and Ajv, compiled from the same
+ * JSON Schema, must agree on valid/invalid for every generated body; and a
+ * body TypeBox refuses always gets at least one field error.
+ */
+const compiled = { sale: compileSchema(REQUEST_SCHEMAS.sale), recurring: compileSchema(REQUEST_SCHEMAS.recurring) }
+const oracle = { sale: ajvSale, recurring: ajvRecurring }
+
+const PATHS = [
+  'transactionReference', 'merchant', 'merchant.entity', 'merchant.mcc', 'merchant.paymentFacilitator',
+  'merchant.paymentFacilitator.pfId', 'merchant.paymentFacilitator.subMerchant', 'instruction', 'instruction.narrative',
+  'instruction.narrative.line1', 'instruction.narrative.line2', 'instruction.paymentInstrument', 'instruction.paymentInstrument.type',
+  'instruction.paymentInstrument.cardNumber', 'instruction.paymentInstrument.cardExpiryDate', 'instruction.paymentInstrument.cardExpiryDate.month',
+  'instruction.paymentInstrument.cardExpiryDate.year', 'instruction.paymentInstrument.href', 'instruction.value', 'instruction.value.amount',
+  'instruction.value.currency', 'instruction.debtRepayment', 'instruction.intent', 'instruction.scheme', 'instruction.scheme.reference',
+  'channel', 'customer', 'customer.riskProfile', 'customer.authentication', 'extra',
+]
+
+const interesting = fc.constantFrom<unknown>(
+  '', 'GBP', 'gbp', 'moto', 'web', 'instalment', 'subscription', 'card/plain', 'card/token', 'card/other', TEST_PAN,
+  '4444333322221112', '600000000007', 'r'.repeat(64), 'r'.repeat(65), 'a b', 'x😀', '5734', '57340',
+  0, 1, 12, 13, 1000, 9999, 10000, -1, 2.5, 2147483647, 2147483648, null, true, false, {}, [],
+  { reference: 'r' }, { month: 1, year: 2030 }, { type: 'card/token', href: 'h' },
+  { pfId: 'p', subMerchant: { city: 'c', name: 'n', postalCode: 'p', merchantId: 'm', countryCode: 'GB', street: 's' } },
+)
+
+const mutation = fc.record({
+  path: fc.constantFrom(...PATHS),
+  remove: fc.boolean(),
+  value: fc.oneof(interesting, fc.jsonValue({ maxDepth: 2 })),
+})
+
+function mutate(body: Record<string, any>, path: string, remove: boolean, value: unknown): void {
+  const keys = path.split('.')
+  const last = keys.pop() as string
+  let node: any = body
+  for (const key of keys) {
+    if (node === null || typeof node !== 'object') return
+    node = node[key]
+  }
+  if (node === null || typeof node !== 'object') return
+  if (remove) delete node[last]
+  else node[last] = value
+}
+
+t.test('TypeBox and Ajv agree on valid/invalid for generated bodies', async (t) => {
+  let valid = 0
+  let invalid = 0
+  fc.assert(
+    fc.property(fc.constantFrom<Operation>('sale', 'recurring'), fc.array(mutation, { maxLength: 4 }), (operation, mutations) => {
+      const body = operation === 'sale' ? saleBody() : recurringBody()
+      for (const { path, remove, value } of mutations) mutate(body, path, remove, value)
+      const document = JSON.parse(JSON.stringify(body))
+      const typebox = compiled[operation].check(document)
+      if (typebox !== oracle[operation](document)) return false
+      if (typebox) valid++
+      else {
+        invalid++
+        if (compiled[operation].errors(document).length === 0) return false
+      }
+      return true
+    }),
+    { seed: 20261121, numRuns: 4000 },
+  )
+  t.ok(valid > 200, `enough valid bodies (${valid})`)
+  t.ok(invalid > 200, `enough invalid bodies (${invalid})`)
+})
+
+t.test('TypeBox and Ajv agree on arbitrary JSON documents', async (t) => {
+  fc.assert(
+    fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => compiled.sale.check(value) === ajvSale(value) && compiled.recurring.check(value) === ajvRecurring(value)),
+    { seed: 7, numRuns: 1000 },
+  )
+  t.pass('agreed')
+})

@@ -1,0 +1,78 @@
+import t from 'tap'
+import { compileSchema } from '../../lib/schema/compile.js'
+import { FormatRegistry, Type, type TSchema } from '../../lib/schema/typebox.js'
+
+function errorsOf(schema: TSchema, value: unknown): [string, string, string][] {
+  const compiled = compileSchema(schema)
+  t.equal(compiled.check(value), false, 'the check fails first')
+  return compiled.errors(value).map((item) => [item.errorName, item.jsonPath, item.message])
+}
+
+t.test('types the payment schemas do not use map to their spec names', async (t) => {
+  const schema = Type.Object({
+    n: Type.Number({ minimum: 1, maximum: 5 }),
+    list: Type.Array(Type.String()),
+    low: Type.Optional(Type.Number({ minimum: 1 })),
+    high: Type.Optional(Type.Number({ maximum: 5 })),
+    short: Type.Optional(Type.String({ minLength: 3 })),
+    f: Type.Optional(Type.String({ format: 'date-time' })),
+    tuple: Type.Optional(Type.Tuple([Type.String()])),
+  })
+  t.strictSame(
+    errorsOf(schema, { n: 'x', list: {}, low: 0, high: 6, short: 'ab', tuple: [] }).map(([name, path]) => [name, path]),
+    [
+      ['fieldMustBeNumber', '$.n'],
+      ['fieldMustBeArray', '$.list'],
+      ['numberIsTooSmall', '$.low'],
+      ['numberIsTooLarge', '$.high'],
+      ['stringIsTooShort', '$.short'],
+      ['fieldHasInvalidValue', '$.tuple'],
+    ],
+  )
+  t.strictSame(errorsOf(schema, { n: 1, list: [1] }).map(([name, path]) => [name, path]), [['fieldMustBeString', '$.list[0]']])
+})
+
+t.test('messages name the limit or the expected shape, never the value', async (t) => {
+  const schema = Type.Object({
+    short: Type.String({ minLength: 3 }),
+    long: Type.String({ maxLength: 2 }),
+    n: Type.Integer({ minimum: 10 }),
+    shaped: Type.String({ pattern: '^a$', 'x-format': 'the letter a' }),
+    bare: Type.String({ pattern: '^a$' }),
+    one: Type.Literal('moto'),
+  })
+  const items = errorsOf(schema, { short: 'secret', long: 'secret', n: 3, shaped: 'secret', bare: 'secret', one: 'secret' })
+  t.strictSame(items, [
+    ['stringIsTooLong', '$.long', 'The string must be at most 2 characters long.'],
+    ['integerIsTooSmall', '$.n', 'The value must be at least 10.'],
+    ['stringFailedRegexCheck', '$.shaped', 'The value must be the letter a.'],
+    ['stringFailedRegexCheck', '$.bare', 'The string does not have the required format.'],
+    ['fieldHasInvalidValue', '$.one', 'The value must be one of: moto.'],
+  ])
+  t.strictSame(errorsOf(schema, { short: 'ab', long: '', n: 10, shaped: 'a', bare: 'a', one: 'moto' })[0], [
+    'stringIsTooShort',
+    '$.short',
+    'The string must be at least 3 characters long.',
+  ])
+})
+
+t.test('a format other than Luhn is a regex failure; an unregistered one an invalid value', async (t) => {
+  FormatRegistry.Set('even-length', (value) => value.length % 2 === 0)
+  const schema = Type.Object({ f: Type.String({ format: 'even-length' }), g: Type.Optional(Type.String({ format: 'not-registered' })) })
+  t.strictSame(errorsOf(schema, { f: 'x', g: 'y' }).map(([name]) => name), ['stringFailedRegexCheck', 'fieldHasInvalidValue'])
+})
+
+t.test('a discriminated union without a catch-all variant reports the union', async (t) => {
+  const schema = Type.Object({
+    u: Type.Union([Type.Object({ kind: Type.Literal('a'), a: Type.String() }), Type.Object({ kind: Type.Literal('b') })], {
+      discriminator: { propertyName: 'kind' },
+    }),
+  })
+  t.strictSame(errorsOf(schema, { u: { kind: 'a' } }).map(([name, path]) => [name, path]), [['fieldIsMissing', '$.u.a']])
+  t.strictSame(errorsOf(schema, { u: { kind: 'z' } }).map(([name, path]) => [name, path]), [['fieldMustBeObject', '$.u']])
+})
+
+t.test('a union of non-string literals reports a bad value, not a type', async (t) => {
+  const schema = Type.Object({ v: Type.Union([Type.Literal(1), Type.Literal(2)]) })
+  t.strictSame(errorsOf(schema, { v: 'x' }).map(([name]) => name), ['fieldHasInvalidValue'])
+})
