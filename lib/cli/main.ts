@@ -36,8 +36,8 @@ export async function main(args: string[], io: Io): Promise<number> {
   }
 }
 
-/** Errors that mean "cannot start as asked": bad flags (parseArgs) or files that cannot be read. */
+/** Errors that mean "cannot start as asked": bad flags (parseArgs), files that cannot be read, invalid policies or credentials. */
 function isStartupError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code
-  return typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'ENOTDIR')
+  return typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'ENOTDIR' || code === 'EPOLICY' || code === 'ECREDENTIALS')
 }
