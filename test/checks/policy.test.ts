@@ -104,6 +104,8 @@ t.test('narrative line1 over 24 characters: stringIsTooLong in reject mode, cut 
   t.equal(cut.document.instruction.narrative.line1, 'Mind Palace Ltd Baker St')
   const emoji = accepted(checks.checkBody('sale', saleRequest('default', (r) => (r.instruction.narrative.line1 = 'Café 🍰 & Co'))))
   t.equal(emoji.document.instruction.narrative.line1, `Caf${' '.repeat(6)}Co`, 'a code point becomes one space')
+  const line2 = accepted(checks.checkBody('sale', saleRequest('default', (r) => (r.instruction.narrative.line2 = 'Order #42 — thanks!'))))
+  t.equal(line2.document.instruction.narrative.line2, 'Order  42   thanks ', 'line2 gets the same replacement, no cut')
 })
 
 t.test('merchant.mcc is filled in from the policy when dynamic mcc is on and the request has none', async (t) => {
