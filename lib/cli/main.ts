@@ -7,6 +7,8 @@ interface Subcommand {
 
 /** Loaded on demand, so that `validate` does not pay for the proxy's start-up. */
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  'check-policies': { summary: 'check every policy file of a folder', load: () => import('./check-policies.js') },
+  'hash-password': { summary: 'hash the password read on stdin for the credentials file', load: () => import('./hash-password.js') },
   validate: { summary: 'print what the gateway would answer or forward for a body', load: () => import('./validate.js') },
 }
 

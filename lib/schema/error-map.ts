@@ -106,6 +106,7 @@ function describe(error: ValueError): Described {
     case ValueErrorType.ObjectRequiredProperty:
       return named('fieldIsMissing')
     case ValueErrorType.Never:
+    case ValueErrorType.ObjectAdditionalProperties:
       return named('fieldIsNotAllowed')
     case ValueErrorType.StringMinLength:
       return schema.minLength === 1

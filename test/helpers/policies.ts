@@ -22,3 +22,15 @@ export function policy(overrides: Partial<PolicyFile> = {}): Policy {
 export function policies(...more: Partial<PolicyFile>[]): PolicySource {
   return staticPolicies([policy(), ...more.map((overrides) => policy(overrides))])
 }
+
+/** A valid policy file's content for `entity`, with any top-level key replaced. */
+export function policyJson(entity: string, overrides: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    entity,
+    currencies: ['GBP'],
+    paymentInstruments: ['card/plain'],
+    features: { dynamicMcc: false, paymentFacilitator: false, moto: false, debtRepayment: false },
+    narrative: { line1: 'truncate' },
+    ...overrides,
+  })
+}
