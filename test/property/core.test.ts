@@ -19,7 +19,7 @@ const BODY_STATUSES = new Set([400, 401, 413])
 
 function wellFormed(operation: 'sale' | 'recurring', verdict: Verdict): boolean {
   if (verdict.ok) {
-    const forwarded = JSON.parse(JSON.stringify(verdict.document))
+    const forwarded = JSON.parse(JSON.stringify(verdict.document)) as { merchant: { entity: string } }
     return (operation === 'sale' ? ajvSale : ajvRecurring)(forwarded) && forwarded.merchant.entity === verdict.entity
   }
   return BODY_STATUSES.has(verdict.status) && isErrorBody(JSON.parse(serializeError(verdict.body)))
