@@ -1,3 +1,4 @@
+import type { Logger } from 'pino'
 import type { ServerResponse } from 'node:http'
 import type { Principal } from '../checks/auth.js'
 import { sendError } from '../respond.js'
@@ -12,10 +13,8 @@ export interface GateContext {
   readonly principal: Principal
 }
 
-/** Where the gate reports what it cannot answer with a verdict. Any pino logger fits. */
-export interface GateLogger {
-  error(object: object, message?: string): void
-}
+/** Where the gate reports policy reloads and internal errors: a pino logger. */
+export type GateLogger = Pick<Logger, 'info' | 'warn' | 'error'>
 
 /**
  * A failure of the gate (an authenticator that threw) or of the application
