@@ -34,9 +34,15 @@ function refuse(reply: FastifyReply, rejection: Rejection, close: boolean): Fast
   return reply.type(ERROR_CONTENT_TYPE).send(Buffer.from(serializeError(rejection.body)))
 }
 
-/** The client left before its body was complete; Fastify gives up on the request. */
-function abortedError(): Error {
-  return Object.assign(new Error('payments-gate: the client aborted the request body'), { statusCode: 400 })
+/**
+ * A body that could not be read, as an error for Fastify: the client left
+ * before it was complete (nobody is listening any more), or it was too large
+ * for another route of the application.
+ */
+function bodyError(outcome: Rejection | typeof ABORTED): Error {
+  return outcome === ABORTED
+    ? Object.assign(new Error('payments-gate: the client aborted the request body'), { statusCode: 400 })
+    : Object.assign(new Error(outcome.body.message), { statusCode: outcome.status })
 }
 
 /**
@@ -51,13 +57,22 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
   const admitted = new WeakMap<FastifyRequest, Admitted>()
   const refused = new WeakMap<FastifyRequest, Refused>()
   const internalError = reject('internalErrorOccurred')
+  const internal = (reply: FastifyReply, error: unknown): FastifyReply => {
+    logger?.error({ err: error }, 'payments-gate: internal error')
+    return refuse(reply, internalError, false)
+  }
 
   const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
     fastify.decorateRequest('paymentsGate', undefined)
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
     fastify.addHook('onRequest', async (request, reply) => {
-      const head = await screenHead(checks, request.raw)
+      let head
+      try {
+        head = await screenHead(checks, request.raw)
+      } catch (error) {
+        return internal(reply, error)
+      }
       if (head === undefined) return
       if (!head.ok) return refuse(reply, head.rejection, head.close)
       admitted.set(request, head)
@@ -68,12 +83,11 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
       if (head === undefined) {
         // Another route of the application that takes the v6 media type: plain JSON, as Fastify would parse it.
         const bytes = await readBody(payload, checks.bodyLimit)
-        if (bytes === ABORTED) throw abortedError()
-        if (!Buffer.isBuffer(bytes)) throw Object.assign(new Error(bytes.body.message), { statusCode: bytes.status })
+        if (!Buffer.isBuffer(bytes)) throw bodyError(bytes)
         return new Promise((resolve, reject) => jsonParser(request, bytes.toString('utf8'), (error, body) => (error === null ? resolve(body) : reject(error))))
       }
       const outcome = await screenBody(checks, payload, head)
-      if (outcome === ABORTED) throw abortedError()
+      if (outcome === ABORTED) throw bodyError(ABORTED)
       if (!outcome.ok) {
         refused.set(request, outcome)
         return undefined
@@ -88,11 +102,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     })
 
     if (options.errorHandler === true) {
-      fastify.setErrorHandler((error: FastifyError, request, reply) => {
-        if (isClientError(error)) return reply.send(error)
-        logger?.error({ err: error }, 'payments-gate: internal error')
-        return refuse(reply, internalError, false)
-      })
+      fastify.setErrorHandler((error: FastifyError, _request, reply) => (isClientError(error) ? reply.send(error) : internal(reply, error)))
     }
     done()
   }
