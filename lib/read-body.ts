@@ -12,6 +12,8 @@ export const ABORTED = Symbol('aborted')
  * the client aborted or its connection failed, is never handed on.
  */
 export function readBody(req: Readable, limit: number): Promise<Buffer | Rejection | typeof ABORTED> {
+  // The client may leave while a slow check (a password hash) runs: its `close` has then been emitted already.
+  if (req.destroyed) return Promise.resolve(ABORTED)
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     let size = 0
