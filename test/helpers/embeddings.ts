@@ -1,4 +1,5 @@
-import { Agent, createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
+import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http'
+import { connect } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import express from 'express'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
@@ -110,4 +111,21 @@ export function send(port: number, c: Pick<Case, 'method' | 'path' | 'headers' |
       req.end()
     }
   })
+}
+
+/** Sends the head of a request and part of its declared body, then hangs up. */
+export function abortMidBody(port: number, path: string, headers: Readonly<Record<string, string>>): Promise<void> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      const lines = Object.entries({ ...headers, host: 'localhost', 'content-length': '1000' }).map(([name, value]) => `${name}: ${value}`)
+      socket.write(`POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n{"transactionReference":`)
+      setTimeout(() => socket.destroy(), 20)
+    })
+    socket.on('close', () => resolve())
+  })
+}
+
+/** A request's `close` on the server, and a turn of the event loop for what it settled. */
+export function closedOnServer(server: { once(event: 'request', listener: (req: IncomingMessage) => void): unknown }): Promise<void> {
+  return new Promise((resolve) => server.once('request', (req) => req.once('close', () => setImmediate(resolve))))
 }
