@@ -1,5 +1,6 @@
-import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
+import { createHash, randomBytes, scrypt, timingSafeEqual, type BinaryLike, type ScryptOptions } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
+import { promisify } from 'node:util'
 import { LRUCache } from 'lru-cache'
 import { ACCESS_DENIED, type Authenticator, type Principal } from './checks/auth.js'
 import type { Rejection } from './errors.js'
@@ -32,12 +33,18 @@ interface ParsedHash extends ScryptParams {
   readonly hash: Buffer
 }
 
+/** Async: the hash runs on libuv's thread pool, never blocking the event loop. (promisify types the first overload.) */
+const scryptAsync = promisify(scrypt) as (
+  password: BinaryLike,
+  salt: BinaryLike,
+  keylen: number,
+  options: ScryptOptions,
+) => Promise<Buffer>
+
 function derive(password: string, salt: Buffer, keylen: number, { N, r, p }: ScryptParams): Promise<Buffer> {
   // Node refuses parameters whose memory (about 128 * N * r bytes) exceeds maxmem: give raised ones room.
   const options = { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, keylen, options, (error, key) => (error === null ? resolve(key) : reject(error)))
-  })
+  return scryptAsync(password.normalize('NFC'), salt, keylen, options)
 }
 
 function formatHash({ N, r, p, salt, hash }: ParsedHash): string {
@@ -202,7 +209,8 @@ export class CredentialStore implements Authenticator {
     this.#dummy = { N: cost.N, r: cost.r, p: cost.p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
     this.#now = options.now ?? (() => performance.now())
     const perf = { now: this.#now }
-    this.#cache = new LRUCache({ max: settings.cacheMax, ttl: settings.cacheTtlMs, perf })
+    // ttlResolution 0: read the clock on each look-up rather than arm a timer to memoize it.
+    this.#cache = new LRUCache({ max: settings.cacheMax, ttl: settings.cacheTtlMs, ttlResolution: 0, perf })
     this.#failures = new LRUCache({ max: settings.trackedUsersMax })
     this.#maxFailures = settings.maxFailures
     this.#failureWindowMs = settings.failureWindowMs
