@@ -27,12 +27,20 @@ t.test('a client that leaves mid-body gets nothing and the application is not ca
       res.end()
     }),
   )
-  const closed = closedOnServer(server)
-  await abortMidBody(port, SALE_PATH, CASES[0]!.headers)
-  await closed
-  t.equal(calls, 0)
-  t.equal((await send(port, { method: 'GET', path: '/x', headers: {} }, agent)).status, 200, 'the server still serves')
-  t.equal(calls, 1)
+  // Once during the slow first password check, once while the body is being read (the check is cached by then).
+  for (const warm of [false, true]) {
+    if (warm) {
+      t.equal((await send(port, CASES[0]!, agent)).status, 200)
+      calls = 0
+    }
+    const closed = closedOnServer(server)
+    await abortMidBody(port, SALE_PATH, CASES[0]!.headers)
+    await closed
+    t.equal(calls, 0)
+    t.equal((await send(port, { method: 'GET', path: '/x', headers: {} }, agent)).status, 200, 'the server still serves')
+    t.equal(calls, 1)
+    calls = 0
+  }
 })
 
 t.test('an authenticator that throws is a logged 500, not a crash', async (t) => {
