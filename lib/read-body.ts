@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { Readable } from 'node:stream'
 import type { Rejection } from './errors.js'
 import { checkSize } from './checks/body.js'
 
@@ -6,11 +6,14 @@ import { checkSize } from './checks/body.js'
 export const ABORTED = Symbol('aborted')
 
 /**
- * Reads a request body once, counting bytes as they arrive and stopping at the
- * limit (a chunked body declares no size). A body that stops short, because
+ * Reads a request body once, counting bytes as they arrive and stopping at
+ * the limit (a chunked body declares no size). Any readable will do: Fastify
+ * hands its parsers the request, or a stream a preParsing hook put in its place. A body that stops short, because
  * the client aborted or its connection failed, is never handed on.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | Rejection | typeof ABORTED> {
+export function readBody(req: Readable, limit: number): Promise<Buffer | Rejection | typeof ABORTED> {
+  // The client may leave while a slow check (a password hash) runs: its `close` has then been emitted already.
+  if (req.destroyed) return Promise.resolve(ABORTED)
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     let size = 0

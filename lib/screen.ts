@@ -1,7 +1,9 @@
 import type { IncomingMessage } from 'node:http'
+import type { Readable } from 'node:stream'
 import type { Rejection } from './errors.js'
 import type { Principal } from './checks/auth.js'
 import type { Accepted, Checks } from './gate.js'
+import type { Operation } from './schema/payment.js'
 import { ABORTED, readBody } from './read-body.js'
 
 /** A request that passed every check, with who sent it. */
@@ -28,6 +30,13 @@ function refused(rejection: Rejection, close: boolean): Refused {
   return { ok: false, rejection, close }
 }
 
+/** A request whose route, credentials and headers passed: its body comes next. */
+export interface Admitted {
+  readonly ok: true
+  readonly operation: Operation
+  readonly principal: Principal
+}
+
 /**
  * The request's path through the checks, shared by the proxy and every
  * adapter: route, BasicAuth, headers, body, then everything on the body. The
@@ -35,6 +44,16 @@ function refused(rejection: Rejection, close: boolean): Refused {
  * is read.
  */
 export async function screen(checks: Checks, req: IncomingMessage): Promise<Screened> {
+  const head = await screenHead(checks, req)
+  return head === undefined || !head.ok ? head : screenBody(checks, req, head)
+}
+
+/**
+ * The first half of `screen`, everything decided before the body is read:
+ * route, BasicAuth, headers. For hosts that read the body themselves later
+ * (Fastify's content-type parser).
+ */
+export async function screenHead(checks: Checks, req: IncomingMessage): Promise<Admitted | Refused | undefined> {
   const operation = checks.route(req.method, req.url)
   if (operation === undefined) return undefined
   const unread = hasBody(req)
@@ -44,11 +63,16 @@ export async function screen(checks: Checks, req: IncomingMessage): Promise<Scre
   if ('ok' in principal) return refused(principal, unread)
   const head = checks.checkHead(req.headers)
   if (head !== undefined) return refused(head, unread)
-  const body = await readBody(req, checks.bodyLimit)
-  if (body === ABORTED) return ABORTED
-  if (!Buffer.isBuffer(body)) return refused(body, true)
-  const verdict = checks.checkBody(operation, body, principal)
-  return verdict.ok ? { ...verdict, principal } : refused(verdict, false)
+  return { ok: true, operation, principal }
+}
+
+/** The second half of `screen`: reads the body of an admitted request and runs checks 5 to 13 on it. */
+export async function screenBody(checks: Checks, body: Readable, admitted: Admitted): Promise<Passed | Refused | typeof ABORTED> {
+  const bytes = await readBody(body, checks.bodyLimit)
+  if (bytes === ABORTED) return ABORTED
+  if (!Buffer.isBuffer(bytes)) return refused(bytes, true)
+  const verdict = checks.checkBody(admitted.operation, bytes, admitted.principal)
+  return verdict.ok ? { ...verdict, principal: admitted.principal } : refused(verdict, false)
 }
 
 /** A request with a body that nobody has read yet (RFC 9112 6.3: chunked, or a non-zero length). */

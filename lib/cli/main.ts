@@ -9,6 +9,7 @@ interface Subcommand {
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   'check-policies': { summary: 'check every policy file of a folder', load: () => import('./check-policies.js') },
   'hash-password': { summary: 'hash the password read on stdin for the credentials file', load: () => import('./hash-password.js') },
+  openapi: { summary: 'print the OpenAPI 3.1 document of both operations', load: () => import('./openapi.js') },
   validate: { summary: 'print what the gateway would answer or forward for a body', load: () => import('./validate.js') },
 }
 

@@ -1,0 +1,110 @@
+import type { IncomingMessage } from 'node:http'
+import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
+import { ERROR_CONTENT_TYPE, reject, serializeError, type Rejection } from '../errors.js'
+import type { Checks } from '../gate.js'
+import { ABORTED, readBody } from '../read-body.js'
+import { screenBody, screenHead, type Admitted, type Refused } from '../screen.js'
+import type { GateContext, GateLogger } from './context.js'
+import { isClientError } from './express.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the payments-gate plugin on a request that passed every check. */
+    paymentsGate?: GateContext
+  }
+}
+
+export interface FastifyGateOptions {
+  /**
+   * Also install an error handler that answers errors thrown by route
+   * handlers with the standard 500 `internalErrorOccurred` body (errors with a
+   * 4xx status go on to Fastify's default handler). It applies to the
+   * instance the plugin is registered on and its children, unless they set
+   * their own. Default false.
+   */
+  errorHandler?: boolean
+}
+
+/** Answers a refusal with the same status, headers and bytes as the proxy. */
+function refuse(reply: FastifyReply, rejection: Rejection, close: boolean): FastifyReply {
+  reply.code(rejection.status)
+  if (rejection.headers !== undefined) reply.headers(rejection.headers)
+  if (close) reply.header('connection', 'close')
+  // A Buffer, because Fastify appends `; charset=utf-8` to a JSON type sent as a string.
+  return reply.type(ERROR_CONTENT_TYPE).send(Buffer.from(serializeError(rejection.body)))
+}
+
+/**
+ * A body that could not be read, as an error for Fastify: the client left
+ * before it was complete (nobody is listening any more), or it was too large
+ * for another route of the application.
+ */
+function bodyError(outcome: Rejection | typeof ABORTED): Error {
+  return outcome === ABORTED
+    ? Object.assign(new Error('payments-gate: the client aborted the request body'), { statusCode: 400 })
+    : Object.assign(new Error(outcome.body.message), { statusCode: outcome.status })
+}
+
+/**
+ * The Fastify plugin. It skips encapsulation (as fastify-plugin would), so
+ * its hooks and its content-type parser apply to the instance it is
+ * registered on. Credentials and headers are checked in `onRequest`, before
+ * the body is read; the body is read and checked by a content-type parser for
+ * the v6 media type, so Fastify never parses it a second time; a refused body
+ * is answered in `preValidation`, before any route schema or handler.
+ */
+export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPluginCallback<FastifyGateOptions> {
+  const admitted = new WeakMap<FastifyRequest, Admitted>()
+  const refused = new WeakMap<FastifyRequest, Refused>()
+  const internalError = reject('internalErrorOccurred')
+  const internal = (reply: FastifyReply, error: unknown): FastifyReply => {
+    logger?.error({ err: error }, 'payments-gate: internal error')
+    return refuse(reply, internalError, false)
+  }
+
+  const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
+    fastify.decorateRequest('paymentsGate', undefined)
+    const jsonParser = fastify.getDefaultJsonParser('error', 'error')
+
+    fastify.addHook('onRequest', async (request, reply) => {
+      let head
+      try {
+        head = await screenHead(checks, request.raw)
+      } catch (error) {
+        return internal(reply, error)
+      }
+      if (head === undefined) return
+      if (!head.ok) return refuse(reply, head.rejection, head.close)
+      admitted.set(request, head)
+    })
+
+    fastify.addContentTypeParser(checks.mediaTypes.request, async (request: FastifyRequest, payload: IncomingMessage) => {
+      const head = admitted.get(request)
+      if (head === undefined) {
+        // Another route of the application that takes the v6 media type: plain JSON, as Fastify would parse it.
+        const bytes = await readBody(payload, checks.bodyLimit)
+        if (!Buffer.isBuffer(bytes)) throw bodyError(bytes)
+        return new Promise((resolve, reject) => jsonParser(request, bytes.toString('utf8'), (error, body) => (error === null ? resolve(body) : reject(error))))
+      }
+      const outcome = await screenBody(checks, payload, head)
+      if (outcome === ABORTED) throw bodyError(ABORTED)
+      if (!outcome.ok) {
+        refused.set(request, outcome)
+        return undefined
+      }
+      request.paymentsGate = { operation: outcome.operation, entity: outcome.entity, principal: outcome.principal }
+      return outcome.document
+    })
+
+    fastify.addHook('preValidation', async (request, reply) => {
+      const outcome = refused.get(request)
+      if (outcome !== undefined) return refuse(reply, outcome.rejection, outcome.close)
+    })
+
+    if (options.errorHandler === true) {
+      fastify.setErrorHandler((error: FastifyError, _request, reply) => (isClientError(error) ? reply.send(error) : internal(reply, error)))
+    }
+    done()
+  }
+  return Object.assign(plugin, { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: 'payments-gate' })
+}

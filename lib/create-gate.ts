@@ -1,0 +1,84 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { ErrorRequestHandler, RequestHandler } from 'express'
+import type { FastifyPluginCallback } from 'fastify'
+import type { Authenticator } from './checks/auth.js'
+import { loadCredentials } from './credentials.js'
+import type { ErrorName, RejectOptions } from './errors.js'
+import { buildChecks, type Checks } from './gate.js'
+import type { PolicySource } from './policy/policy.js'
+import { watchPolicies } from './policy/store.js'
+import { sendError } from './respond.js'
+import type { GateLogger } from './adapters/context.js'
+import { expressErrorHandler, expressMiddleware } from './adapters/express.js'
+import { fastifyPlugin, type FastifyGateOptions } from './adapters/fastify.js'
+import { nodeHandler, type NodeNext } from './adapters/node.js'
+
+/** The options of `createGate`: the same as `payments-gate serve`'s. */
+export interface GateOptions {
+  /** A folder of `<entity>.json` policy files, loaded and then watched; or your own source of policies. */
+  policies: string | PolicySource
+  /** A credentials file (`{"users": [...]}` with hashes from `payments-gate hash-password`); or your own authenticator. */
+  credentials: string | Authenticator
+  /** The `<vendor>` in the media types. Default `example`. */
+  vendor?: string
+  /** Prefix in front of `/payments/...`. Default empty. */
+  basePath?: string
+  /** Largest body read, in bytes. Default 65536. */
+  bodyLimit?: number
+  /** A pino logger for policy reloads, refused policy files and internal errors. Default: silent. */
+  logger?: GateLogger
+}
+
+/** The checks of CONTRACT.md, built once, in the shapes a Node service can mount. */
+export interface Gate {
+  /** The checks themselves, for callers that hold a whole request (e.g. a queue consumer). */
+  readonly checks: Checks
+  /**
+   * A `node:http` request handler: refusals are answered; every other request
+   * goes to `next`, with the passed request (document, operation, entity,
+   * principal) for the two operations, or `undefined` for any other path.
+   */
+  handler(next: NodeNext): (req: IncomingMessage, res: ServerResponse) => void
+  /**
+   * Connect/Express middleware, mounted before any body parser. On a request
+   * that passed, `req.body` is the validated, rewritten document and
+   * `req.paymentsGate` holds `{ operation, entity, principal }`.
+   */
+  express(): RequestHandler
+  /** Express error-handling middleware, mounted last: thrown errors become the standard 500 body. */
+  expressErrorHandler(): ErrorRequestHandler
+  /**
+   * The Fastify plugin: `app.register(gate.fastify)`. On a request that passed,
+   * `request.body` is the validated, rewritten document and
+   * `request.paymentsGate` holds `{ operation, entity, principal }`.
+   */
+  readonly fastify: FastifyPluginCallback<FastifyGateOptions>
+  /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
+  errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
+  /** Stops watching the policy folder. */
+  close(): void
+}
+
+/** Loads credentials and policies, builds the checks once, and offers them as handler, middleware and plugin. */
+export async function createGate(options: GateOptions): Promise<Gate> {
+  const { logger } = options
+  const authenticator = typeof options.credentials === 'string' ? await loadCredentials(options.credentials) : options.credentials
+  const store = typeof options.policies === 'string' ? await watchPolicies(options.policies, { logger }) : undefined
+  const checks = buildChecks({
+    policies: store ?? (options.policies as PolicySource),
+    authenticator,
+    vendor: options.vendor,
+    basePath: options.basePath,
+    bodyLimit: options.bodyLimit,
+  })
+  const express = expressMiddleware(checks, logger)
+  return {
+    checks,
+    handler: (next) => nodeHandler(checks, next, logger),
+    express: () => express,
+    expressErrorHandler: () => expressErrorHandler(logger),
+    fastify: fastifyPlugin(checks, logger),
+    errors: sendError,
+    close: () => store?.close(),
+  }
+}

@@ -1,0 +1,137 @@
+import { WWW_AUTHENTICATE } from './checks/auth.js'
+import { mediaTypes } from './checks/headers.js'
+import { normalizeBasePath } from './checks/route.js'
+import { ERROR_CONTENT_TYPE, errorBodySchema, reject, type ErrorName } from './errors.js'
+import { DEFAULT_VENDOR } from './gate.js'
+import { OPERATION_PATHS, OPERATIONS, RecurringRequest, SaleRequest, type Operation } from './schema/payment.js'
+
+export interface OpenApiOptions {
+  /** The `<vendor>` in the media types. Default `example`. */
+  vendor?: string
+  /** Prefix in front of `/payments/...`. Default empty. */
+  basePath?: string
+}
+
+type Json = Record<string, unknown>
+
+const OPERATION_DOCS: Readonly<Record<Operation, { operationId: string; schema: string; summary: string }>> = {
+  sale: { operationId: 'cardOnFileSale', schema: 'CardOnFileSale', summary: 'Card on file sale' },
+  recurring: { operationId: 'migrateRecurring', schema: 'MigrateRecurringAuthorization', summary: 'Migrate recurring authorization' },
+}
+
+/**
+ * Every answer the gateway itself gives on the two paths, by status, in the
+ * order of CONTRACT.md's check table. `headerHasInvalidValue` is the one name
+ * with two statuses.
+ */
+const ERROR_RESPONSES: readonly (readonly [status: number, names: readonly ErrorName[], why: string])[] = [
+  [
+    400,
+    ['headerIsMissing', 'bodyIsEmpty', 'bodyIsNotJson', 'bodyDoesNotMatchSchema', 'entityIsNotConfigured', 'paymentInstrumentIsNotSupported', 'currencyIsNotSupported', 'merchantIsNotConfigured'],
+    'The request must be corrected: a header is missing, or the body is empty, not JSON, does not match the schema, or asks for what the entity is not configured for.',
+  ],
+  [401, ['accessDenied'], 'BasicAuth credentials are missing or wrong, or the user may not act for `merchant.entity`.'],
+  [405, ['methodIsNotAllowed'], 'Answered to any method but POST on this path, with `Allow: POST`.'],
+  [406, ['headerHasInvalidValue'], 'The Accept header does not admit the response media type.'],
+  [413, ['bodyIsTooLarge'], 'The body is larger than the configured limit.'],
+  [415, ['headerHasInvalidValue'], 'The Content-Type is not the request media type.'],
+  [500, ['internalErrorOccurred'], 'The backend failed or took too long.'],
+  [503, ['serviceUnavailable'], 'The backend cannot be reached, or the gateway is shutting down.'],
+]
+
+/** A TypeBox schema as plain JSON Schema: JSON drops TypeBox's symbol keys. */
+function plain(schema: unknown): Json {
+  return JSON.parse(JSON.stringify(schema)) as Json
+}
+
+/**
+ * The payment instrument union is emitted as `oneOf` without the OpenAPI
+ * `discriminator`: its third branch (any other instrument type) has no fixed
+ * `type` value that a discriminator mapping could name, and validators that
+ * honour discriminators (Ajv's `discriminator` option, used by
+ * express-openapi-validator) require one. The branches are mutually exclusive
+ * (the third's pattern excludes the two card types), so `oneOf` accepts
+ * exactly what the gateway's `anyOf` accepts.
+ */
+function withoutDiscriminators(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutDiscriminators)
+  if (node === null || typeof node !== 'object') return node
+  const out: Json = {}
+  const union = 'discriminator' in node
+  for (const [key, value] of Object.entries(node)) {
+    if (union && key === 'discriminator') continue
+    out[union && key === 'anyOf' ? 'oneOf' : key] = withoutDiscriminators(value)
+  }
+  return out
+}
+
+function errorResponse(status: number, names: readonly ErrorName[], why: string): Json {
+  const examples: Json = {}
+  for (const name of names) {
+    const headerName = name === 'headerHasInvalidValue' ? (status === 406 ? 'Accept' : 'Content-Type') : name === 'headerIsMissing' ? 'Content-Type' : undefined
+    examples[name] = { value: reject(name, { headerName, status }).body }
+  }
+  const response: Json = {
+    description: `${why} errorName: ${names.join(', ')}.`,
+    content: {
+      [ERROR_CONTENT_TYPE]: {
+        schema: { allOf: [{ $ref: '#/components/schemas/ErrorBody' }, { properties: { errorName: { enum: names } } }] },
+        examples,
+      },
+    },
+  }
+  if (status === 401) response.headers = { 'WWW-Authenticate': { schema: { type: 'string', const: WWW_AUTHENTICATE } } }
+  if (status === 405) response.headers = { Allow: { schema: { type: 'string', const: 'POST' } } }
+  return response
+}
+
+/**
+ * The OpenAPI 3.1 document of both operations, built from the same TypeBox
+ * schemas and error table the gateway runs. The success answer is the
+ * backend's (payments-v6 does not show its status or body), so it is left
+ * open as any 2XX with the v6 HAL media type.
+ */
+export function buildOpenApi(options: OpenApiOptions = {}): Json {
+  const types = mediaTypes(options.vendor ?? DEFAULT_VENDOR)
+  const base = normalizeBasePath(options.basePath ?? '')
+  const responses: Json = {
+    '2XX': {
+      description: "The backend's answer, passed back unchanged; payments-v6 does not show its status or body.",
+      content: { [types.response]: { schema: {} } },
+    },
+  }
+  for (const [status, names, why] of ERROR_RESPONSES) responses[String(status)] = errorResponse(status, names, why)
+  const paths: Json = {}
+  for (const operation of OPERATIONS) {
+    const doc = OPERATION_DOCS[operation]
+    paths[base + OPERATION_PATHS[operation]] = {
+      post: {
+        operationId: doc.operationId,
+        summary: doc.summary,
+        security: [{ BasicAuth: [] }],
+        requestBody: {
+          required: true,
+          content: { [types.request]: { schema: { $ref: `#/components/schemas/${doc.schema}` } } },
+        },
+        responses,
+      },
+    }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Stored-card payments v6 (through payments-gate)',
+      version: '6',
+      description: `The two stored-card operations as payments-gate checks them. Every error the gateway answers is ${ERROR_CONTENT_TYPE} in the ErrorBody shape.`,
+    },
+    paths,
+    components: {
+      securitySchemes: { BasicAuth: { type: 'http', scheme: 'basic' } },
+      schemas: {
+        [OPERATION_DOCS.sale.schema]: withoutDiscriminators(plain(SaleRequest)),
+        [OPERATION_DOCS.recurring.schema]: withoutDiscriminators(plain(RecurringRequest)),
+        ErrorBody: plain(errorBodySchema),
+      },
+    },
+  }
+}

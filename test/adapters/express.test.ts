@@ -1,0 +1,127 @@
+import t, { type Test } from 'tap'
+import { Agent, createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import express, { type Express } from 'express'
+import type { GateLogger } from '../../lib/adapters/context.js'
+import { isClientError } from '../../lib/adapters/express.js'
+import { reject, serializeError } from '../../lib/errors.js'
+import { CASES, SALE_PATH } from '../helpers/cases.js'
+import { abortMidBody, closedOnServer, send } from '../helpers/embeddings.js'
+import { memoryLogger, testGate } from '../helpers/gate.js'
+
+const CLEAN = CASES[0]!
+const INTERNAL = serializeError(reject('internalErrorOccurred').body)
+
+async function serve(t: Test, app: Express) {
+  const server = createServer(app)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(() => {
+    agent.destroy()
+    server.closeAllConnections()
+    server.close()
+  })
+  return { server, port: (server.address() as AddressInfo).port, agent }
+}
+
+t.test('a body parser in front that consumed the body: a clear 500, not a hang', async (t) => {
+  const logger = memoryLogger()
+  const gate = await testGate(t, { logger: logger as unknown as GateLogger })
+  const app = express()
+  app.use(express.json({ type: '*/*' }))
+  app.use(gate.express())
+  app.post(SALE_PATH, () => t.fail('not reached'))
+  const { port, agent } = await serve(t, app)
+  const answer = await send(port, CLEAN, agent)
+  t.equal(answer.status, 500)
+  const body = JSON.parse(answer.body.toString())
+  t.equal(body.errorName, 'internalErrorOccurred')
+  t.match(body.message, /Mount the payments-gate middleware before express\.json\(\)/)
+  t.match(logger.lines, [{ object: { path: SALE_PATH } }])
+})
+
+t.test('express.json() in front is harmless: it does not take the v6 media type', async (t) => {
+  const gate = await testGate(t)
+  const app = express()
+  app.use(express.json())
+  app.use(gate.express())
+  app.post(SALE_PATH, (req, res) => {
+    res.status(201).json({ mcc: req.body.merchant.mcc, user: req.paymentsGate?.principal.username })
+  })
+  const { port, agent } = await serve(t, app)
+  const answer = await send(port, CLEAN, agent)
+  t.equal(answer.status, 201)
+  t.same(JSON.parse(answer.body.toString()), { mcc: '5734', user: 'shop-1' })
+})
+
+t.test('a client that leaves mid-body: the application is not called', async (t) => {
+  const gate = await testGate(t)
+  const app = express()
+  app.use(gate.express())
+  let calls = 0
+  app.use((_req, res) => {
+    calls++
+    res.end()
+  })
+  const { server, port, agent } = await serve(t, app)
+  const closed = closedOnServer(server)
+  await abortMidBody(port, SALE_PATH, CLEAN.headers)
+  await closed
+  t.equal(calls, 0)
+  t.equal((await send(port, { method: 'GET', path: '/x', headers: {} }, agent)).status, 200)
+  t.equal(calls, 1)
+})
+
+t.test('an authenticator that throws: the standard 500', async (t) => {
+  const gate = await testGate(t, {
+    credentials: {
+      authenticate: () => Promise.reject(new Error('down')),
+    },
+  })
+  const app = express()
+  app.use(gate.express())
+  const { port, agent } = await serve(t, app)
+  const answer = await send(port, CLEAN, agent)
+  t.equal(answer.status, 500)
+  t.equal(answer.body.toString(), INTERNAL)
+})
+
+t.test('the error handler: thrown errors become the standard 500, client errors stay Express', async (t) => {
+  const logger = memoryLogger()
+  const gate = await testGate(t, { logger: logger as unknown as GateLogger })
+  const app = express()
+  // Keeps Express's final handler from printing the stacks of the errors below.
+  app.set('env', 'test')
+  app.use(gate.express())
+  app.get('/boom', () => {
+    throw new Error('database password is hunter2')
+  })
+  app.get('/missing', () => {
+    throw Object.assign(new Error('no such thing'), { status: 404 })
+  })
+  app.get('/late', (_req, res) => {
+    res.write('partial')
+    throw new Error('late')
+  })
+  app.use(gate.expressErrorHandler())
+  const { port, agent } = await serve(t, app)
+  const boom = await send(port, { method: 'GET', path: '/boom', headers: {} }, agent)
+  t.equal(boom.status, 500)
+  t.equal(boom.headers['content-type'], 'application/json')
+  t.equal(boom.body.toString(), INTERNAL, 'the error itself is not shown')
+  t.match(logger.lines[0], { object: { err: { message: 'database password is hunter2' } } })
+  const missing = await send(port, { method: 'GET', path: '/missing', headers: {} }, agent)
+  t.equal(missing.status, 404, "Express's own handler")
+  t.match(missing.headers['content-type'], /text\/html/)
+  await t.rejects(send(port, { method: 'GET', path: '/late', headers: {} }, agent), 'headers already sent: Express cuts the connection')
+})
+
+t.test('isClientError', async (t) => {
+  t.ok(isClientError({ status: 400 }))
+  t.ok(isClientError({ statusCode: 499 }))
+  t.notOk(isClientError({ status: 500 }))
+  t.notOk(isClientError({ status: '400' }))
+  t.notOk(isClientError(new Error('x')))
+  t.notOk(isClientError('a string'))
+  t.notOk(isClientError(null))
+})

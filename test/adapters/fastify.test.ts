@@ -1,0 +1,133 @@
+import t, { type Test } from 'tap'
+import { Agent } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { GateLogger } from '../../lib/adapters/context.js'
+import { reject, serializeError } from '../../lib/errors.js'
+import { BODY_LIMIT, CASES, REQUEST_TYPE, SALE_PATH } from '../helpers/cases.js'
+import { abortMidBody, fastifyApp, send } from '../helpers/embeddings.js'
+import { memoryLogger, testGate } from '../helpers/gate.js'
+
+const CLEAN = CASES[0]!
+const INTERNAL = serializeError(reject('internalErrorOccurred').body)
+
+async function serve(t: Test, app: FastifyInstance) {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(async () => {
+    agent.destroy()
+    await app.close()
+  })
+  return { port: (app.server.address() as AddressInfo).port, agent }
+}
+
+t.test("Fastify's JSON parser never sees the v6 media type; other routes keep theirs", async (t) => {
+  const gate = await testGate(t)
+  const app = await fastifyApp(gate)
+  let jsonParses = 0
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    jsonParses++
+    done(null, JSON.parse(body as string))
+  })
+  app.post('/orders', async (request) => ({ got: request.body, gate: request.paymentsGate ?? null }))
+  const { port, agent } = await serve(t, app)
+  t.equal((await send(port, CLEAN, agent)).status, 201)
+  t.equal(jsonParses, 0, 'not called for a screened request')
+  const order = await send(port, { method: 'POST', path: '/orders', headers: { 'content-type': 'application/json' }, body: '{"n":1}' }, agent)
+  t.same(JSON.parse(order.body.toString()), { got: { n: 1 }, gate: null })
+  t.equal(jsonParses, 1, "the application's own route and parser are untouched")
+})
+
+t.test('another route that takes the v6 media type gets plain JSON, without the checks', async (t) => {
+  const gate = await testGate(t)
+  const app = await fastifyApp(gate)
+  app.post('/drafts', async (request) => ({ got: request.body }))
+  const { port, agent } = await serve(t, app)
+  const headers = { 'content-type': REQUEST_TYPE }
+  const draft = await send(port, { method: 'POST', path: '/drafts', headers, body: '{"transactionReference":""}' }, agent)
+  t.equal(draft.status, 200)
+  t.same(JSON.parse(draft.body.toString()), { got: { transactionReference: '' } })
+  const poisoned = await send(port, { method: 'POST', path: '/drafts', headers, body: '{"__proto__":{"x":1}}' }, agent)
+  t.equal(poisoned.status, 400, "Fastify's own prototype-poisoning guard")
+  const large = await send(port, { method: 'POST', path: '/drafts', headers, body: `"${'x'.repeat(BODY_LIMIT)}"`, chunked: true }, agent)
+  t.equal(large.status, 413)
+  t.equal(JSON.parse(large.body.toString()).statusCode, 413, "Fastify's own error format on its own route")
+})
+
+t.test('a client that leaves mid-body: the handler is not called', async (t) => {
+  const gate = await testGate(t)
+  const app = Fastify()
+  await app.register(gate.fastify)
+  let calls = 0
+  let settled: () => void
+  const done = new Promise<void>((resolve) => (settled = resolve))
+  let seen: unknown
+  app.setErrorHandler((error, _request, reply) => {
+    seen = error
+    settled()
+    return reply.send(error)
+  })
+  app.post(SALE_PATH, async () => {
+    calls++
+    return 'ok'
+  })
+  const { port } = await serve(t, app)
+  await abortMidBody(port, SALE_PATH, CLEAN.headers)
+  await done
+  t.equal(calls, 0)
+  t.match(seen, { message: 'payments-gate: the client aborted the request body' })
+})
+
+t.test('an authenticator that throws: the standard 500 from onRequest', async (t) => {
+  const logger = memoryLogger()
+  const gate = await testGate(t, {
+    credentials: {
+      authenticate: () => {
+        throw new Error('down')
+      },
+    },
+    logger: logger as unknown as GateLogger,
+  })
+  const { port, agent } = await serve(t, await fastifyApp(gate))
+  const answer = await send(port, CLEAN, agent)
+  t.equal(answer.status, 500)
+  t.equal(answer.headers['content-type'], 'application/json')
+  t.equal(answer.body.toString(), INTERNAL)
+  t.match(logger.lines, [{ object: { err: { message: 'down' } } }])
+})
+
+t.test('the errorHandler option: thrown errors become the standard 500, client errors stay Fastify', async (t) => {
+  const gate = await testGate(t)
+  const app = Fastify()
+  await app.register(gate.fastify, { errorHandler: true })
+  app.get('/boom', async () => {
+    throw new Error('secret detail')
+  })
+  app.get('/teapot', async () => {
+    throw Object.assign(new Error('short and stout'), { statusCode: 418 })
+  })
+  const { port, agent } = await serve(t, app)
+  const boom = await send(port, { method: 'GET', path: '/boom', headers: {} }, agent)
+  t.equal(boom.status, 500)
+  t.equal(boom.body.toString(), INTERNAL)
+  const teapot = await send(port, { method: 'GET', path: '/teapot', headers: {} }, agent)
+  t.equal(teapot.status, 418)
+  t.match(JSON.parse(teapot.body.toString()), { message: 'short and stout' })
+})
+
+t.test('the plugin announces itself and skips encapsulation', async (t) => {
+  const gate = await testGate(t)
+  const plugin = gate.fastify as unknown as Record<symbol, unknown>
+  t.equal(plugin[Symbol.for('skip-override')], true)
+  t.equal(plugin[Symbol.for('fastify.display-name')], 'payments-gate')
+  const app = Fastify()
+  await app.register(async (child) => {
+    await child.register(gate.fastify)
+  })
+  app.post(SALE_PATH, async () => 'unscreened')
+  const { port, agent } = await serve(t, app)
+  const answer = await send(port, CLEAN, agent)
+  t.equal(answer.status, 415, 'registered in a child context, it screens that context only')
+  t.match(JSON.parse(answer.body.toString()), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }, 'Fastify itself answered')
+})

@@ -1,0 +1,71 @@
+import t, { type Test } from 'tap'
+import { Agent, createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { GateLogger } from '../../lib/adapters/context.js'
+import { serializeError, reject } from '../../lib/errors.js'
+import { CASES, SALE_PATH } from '../helpers/cases.js'
+import { abortMidBody, closedOnServer, send } from '../helpers/embeddings.js'
+import { memoryLogger, testGate } from '../helpers/gate.js'
+
+async function serve(t: Test, handler: Parameters<typeof createServer>[1]) {
+  const server = createServer(handler)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(() => {
+    agent.destroy()
+    server.closeAllConnections()
+    server.close()
+  })
+  return { server, port: (server.address() as AddressInfo).port, agent }
+}
+
+t.test('a client that leaves mid-body gets nothing and the application is not called', async (t) => {
+  const gate = await testGate(t)
+  let calls = 0
+  const { server, port, agent } = await serve(t, gate.handler((_req, res) => {
+      calls++
+      res.end()
+    }),
+  )
+  // Once during the slow first password check, once while the body is being read (the check is cached by then).
+  for (const warm of [false, true]) {
+    if (warm) {
+      t.equal((await send(port, CASES[0]!, agent)).status, 200)
+      calls = 0
+    }
+    const closed = closedOnServer(server)
+    await abortMidBody(port, SALE_PATH, CASES[0]!.headers)
+    await closed
+    t.equal(calls, 0)
+    t.equal((await send(port, { method: 'GET', path: '/x', headers: {} }, agent)).status, 200, 'the server still serves')
+    t.equal(calls, 1)
+    calls = 0
+  }
+})
+
+t.test('an authenticator that throws is a logged 500, not a crash', async (t) => {
+  const logger = memoryLogger()
+  const gate = await testGate(t, {
+    credentials: {
+      authenticate: () => {
+        throw new Error('credential store down')
+      },
+    },
+    logger: logger as unknown as GateLogger,
+  })
+  const { port, agent } = await serve(t, gate.handler(() => t.fail('not called')))
+  const answer = await send(port, CASES[0]!, agent)
+  t.equal(answer.status, 500)
+  t.equal(answer.body.toString(), serializeError(reject('internalErrorOccurred').body))
+  t.equal(logger.lines.length, 1)
+  t.match(logger.lines[0], { object: { err: { message: 'credential store down' } }, message: 'payments-gate: internal error' })
+})
+
+t.test('gate.errors answers the backend own failures in the standard format', async (t) => {
+  const gate = await testGate(t)
+  const { port, agent } = await serve(t, gate.handler((_req, res) => gate.errors(res, 'serviceUnavailable', { message: 'Ledger is down.' })))
+  const answer = await send(port, { method: 'GET', path: '/anything', headers: {} }, agent)
+  t.equal(answer.status, 503)
+  t.equal(answer.headers['content-type'], 'application/json')
+  t.equal(answer.body.toString(), '{"errorName":"serviceUnavailable","message":"Ledger is down."}')
+})

@@ -1,0 +1,94 @@
+import t from 'tap'
+import { Agent } from 'node:http'
+import { createGate, type Gate } from '../lib/create-gate.js'
+import { serializeError } from '../lib/errors.js'
+import { CASES, GATE_OPTIONS, POLICIES_DIR, writeCredentials } from './helpers/cases.js'
+import { expressEmbedding, fastifyEmbedding, nodeEmbedding, send, type Answer, type Echo } from './helpers/embeddings.js'
+
+/** The answer's parts that must not differ between embeddings (Express adds X-Powered-By, Fastify its own headers). */
+function comparable(answer: Answer) {
+  const { headers } = answer
+  return {
+    status: answer.status,
+    contentType: headers['content-type'],
+    contentLength: headers['content-length'],
+    wwwAuthenticate: headers['www-authenticate'],
+    allow: headers.allow,
+    connection: headers.connection,
+    body: answer.body.toString('latin1'),
+  }
+}
+
+t.test('the shared table gives the same answers from the node handler, Express and Fastify', async (t) => {
+  const dir = t.testdir()
+  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
+  t.teardown(() => gate.close())
+  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate)]
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(async () => {
+    agent.destroy()
+    for (const embedding of embeddings) await embedding.close()
+  })
+
+  for (const c of CASES) {
+    await t.test(c.name, async (t) => {
+      const answers: Answer[] = []
+      for (const embedding of embeddings) {
+        const answer = await send(embedding.port, c, agent)
+        answers.push(answer)
+        t.equal(answer.status, c.status, `${embedding.name}: status`)
+        for (const [name, value] of Object.entries(c.responseHeaders ?? {})) t.equal(answer.headers[name], value, `${embedding.name}: ${name}`)
+        if (c.errorName !== undefined) {
+          t.equal(answer.headers['content-type'], 'application/json', `${embedding.name}: content-type`)
+          t.equal(JSON.parse(answer.body.toString()).errorName, c.errorName, `${embedding.name}: errorName`)
+          if (c.rejection !== undefined) t.equal(answer.body.toString(), serializeError(c.rejection.body), `${embedding.name}: the serializer's bytes`)
+        } else if (c.status === 201) {
+          const echo = JSON.parse(answer.body.toString()) as Echo
+          t.equal(echo.username, 'shop-1', `${embedding.name}: principal`)
+          t.equal(echo.entity, (echo.document as { merchant: { entity: string } }).merchant.entity, `${embedding.name}: entity`)
+        } else {
+          t.equal(answer.body.toString(), 'other', `${embedding.name}: untouched`)
+        }
+      }
+      if (c.errorName !== undefined) {
+        const [first, ...rest] = answers.map(comparable)
+        for (const [i, other] of rest.entries()) t.same(other, first, `${embeddings[i + 1]!.name} answers byte for byte as node`)
+      }
+    })
+  }
+})
+
+t.test('the application receives the rewritten document', async (t) => {
+  const dir = t.testdir()
+  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
+  t.teardown(() => gate.close())
+  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate)]
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(async () => {
+    agent.destroy()
+    for (const embedding of embeddings) await embedding.close()
+  })
+  const clean = CASES[0]!
+  const expected = gate.checks.checkBody('sale', Buffer.from(clean.body as string))
+  t.ok(expected.ok)
+  for (const embedding of embeddings) {
+    const echo = JSON.parse((await send(embedding.port, clean, agent)).body.toString()) as Echo
+    t.same(echo.document, expected.ok && expected.document, `${embedding.name}: the document the checks produced`)
+    const { merchant, instruction } = echo.document as { merchant: { mcc: string }; instruction: { narrative: { line1: string } } }
+    t.equal(merchant.mcc, '5734', `${embedding.name}: mcc filled in from the policy`)
+    t.equal(instruction.narrative.line1, 'Mind Palace Ltd   Caf   ', `${embedding.name}: line1 replaced and truncated`)
+    t.same([echo.operation, echo.entity, echo.username], ['sale', 'default', 'shop-1'])
+  }
+})
+
+t.test('own policy source and authenticator; close is a no-op without a watched folder', async (t) => {
+  const gate: Gate = await createGate({
+    policies: new Map(),
+    credentials: { authenticate: () => ({ username: 'u', entities: new Set(['default']) }) },
+  })
+  const verdict = gate.checks.checkBody('recurring', Buffer.from(JSON.stringify({})))
+  t.equal(verdict.ok, false)
+  t.equal(gate.checks.bodyLimit, 65536)
+  t.equal(gate.checks.mediaTypes.request, 'application/vnd.example.payments-v6+json')
+  gate.close()
+})
