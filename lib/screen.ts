@@ -32,9 +32,11 @@ function refused(rejection: Rejection, close: boolean): Refused {
  * The request's path through the checks, shared by the proxy and every
  * adapter: route, BasicAuth, headers, body, then everything on the body. The
  * cheap checks come first, so most bad requests are refused before their body
- * is read.
+ * is read. `beforeBody` runs once the head has passed, right before the body
+ * is read: the proxy answers `Expect: 100-continue` there, so that a refused
+ * client never sends its body.
  */
-export async function screen(checks: Checks, req: IncomingMessage): Promise<Screened> {
+export async function screen(checks: Checks, req: IncomingMessage, beforeBody?: () => void): Promise<Screened> {
   const operation = checks.route(req.method, req.url)
   if (operation === undefined) return undefined
   const unread = hasBody(req)
@@ -44,6 +46,7 @@ export async function screen(checks: Checks, req: IncomingMessage): Promise<Scre
   if ('ok' in principal) return refused(principal, unread)
   const head = checks.checkHead(req.headers)
   if (head !== undefined) return refused(head, unread)
+  beforeBody?.()
   const body = await readBody(req, checks.bodyLimit)
   if (body === ABORTED) return ABORTED
   if (!Buffer.isBuffer(body)) return refused(body, true)
