@@ -7,6 +7,8 @@ interface Subcommand {
 
 /** Loaded on demand, so that `validate` does not pay for the proxy's start-up. */
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  'check-policies': { summary: 'check every policy file of a folder', load: () => import('./check-policies.js') },
+  'hash-password': { summary: 'hash the password read on stdin for the credentials file', load: () => import('./hash-password.js') },
   validate: { summary: 'print what the gateway would answer or forward for a body', load: () => import('./validate.js') },
 }
 
@@ -36,8 +38,8 @@ export async function main(args: string[], io: Io): Promise<number> {
   }
 }
 
-/** Errors that mean "cannot start as asked": bad flags (parseArgs) or files that cannot be read. */
+/** Errors that mean "cannot start as asked": bad flags (parseArgs), files that cannot be read, invalid policies or credentials. */
 function isStartupError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code
-  return typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'ENOTDIR')
+  return typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'ENOTDIR' || code === 'EPOLICY' || code === 'ECREDENTIALS')
 }

@@ -1,0 +1,334 @@
+import { createHash, randomBytes, scrypt, timingSafeEqual, type BinaryLike, type ScryptOptions } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
+import { promisify } from 'node:util'
+import { LRUCache } from 'lru-cache'
+import { ACCESS_DENIED, type Authenticator, type Principal } from './checks/auth.js'
+import type { Rejection } from './errors.js'
+import { compileSchema } from './schema/compile.js'
+import { Type, type Static } from './schema/typebox.js'
+
+/**
+ * Password hashes are `scrypt$N$r$p$<salt base64>$<hash base64>`: the cost
+ * parameters travel with each hash, so they can be raised for new hashes
+ * while the old ones still verify.
+ */
+const SCHEME = 'scrypt'
+export const DEFAULT_SCRYPT = Object.freeze({ N: 16384, r: 8, p: 1 })
+const SALT_BYTES = 16
+const KEY_BYTES = 32
+/** Bounds on what a credentials file may ask of us, so a typo cannot make one verification take minutes. */
+const MAX_N = 2 ** 20
+const MAX_R = 32
+const MAX_P = 16
+const MIN_BYTES = 16
+
+interface ScryptParams {
+  readonly N: number
+  readonly r: number
+  readonly p: number
+}
+
+interface ParsedHash extends ScryptParams {
+  readonly salt: Buffer
+  readonly hash: Buffer
+}
+
+/** Async: the hash runs on libuv's thread pool, never blocking the event loop. (promisify types the first overload.) */
+const scryptAsync = promisify(scrypt) as (
+  password: BinaryLike,
+  salt: BinaryLike,
+  keylen: number,
+  options: ScryptOptions,
+) => Promise<Buffer>
+
+function derive(password: string, salt: Buffer, keylen: number, { N, r, p }: ScryptParams): Promise<Buffer> {
+  // Node refuses parameters whose memory (about 128 * N * r bytes) exceeds maxmem: give raised ones room.
+  const options = { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }
+  return scryptAsync(password.normalize('NFC'), salt, keylen, options)
+}
+
+function formatHash({ N, r, p, salt, hash }: ParsedHash): string {
+  return [SCHEME, N, r, p, salt.toString('base64'), hash.toString('base64')].join('$')
+}
+
+/** Strict base64: what does not encode back to itself is refused, so a hash string has one spelling. */
+function decodeBase64(text: string): Buffer | undefined {
+  const bytes = Buffer.from(text, 'base64')
+  return bytes.length > 0 && bytes.toString('base64') === text ? bytes : undefined
+}
+
+function parseCost(text: string | undefined, max: number): number | undefined {
+  if (text === undefined || !/^[1-9][0-9]{0,7}$/.test(text)) return undefined
+  const value = Number(text)
+  return value <= max ? value : undefined
+}
+
+/** The parts of a hash string, or undefined when it is not one that `hashPassword` could have made. */
+export function parseHash(text: string): ParsedHash | undefined {
+  const parts = text.split('$')
+  if (parts.length !== 6 || parts[0] !== SCHEME) return undefined
+  const N = parseCost(parts[1], MAX_N)
+  const r = parseCost(parts[2], MAX_R)
+  const p = parseCost(parts[3], MAX_P)
+  const salt = decodeBase64(parts[4] as string)
+  const hash = decodeBase64(parts[5] as string)
+  if (N === undefined || r === undefined || p === undefined || salt === undefined || hash === undefined) return undefined
+  // scrypt's N must be a power of two above 1.
+  if (N < 2 || (N & (N - 1)) !== 0 || salt.length < MIN_BYTES || hash.length < MIN_BYTES) return undefined
+  return { N, r, p, salt, hash }
+}
+
+/** A salted scrypt hash of the password (NFC-normalized, as RFC 7613's OpaqueString profile asks). */
+export async function hashPassword(password: string, params: ScryptParams = DEFAULT_SCRYPT): Promise<string> {
+  const salt = randomBytes(SALT_BYTES)
+  const hash = await derive(password, salt, KEY_BYTES, params)
+  return formatHash({ ...params, salt, hash })
+}
+
+/** Whether the password matches the hash, compared in constant time. A malformed hash matches nothing. */
+export async function verifyPassword(password: string, hash: string): Promise<boolean> {
+  const parsed = parseHash(hash)
+  if (parsed === undefined) return false
+  return matches(password, parsed)
+}
+
+async function matches(password: string, parsed: ParsedHash): Promise<boolean> {
+  const derived = await derive(password, parsed.salt, parsed.hash.length, parsed)
+  return timingSafeEqual(derived, parsed.hash)
+}
+
+/** One user of the credentials file. */
+export interface UserCredentials {
+  readonly username: string
+  /** The hash printed by `payments-gate hash-password`, never the clear password. */
+  readonly password: string
+  readonly entities: readonly string[]
+}
+
+export interface CredentialStoreOptions {
+  /** Most successful checks remembered. Default 1000. */
+  cacheMax?: number
+  /** How long a successful check is remembered, in ms. Default 300000 (5 minutes). */
+  cacheTtlMs?: number
+  /** Failed attempts of one username, within `failureWindowMs`, that lock it out. Default 10. */
+  maxFailures?: number
+  /** Window over which failures are counted, in ms. Default 60000. */
+  failureWindowMs?: number
+  /** How long a locked-out username is refused without verifying anything, in ms. Default 60000. */
+  coolDownMs?: number
+  /** Most usernames whose failures are tracked. Default 10000. */
+  trackedUsersMax?: number
+  /** The clock, in ms; for tests. Default `performance.now`. */
+  now?: () => number
+}
+
+export const CREDENTIAL_DEFAULTS = Object.freeze({
+  cacheMax: 1000,
+  cacheTtlMs: 300_000,
+  maxFailures: 10,
+  failureWindowMs: 60_000,
+  coolDownMs: 60_000,
+  trackedUsersMax: 10_000,
+})
+
+interface User {
+  readonly principal: Principal
+  readonly hash: ParsedHash
+}
+
+/** Failures of one username in its current window; `pending` counts verifications still running. */
+interface FailureState {
+  windowStart: number
+  failures: number
+  lockedUntil: number
+  pending: number
+}
+
+/** The error a bad credentials file or user list is reported with: start-up stops with exit 2. */
+export function credentialsError(message: string): Error & { code: 'ECREDENTIALS' } {
+  return Object.assign(new Error(message), { code: 'ECREDENTIALS' as const })
+}
+
+const BASIC = /^basic +([A-Za-z0-9+/]+={0,2}) *$/i
+// RFC 7617, section 2: neither the user-id nor the password may hold control characters.
+const CONTROL = /[\u0000-\u001f\u007f]/
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** The user-id and password of a `Basic` header (RFC 7617), or undefined when it is not well formed. */
+export function parseBasic(authorization: string): { username: string; password: string } | undefined {
+  const token = BASIC.exec(authorization)?.[1]
+  if (token === undefined) return undefined
+  const bytes = decodeBase64(token)
+  if (bytes === undefined) return undefined
+  let text: string
+  try {
+    text = utf8.decode(bytes)
+  } catch {
+    return undefined
+  }
+  const colon = text.indexOf(':')
+  if (colon < 1 || CONTROL.test(text)) return undefined
+  return { username: text.slice(0, colon), password: text.slice(colon + 1) }
+}
+
+/**
+ * Check 1: BasicAuth against the users of a credentials file. A successful
+ * check is remembered under a SHA-256 digest of the whole header (never the
+ * clear password) and answered synchronously after that, so the slow hash is
+ * off the path of repeated valid requests. Failures are counted per username,
+ * known or not, and a username that failed too often is refused for a while
+ * without hashing anything, so the slow hash cannot be used to burn CPU.
+ */
+export class CredentialStore implements Authenticator {
+  readonly #users = new Map<string, User>()
+  readonly #cache: LRUCache<string, Principal>
+  readonly #failures: LRUCache<string, FailureState>
+  /** Concurrent checks of the same header share one verification. */
+  readonly #inFlight = new Map<string, Promise<Principal | Rejection>>()
+  readonly #dummy: ParsedHash
+  readonly #now: () => number
+  readonly #maxFailures: number
+  readonly #failureWindowMs: number
+  readonly #coolDownMs: number
+
+  constructor(users: Iterable<UserCredentials>, options: CredentialStoreOptions = {}) {
+    const settings = { ...CREDENTIAL_DEFAULTS, ...definedOnly(options) }
+    for (const user of users) {
+      if (this.#users.has(user.username)) throw credentialsError(`user "${user.username}" is listed twice`)
+      const hash = parseHash(user.password)
+      if (hash === undefined) {
+        throw credentialsError(`user "${user.username}": password is not a hash from payments-gate hash-password`)
+      }
+      const principal = Object.freeze({ username: user.username, entities: new Set(user.entities) })
+      this.#users.set(user.username, { principal, hash })
+    }
+    // An unknown username is verified against a hash that costs what a real one costs, so the
+    // answer's timing does not tell which usernames exist. Nothing can match it: the user is unknown.
+    const [first] = this.#users.values()
+    const cost = first?.hash ?? DEFAULT_SCRYPT
+    this.#dummy = { N: cost.N, r: cost.r, p: cost.p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
+    this.#now = options.now ?? (() => performance.now())
+    const perf = { now: this.#now }
+    // ttlResolution 0: read the clock on each look-up rather than arm a timer to memoize it.
+    this.#cache = new LRUCache({ max: settings.cacheMax, ttl: settings.cacheTtlMs, ttlResolution: 0, perf })
+    this.#failures = new LRUCache({ max: settings.trackedUsersMax })
+    this.#maxFailures = settings.maxFailures
+    this.#failureWindowMs = settings.failureWindowMs
+    this.#coolDownMs = settings.coolDownMs
+  }
+
+  /** How many users the store knows. */
+  get size(): number {
+    return this.#users.size
+  }
+
+  authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection> {
+    if (authorization === undefined) return ACCESS_DENIED
+    const key = createHash('sha256').update(authorization).digest('base64')
+    const cached = this.#cache.get(key)
+    if (cached !== undefined) return cached
+    const running = this.#inFlight.get(key)
+    if (running !== undefined) return running
+    const credentials = parseBasic(authorization)
+    if (credentials === undefined) return ACCESS_DENIED
+    const state = this.#failureState(credentials.username)
+    if (state.lockedUntil > this.#now() || state.failures + state.pending >= this.#maxFailures) return ACCESS_DENIED
+    state.pending++
+    const verification = this.#verify(key, credentials.username, credentials.password, state)
+    this.#inFlight.set(key, verification)
+    return verification
+  }
+
+  async #verify(key: string, username: string, password: string, state: FailureState): Promise<Principal | Rejection> {
+    const user = this.#users.get(username)
+    try {
+      const ok = await matches(password, user?.hash ?? this.#dummy)
+      if (ok && user !== undefined) {
+        this.#cache.set(key, user.principal)
+        this.#failures.delete(username)
+        return user.principal
+      }
+      this.#recordFailure(username, state)
+      return ACCESS_DENIED
+    } finally {
+      state.pending--
+      this.#inFlight.delete(key)
+    }
+  }
+
+  /** The username's failures in the current window; a new window once the last one is over. */
+  #failureState(username: string): FailureState {
+    const now = this.#now()
+    const state = this.#failures.get(username)
+    if (state === undefined) {
+      const fresh: FailureState = { windowStart: now, failures: 0, lockedUntil: 0, pending: 0 }
+      this.#failures.set(username, fresh)
+      return fresh
+    }
+    if (state.lockedUntil <= now && now - state.windowStart >= this.#failureWindowMs) {
+      state.windowStart = now
+      state.failures = 0
+    }
+    return state
+  }
+
+  #recordFailure(username: string, state: FailureState): void {
+    state.failures++
+    if (state.failures >= this.#maxFailures) {
+      state.lockedUntil = this.#now() + this.#coolDownMs
+      state.failures = 0
+      state.windowStart = state.lockedUntil
+    }
+    this.#failures.set(username, state)
+  }
+}
+
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>
+}
+
+const CredentialsFile = Type.Object(
+  {
+    users: Type.Array(
+      Type.Object(
+        {
+          username: Type.String({
+            minLength: 1,
+            pattern: '^[^:\\u0000-\\u001f\\u007f]+$',
+            'x-format': 'no colon and no control characters (RFC 7617)',
+          }),
+          password: Type.String({ minLength: 1 }),
+          entities: Type.Array(Type.String({ minLength: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
+type CredentialsFile = Static<typeof CredentialsFile>
+
+const credentialsFileSchema = compileSchema<CredentialsFile>(CredentialsFile)
+
+/**
+ * Reads and validates a credentials file (`{"users": [{"username", "password", "entities"}]}`).
+ * Anything wrong with it throws an `ECREDENTIALS` error naming the file and the reason.
+ */
+export async function loadCredentials(file: string, options: CredentialStoreOptions = {}): Promise<CredentialStore> {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(await readFile(file, 'utf8'))
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? `not JSON: ${error.message}` : (error as Error).message
+    throw credentialsError(`${file}: ${reason}`)
+  }
+  if (!credentialsFileSchema.check(parsed)) {
+    const reasons = credentialsFileSchema.errors(parsed).map((item) => `${item.jsonPath}: ${item.message}`)
+    throw credentialsError(`${file}: ${reasons.join('; ')}`)
+  }
+  try {
+    return new CredentialStore(parsed.users, options)
+  } catch (error) {
+    throw credentialsError(`${file}: ${(error as Error).message}`)
+  }
+}

@@ -1,0 +1,53 @@
+import t from 'tap'
+import { join } from 'node:path'
+import { runCli } from '../helpers/cli.js'
+
+const good = (entity: string) =>
+  JSON.stringify({
+    entity,
+    currencies: ['GBP'],
+    paymentInstruments: ['card/plain'],
+    features: { dynamicMcc: false, paymentFacilitator: false, moto: false, debtRepayment: false },
+    narrative: { line1: 'truncate' },
+  })
+
+t.test('the sample policies shipped in policies/ are all valid', async (t) => {
+  const result = await runCli(['check-policies', 'policies'])
+  t.equal(result.code, 0)
+  t.match(result.stdout, /^4 valid policies in policies: collections, default, eu-tokens, marketplace\n$/)
+})
+
+t.test('one valid file: exit 0 and a summary', async (t) => {
+  const dir = t.testdir({ 'shop.json': good('shop'), 'notes.txt': 'not a policy' })
+  const result = await runCli(['check-policies', dir])
+  t.equal(result.code, 0)
+  t.equal(result.stdout, `1 valid policy in ${dir}: shop\n`)
+  t.equal(result.stderr, '')
+})
+
+t.test('invalid files: exit 1 and one "file: reason" line per bad file', async (t) => {
+  const dir = t.testdir({
+    'a.json': good('a'),
+    'b.json': '{ nope',
+    'c.json': good('not-c'),
+    'd.json': JSON.stringify({ ...JSON.parse(good('d')), extra: true }),
+  })
+  const result = await runCli(['check-policies', dir])
+  t.equal(result.code, 1)
+  const lines = result.stdout.trimEnd().split('\n')
+  t.equal(lines.length, 3)
+  t.match(lines[0], `${join(dir, 'b.json')}: not JSON`)
+  t.equal(lines[1], `${join(dir, 'c.json')}: $.entity: must be "c", the file's name`)
+  t.match(lines[2], `${join(dir, 'd.json')}: $.extra:`)
+})
+
+t.test('a bad call is one line on stderr and exit 2', async (t) => {
+  for (const args of [[], ['a', 'b'], ['--dir']]) {
+    const result = await runCli(['check-policies', ...args])
+    t.equal(result.code, 2, args.join(' '))
+    t.match(result.stderr, /^payments-gate check-policies: give one DIR \(usage: payments-gate check-policies DIR\)\n$/)
+  }
+  const missing = await runCli(['check-policies', join(t.testdirName, 'nowhere')])
+  t.equal(missing.code, 2)
+  t.match(missing.stderr, /^payments-gate check-policies: ENOENT.*\n$/)
+})
