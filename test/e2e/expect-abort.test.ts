@@ -73,7 +73,7 @@ t.test('an upload aborted mid-body is not forwarded', async (t) => {
   socket.on('error', () => undefined)
   socket.write(
     `POST ${path} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\n` +
-      `Content-Length: ${body.length}\r\n\r\n${body.slice(0, 40)}`,
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 40)}`,
   )
   await new Promise((resolve) => setTimeout(resolve, 20))
   socket.destroy()
