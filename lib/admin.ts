@@ -24,7 +24,7 @@ export interface Admin {
  */
 export function createAdmin(options: AdminOptions): Admin {
   const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0]
+    const path = (req.url as string).split('?')[0]
     if (path === '/healthz') return text(res, 200, 'ok\n')
     if (path === '/readyz') return options.ready() ? text(res, 200, 'ready\n') : text(res, 503, 'not ready\n')
     if (path !== '/metrics') return text(res, 404, 'not found\n')

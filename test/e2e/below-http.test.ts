@@ -1,6 +1,7 @@
+import { connect } from 'node:net'
 import t from 'tap'
 import { raw } from '../helpers/client.js'
-import { AUTH, scanLogsForCards, startGateway } from '../helpers/gateway.js'
+import { AUTH, logLines, scanLogsForCards, startGateway } from '../helpers/gateway.js'
 import { CONTENT_TYPE, SALE_PATH } from '../helpers/payments.js'
 
 /** CONTRACT.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
@@ -48,6 +49,20 @@ t.test('a body not received in time: 408 requestTimedOut, nothing forwarded', as
   const answer = statusOf(await raw(port, head, { keepOpen: true }))
   t.equal(answer.status, 408)
   t.equal(answer.json.errorName, 'requestTimedOut')
+  t.equal(backend.started, 0)
+})
+
+t.test('a client that resets mid-headers gets nothing and is not logged as a refusal', async (t) => {
+  const before = logLines.length
+  await new Promise<void>((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(`GET /x HTTP/1.1\r\nHost: a\r\n`)
+      setTimeout(() => socket.resetAndDestroy(), 20)
+    })
+    socket.on('close', () => resolve())
+  })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.same(logLines.slice(before).filter((line) => line.includes('refused below HTTP')), [])
   t.equal(backend.started, 0)
 })
 

@@ -1,7 +1,8 @@
+import { request } from 'node:http'
 import t from 'tap'
 import { paymentHeaders, send } from '../helpers/client.js'
 import { scanLogsForCards, startGateway } from '../helpers/gateway.js'
-import { RECURRING_PATH, TEST_PAN, basic, recurringBody, saleBody } from '../helpers/payments.js'
+import { RECURRING_PATH, SALE_PATH, TEST_PAN, basic, recurringBody, saleBody } from '../helpers/payments.js'
 
 /** CONTRACT.md's check table, row by row, answered by the proxy with nothing forwarded. */
 const { url, backend } = await startGateway(t, { checks: { bodyLimit: 2048 } })
@@ -108,6 +109,22 @@ t.test('10 an entity the user may act for without a policy file', async (t) => {
   t.equal(reply.status, 400)
   t.equal(reply.json.errorName, 'entityIsNotConfigured')
   t.equal(started.backend.received.length, 0)
+})
+
+t.test('5 a chunked body over the limit, with no Content-Length to refuse early', async (t) => {
+  const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request(`${url}${SALE_PATH}`, { method: 'POST', agent: false, headers: paymentHeaders() }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () => resolve({ status: res.statusCode as number, body: Buffer.concat(chunks).toString() }))
+    })
+    req.on('error', reject)
+    req.write('{"pad": "')
+    req.end(`${'x'.repeat(4096)}"}`)
+  })
+  t.equal(reply.status, 413)
+  t.equal(JSON.parse(reply.body).errorName, 'bodyIsTooLarge')
+  t.equal(backend.received.length, 0)
 })
 
 t.test('another method on an operation path: 405 with Allow: POST', async (t) => {

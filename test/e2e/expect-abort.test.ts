@@ -97,4 +97,24 @@ t.test('a client that leaves while the backend works: the backend request is dro
   t.equal(backend.received.length, 1, 'sent once, never again')
 })
 
+t.test('a client that leaves mid-answer: the rest of the backend answer is dropped', async (t) => {
+  const path = '/stream?left=1'
+  backend.answer = (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' })
+    res.write('first part')
+  }
+  await new Promise<void>((resolve) => {
+    const req = request(`${url}${path}`, { agent: false }, (res) => {
+      res.once('data', () => {
+        req.destroy()
+        resolve()
+      })
+    })
+    req.on('error', () => undefined)
+    req.end()
+  })
+  await until(() => loggedRequests().some((line) => line.path === path))
+  t.match(loggedRequests().find((line) => line.path === path), { status: 200, complete: false, backendError: undefined })
+})
+
 scanLogsForCards(t)
