@@ -1,5 +1,5 @@
 import { request } from 'node:http'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { paymentHeaders, send } from '../helpers/client.js'
 import { scanLogsForCards, startGateway } from '../helpers/gateway.js'
 import { RECURRING_PATH, SALE_PATH, TEST_PAN, basic, recurringBody, saleBody } from '../helpers/payments.js'
@@ -19,7 +19,7 @@ interface Row {
   readonly body?: string | Buffer | object
   readonly status: number
   readonly errorName: string
-  readonly extra?: (t: typeof import('tap').default, reply: Awaited<ReturnType<typeof send>>) => void
+  readonly extra?: (t: Test, reply: Awaited<ReturnType<typeof send>>) => void
 }
 
 const rows: Row[] = [
