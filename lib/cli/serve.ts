@@ -1,4 +1,4 @@
-import cluster from 'node:cluster'
+import cluster, { type Worker } from 'node:cluster'
 import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
@@ -44,8 +44,10 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   let admin: Admin | undefined
   let adminAddress: AddressInfo | undefined
   if (withAdmin && setup.admin !== undefined) {
-    admin = createAdmin({ ready: () => gateway?.ready === true, ...metricsOf(metrics.registry) })
-    adminAddress = await bind('--admin', () => (admin as Admin).listen(setup.admin?.port as number, setup.admin?.host))
+    const { port, host } = setup.admin
+    const listener = createAdmin({ ready: () => gateway?.ready === true, ...metricsOf(metrics.registry) })
+    adminAddress = await bind('--admin', () => listener.listen(port, host))
+    admin = listener
   }
   try {
     const policies = await watchPolicies(setup.policies, { logger, onReload: (outcome) => metrics.policyReload(outcome.ok) })
@@ -94,13 +96,29 @@ export const run: Command = async (args, io) => {
   const options = parseServeOptions(args, io.env)
   const stop = stopSignal()
   if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop)
-  const serving = await startServing(options, io, cluster.isPrimary)
-  if (cluster.isWorker) {
-    // The primary aggregates every worker's metrics for its own /metrics.
-    AggregatorRegistry.setRegistries([serving.metrics.registry])
-    process.send?.(WORKER_READY)
-  }
+  if (cluster.isWorker) return runWorker(options, io, stop)
+  const serving = await startServing(options, io)
   await stop
   await serving.stop()
   return EXIT_OK
+}
+
+/** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
+async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
+  try {
+    const serving = await startServing(options, io, false)
+    // The primary's /metrics asks every worker over IPC: constructing an AggregatorRegistry is what
+    // makes prom-client answer those requests here, from this worker's own registry.
+    new AggregatorRegistry()
+    AggregatorRegistry.setRegistries([serving.metrics.registry])
+    // A cluster worker always has its IPC channel.
+    ;(process.send as (message: string) => boolean)(WORKER_READY)
+    await stop
+    await serving.stop()
+    return EXIT_OK
+  } finally {
+    // The channel to the primary would keep this process alive after its work is done. Closing it
+    // through the worker (not process.disconnect, which exits 0 at once) keeps the exit code.
+    ;(cluster.worker as Worker).disconnect()
+  }
 }

@@ -25,8 +25,10 @@ export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<un
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false
-  let failed: (code: number) => void = () => undefined
-  const failure = new Promise<number>((resolve) => (failed = resolve))
+  let failed!: (code: number) => void
+  const failure = new Promise<number>((resolve) => {
+    failed = resolve
+  })
 
   function fork(): void {
     const worker = cluster.fork()
