@@ -41,11 +41,15 @@ export interface Admitted {
  * The request's path through the checks, shared by the proxy and every
  * adapter: route, BasicAuth, headers, body, then everything on the body. The
  * cheap checks come first, so most bad requests are refused before their body
- * is read.
+ * is read. `beforeBody` runs once the head has passed, right before the body
+ * is read: the proxy answers `Expect: 100-continue` there, so that a refused
+ * client never sends its body.
  */
-export async function screen(checks: Checks, req: IncomingMessage): Promise<Screened> {
+export async function screen(checks: Checks, req: IncomingMessage, beforeBody?: () => void): Promise<Screened> {
   const head = await screenHead(checks, req)
-  return head === undefined || !head.ok ? head : screenBody(checks, req, head)
+  if (head === undefined || !head.ok) return head
+  beforeBody?.()
+  return screenBody(checks, req, head)
 }
 
 /**

@@ -8,8 +8,10 @@ interface Subcommand {
 /** Loaded on demand, so that `validate` does not pay for the proxy's start-up. */
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   'check-policies': { summary: 'check every policy file of a folder', load: () => import('./check-policies.js') },
+  demo: { summary: 'the gateway on port 8080 in front of a demo backend, with a demo user', load: () => import('./demo.js') },
   'hash-password': { summary: 'hash the password read on stdin for the credentials file', load: () => import('./hash-password.js') },
   openapi: { summary: 'print the OpenAPI 3.1 document of both operations', load: () => import('./openapi.js') },
+  serve: { summary: 'run the gateway in front of a backend', load: () => import('./serve.js') },
   validate: { summary: 'print what the gateway would answer or forward for a body', load: () => import('./validate.js') },
 }
 

@@ -1,0 +1,128 @@
+import { randomBytes } from 'node:crypto'
+import { parseArgs } from 'node:util'
+import { CredentialStore, hashPassword } from '../credentials.js'
+import { DEFAULT_BODY_LIMIT, DEFAULT_VENDOR } from '../gate.js'
+import { loadPolicyDir } from '../policy/load.js'
+import { startDemoBackend, type DemoBackend } from '../demo/backend.js'
+import { OPERATION_PATHS } from '../schema/payment.js'
+import { EXIT_OK, type Command, type Io } from './io.js'
+import { parseAddress } from './options.js'
+import { startServing, type Serving } from './serve.js'
+import { stopSignal } from './signals.js'
+
+export const DEMO_USER = 'demo'
+/** A Luhn-valid test card number (not a real card). */
+export const DEMO_PAN = '4444333322221111'
+
+/** A request the demo prints as a `curl` line. */
+export interface Example {
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+export interface Demo {
+  readonly serving: Serving
+  readonly backend: DemoBackend
+  readonly password: string
+  /** A request that passes every check and reaches the demo backend. */
+  readonly accepted: Example
+  /** The same request with a card number that fails the Luhn check. */
+  readonly refused: Example
+  stop(): Promise<void>
+}
+
+function example(base: string, password: string, cardNumber: string): Example {
+  const body = {
+    transactionReference: 'demo-order-1',
+    merchant: { entity: 'default' },
+    instruction: {
+      narrative: { line1: 'Demo shop – order #1' },
+      paymentInstrument: { type: 'card/plain', cardNumber, cardExpiryDate: { month: 12, year: 2030 } },
+      value: { amount: 250, currency: 'GBP' },
+    },
+  }
+  return {
+    url: `${base}${OPERATION_PATHS.sale}`,
+    headers: {
+      Authorization: `Basic ${Buffer.from(`${DEMO_USER}:${password}`).toString('base64')}`,
+      'Content-Type': `application/vnd.${DEFAULT_VENDOR}.payments-v6+json`,
+      Accept: `application/vnd.${DEFAULT_VENDOR}.payments-v6.hal+json`,
+    },
+    body: JSON.stringify(body),
+  }
+}
+
+/** One line to paste in a POSIX shell. */
+export function curlLine({ url, headers, body }: Example): string {
+  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
+  const flags = Object.entries(headers).map(([name, value]) => `-H ${quote(`${name}: ${value}`)}`)
+  return ['curl -i', ...flags, `--data ${quote(body)}`, quote(url)].join(' ')
+}
+
+/**
+ * `payments-gate demo`: an embedded backend on a loopback port, the gateway in
+ * front of it with the sample policies, and a demo user made up at start (its
+ * password is random, so the demo never ships a known credential).
+ */
+export async function startDemo(args: string[], io: Io): Promise<Demo> {
+  const { values } = parseArgs({
+    args,
+    options: { listen: { type: 'string', default: '8080' }, policies: { type: 'string', default: './policies' } },
+  })
+  const listen = parseAddress('listen', values.listen)
+  const { policies } = await loadPolicyDir(values.policies)
+  const password = randomBytes(12).toString('base64url')
+  const credentials = new CredentialStore([{ username: DEMO_USER, password: await hashPassword(password), entities: [...policies.keys()] }])
+  const backend = await startDemoBackend()
+  let serving: Serving
+  try {
+    serving = await startServing(
+      {
+        listen,
+        target: new URL(backend.url),
+        policies: values.policies,
+        credentials,
+        vendor: DEFAULT_VENDOR,
+        basePath: '',
+        bodyLimit: DEFAULT_BODY_LIMIT,
+        timeout: 30000,
+        admin: undefined,
+      },
+      io,
+    )
+  } catch (error) {
+    await backend.close()
+    throw error
+  }
+  const host = listen.host ?? 'localhost'
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${serving.address.port}`
+  const accepted = example(base, password, DEMO_PAN)
+  const refused = example(base, password, `${DEMO_PAN.slice(0, -1)}2`)
+  io.stderr.write(
+    `\npayments-gate demo: gateway on ${base}, demo backend on ${backend.url}\n` +
+      `user "${DEMO_USER}", password "${password}", entities ${[...policies.keys()].join(', ')}\n\n` +
+      `A payment that passes every check (the backend answers 201 and echoes what it received):\n\n  ${curlLine(accepted)}\n\n` +
+      `The same payment with a card number that fails the Luhn check (the gateway answers 400):\n\n  ${curlLine(refused)}\n\n` +
+      `Ctrl-C stops the demo.\n\n`,
+  )
+  return {
+    serving,
+    backend,
+    password,
+    accepted,
+    refused,
+    async stop() {
+      await serving.stop()
+      await backend.close()
+    },
+  }
+}
+
+export const run: Command = async (args, io) => {
+  const stop = stopSignal()
+  const demo = await startDemo(args, io)
+  await stop
+  await demo.stop()
+  return EXIT_OK
+}

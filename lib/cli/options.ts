@@ -1,0 +1,96 @@
+import { availableParallelism } from 'node:os'
+import { parseArgs } from 'node:util'
+import { DEFAULT_BODY_LIMIT, DEFAULT_VENDOR } from '../gate.js'
+import { UsageError } from './io.js'
+import { parseByteCount } from './numbers.js'
+
+export interface Address {
+  readonly host: string | undefined
+  readonly port: number
+}
+
+/** `payments-gate serve` as configured by flags and `PAYMENTS_GATE_*` variables (CONTRACT.md). */
+export interface ServeOptions {
+  readonly listen: Address
+  readonly target: URL
+  readonly policies: string
+  readonly credentials: string
+  readonly vendor: string
+  readonly basePath: string
+  readonly bodyLimit: number
+  readonly timeout: number
+  readonly admin: Address | undefined
+  /** Processes serving the port; 1 runs the gateway in this process. */
+  readonly workers: number
+}
+
+export const SERVE_FLAGS = ['listen', 'target', 'policies', 'credentials', 'vendor', 'base-path', 'body-limit', 'timeout', 'admin', 'workers'] as const
+type Flag = (typeof SERVE_FLAGS)[number]
+
+export const usage =
+  'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
+  '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto]'
+
+/** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
+export function envName(flag: string): string {
+  return `PAYMENTS_GATE_${flag.toUpperCase().replace(/-/g, '_')}`
+}
+
+/** `PORT`, `HOST:PORT` or `[IPv6]:PORT`. */
+export function parseAddress(flag: string, value: string): Address {
+  const match = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):)?([0-9]{1,5})$/.exec(value)
+  const port = Number(match?.[3])
+  if (match === null || port > 65535) throw new UsageError(`--${flag} must be PORT or HOST:PORT, got "${value}"`)
+  return { host: match[1] ?? match[2], port }
+}
+
+function parseTarget(value: string | undefined): URL {
+  if (value === undefined) throw new UsageError(`--target is required (usage: ${usage})`)
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new UsageError(`--target must be a URL, got "${value}"`)
+  }
+  // The backend sits next to the gateway (same pod): TLS to it would only cost time.
+  if (url.protocol !== 'http:') throw new UsageError(`--target must be an http:// URL, got "${value}"`)
+  return url
+}
+
+function parseWorkers(value: string): number {
+  if (value === 'auto') return availableParallelism()
+  const workers = parseByteCount('--workers', value)
+  if (workers < 1) throw new UsageError('--workers must be at least 1')
+  return workers
+}
+
+export function parseServeOptions(args: string[], env: Readonly<Record<string, string | undefined>>): ServeOptions {
+  const options = Object.fromEntries(SERVE_FLAGS.map((flag) => [flag, { type: 'string' as const }]))
+  const { values } = parseArgs({ args, options, strict: true })
+  const given = values as Partial<Record<Flag, string>>
+  const value = (flag: Flag): string | undefined => given[flag] ?? env[envName(flag)]
+  const number = (flag: Flag, fallback: number): number => {
+    const text = value(flag)
+    return text === undefined ? fallback : parseByteCount(`--${flag}`, text)
+  }
+  const credentials = value('credentials')
+  if (credentials === undefined) throw new UsageError(`--credentials is required (usage: ${usage})`)
+  const admin = value('admin')
+  const vendor = value('vendor') ?? DEFAULT_VENDOR
+  // The vendor goes into a media type: RFC 6838 restricted-name characters only.
+  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(vendor)) throw new UsageError(`--vendor must be a media type name, got "${vendor}"`)
+  const timeout = number('timeout', 30000)
+  if (timeout < 1) throw new UsageError('--timeout must be at least 1 ms')
+  return {
+    listen: parseAddress('listen', value('listen') ?? '8080'),
+    target: parseTarget(value('target')),
+    policies: value('policies') ?? './policies',
+    credentials,
+    vendor,
+    basePath: value('base-path') ?? '',
+    bodyLimit: number('body-limit', DEFAULT_BODY_LIMIT),
+    timeout,
+    admin: admin === undefined ? undefined : parseAddress('admin', admin),
+    workers: parseWorkers(value('workers') ?? '1'),
+  }
+}

@@ -1,0 +1,124 @@
+import cluster, { type Worker } from 'node:cluster'
+import type { AddressInfo } from 'node:net'
+import { AggregatorRegistry } from 'prom-client'
+import { createAdmin, metricsOf, type Admin } from '../admin.js'
+import type { Authenticator } from '../checks/auth.js'
+import { loadCredentials } from '../credentials.js'
+import { buildChecks } from '../gate.js'
+import { createLogger, type Logger } from '../log.js'
+import { createMetrics, type Metrics } from '../metrics.js'
+import { watchPolicies, type PolicyStore } from '../policy/store.js'
+import { createGateway, type Gateway } from '../proxy/server.js'
+import { EXIT_OK, UsageError, type Command, type Io } from './io.js'
+import { parseServeOptions, type ServeOptions } from './options.js'
+import { stopSignal } from './signals.js'
+import { runPrimary, WORKER_READY } from './workers.js'
+
+/** What `serve` needs, with the credentials as a file or as a store already built (the demo's). */
+export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers'> {
+  readonly credentials: string | Authenticator
+  /** How long a drain waits for requests in flight, in ms. Default 10000. */
+  readonly graceMs?: number
+}
+
+export interface Serving {
+  readonly gateway: Gateway
+  readonly address: AddressInfo
+  readonly admin: AddressInfo | undefined
+  readonly policies: PolicyStore
+  readonly logger: Logger
+  readonly metrics: Metrics
+  /** Drains the gateway, then closes the admin listener and the policy watch. */
+  stop(): Promise<void>
+}
+
+/**
+ * Starts one gateway: admin listener first (so `/readyz` answers "not yet"
+ * while policies load), policies, credentials, then the port. A bad file or a
+ * port in use throws before anything listens on the gateway's port.
+ */
+export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
+  const logger = createLogger({ destination: io.stdout })
+  const metrics = createMetrics()
+  let gateway: Gateway | undefined
+  let admin: Admin | undefined
+  let adminAddress: AddressInfo | undefined
+  if (withAdmin && setup.admin !== undefined) {
+    const { port, host } = setup.admin
+    const listener = createAdmin({ ready: () => gateway?.ready === true, ...metricsOf(metrics.registry) })
+    adminAddress = await bind('--admin', () => listener.listen(port, host))
+    admin = listener
+  }
+  try {
+    const policies = await watchPolicies(setup.policies, { logger, onReload: (outcome) => metrics.policyReload(outcome.ok) })
+    try {
+      const authenticator = typeof setup.credentials === 'string' ? await loadCredentials(setup.credentials) : setup.credentials
+      const checks = buildChecks({ policies, authenticator, vendor: setup.vendor, basePath: setup.basePath, bodyLimit: setup.bodyLimit })
+      const started = createGateway({ checks, target: setup.target, timeout: setup.timeout, logger, metrics })
+      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
+      gateway = started
+      logger.info({ listen: address, target: setup.target.href, entities: policies.entities }, 'gateway listening')
+      return {
+        gateway: started,
+        address,
+        admin: adminAddress,
+        policies,
+        logger,
+        metrics,
+        async stop() {
+          logger.info('draining')
+          await started.drain(setup.graceMs)
+          policies.close()
+          await admin?.close()
+          logger.info('stopped')
+        },
+      }
+    } catch (error) {
+      policies.close()
+      throw error
+    }
+  } catch (error) {
+    await admin?.close()
+    throw error
+  }
+}
+
+/** A port that cannot be bound is a start-up failure: one line, exit 2. */
+async function bind(flag: string, listen: () => Promise<AddressInfo>): Promise<AddressInfo> {
+  try {
+    return await listen()
+  } catch (error) {
+    throw new UsageError(`${flag}: cannot listen (${(error as NodeJS.ErrnoException).code})`)
+  }
+}
+
+export const run: Command = async (args, io) => {
+  const options = parseServeOptions(args, io.env)
+  const stop = stopSignal()
+  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop)
+  if (cluster.isWorker) return runWorker(options, io, stop)
+  const serving = await startServing(options, io)
+  await stop
+  await serving.stop()
+  return EXIT_OK
+}
+
+/** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
+async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
+  try {
+    const serving = await startServing(options, io, false)
+    // The primary's /metrics asks every worker over IPC: constructing an AggregatorRegistry is what
+    // makes prom-client answer those requests here, from this worker's own registry.
+    new AggregatorRegistry()
+    AggregatorRegistry.setRegistries([serving.metrics.registry])
+    // A cluster worker always has its IPC channel.
+    ;(process.send as (message: string) => boolean)(WORKER_READY)
+    await stop
+    await serving.stop()
+    return EXIT_OK
+  } finally {
+    // The channel to the primary would keep this process alive after its work is done. Closing it
+    // through the worker (not process.disconnect, which exits 0 at once) keeps the exit code.
+    ;(cluster.worker as Worker).disconnect()
+  }
+}

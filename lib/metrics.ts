@@ -1,0 +1,55 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+/** What went wrong with a forwarded request: no connection, no answer in time, a cut connection, or a 5xx answer. */
+export type BackendErrorKind = 'refused' | 'timeout' | 'reset' | 'serverError'
+
+export interface Metrics {
+  readonly registry: Registry
+  /** One finished request: its operation (`other` for a path passed through), status and errorName (`none` when it has none). */
+  request(operation: string, status: number, errorName: string | undefined, seconds: number): void
+  backendError(kind: BackendErrorKind): void
+  policyReload(ok: boolean): void
+}
+
+/**
+ * The gateway's Prometheus metrics, on a registry of their own so that an
+ * application embedding the gateway keeps its global registry to itself.
+ */
+export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry()
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'payments_gate_' })
+  const requests = new Counter({
+    name: 'payments_gate_requests_total',
+    help: 'Requests answered, by operation, status and errorName.',
+    labelNames: ['operation', 'status', 'errorName'] as const,
+    registers: [registry],
+  })
+  const duration = new Histogram({
+    name: 'payments_gate_request_duration_seconds',
+    help: 'Time from the request to the end of its answer, by operation.',
+    labelNames: ['operation'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  })
+  const backendErrors = new Counter({
+    name: 'payments_gate_backend_errors_total',
+    help: 'Forwarded requests without a usable backend answer, by kind.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  })
+  const reloads = new Counter({
+    name: 'payments_gate_policy_reloads_total',
+    help: 'Policy folder reloads, by outcome (ok, or failed: the previous policy stays).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  })
+  return {
+    registry,
+    request(operation, status, errorName, seconds) {
+      requests.inc({ operation, status: String(status), errorName: errorName ?? 'none' })
+      duration.observe({ operation }, seconds)
+    },
+    backendError: (kind) => backendErrors.inc({ kind }),
+    policyReload: (ok) => reloads.inc({ outcome: ok ? 'ok' : 'failed' }),
+  }
+}

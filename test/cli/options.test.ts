@@ -1,0 +1,56 @@
+import t from 'tap'
+import { envName, parseAddress, parseServeOptions } from '../../lib/cli/options.js'
+
+const required = ['--target', 'http://127.0.0.1:9000', '--credentials', 'creds.json']
+
+t.test('defaults of CONTRACT.md', async (t) => {
+  const options = parseServeOptions(required, {})
+  t.match(options, {
+    listen: { host: undefined, port: 8080 },
+    policies: './policies',
+    credentials: 'creds.json',
+    vendor: 'example',
+    basePath: '',
+    bodyLimit: 65536,
+    timeout: 30000,
+    admin: undefined,
+    workers: 1,
+  })
+  t.equal(options.target.href, 'http://127.0.0.1:9000/')
+})
+
+t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins', async (t) => {
+  const flags = parseServeOptions(
+    [...required, '--listen', '0.0.0.0:81', '--policies', 'p', '--vendor', 'acme', '--base-path', '/v1', '--body-limit', '10', '--timeout', '5', '--admin', '127.0.0.1:9090', '--workers', '3'],
+    { PAYMENTS_GATE_LISTEN: '99' },
+  )
+  t.match(flags, { listen: { host: '0.0.0.0', port: 81 }, policies: 'p', vendor: 'acme', basePath: '/v1', bodyLimit: 10, timeout: 5, admin: { host: '127.0.0.1', port: 9090 }, workers: 3 })
+  const env = parseServeOptions([], {
+    PAYMENTS_GATE_TARGET: 'http://backend:8000/base',
+    PAYMENTS_GATE_CREDENTIALS: '/etc/gate/credentials.json',
+    PAYMENTS_GATE_LISTEN: '[::1]:8443',
+    PAYMENTS_GATE_BODY_LIMIT: '1024',
+    PAYMENTS_GATE_WORKERS: 'auto',
+  })
+  t.match(env, { listen: { host: '::1', port: 8443 }, credentials: '/etc/gate/credentials.json', bodyLimit: 1024 })
+  t.ok(env.workers >= 1)
+  t.equal(envName('base-path'), 'PAYMENTS_GATE_BASE_PATH')
+})
+
+t.test('bad values are refused with the flag named', async (t) => {
+  const cases: [string[], RegExp][] = [
+    [['--credentials', 'c'], /--target is required/],
+    [['--target', 'http://x'], /--credentials is required/],
+    [['--target', 'not a url', '--credentials', 'c'], /--target must be a URL/],
+    [['--target', 'https://x', '--credentials', 'c'], /--target must be an http:\/\/ URL/],
+    [[...required, '--listen', 'host:99999'], /--listen must be PORT or HOST:PORT/],
+    [[...required, '--listen', 'a:b'], /--listen must be PORT or HOST:PORT/],
+    [[...required, '--body-limit', '1e3'], /--body-limit must be a whole number/],
+    [[...required, '--timeout', '0'], /--timeout must be at least 1 ms/],
+    [[...required, '--workers', '0'], /--workers must be at least 1/],
+    [[...required, '--vendor', 'a/b'], /--vendor must be a media type name/],
+  ]
+  for (const [args, message] of cases) t.throws(() => parseServeOptions(args, {}), { message }, args.join(' '))
+  t.throws(() => parseServeOptions([...required, '--nope'], {}), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })
+  t.same(parseAddress('admin', '9090'), { host: undefined, port: 9090 })
+})

@@ -1,0 +1,85 @@
+import { join } from 'node:path'
+import { PassThrough } from 'node:stream'
+import t from 'tap'
+import { startServing, type ServeSetup } from '../../lib/cli/serve.js'
+import { luhnValid } from '../../lib/luhn.js'
+import { startBackend } from '../helpers/backend.js'
+import { paymentHeaders, send } from '../helpers/client.js'
+import { credentialsFile, takenPort } from '../helpers/serve.js'
+import { saleBody } from '../helpers/payments.js'
+import { spawnCli } from '../helpers/process.js'
+
+const dir = t.testdir({ 'bad-policies': { 'default.json': '{"entity": "default"}' }, 'bad.json': '{"users": 1}' })
+const credentials = await credentialsFile(dir)
+const backend = await startBackend()
+t.teardown(() => backend.close())
+
+function io() {
+  const stdout = new PassThrough()
+  const stderr = new PassThrough()
+  const lines: string[] = []
+  stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)))
+  stderr.resume()
+  return { io: { stdin: new PassThrough(), stdout, stderr, env: {} }, lines }
+}
+
+function setup(extra: Partial<ServeSetup> = {}): ServeSetup {
+  return {
+    listen: { host: '127.0.0.1', port: 0 },
+    target: new URL(backend.url),
+    policies: 'policies',
+    credentials,
+    vendor: 'example',
+    basePath: '',
+    bodyLimit: 65536,
+    timeout: 30000,
+    admin: { host: '127.0.0.1', port: 0 },
+    ...extra,
+  }
+}
+
+t.test('startServing: admin, policies, credentials, gateway; stop drains and closes everything', async (t) => {
+  const { io: streams, lines } = io()
+  const serving = await startServing(setup(), streams)
+  const admin = `http://127.0.0.1:${serving.admin?.port}`
+  t.equal((await fetch(`${admin}/readyz`)).status, 200)
+  const reply = await send(`http://127.0.0.1:${serving.address.port}`, { headers: paymentHeaders(), body: saleBody() })
+  t.equal(reply.status, 201)
+  t.match(await (await fetch(`${admin}/metrics`)).text(), /payments_gate_requests_total\{operation="sale",status="201",errorName="none"} 1/)
+  await serving.stop()
+  await t.rejects(fetch(`${admin}/healthz`))
+  t.ok(lines.some((line) => line.includes('"msg":"stopped"')))
+  t.same(lines.filter((line) => (line.match(/[0-9]{12,19}/g) ?? []).some(luhnValid)), [])
+})
+
+t.test('start-up failures: invalid policy, bad credentials, port in use; nothing left listening', async (t) => {
+  const port = await takenPort(t)
+  await t.rejects(startServing(setup({ policies: join(dir, 'bad-policies') }), io().io), { code: 'EPOLICY' })
+  await t.rejects(startServing(setup({ credentials: join(dir, 'bad.json') }), io().io), { code: 'ECREDENTIALS' })
+  await t.rejects(startServing(setup({ listen: { host: '127.0.0.1', port } }), io().io), { message: /--listen: cannot listen \(EADDRINUSE\)/ })
+  await t.rejects(startServing(setup({ admin: { host: '127.0.0.1', port } }), io().io), { message: /--admin: cannot listen/ })
+})
+
+t.test('the real process: a bad flag is one line on stderr and exit 2', async (t) => {
+  const run = spawnCli(['serve', '--target', 'http://127.0.0.1:1', '--credentials', credentials, '--bogus'])
+  t.equal(await run.exited, 2)
+  t.match(run.output().stderr, /^payments-gate serve: .*bogus.*\n$/)
+  const env = spawnCli(['serve'], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: credentials })
+  t.equal(await env.exited, 2)
+  t.match(env.output().stderr, /--target must be an http:\/\/ URL/)
+})
+
+t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {
+  const slow = await startBackend((_req, res) => setTimeout(() => res.writeHead(201).end('late but whole'), 300))
+  t.teardown(() => slow.close())
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', slow.url, '--credentials', credentials, '--admin', '127.0.0.1:0'])
+  await run.waitFor(/"msg":"gateway listening"/)
+  const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+  const reply = send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })
+  for (let i = 0; i < 200 && slow.started === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  run.child.kill('SIGTERM')
+  t.match(await reply, { status: 201, text: 'late but whole' })
+  t.equal(await run.exited, 0)
+  t.match(run.output().stdout, /"msg":"draining"/)
+})
+

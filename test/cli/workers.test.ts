@@ -1,0 +1,42 @@
+import t from 'tap'
+import { startBackend } from '../helpers/backend.js'
+import { paymentHeaders, send } from '../helpers/client.js'
+import { saleBody } from '../helpers/payments.js'
+import { spawnCli } from '../helpers/process.js'
+import { credentialsFile, freePort, poll, takenPort } from '../helpers/serve.js'
+
+/** `serve --workers N` as a real process tree: slow to start under the TypeScript loader, so few cases. */
+const credentials = await credentialsFile(t.testdir())
+const backend = await startBackend()
+t.teardown(() => backend.close())
+
+t.test('--workers: an admin port in use stops the primary before any worker starts', async (t) => {
+  const taken = await takenPort(t)
+  const run = spawnCli(['serve', '--workers', '2', '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${taken}`])
+  t.equal(await run.exited, 2)
+  t.match(run.output().stderr, /--admin: cannot listen/)
+})
+
+t.test('--workers: N processes on one port, admin with summed metrics, a dead worker replaced, SIGTERM drains all', async (t) => {
+  const [listen, admin] = [await freePort(), await freePort()]
+  const run = spawnCli(['serve', '--workers', '2', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`])
+  t.teardown(() => run.child.kill('SIGKILL'))
+  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+  for (let i = 0; i < 4; i++) t.equal((await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+  const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text()
+  t.match(metrics, /payments_gate_requests_total\{[^}]*status="201"[^}]*} 4/)
+  const pids = [...run.output().stdout.matchAll(/"pid":(\d+),"listen"/g)].map((match) => Number(match[1]))
+  t.equal(pids.length, 2)
+  process.kill(pids[0] as number, 'SIGKILL')
+  await run.waitFor(/"msg":"worker exited"/)
+  await run.waitFor(/("msg":"gateway listening"[^]*){3}/)
+  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+  run.child.kill('SIGTERM')
+  t.equal(await run.exited, 0)
+})
+
+t.test('--workers: workers that cannot listen stop the primary with exit 2', async (t) => {
+  const port = await takenPort(t)
+  const run = spawnCli(['serve', '--workers', '2', '--listen', `127.0.0.1:${port}`, '--target', backend.url, '--credentials', credentials])
+  t.equal(await run.exited, 2)
+})

@@ -1,0 +1,69 @@
+import { connect } from 'node:net'
+import t from 'tap'
+import { raw } from '../helpers/client.js'
+import { AUTH, logLines, scanLogsForCards, startGateway } from '../helpers/gateway.js'
+import { CONTENT_TYPE, SALE_PATH } from '../helpers/payments.js'
+
+/** CONTRACT.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
+const { port, backend } = await startGateway(t, { headersTimeout: 300, requestTimeout: 600, timeoutCheckInterval: 50 })
+
+function statusOf(answer: string): { status: number; json: any; close: boolean } {
+  const [head = '', body = ''] = answer.split('\r\n\r\n')
+  return { status: Number(head.split(' ')[1]), json: JSON.parse(body), close: /\r\nConnection: close\r\n/i.test(`${head}\r\n`) }
+}
+
+const smuggling = {
+  'Content-Length with Transfer-Encoding': `POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+  'two Content-Lengths': `POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello`,
+  'bare LF line ends': `POST /x HTTP/1.1\nHost: a\nContent-Length: 2\n\n{}`,
+  'a space before the colon': `GET /x HTTP/1.1\r\nHost : a\r\n\r\n`,
+  'not HTTP at all': `HELLO\r\n\r\n`,
+}
+
+for (const [name, bytes] of Object.entries(smuggling)) {
+  t.test(`${name}: 400 requestIsMalformed`, async (t) => {
+    const answer = statusOf(await raw(port, bytes))
+    t.equal(answer.status, 400)
+    t.equal(answer.json.errorName, 'requestIsMalformed')
+    t.ok(answer.close)
+    t.equal(backend.started, 0, 'nothing reached the backend')
+  })
+}
+
+t.test('headers over 16 KiB: 431 headersAreTooLarge', async (t) => {
+  const answer = statusOf(await raw(port, `GET /x HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`))
+  t.equal(answer.status, 431)
+  t.equal(answer.json.errorName, 'headersAreTooLarge')
+  t.equal(backend.started, 0)
+})
+
+t.test('headers not received in time: 408 requestTimedOut', async (t) => {
+  const answer = statusOf(await raw(port, `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\n`, { keepOpen: true }))
+  t.equal(answer.status, 408)
+  t.equal(answer.json.errorName, 'requestTimedOut')
+  t.equal(backend.started, 0)
+})
+
+t.test('a body not received in time: 408 requestTimedOut, nothing forwarded', async (t) => {
+  const head = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: 100\r\n\r\n{"a":`
+  const answer = statusOf(await raw(port, head, { keepOpen: true }))
+  t.equal(answer.status, 408)
+  t.equal(answer.json.errorName, 'requestTimedOut')
+  t.equal(backend.started, 0)
+})
+
+t.test('a client that resets mid-headers gets nothing and is not logged as a refusal', async (t) => {
+  const before = logLines.length
+  await new Promise<void>((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(`GET /x HTTP/1.1\r\nHost: a\r\n`)
+      setTimeout(() => socket.resetAndDestroy(), 20)
+    })
+    socket.on('close', () => resolve())
+  })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.same(logLines.slice(before).filter((line) => line.includes('refused below HTTP')), [])
+  t.equal(backend.started, 0)
+})
+
+scanLogsForCards(t)

@@ -1,0 +1,120 @@
+import { request } from 'node:http'
+import { connect } from 'node:net'
+import t from 'tap'
+import { paymentHeaders } from '../helpers/client.js'
+import { AUTH, loggedRequests, scanLogsForCards, startGateway } from '../helpers/gateway.js'
+import { CONTENT_TYPE, SALE_PATH, basic, saleBody } from '../helpers/payments.js'
+
+const { url, port, backend } = await startGateway(t)
+
+interface ContinueOutcome {
+  readonly continued: boolean
+  readonly status: number
+  readonly body: string
+}
+
+/** A request with `Expect: 100-continue`: the body goes only after a 100. */
+function expectContinue(headers: Record<string, string>, body: string, path = SALE_PATH): Promise<ContinueOutcome> {
+  return new Promise((resolve, reject) => {
+    let continued = false
+    const req = request(`${url}${path}`, { method: 'POST', agent: false, headers: { ...headers, expect: '100-continue', 'content-length': Buffer.byteLength(body) } })
+    req.on('continue', () => {
+      continued = true
+      req.end(body)
+    })
+    req.on('response', (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () => resolve({ continued, status: res.statusCode as number, body: Buffer.concat(chunks).toString() }))
+    })
+    req.on('error', reject)
+    req.flushHeaders()
+  })
+}
+
+t.beforeEach(() => {
+  backend.received.length = 0
+})
+
+t.test('Expect: 100-continue with a good head: 100, then the body is checked and forwarded without Expect', async (t) => {
+  const outcome = await expectContinue(paymentHeaders() as Record<string, string>, JSON.stringify(saleBody()))
+  t.ok(outcome.continued)
+  t.equal(outcome.status, 201)
+  t.equal(backend.received.length, 1)
+  t.equal(backend.received[0]?.headers.expect, undefined)
+})
+
+t.test('Expect: 100-continue with bad credentials: refused without a 100, the body never sent', async (t) => {
+  const headers = paymentHeaders({ authorization: basic('shop-1', 'nope') }) as Record<string, string>
+  const outcome = await expectContinue(headers, JSON.stringify(saleBody()))
+  t.notOk(outcome.continued)
+  t.equal(outcome.status, 401)
+  t.equal(JSON.parse(outcome.body).errorName, 'accessDenied')
+  t.equal(backend.received.length, 0)
+})
+
+t.test('Expect: 100-continue on another path: the gateway sends the 100 and streams the body on', async (t) => {
+  const outcome = await expectContinue({ 'content-type': 'text/plain' }, 'hello', '/upload')
+  t.ok(outcome.continued)
+  t.equal(outcome.status, 201)
+  t.equal(backend.received[0]?.body.toString(), 'hello')
+  t.equal(backend.received[0]?.headers.expect, undefined)
+})
+
+async function until(predicate: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+t.test('an upload aborted mid-body is not forwarded', async (t) => {
+  const path = `${SALE_PATH}?aborted=1`
+  const body = JSON.stringify(saleBody())
+  const startedBefore = backend.started
+  const socket = connect(port, '127.0.0.1')
+  socket.on('error', () => undefined)
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 40)}`,
+  )
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  socket.destroy()
+  await until(() => loggedRequests().some((line) => line.path === path))
+  t.match(loggedRequests().find((line) => line.path === path), { status: 0, complete: false })
+  t.equal(backend.started, startedBefore, 'the backend saw nothing')
+})
+
+t.test('a client that leaves while the backend works: the backend request is dropped, nothing is answered', async (t) => {
+  const path = `${SALE_PATH}?left=1`
+  let arrived: () => void = () => undefined
+  const atBackend = new Promise<void>((resolve) => (arrived = resolve))
+  backend.answer = () => arrived()
+  const req = request(`${url}${path}`, { method: 'POST', agent: false, headers: paymentHeaders() })
+  req.on('error', () => undefined)
+  req.end(JSON.stringify(saleBody()))
+  await atBackend
+  req.destroy()
+  await until(() => loggedRequests().some((line) => line.path === path))
+  t.match(loggedRequests().find((line) => line.path === path), { status: 0, complete: false })
+  t.equal(backend.received.length, 1, 'sent once, never again')
+})
+
+t.test('a client that leaves mid-answer: the rest of the backend answer is dropped', async (t) => {
+  const path = '/stream?left=1'
+  backend.answer = (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' })
+    res.write('first part')
+  }
+  await new Promise<void>((resolve) => {
+    const req = request(`${url}${path}`, { agent: false }, (res) => {
+      res.once('data', () => {
+        req.destroy()
+        resolve()
+      })
+    })
+    req.on('error', () => undefined)
+    req.end()
+  })
+  await until(() => loggedRequests().some((line) => line.path === path))
+  t.match(loggedRequests().find((line) => line.path === path), { status: 200, complete: false, backendError: undefined })
+})
+
+scanLogsForCards(t)

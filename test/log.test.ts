@@ -1,0 +1,34 @@
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { createLogger, maskCardNumbers } from '../lib/log.js'
+
+t.test('maskCardNumbers keeps at most the first six and last four digits of any 12-19 digit run', async (t) => {
+  t.equal(maskCardNumbers('pan 4444333322221111 end'), 'pan 444433******1111 end')
+  t.equal(maskCardNumbers('/p?card=4444-3333-2222-1111'), '/p?card=444433******1111')
+  t.equal(maskCardNumbers('4444 3333 2222 1111'), '444433******1111')
+  t.equal(maskCardNumbers('a 12345678901 b'), 'a 12345678901 b', 'eleven digits are not a card number')
+  t.equal(maskCardNumbers('12345678901234567890'), '12345678901234567890', 'twenty digits are not one either')
+  t.equal(maskCardNumbers('123456789012'), '123456**9012')
+})
+
+t.test('every line the logger writes is masked, wherever the number sits, and has no epoch timestamp', async (t) => {
+  const lines: string[] = []
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString())
+      done()
+    },
+  })
+  const logger = createLogger({ destination, level: 'debug' })
+  logger.info({ path: '/x?pan=4444333322221111', nested: { user: 'u4444333322221111' } }, 'card 4444333322221111')
+  logger.debug('debug too')
+  t.equal(lines.length, 2)
+  t.notMatch(lines[0], /4444333322221111/)
+  t.equal(lines[0]?.match(/444433\*{6}1111/g)?.length, 3)
+  t.match(JSON.parse(lines[0] as string).time, /^\d{4}-\d\d-\d\dT/)
+})
+
+t.test('without a destination the logger writes to stdout', async (t) => {
+  const logger = createLogger()
+  t.equal(logger.level, 'info')
+})

@@ -1,0 +1,123 @@
+import { request } from 'node:http'
+import { connect } from 'node:net'
+import t from 'tap'
+import { paymentHeaders, send } from '../helpers/client.js'
+import { buildChecks } from '../../lib/gate.js'
+import { createGateway } from '../../lib/proxy/server.js'
+import { AUTH, captureLogger, loggedRequests, scanLogsForCards, startGateway } from '../helpers/gateway.js'
+import { CONTENT_TYPE, SALE_PATH, saleBody } from '../helpers/payments.js'
+
+async function until(predicate: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+t.test('drain: stops accepting, lets every request in flight finish, then closes', async (t) => {
+  const { gateway, backend, url, port } = await startGateway(t)
+  const held: (() => void)[] = []
+  backend.answer = (_req, res) => held.push(() => res.writeHead(201).end('done'))
+  t.ok(gateway.ready)
+  const inFlight = [1, 2, 3].map(() => send(url, { headers: paymentHeaders(), body: saleBody() }))
+  await until(() => held.length === 3)
+  const drained = gateway.drain(5000)
+  t.notOk(gateway.ready, 'not ready while draining')
+  await t.rejects(send(url, { method: 'GET', path: '/x' }), { code: 'ECONNREFUSED' }, 'no new connections')
+  for (const release of held) release()
+  const replies = await Promise.all(inFlight)
+  t.same(replies.map((reply) => [reply.status, reply.text, reply.headers.connection]), [
+    [201, 'done', 'close'],
+    [201, 'done', 'close'],
+    [201, 'done', 'close'],
+  ])
+  await drained
+  t.equal(gateway.server.listening, false)
+  t.equal(port > 0, true)
+})
+
+t.test('drain: a request that arrives on an open connection meanwhile gets 503 serviceUnavailable', async (t) => {
+  const { gateway, backend, port } = await startGateway(t)
+  let release: () => void = () => undefined
+  // Headers out before the drain starts: that answer keeps its connection open for the next request.
+  backend.answer = (_req, res) => {
+    res.writeHead(201, { 'content-length': '2' }).write('o')
+    release = () => res.end('k')
+  }
+  const socket = connect(port, '127.0.0.1')
+  const chunks: Buffer[] = []
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+  const closed = new Promise((resolve) => socket.on('close', resolve))
+  const body = JSON.stringify(saleBody())
+  const head = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`
+  socket.write(head + body)
+  await until(() => backend.received.length === 1)
+  const drained = gateway.drain(5000)
+  socket.write(`GET /other HTTP/1.1\r\nHost: a\r\n\r\n`)
+  // Ordering only: give the gateway time to read the second request before the first one ends.
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  release()
+  await closed
+  await drained
+  const text = Buffer.concat(chunks).toString()
+  t.match(text, /^HTTP\/1.1 201 Created[^]*\r\n\r\nok/)
+  t.match(text, /HTTP\/1.1 503 Service Unavailable[^]*"errorName":"serviceUnavailable"/)
+  t.equal(backend.received.length, 1)
+})
+
+t.test('drain: connections still open after the grace period are cut', async (t) => {
+  const { gateway, backend, url } = await startGateway(t)
+  backend.answer = () => undefined
+  const reply = send(url, { headers: paymentHeaders(), body: saleBody() })
+  await until(() => backend.received.length === 1)
+  await gateway.drain(20)
+  await t.rejects(reply, { code: 'ECONNRESET' })
+})
+
+t.test('a check that throws is answered 500 internalErrorOccurred and logged', async (t) => {
+  const { url, backend } = await startGateway(t, {
+    checks: {
+      authenticator: {
+        authenticate: () => {
+          throw new Error('credential store broken')
+        },
+      },
+    },
+  })
+  const reply = await send(url, { headers: paymentHeaders(), body: saleBody() })
+  t.equal(reply.status, 500)
+  t.equal(reply.json.errorName, 'internalErrorOccurred')
+  t.equal(backend.received.length, 0)
+  t.ok(loggedRequests().some((line) => line.msg === 'request failed'))
+})
+
+t.test('listen rejects when the port is taken', async (t) => {
+  const first = await startGateway(t)
+  const second = createGateway({ checks: buildChecks({ policies: new Map() }), target: first.backend.url, logger: captureLogger() })
+  await t.rejects(second.listen(first.port, '127.0.0.1'), { code: 'EADDRINUSE' })
+  t.notOk(second.ready)
+})
+
+t.test('metrics count requests by operation, status and errorName', async (t) => {
+  const { url, metrics } = await startGateway(t)
+  const anonymous = paymentHeaders()
+  delete anonymous.authorization
+  await send(url, { headers: anonymous, body: saleBody() })
+  await send(url, { method: 'GET', path: '/health' })
+  const text = await metrics.registry.metrics()
+  t.match(text, /payments_gate_requests_total\{operation="sale",status="401",errorName="accessDenied"} 1/)
+  t.match(text, /payments_gate_requests_total\{operation="other",status="201",errorName="none"} 1/)
+  t.match(text, /payments_gate_request_duration_seconds_count\{operation="sale"} 1/)
+})
+
+t.test('a request on HTTP/1.0 without keep-alive is answered and closed', async (t) => {
+  const { url } = await startGateway(t)
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = request(`${url}/old`, { agent: false, headers: { connection: 'close' } }, (res) => {
+      res.resume()
+      resolve(res.statusCode as number)
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  t.equal(status, 201)
+})
+
+scanLogsForCards(t)
