@@ -9,7 +9,7 @@ export interface PolicyStore extends PolicySource {
   readonly size: number
   /** The entities that have a policy now, sorted. */
   readonly entities: readonly string[]
-  /** Stops watching: no more reloads, no handles left open. */
+  /** Stops watching: no reload starts after this, no handle is left open. */
   close(): void
 }
 
@@ -75,7 +75,6 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
     throw policyError(`${problem.file}: ${problem.reason}${more}`)
   }
   let current = snapshotOf(initial.policies)
-  let closed = false
   let reloading = false
   let again = false
   let debounce: NodeJS.Timeout | undefined
@@ -94,15 +93,11 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
   }
 
   async function reload(): Promise<void> {
-    let loaded
-    try {
-      loaded = await loadPolicyDir(dir)
-    } catch (error) {
-      if (closed) return
-      report([{ file: dir, reason: (error as Error).message }])
+    const loaded = await loadPolicyDir(dir).catch((error: Error) => error)
+    if (loaded instanceof Error) {
+      report([{ file: dir, reason: loaded.message }])
       return
     }
-    if (closed) return
     const next = new Map(loaded.policies)
     for (const { file } of loaded.problems) {
       const entity = entityOfFile(file)
@@ -128,7 +123,7 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
     do {
       again = false
       await reload()
-    } while (again && !closed)
+    } while (again)
     reloading = false
   }
 
@@ -154,7 +149,6 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
       return current.entities
     },
     close() {
-      closed = true
       watcher.close()
       clearTimeout(debounce)
       clearInterval(rescan)

@@ -1,0 +1,67 @@
+import t from 'tap'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { ACCESS_DENIED, WWW_AUTHENTICATE, checkEntityAccess, type Principal } from '../../lib/checks/auth.js'
+import { hashPassword, loadCredentials } from '../../lib/credentials.js'
+import { buildChecks } from '../../lib/gate.js'
+import { watchPolicies } from '../../lib/policy/store.js'
+import { saleRequest } from '../helpers/requests.js'
+
+const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`
+
+const dir = t.testdir({})
+const file = join(dir, 'credentials.json')
+await writeFile(
+  file,
+  JSON.stringify({
+    users: [
+      { username: 'shop-1', password: await hashPassword('s3cret', { N: 1024, r: 8, p: 1 }), entities: ['default'] },
+      { username: 'market', password: await hashPassword('pf-pass', { N: 1024, r: 8, p: 1 }), entities: ['marketplace', 'default'] },
+    ],
+  }),
+)
+const policies = await watchPolicies('policies')
+t.teardown(() => policies.close())
+const checks = buildChecks({ policies, authenticator: await loadCredentials(file, { maxFailures: 3 }) })
+
+t.test('check 1: missing, malformed, unknown or wrong credentials are 401 accessDenied with the challenge', async (t) => {
+  for (const header of [undefined, 'Bearer abc', 'Basic !!', basic('shop-1', 'wrong'), basic('ghost', 's3cret')]) {
+    const answer = await checks.authenticate(header)
+    t.equal(answer, ACCESS_DENIED, String(header))
+  }
+  t.equal(ACCESS_DENIED.status, 401)
+  t.equal(ACCESS_DENIED.body.errorName, 'accessDenied')
+  t.same(ACCESS_DENIED.headers, { 'WWW-Authenticate': 'Basic realm="payments", charset="UTF-8"' })
+  t.equal(WWW_AUTHENTICATE, 'Basic realm="payments", charset="UTF-8"')
+})
+
+t.test('check 1: the right credentials give the user and its entities; the repeat is answered from the cache', async (t) => {
+  const principal = (await checks.authenticate(basic('shop-1', 's3cret'))) as Principal
+  t.equal(principal.username, 'shop-1')
+  t.same([...principal.entities], ['default'])
+  t.equal(checks.authenticate(basic('shop-1', 's3cret')), principal, 'synchronous, no hashing')
+})
+
+t.test('without an authenticator everybody is refused', async (t) => {
+  t.equal(buildChecks({ policies }).authenticate(basic('shop-1', 's3cret')), ACCESS_DENIED)
+})
+
+t.test('check 9: a user may act only for its entities', async (t) => {
+  const shop = (await checks.authenticate(basic('shop-1', 's3cret'))) as Principal
+  const market = (await checks.authenticate(basic('market', 'pf-pass'))) as Principal
+  t.equal(checks.checkBody('sale', saleRequest('marketplace'), shop), ACCESS_DENIED)
+  t.equal(checks.checkBody('sale', saleRequest('eu-tokens'), shop), ACCESS_DENIED, 'before the policy checks')
+  t.equal(checks.checkBody('sale', saleRequest('nobody'), shop), ACCESS_DENIED, 'even for an unconfigured entity')
+  t.ok(checks.checkBody('sale', saleRequest('default'), shop).ok)
+  t.ok(checks.checkBody('sale', saleRequest('default'), market).ok)
+  t.match(checks.checkBody('sale', saleRequest('marketplace'), market), { ok: false, body: { errorName: 'bodyDoesNotMatchSchema' } })
+  t.equal(checkEntityAccess(shop, 'default'), undefined)
+  t.equal(checkEntityAccess(shop, 'other'), ACCESS_DENIED)
+})
+
+t.test('a throttled user gets 401 without a hash being run', async (t) => {
+  for (const guess of ['a', 'b', 'c']) t.equal(await checks.authenticate(basic('market', guess)), ACCESS_DENIED)
+  const uncached = `basic ${basic('market', 'pf-pass').slice(6)}`
+  t.equal(checks.authenticate(uncached), ACCESS_DENIED, 'refused synchronously, even with the right password')
+  t.notOk(checks.authenticate(basic('market', 'pf-pass')) instanceof Promise, 'a header already verified stays cached')
+})

@@ -1,0 +1,42 @@
+import t from 'tap'
+import { join } from 'node:path'
+import { entityOfFile, loadPolicyDir, loadPolicyFile } from '../../lib/policy/load.js'
+import { policyJson } from '../helpers/policies.js'
+
+t.test('entityOfFile is the name without .json', async (t) => {
+  t.equal(entityOfFile('/etc/policies/shop-1.json'), 'shop-1')
+})
+
+t.test('loadPolicyFile: the policy, or the file and why it is refused', async (t) => {
+  const dir = t.testdir({
+    'a.json': policyJson('a'),
+    'b.json': policyJson('not-b'),
+    'c.json': '{"entity": "c",',
+    'd.json': policyJson('d', { currencies: ['eur'] }),
+    'e.json': { 'x.json': 'a folder, not a file' },
+  })
+  t.match(await loadPolicyFile(join(dir, 'a.json')), { entity: 'a' })
+  t.same(await loadPolicyFile(join(dir, 'b.json')), { file: join(dir, 'b.json'), reason: '$.entity: must be "b", the file\'s name' })
+  t.match(await loadPolicyFile(join(dir, 'c.json')), { file: join(dir, 'c.json'), reason: /^not JSON: / })
+  t.match(await loadPolicyFile(join(dir, 'd.json')), { file: join(dir, 'd.json'), reason: /^\$\.currencies\[0\]: / })
+  t.match(await loadPolicyFile(join(dir, 'e.json')), { file: join(dir, 'e.json'), reason: /EISDIR/ })
+  t.match(await loadPolicyFile(join(dir, 'gone.json')), { file: join(dir, 'gone.json'), reason: /ENOENT/ })
+})
+
+t.test('loadPolicyDir: every *.json file, sorted, the good ones and the problems', async (t) => {
+  const dir = t.testdir({ 'b.json': policyJson('b'), 'a.json': policyJson('a'), 'z.json': '[]', 'notes.md': '# not a policy' })
+  const { policies, problems } = await loadPolicyDir(dir)
+  t.same([...policies.keys()], ['a', 'b'])
+  t.equal(problems.length, 1)
+  t.equal(problems[0]?.file, join(dir, 'z.json'))
+  await t.rejects(loadPolicyDir(join(dir, 'missing')), { code: 'ENOENT' })
+})
+
+t.test('the sample policies in policies/ all load', async (t) => {
+  const { policies, problems } = await loadPolicyDir('policies')
+  t.same(problems, [])
+  t.same([...policies.keys()], ['collections', 'default', 'eu-tokens', 'marketplace'])
+  t.equal(policies.get('marketplace')?.features.paymentFacilitator, true)
+  t.equal(policies.get('marketplace')?.line1, 'reject')
+  t.same([...(policies.get('eu-tokens')?.currencies ?? [])], ['EUR'])
+})

@@ -1,0 +1,61 @@
+import t from 'tap'
+import { compilePolicy, staticPolicies, type Policy } from '../../lib/policy/policy.js'
+
+const file = {
+  entity: 'default',
+  currencies: ['GBP', 'EUR'],
+  paymentInstruments: ['card/plain', 'card/token'],
+  features: { dynamicMcc: true, paymentFacilitator: false, moto: true, debtRepayment: false },
+  mcc: '5734',
+  narrative: { line1: 'truncate' },
+}
+
+t.test('a valid file becomes a frozen policy with sets', async (t) => {
+  const policy = compilePolicy(file) as Policy
+  t.equal(policy.entity, 'default')
+  t.ok(policy.currencies.has('EUR'))
+  t.ok(policy.paymentInstruments.has('card/token'))
+  t.same(policy.features, file.features)
+  t.equal(policy.mcc, '5734')
+  t.equal(policy.line1, 'truncate')
+  t.ok(Object.isFrozen(policy))
+  t.ok(Object.isFrozen(policy.features))
+  t.same(compilePolicy({ ...file, features: { ...file.features, dynamicMcc: false }, mcc: undefined }), {
+    ...(compilePolicy(file) as Policy),
+    features: { ...file.features, dynamicMcc: false },
+    mcc: undefined,
+  })
+})
+
+t.test('what is refused, one reason per problem', async (t) => {
+  const cases: Array<[string, unknown, RegExp]> = [
+    ['not an object', [], /^\$: /],
+    ['unknown top-level key', { ...file, colour: 'red' }, /^\$\.colour: /],
+    ['unknown feature', { ...file, features: { ...file.features, refunds: true } }, /^\$\.features\.refunds: /],
+    ['missing feature', { ...file, features: { dynamicMcc: true, paymentFacilitator: false, moto: true } }, /^\$\.features\.debtRepayment: .*fieldIsMissing/],
+    ['feature not boolean', { ...file, features: { ...file.features, moto: 'yes' } }, /^\$\.features\.moto: .*fieldMustBeBoolean/],
+    ['lower-case currency', { ...file, currencies: ['gbp'] }, /^\$\.currencies\[0\]: .*stringFailedRegexCheck/],
+    ['empty instrument', { ...file, paymentInstruments: [''] }, /^\$\.paymentInstruments\[0\]: /],
+    ['mcc not four digits', { ...file, mcc: '57340' }, /^\$\.mcc: .*stringFailedRegexCheck/],
+    ['unknown line1 mode', { ...file, narrative: { line1: 'cut' } }, /^\$\.narrative\.line1: /],
+    ['unknown narrative key', { ...file, narrative: { line1: 'reject', line2: 'reject' } }, /^\$\.narrative\.line2: /],
+    ['empty entity', { ...file, entity: '' }, /^\$\.entity: .*fieldIsEmpty/],
+    ['dynamicMcc without mcc', { ...file, mcc: undefined }, /^\$\.mcc: dynamicMcc is on/],
+  ]
+  for (const [name, value, reason] of cases) {
+    const refused = compilePolicy(value)
+    t.ok(Array.isArray(refused), name)
+    t.match((refused as string[])[0], reason, name)
+  }
+  const several = compilePolicy({ ...file, currencies: 'GBP', moto: true }) as string[]
+  t.equal(several.length, 2, 'every problem is listed')
+})
+
+t.test('staticPolicies looks a policy up by entity', async (t) => {
+  const policy = compilePolicy(file) as Policy
+  const other = compilePolicy({ ...file, entity: 'other' }) as Policy
+  const source = staticPolicies([policy, other])
+  t.equal(source.get('default'), policy)
+  t.equal(source.get('other'), other)
+  t.equal(source.get('nobody'), undefined)
+})

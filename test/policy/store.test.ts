@@ -1,0 +1,204 @@
+import t, { type Test } from 'tap'
+import { rename, rm, symlink, writeFile, mkdir, unlink } from 'node:fs/promises'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { watchPolicies, type PolicyStore, type ReloadOutcome, type WatchPoliciesOptions } from '../../lib/policy/store.js'
+import { policyJson } from '../helpers/policies.js'
+
+/** Polls until `condition` holds; fails the test after two seconds (the contract says within a second). */
+async function eventually(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !condition(); i++) await sleep(10)
+  if (!condition()) throw new Error('condition not met within 2 s')
+}
+
+interface Logged {
+  readonly level: 'info' | 'warn'
+  readonly fields: Record<string, unknown>
+  readonly message: string
+}
+
+function recorder() {
+  const lines: Logged[] = []
+  const outcomes: ReloadOutcome[] = []
+  const logger = {
+    info: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'info', fields, message }),
+    warn: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'warn', fields, message }),
+  } as unknown as NonNullable<WatchPoliciesOptions['logger']>
+  return { lines, outcomes, logger, onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome) }
+}
+
+async function open(t: Test, dir: string, options: WatchPoliciesOptions = {}): Promise<PolicyStore> {
+  const store = await watchPolicies(dir, { debounceMs: 20, ...options })
+  t.teardown(() => store.close())
+  return store
+}
+
+t.test('loads every policy of the folder', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a'), 'b.json': policyJson('b'), 'readme.txt': 'ignored' })
+  const store = await open(t, dir)
+  t.equal(store.size, 2)
+  t.same(store.entities, ['a', 'b'])
+  t.equal(store.get('a')?.entity, 'a')
+  t.equal(store.get('c'), undefined)
+})
+
+t.test('an invalid file at start-up is an EPOLICY error naming the file and the reason', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a'), 'b.json': policyJson('b', { moto: true }) })
+  await t.rejects(watchPolicies(dir), { code: 'EPOLICY', message: `${join(dir, 'b.json')}: $.moto: ` })
+  const two = t.testdir({ 'a.json': '{', 'b.json': '[]' })
+  await t.rejects(watchPolicies(two), { code: 'EPOLICY', message: /a\.json: not JSON: .* \(and 1 more invalid files\)$/ })
+  await t.rejects(watchPolicies(join(two, 'missing')), { code: 'ENOENT' })
+})
+
+t.test('a changed, added or removed file takes effect without a restart', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a') })
+  const log = recorder()
+  const store = await open(t, dir, { logger: log.logger, onReload: log.onReload })
+  await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['EUR'] }))
+  await eventually(() => store.get('a')?.currencies.has('EUR') === true)
+  await writeFile(join(dir, 'b.json'), policyJson('b'))
+  await eventually(() => store.size === 2)
+  t.same(store.entities, ['a', 'b'])
+  await unlink(join(dir, 'a.json'))
+  await eventually(() => store.get('a') === undefined)
+  t.same(store.entities, ['b'])
+  t.ok(log.outcomes.some((outcome) => outcome.ok))
+  t.match(log.lines.at(-1), { level: 'info', fields: { entities: ['b'] }, message: 'policies reloaded' })
+})
+
+t.test('a file that fails to load keeps the last good policy, and is reported', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a', { currencies: ['USD'] }) })
+  const log = recorder()
+  const store = await open(t, dir, { logger: log.logger, onReload: log.onReload })
+  const good = store.get('a')
+  await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['usd'] }))
+  await eventually(() => log.outcomes.some((outcome) => !outcome.ok))
+  t.equal(store.get('a'), good, 'the very same last good policy')
+  const refused = log.outcomes.find((outcome) => !outcome.ok)
+  t.equal(refused?.file, join(dir, 'a.json'))
+  t.match(refused?.reason, /^\$\.currencies\[0\]: /)
+  t.match(log.lines.find((line) => line.level === 'warn'), {
+    fields: { file: join(dir, 'a.json'), reason: /currencies/ },
+    message: /last good policy stays/,
+  })
+  // A new file that is invalid from the start has no last good policy: its entity stays unknown.
+  await writeFile(join(dir, 'new.json'), '{"entity": "new"}')
+  await eventually(() => log.outcomes.some((outcome) => outcome.file === join(dir, 'new.json')))
+  t.equal(store.get('new'), undefined)
+  // Once fixed, the file takes effect again.
+  await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['CHF'] }))
+  await eventually(() => store.get('a')?.currencies.has('CHF') === true)
+})
+
+t.test('the same refusal is logged once, not at every re-scan', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a') })
+  const log = recorder()
+  await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 20 })
+  await writeFile(join(dir, 'a.json'), 'oops')
+  await eventually(() => log.outcomes.filter((outcome) => !outcome.ok).length >= 4)
+  t.equal(log.lines.filter((line) => line.level === 'warn').length, 1)
+})
+
+t.test("an editor's write-and-rename and a ConfigMap's symlink swap are both picked up", async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a') })
+  const store = await open(t, dir)
+  await writeFile(join(dir, '.a.json.swp'), policyJson('a', { currencies: ['JPY'] }))
+  await rename(join(dir, '.a.json.swp'), join(dir, 'a.json'))
+  await eventually(() => store.get('a')?.currencies.has('JPY') === true)
+
+  // Kubernetes mounts a ConfigMap as files that link through `..data` to a versioned folder,
+  // and updates it by pointing `..data` at a new folder.
+  const root = t.testdir({ v1: { 'k.json': policyJson('k', { currencies: ['GBP'] }) }, v2: { 'k.json': policyJson('k', { currencies: ['SEK'] }) } })
+  await symlink('v1', join(root, '..data'))
+  await symlink(join('..data', 'k.json'), join(root, 'k.json'))
+  const mounted = await open(t, root)
+  t.ok(mounted.get('k')?.currencies.has('GBP'))
+  await symlink('v2', join(root, '..data_tmp'))
+  await rename(join(root, '..data_tmp'), join(root, '..data'))
+  await eventually(() => mounted.get('k')?.currencies.has('SEK') === true)
+})
+
+t.test('a folder that disappears keeps every last good policy and is reported', async (t) => {
+  const dir = join(t.testdir({}), 'policies')
+  await mkdir(dir)
+  await writeFile(join(dir, 'a.json'), policyJson('a'))
+  const log = recorder()
+  const store = await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 20 })
+  await rm(dir, { recursive: true })
+  await eventually(() => log.outcomes.some((outcome) => outcome.file === dir))
+  t.match(log.outcomes.find((outcome) => outcome.file === dir), { ok: false, reason: /ENOENT/ })
+  t.equal(store.get('a')?.entity, 'a')
+})
+
+t.test('the periodic re-scan alone picks up changes', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a') })
+  const store = await open(t, dir, { debounceMs: 60_000, rescanMs: 20 })
+  await writeFile(join(dir, 'b.json'), policyJson('b'))
+  await eventually(() => store.size === 2)
+})
+
+t.test('after close nothing is reloaded', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a') })
+  const log = recorder()
+  const store = await watchPolicies(dir, { onReload: log.onReload, debounceMs: 5, rescanMs: 5 })
+  await eventually(() => log.outcomes.length > 0)
+  store.close()
+  await sleep(10)
+  const seen = log.outcomes.length
+  await writeFile(join(dir, 'b.json'), policyJson('b'))
+  await sleep(100)
+  t.equal(store.size, 1)
+  t.ok(log.outcomes.length <= seen + 1, 'at most the reload that was already running')
+})
+
+t.test('reload under traffic: every get() sees one whole version, never a mix', async (t) => {
+  const versions = [
+    { currencies: ['GBP'], paymentInstruments: ['card/plain'], mcc: '1111' },
+    { currencies: ['EUR', 'USD'], paymentInstruments: ['card/token', 'card/plain'], mcc: '2222' },
+  ]
+  const write = (i: number) => {
+    const version = versions[i % 2] as (typeof versions)[number]
+    return writeFile(join(dir, 'shop.json'), policyJson('shop', { ...version, features: { dynamicMcc: true, paymentFacilitator: false, moto: false, debtRepayment: false } }))
+  }
+  const dir = t.testdir({})
+  await write(0)
+  const store = await open(t, dir, { debounceMs: 1, rescanMs: 5 })
+  const whole = (currencies: string[], instruments: string[], mcc: string | undefined) =>
+    versions.some(
+      (version) =>
+        version.mcc === mcc &&
+        version.currencies.join() === currencies.join() &&
+        version.paymentInstruments.join() === instruments.join(),
+    )
+  const seen = new Set<string | undefined>()
+  let reads = 0
+  let mixed = 0
+  let missing = 0
+  let writing = true
+  const writer = (async () => {
+    for (let i = 1; i <= 60; i++) {
+      await write(i)
+      await sleep(3)
+    }
+    writing = false
+  })()
+  const deadline = Date.now() + 10_000
+  while (writing && Date.now() < deadline) {
+    for (let i = 0; i < 200; i++) {
+      const policy = store.get('shop')
+      reads++
+      if (policy === undefined) {
+        missing++
+        continue
+      }
+      seen.add(policy.mcc)
+      if (!whole([...policy.currencies], [...policy.paymentInstruments], policy.mcc)) mixed++
+    }
+    await sleep(0)
+  }
+  await writer
+  t.equal(missing, 0, 'the entity never disappears while its file is rewritten')
+  t.equal(mixed, 0, 'no half-applied policy')
+  t.ok(reads > 0)
+  t.same([...seen].sort(), ['1111', '2222'], 'both versions were served')
+})
