@@ -70,7 +70,9 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
     args,
     options: { listen: { type: 'string', default: '8080' }, policies: { type: 'string', default: './policies' } },
   })
-  const listen = parseAddress('listen', values.listen)
+  const given = parseAddress('listen', values.listen)
+  // The demo prints a working password: it listens on loopback unless told otherwise.
+  const listen = { host: given.host ?? '127.0.0.1', port: given.port }
   const { policies } = await loadPolicyDir(values.policies)
   const password = randomBytes(12).toString('base64url')
   const credentials = new CredentialStore([{ username: DEMO_USER, password: await hashPassword(password), entities: [...policies.keys()] }])
@@ -95,7 +97,7 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
     await backend.close()
     throw error
   }
-  const host = listen.host ?? 'localhost'
+  const { host } = listen
   const base = `http://${host.includes(':') ? `[${host}]` : host}:${serving.address.port}`
   const accepted = example(base, password, DEMO_PAN)
   const refused = example(base, password, `${DEMO_PAN.slice(0, -1)}2`)
