@@ -13,8 +13,7 @@ import { CONTENT_TYPE, SALE_PATH } from '../helpers/payments.js'
  * it, shows up as an extra or a changed entry.
  */
 const noCrashes = watchCrashes(t)
-// A short keep-alive: a handled exchange ends with the server closing the idle connection.
-const { port, backend } = await startGateway(t, { keepAliveTimeout: 200 })
+const { port, backend } = await startGateway(t)
 const HIDDEN = 'GET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n'
 
 interface Exchange {
@@ -25,7 +24,7 @@ interface Exchange {
   readonly backend: string[]
 }
 
-/** Writes the bytes on a new connection, reads until the server closes it (at most 3 s), and lists what the backend saw. */
+/** Writes the bytes on a new connection, reads until the server closes it (at most 3 s), and lists what the backend saw meanwhile. */
 async function exchange(bytes: string): Promise<Exchange> {
   const before = backend.received.length
   const startedBefore = backend.started
@@ -51,7 +50,9 @@ async function exchange(bytes: string): Promise<Exchange> {
   }
 }
 
-const post = (path: string, head: string, body: string) => `POST ${path} HTTP/1.1\r\nHost: a\r\n${head}\r\n${body}`
+/** A request; `Connection: close` first, so that a handled exchange ends with the server closing the connection. */
+const post = (path: string, head: string, body: string, close = true) =>
+  `POST ${path} HTTP/1.1\r\nHost: a\r\n${close ? 'Connection: close\r\n' : ''}${head}\r\n${body}`
 const chunkedHello = '5\r\nhello\r\n0\r\n\r\n'
 
 const refused: Record<string, string> = {
@@ -149,13 +150,13 @@ t.test('a request hidden in a payment body: bodyIsNotJson, nothing forwarded', a
 
 t.test('a refusal before the body is read closes the connection: a request pipelined after the body is never handled', async (t) => {
   const body = HIDDEN
-  const answer = await exchange(post(SALE_PATH, `Authorization: Basic eDp5\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: ${body.length}\r\n`, body) + HIDDEN)
+  const answer = await exchange(post(SALE_PATH, `Authorization: Basic eDp5\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: ${body.length}\r\n`, body, false) + HIDDEN)
   t.same(answer.statuses, [401])
   t.same(answer.backend, [])
 })
 
 t.test('a request pipelined after a complete one is its own request, framed by the gateway: two answers, two backend requests', async (t) => {
-  const answer = await exchange(post('/x', 'Content-Length: 5\r\n', 'hello') + HIDDEN)
+  const answer = await exchange(post('/x', 'Content-Length: 5\r\n', 'hello', false) + HIDDEN.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'))
   t.same(answer.statuses, [201, 201])
   t.same(answer.backend, ['POST /x "hello"', 'GET /smuggled ""'])
 })
