@@ -3,7 +3,7 @@ import { Agent } from 'node:http'
 import { createGate, type Gate } from '../lib/create-gate.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES, GATE_OPTIONS, POLICIES_DIR, writeCredentials } from './helpers/cases.js'
-import { expressEmbedding, fastifyEmbedding, nodeEmbedding, send, type Answer, type Echo } from './helpers/embeddings.js'
+import { expressEmbedding, fastifyEmbedding, nodeEmbedding, proxyEmbedding, send, type Answer, type Echo } from './helpers/embeddings.js'
 
 /** The answer's parts that must not differ between embeddings (Express adds X-Powered-By, Fastify its own headers). */
 function comparable(answer: Answer) {
@@ -19,11 +19,11 @@ function comparable(answer: Answer) {
   }
 }
 
-t.test('the shared table gives the same answers from the node handler, Express and Fastify', async (t) => {
+t.test('the shared table gives the same answers from the node handler, Express, Fastify and the proxy', async (t) => {
   const dir = t.testdir()
   const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
   t.teardown(() => gate.close())
-  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate)]
+  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate), await proxyEmbedding(gate)]
   const agent = new Agent({ keepAlive: true })
   t.teardown(async () => {
     agent.destroy()
@@ -62,7 +62,7 @@ t.test('the application receives the rewritten document', async (t) => {
   const dir = t.testdir()
   const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
   t.teardown(() => gate.close())
-  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate)]
+  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate), await proxyEmbedding(gate)]
   const agent = new Agent({ keepAlive: true })
   t.teardown(async () => {
     agent.destroy()

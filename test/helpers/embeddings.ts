@@ -4,6 +4,9 @@ import type { AddressInfo } from 'node:net'
 import express from 'express'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Gate } from '../../lib/create-gate.js'
+import { createGateway } from '../../lib/proxy/server.js'
+import { startBackend } from './backend.js'
+import { captureLogger } from './gateway.js'
 import { OTHER_PATH, RECURRING_PATH, SALE_PATH, type Case } from './cases.js'
 
 /** What the test applications answer on a pass: what they were handed. */
@@ -81,6 +84,40 @@ export async function fastifyEmbedding(gate: Gate): Promise<Embedding> {
   const app = await fastifyApp(gate)
   await app.listen({ port: 0, host: '127.0.0.1' })
   return { name: 'fastify', port: (app.server.address() as AddressInfo).port, close: () => app.close() }
+}
+
+/**
+ * The sidecar: the proxy built on the gate's checks, in front of a real
+ * backend that echoes what reached it (the user from the forwarded
+ * Authorization header, the operation from the path).
+ */
+export async function proxyEmbedding(gate: Gate): Promise<Embedding> {
+  const backend = await startBackend((req, res, body) => {
+    if (req.url === OTHER_PATH) {
+      res.end('other')
+      return
+    }
+    const document = JSON.parse(body.toString()) as { merchant: { entity: string } }
+    const credentials = Buffer.from((req.headers.authorization as string).slice(6), 'base64').toString()
+    const echo: Echo = {
+      document,
+      operation: req.url === SALE_PATH ? 'sale' : 'recurring',
+      entity: document.merchant.entity,
+      username: credentials.slice(0, credentials.indexOf(':')),
+    }
+    res.writeHead(201, { 'content-type': 'application/json' })
+    res.end(JSON.stringify(echo))
+  })
+  const gateway = createGateway({ checks: gate.checks, target: backend.url, logger: captureLogger() })
+  const { port } = await gateway.listen(0, '127.0.0.1')
+  return {
+    name: 'proxy',
+    port,
+    close: async () => {
+      await gateway.drain(0)
+      await backend.close()
+    },
+  }
 }
 
 export interface Answer {

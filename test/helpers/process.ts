@@ -13,8 +13,7 @@ export interface Running {
 /** The real CLI in a child process, through the same TypeScript loader the tests run with. */
 export function spawnCli(args: string[], env: Record<string, string> = {}): Running {
   const child = spawn(process.execPath, [...process.execArgv, 'lib/cli.ts', ...args], {
-    // Type checking is tsc's job; here it would only slow each process's start by seconds.
-    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: '1', ...env },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''

@@ -1,0 +1,93 @@
+// Server children: forked so that the load generator and each server run on
+// their own event loops. Every child is killed when the run ends, on success,
+// on error, or when the parent itself exits.
+import { fork } from 'node:child_process'
+
+const live = new Set()
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL')
+})
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => process.exit(130))
+}
+
+const START_MS = 15000
+
+/**
+ * Starts `servers/<name>.js`; resolves to { child, port, url } once it
+ * listens, or to an `error` string when it cannot start.
+ */
+export function start(name, env = {}, execArgv = []) {
+  const child = fork(new URL(`./servers/${name}.js`, import.meta.url), [], {
+    env: { ...process.env, ...env },
+    execArgv,
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  })
+  live.add(child)
+  let stderr = ''
+  child.stderr.on('data', (chunk) => {
+    if (stderr.length < 4000) stderr += chunk
+  })
+  child.once('exit', () => live.delete(child))
+  return new Promise((resolve) => {
+    const fail = (why) => {
+      clearTimeout(timer)
+      child.kill('SIGKILL')
+      resolve({ error: `${name}: ${why}${stderr ? `: ${firstLine(stderr)}` : ''}` })
+    }
+    const timer = setTimeout(() => fail('did not start in time'), START_MS)
+    child.once('exit', (code) => fail(`exited with ${code}`))
+    child.on('message', function ready(message) {
+      if (message?.port === undefined) return
+      clearTimeout(timer)
+      child.removeAllListeners('exit')
+      child.once('exit', () => live.delete(child))
+      child.off('message', ready)
+      resolve({ child, port: message.port, url: `http://127.0.0.1:${message.port}` })
+    })
+  })
+}
+
+function firstLine(text) {
+  const line = text.split('\n').find((l) => /Error|error/.test(l)) ?? text.split('\n')[0]
+  return line.trim().slice(0, 200)
+}
+
+/** The child's resident set size, in bytes. */
+export const rss = (child) => ask(child, 'memory')
+
+/** The CPU time the child has used so far (user + system), in microseconds. */
+export const cpu = (child) => ask(child, 'cpu')
+
+function ask(child, what) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(Number.NaN), 5000)
+    child.on('message', function answer(message) {
+      if (message?.[what] === undefined) return
+      clearTimeout(timer)
+      child.off('message', answer)
+      resolve(message[what])
+    })
+    child.send(what)
+  })
+}
+
+/** Asks every child to exit (so profiles get written), then kills what is left. */
+export async function stopAll(graceMs = 3000) {
+  const waits = [...live].map(
+    (child) =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL')
+          resolve()
+        }, graceMs)
+        child.once('exit', () => {
+          clearTimeout(timer)
+          resolve()
+        })
+        if (child.connected) child.send('stop')
+        else child.kill('SIGKILL')
+      }),
+  )
+  await Promise.all(waits)
+}

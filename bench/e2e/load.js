@@ -1,0 +1,73 @@
+// Load with autocannon, and the serial probe with node's own client.
+import { Agent, request } from 'node:http'
+import autocannon from 'autocannon'
+
+/** One autocannon round; resolves to req/s, latencies (ms) and the status counts. */
+export function round(url, { body, headers, connections, seconds }) {
+  return new Promise((resolve, reject) => {
+    autocannon(
+      { url, method: 'POST', body, headers, connections, pipelining: 1, duration: seconds, timeout: 10 },
+      (error, result) => {
+        if (error) return reject(error)
+        const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count]))
+        resolve({
+          rps: result.requests.average,
+          total: result.requests.total,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          errors: result.errors + result.timeouts,
+          statuses,
+        })
+      },
+    )
+  })
+}
+
+/** Sends `count` requests as fast as possible to load a server up (memory phase). */
+export function fixedCount(url, { body, headers, connections, count }) {
+  return new Promise((resolve, reject) => {
+    autocannon({ url, method: 'POST', body, headers, connections, amount: count, timeout: 10 }, (error, result) =>
+      error ? reject(error) : resolve(result.requests.total),
+    )
+  })
+}
+
+/**
+ * One keep-alive connection, `count` requests one after the other, each timed
+ * with hrtime: latency in microseconds, below autocannon's 1 ms resolution.
+ */
+export async function serial(url, { body, headers, count, warmup }) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const target = new URL(url)
+  const options = { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { ...headers, 'content-length': body.length } }
+  const once = () =>
+    new Promise((resolve, reject) => {
+      const started = process.hrtime.bigint()
+      const req = request(options, (res) => {
+        res.on('data', () => {})
+        res.on('end', () => resolve({ us: Number(process.hrtime.bigint() - started) / 1000, status: res.statusCode }))
+        res.on('error', reject)
+      })
+      req.setTimeout(10000, () => req.destroy(new Error('serial probe: no answer in 10 s')))
+      req.on('error', reject)
+      req.end(body)
+    })
+  try {
+    for (let i = 0; i < warmup; i++) await once()
+    const times = new Float64Array(count)
+    const statuses = {}
+    for (let i = 0; i < count; i++) {
+      const { us, status } = await once()
+      times[i] = us
+      statuses[status] = (statuses[status] ?? 0) + 1
+    }
+    times.sort()
+    return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), count, statuses }
+  } finally {
+    agent.destroy()
+  }
+}
+
+function percentile(sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
+}

@@ -1,0 +1,117 @@
+// The end-to-end part: five targets under the same load, in alternating
+// rounds, then the gateway's memory and the serial latency probe.
+import { mkdirSync } from 'node:fs'
+import { hashPassword } from '../../dist/credentials.js'
+import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from '../lib/fixtures.js'
+import { cpu, rss, start, stopAll } from './children.js'
+import { fixedCount, round, serial } from './load.js'
+
+export const TARGETS = [
+  { key: 'a', name: 'bare backend', server: 'backend', body: 'valid', expect: 201 },
+  { key: 'b', name: 'http-proxy-3 pass-through (keep-alive)', server: 'passthrough', body: 'valid', expect: 201 },
+  { key: 'c', name: 'payments-gate, valid sale', server: 'gateway', body: 'valid', expect: 201 },
+  { key: 'd', name: 'payments-gate, invalid sale (400 schema)', server: 'gateway', body: 'invalid', expect: 400 },
+  { key: 'e', name: 'Express 5 + express-openapi-validator + http-proxy-middleware', server: 'peer', body: 'valid', expect: 201 },
+]
+
+export function settings(quick) {
+  return quick
+    ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: 32, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
+    : { rounds: 3, seconds: 4, warmupSeconds: 2, connections: 32, memoryRequests: 200_000, serialCount: 5000, serialWarmup: 500 }
+}
+
+export async function runE2E({ quick, profileDir, log }) {
+  const s = settings(quick)
+  const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
+  const headers = { 'content-type': CONTENT_TYPE, accept: ACCEPT, authorization: AUTHORIZATION }
+  const users = JSON.stringify([{ username: USER, password: await hashPassword(PASSWORD), entities: ['default'] }])
+  try {
+    const backend = await start('backend')
+    if (backend.error) throw new Error(backend.error)
+    const env = { BENCH_TARGET: backend.url, BENCH_USERS: users }
+    const servers = { backend }
+    for (const name of ['passthrough', 'gateway', 'peer']) {
+      let execArgv = []
+      if (name === 'gateway' && profileDir !== undefined) {
+        mkdirSync(profileDir, { recursive: true })
+        execArgv = ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
+      }
+      servers[name] = await start(name, env, execArgv)
+    }
+    const targets = TARGETS.map((t) => {
+      const server = servers[t.server]
+      return { ...t, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
+    })
+    for (const t of targets) if (t.error === undefined) t.error = await sanity(t, bodies[t.body], headers)
+    const live = targets.filter((t) => t.error === undefined)
+    const load = (t, seconds) => round(t.url, { body: bodies[t.body], headers, connections: s.connections, seconds })
+
+    log(`e2e: warm-up ${s.warmupSeconds} s per target`)
+    let gatewayRequests = 0
+    for (const t of live) {
+      const r = await load(t, s.warmupSeconds)
+      if (t.server === 'gateway') gatewayRequests += r.total
+    }
+    const gateway = servers.gateway.child
+    const memory = { requests: s.memoryRequests, afterWarmup: gateway ? await rss(gateway) : Number.NaN }
+
+    for (let i = 0; i < s.rounds; i++) {
+      // Rotate the order, so that no target always runs first or right after another.
+      const order = live.map((_, j) => live[(j + i) % live.length])
+      log(`e2e: round ${i + 1}/${s.rounds}: ${order.map((t) => t.key).join(' ')}, ${s.seconds} s each`)
+      for (const t of order) {
+        const before = await cpu(t.child)
+        const r = await load(t, s.seconds)
+        r.cpuUs = ((await cpu(t.child)) - before) / r.total
+        t.rounds.push(r)
+        if (t.server === 'gateway') gatewayRequests += r.total
+      }
+    }
+
+    if (gateway) {
+      const c = live.find((t) => t.key === 'c')
+      const missing = s.memoryRequests - gatewayRequests
+      if (missing > 0 && c) {
+        log(`e2e: ${missing} more valid requests to the gateway for the memory figure`)
+        gatewayRequests += await fixedCount(c.url, { body: bodies.valid, headers, connections: s.connections, count: missing })
+      }
+      memory.served = gatewayRequests
+      memory.after = await rss(gateway)
+    }
+
+    log(`e2e: serial probe, ${s.serialCount} requests per target on one connection`)
+    for (const t of live) t.serial = await serial(t.url, { body: bodies[t.body], headers, count: s.serialCount, warmup: s.serialWarmup })
+    return { settings: s, targets: targets.map(summarize), memory }
+  } finally {
+    await stopAll()
+  }
+}
+
+/** One request, to make sure each target answers what it should before it is measured. */
+async function sanity(t, body, headers) {
+  const r = await serial(t.url, { body, headers, count: 3, warmup: 0 }).catch((error) => ({ error }))
+  if (r.error) return `no answer: ${r.error.message}`
+  const codes = Object.keys(r.statuses)
+  return codes.length === 1 && Number(codes[0]) === t.expect ? undefined : `answers ${codes.join(',') || 'nothing'}, expected ${t.expect}`
+}
+
+function median(values) {
+  const sorted = [...values].sort((x, y) => x - y)
+  return sorted.length === 0 ? Number.NaN : sorted[Math.floor((sorted.length - 1) / 2)]
+}
+
+/** The median of the rounds, and whether every answer had the expected status. */
+function summarize(t) {
+  const unexpected = t.rounds.reduce((n, r) => n + r.errors + Object.entries(r.statuses).reduce((m, [code, count]) => m + (Number(code) === t.expect ? 0 : count), 0), 0)
+  return {
+    key: t.key,
+    name: t.name,
+    error: t.error,
+    rps: median(t.rounds.map((r) => r.rps)),
+    p50: median(t.rounds.map((r) => r.p50)),
+    p99: median(t.rounds.map((r) => r.p99)),
+    cpuUs: median(t.rounds.map((r) => r.cpuUs)),
+    unexpected,
+    serial: t.serial,
+  }
+}

@@ -1,0 +1,42 @@
+// `npm run bench [-- --quick] [-- --profile] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { cpus, loadavg, totalmem } from 'node:os'
+import { parseArgs } from 'node:util'
+import { runE2E } from './e2e/run.js'
+import { runMicro } from './micro/stages.js'
+import { e2eSection, microSection, targetsSection } from './lib/report.js'
+
+const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, 'micro-only': { type: 'boolean' } } })
+const quick = values.quick === true
+const results = new URL('./results/', import.meta.url)
+const log = (message) => process.stderr.write(`${message}\n`)
+
+const started = performance.now()
+const cpu = cpus()
+const machine = `node ${process.version}, ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, load average at start ${loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ')}`
+
+log(`micro benchmarks${quick ? ' (quick)' : ''}`)
+const micro = await runMicro({ quick })
+const e2e = values['micro-only'] ? undefined : await runE2E({ quick, log, profileDir: values.profile ? new URL('profiles/', results).pathname : undefined })
+
+const report = [
+  `# payments-gate benchmark${quick ? ' (--quick: short rounds, memory after 10,000 requests)' : ''}`,
+  '',
+  `Machine: ${machine}`,
+  `Command: npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}; ${new Date().toISOString()}; took ${((performance.now() - started) / 1000).toFixed(0)} s`,
+  'Compare ratios within this run only: absolute figures move between runs on a shared machine.',
+  '',
+  targetsSection(micro, e2e),
+  '',
+  microSection(micro),
+  '',
+  e2e ? e2eSection(e2e) : '(end to end skipped: --micro-only)',
+  '',
+].join('\n')
+
+process.stdout.write(report)
+mkdirSync(results, { recursive: true })
+writeFileSync(new URL('latest.md', results), report)
+log(`written to bench/results/latest.md${values.profile ? '; gateway CPU profile in bench/results/profiles/' : ''}`)
