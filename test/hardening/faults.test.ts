@@ -3,7 +3,7 @@ import t from 'tap'
 import { startBackend, type Backend } from '../helpers/backend.js'
 import { paymentHeaders, send } from '../helpers/client.js'
 import { watchCrashes } from '../helpers/crashes.js'
-import { AUTH, loggedRequests, startGateway } from '../helpers/gateway.js'
+import { AUTH, loggedRequests, startGateway, type Started } from '../helpers/gateway.js'
 import { loadSales, statusCounts, until, waitFor } from '../helpers/load.js'
 import { CONTENT_TYPE, SALE_PATH, saleBody } from '../helpers/payments.js'
 
@@ -15,8 +15,9 @@ import { CONTENT_TYPE, SALE_PATH, saleBody } from '../helpers/payments.js'
  */
 const noCrashes = watchCrashes(t)
 
-const connections = (started: { gateway: { server: { getConnections(cb: (error: Error | null, count: number) => void): void } } }) =>
-  new Promise<number>((resolve, reject) => started.gateway.server.getConnections((error, count) => (error ? reject(error) : resolve(count))))
+/** The gateway's open client sockets. */
+const connections = ({ gateway }: Started) =>
+  new Promise<number>((resolve, reject) => gateway.server.getConnections((error, count) => (error ? reject(error) : resolve(count))))
 
 t.test('the backend killed and restarted mid-run: every client gets 201 or the contract 5xx, none hangs, nothing is sent twice', async (t) => {
   const started = await startGateway(t, { timeout: 1000 })
