@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { serializeError } from '../lib/errors.js'
 import { buildChecks } from '../lib/gate.js'
+import { corpusDir } from './helpers/corpus.js'
 import { policies } from './helpers/policies.js'
 import { isErrorBody } from './helpers/oracle.js'
 
@@ -14,7 +14,7 @@ import { isErrorBody } from './helpers/oracle.js'
  * (row 5) comes before the JSON check (row 7); the corpus therefore runs with
  * a 1 MiB limit, and the default's 413 is asserted separately.
  */
-const dir = fileURLToPath(new URL('../../shared/corpora/json-test-suite/test_parsing/', import.meta.url))
+const dir = corpusDir()
 const read = (name: string) => readFileSync(join(dir, name))
 const files = readdirSync(dir).filter((name) => name.endsWith('.json')).sort()
 const checks = buildChecks({ policies: policies(), bodyLimit: 1 << 20 })

@@ -100,6 +100,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   function onRequest(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void {
+    // Pipelining: node parses a request while the answers before it on its connection are still being worked on, and
+    // queues its response without a socket. It is handled when its turn comes; after an answer that closed the
+    // connection (a refusal with `Connection: close`) the turn never comes and it is dropped unhandled, as RFC 9112
+    // 9.6 requires. Handling it anyway would forward a payment whose answer can never be sent, which its client
+    // would then send again; and its response, never given a socket, would never close.
+    if (res.socket === null) {
+      res.once('socket', () => onRequest(req, res, expectsContinue))
+      return
+    }
     // Labels only: the route itself is decided inside screen().
     const operation = checks.route('POST', req.url) ?? 'other'
     const exchange = track(req, res, operation as string, recorder)

@@ -29,8 +29,8 @@ export const created: Answer = (_req, res) => {
   res.end(body)
 }
 
-/** A real HTTP backend on loopback that records what reaches it. */
-export async function startBackend(answer: Answer = created): Promise<Backend> {
+/** A real HTTP backend on loopback that records what reaches it; a `port` to come back on the same one after a close. */
+export async function startBackend(answer: Answer = created, port = 0): Promise<Backend> {
   const received: Received[] = []
   let started = 0
   const server = createServer((req, res) => {
@@ -43,11 +43,10 @@ export async function startBackend(answer: Answer = created): Promise<Backend> {
       backend.answer(req, res, body)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   const backend: Backend = {
     server,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     received,
     get started() {
       return started

@@ -1,5 +1,6 @@
-import { request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
+import { Agent, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
+import type { Test } from 'tap'
 import { ACCEPT, CONTENT_TYPE, SALE_PATH } from './payments.js'
 import { AUTH } from './gateway.js'
 
@@ -18,11 +19,11 @@ export interface SendOptions {
 }
 
 /** One request on a fresh connection; the body as text, and parsed when it is JSON. */
-export function send(base: string, options: SendOptions = {}): Promise<Reply> {
+export function send(base: string, options: SendOptions = {}, agent: Agent | false = false): Promise<Reply> {
   const { body } = options
   const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${options.path ?? SALE_PATH}`, { method: options.method ?? 'POST', headers: options.headers, agent: false }, (res) => {
+    const req = request(`${base}${options.path ?? SALE_PATH}`, { method: options.method ?? 'POST', headers: options.headers, agent }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (chunk: Buffer) => chunks.push(chunk))
       res.on('error', reject)
@@ -40,6 +41,13 @@ export function send(base: string, options: SendOptions = {}): Promise<Reply> {
     req.on('error', reject)
     req.end(payload)
   })
+}
+
+/** `send` over a few kept-alive connections, for many requests in a row; the connections close when the test ends. */
+export function keepAliveSender(t: Test, base: string, maxSockets = 8): (options: SendOptions) => Promise<Reply> {
+  const agent = new Agent({ keepAlive: true, maxSockets })
+  t.teardown(() => agent.destroy())
+  return (options) => send(base, options, agent)
 }
 
 /** The headers of a well-formed payment request. */

@@ -4,8 +4,19 @@ import t from 'tap'
 import { paymentHeaders, send } from '../helpers/client.js'
 import { buildChecks } from '../../lib/gate.js'
 import { createGateway } from '../../lib/proxy/server.js'
-import { AUTH, captureLogger, loggedRequests, scanLogsForCards, startGateway } from '../helpers/gateway.js'
+import { AUTH, captureLogger, loggedRequests, logLines, scanLogsForCards, startGateway } from '../helpers/gateway.js'
 import { CONTENT_TYPE, SALE_PATH, saleBody } from '../helpers/payments.js'
+
+/** Writes raw bytes on a new connection and reads until the server closes it. */
+function rawUntilClosed(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    const chunks: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
+    socket.write(bytes)
+  })
+}
 
 async function until(predicate: () => boolean): Promise<void> {
   for (let i = 0; i < 300 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 10))
@@ -120,6 +131,33 @@ t.test('a request on HTTP/1.0 without keep-alive is answered and closed', async 
     req.end()
   })
   t.equal(status, 201)
+})
+
+t.test('pipelined requests are handled in turn, each once its predecessor is answered', async (t) => {
+  const { backend, port } = await startGateway(t)
+  const events: string[] = []
+  backend.answer = (req, res) => {
+    events.push(`arrived ${req.url}`)
+    setTimeout(() => {
+      events.push(`answered ${req.url}`)
+      res.writeHead(200, { 'content-length': '2' }).end('ok')
+    }, req.url === '/slow' ? 30 : 0)
+  }
+  const text = await rawUntilClosed(port, `GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /fast HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`)
+  t.equal(text.match(/HTTP\/1.1 200 OK/g)?.length, 2)
+  t.same(events, ['arrived /slow', 'answered /slow', 'arrived /fast', 'answered /fast'])
+})
+
+t.test('requests pipelined behind an answer that closes the connection are never handled (RFC 9112 9.6)', async (t) => {
+  const { backend, port } = await startGateway(t)
+  const before = logLines.length
+  const hidden = 'POST /other HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}'
+  const refused = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: 2\r\n\r\n{}`
+  const text = await rawUntilClosed(port, refused + hidden + hidden)
+  t.match(text, /^HTTP\/1.1 401 Unauthorized[^]*\r\nConnection: close\r\n/i)
+  t.equal(text.match(/HTTP\/1.1/g)?.length, 1, 'one answer')
+  t.equal(backend.started, 0, 'the requests behind it never reached the backend')
+  t.same(logLines.slice(before).map((line) => JSON.parse(line).path), [SALE_PATH])
 })
 
 scanLogsForCards(t)
