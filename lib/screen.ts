@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Rejection } from './errors.js'
 import type { Principal } from './checks/auth.js'
@@ -83,4 +83,20 @@ export async function screenBody(checks: Checks, body: Readable, admitted: Admit
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length']
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+/**
+ * Pipelining (RFC 9112 9.6): node parses a request while the answers before
+ * it on its connection are still being worked on, and queues its response
+ * without a socket. `handle` runs when the request's turn comes. After an
+ * answer that closed the connection (a refusal with `Connection: close`) the
+ * turn never comes, or, for a request parsed from a later read, comes with a
+ * socket already ending: either way the request is dropped unhandled.
+ * Handling it anyway would forward, or hand the application, a payment whose
+ * answer can never be sent, and its client would send it again.
+ */
+export function inTurn(res: ServerResponse, handle: () => void): void {
+  const socket = res.socket
+  if (socket === null) res.once('socket', () => inTurn(res, handle))
+  else if (!socket.writableEnded && !socket.destroyed) handle()
 }

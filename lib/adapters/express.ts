@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { Checks } from '../gate.js'
 import { ABORTED } from '../read-body.js'
 import { sendError, sendRejection } from '../respond.js'
-import { screenBody, screenHead } from '../screen.js'
+import { inTurn, screenBody, screenHead } from '../screen.js'
 import { failed, type GateContext, type GateLogger } from './context.js'
 
 declare global {
@@ -25,7 +25,7 @@ const BODY_ALREADY_READ =
  * untouched. It reads the body itself, so it must come before any body parser.
  */
 export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestHandler {
-  return (req, res, next) => {
+  return (req, res, next) => inTurn(res, () => {
     screenHead(checks, req)
       .then(async (head) => {
         if (head === undefined) return next()
@@ -43,7 +43,7 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
         next()
       })
       .catch((error: unknown) => failed(res, error, logger))
-  }
+  })
 }
 
 /**

@@ -3,7 +3,7 @@ import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest 
 import { ERROR_CONTENT_TYPE, reject, serializeError, type Rejection } from '../errors.js'
 import type { Checks } from '../gate.js'
 import { ABORTED, readBody } from '../read-body.js'
-import { screenBody, screenHead, type Admitted, type Refused } from '../screen.js'
+import { type Admitted, type Refused, inTurn, screenBody, screenHead } from '../screen.js'
 import type { GateContext, GateLogger } from './context.js'
 import { isClientError } from './express.js'
 
@@ -67,6 +67,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
     fastify.addHook('onRequest', async (request, reply) => {
+      await new Promise<void>((resolve) => inTurn(reply.raw, resolve))
       let head
       try {
         head = await screenHead(checks, request.raw)

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Checks } from '../gate.js'
 import { ABORTED } from '../read-body.js'
 import { sendRejection } from '../respond.js'
-import { screen, type Passed } from '../screen.js'
+import { inTurn, screen, type Passed } from '../screen.js'
 import { failed, type GateLogger } from './context.js'
 
 /**
@@ -14,14 +14,15 @@ export type NodeNext = (req: IncomingMessage, res: ServerResponse, passed: Passe
 
 /** A plain `node:http` request handler running the shared request path, answering refusals as the proxy does. */
 export function nodeHandler(checks: Checks, next: NodeNext, logger?: GateLogger): (req: IncomingMessage, res: ServerResponse) => void {
-  return (req, res) => {
-    screen(checks, req).then(
-      (outcome) => {
-        if (outcome === ABORTED) return
-        if (outcome === undefined || outcome.ok) next(req, res, outcome)
-        else sendRejection(res, outcome.rejection, outcome.close)
-      },
-      (error: unknown) => failed(res, error, logger),
-    )
-  }
+  return (req, res) =>
+    inTurn(res, () => {
+      screen(checks, req).then(
+        (outcome) => {
+          if (outcome === ABORTED) return
+          if (outcome === undefined || outcome.ok) next(req, res, outcome)
+          else sendRejection(res, outcome.rejection, outcome.close)
+        },
+        (error: unknown) => failed(res, error, logger),
+      )
+    })
 }

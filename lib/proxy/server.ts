@@ -7,7 +7,7 @@ import type { Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
 import { ABORTED } from '../read-body.js'
 import { sendRejection } from '../respond.js'
-import { screen } from '../screen.js'
+import { inTurn, screen } from '../screen.js'
 import { answerClientError } from './client-error.js'
 import { track, type Exchange } from './exchange.js'
 import { createForwarder } from './forward.js'
@@ -100,15 +100,6 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   function onRequest(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void {
-    // Pipelining: node parses a request while the answers before it on its connection are still being worked on, and
-    // queues its response without a socket. It is handled when its turn comes; after an answer that closed the
-    // connection (a refusal with `Connection: close`) the turn never comes and it is dropped unhandled, as RFC 9112
-    // 9.6 requires. Handling it anyway would forward a payment whose answer can never be sent, which its client
-    // would then send again; and its response, never given a socket, would never close.
-    if (res.socket === null) {
-      res.once('socket', () => onRequest(req, res, expectsContinue))
-      return
-    }
     // Labels only: the route itself is decided inside screen().
     const operation = checks.route('POST', req.url) ?? 'other'
     const exchange = track(req, res, operation as string, recorder)
@@ -124,9 +115,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     })
   }
 
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, false))
+  // A response never given a socket would also never close: inTurn drops its request before it is tracked.
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => inTurn(res, () => onRequest(req, res, false)))
   // With this listener node leaves `Expect: 100-continue` to us: the 100 is sent only once the head passed.
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true))
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => inTurn(res, () => onRequest(req, res, true)))
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     const refusal = answerClientError(error, socket)
     if (refusal === undefined) return

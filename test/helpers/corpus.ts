@@ -1,14 +1,9 @@
-import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-const SUITE = 'corpora/json-test-suite/test_parsing/'
-
 /**
- * The JSONTestSuite folder. CI clones the repo with `shared/` beside it, so
- * the repo-relative place comes first; a git worktree kept elsewhere on the
- * development machine has no `shared/` beside it and uses /work/shared.
+ * The JSONTestSuite folder: in `shared/` beside the repository, as CI lays it
+ * out; JSON_TEST_SUITE names another place (a git worktree kept elsewhere).
  */
 export function corpusDir(): string {
-  const besideRepo = fileURLToPath(new URL(`../../../shared/${SUITE}`, import.meta.url))
-  return existsSync(besideRepo) ? besideRepo : `/work/shared/${SUITE}`
+  return process.env.JSON_TEST_SUITE ?? fileURLToPath(new URL('../../../shared/corpora/json-test-suite/test_parsing/', import.meta.url))
 }

@@ -1,0 +1,107 @@
+import { createServer, type Server } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
+import express from 'express'
+import Fastify from 'fastify'
+import t from 'tap'
+import { createGate, type Gate } from '../lib/create-gate.js'
+import { createGateway } from '../lib/proxy/server.js'
+import { startBackend } from './helpers/backend.js'
+import { saleBody } from './helpers/case-bodies.js'
+import { basic, GATE_OPTIONS, PASSWORD, POLICIES_DIR, REQUEST_TYPE, SALE_PATH, USERNAME, writeCredentials } from './helpers/cases.js'
+import { captureLogger } from './helpers/gateway.js'
+
+/**
+ * RFC 9112 9.6: a payment pipelined behind a refusal that closes the
+ * connection must never reach the application or the backend: its answer
+ * could never be sent, and its client would send it again.
+ */
+const body = JSON.stringify(saleBody())
+const valid = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${basic(USERNAME, PASSWORD)}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+// No credentials and an unread body: refused with `Connection: close`.
+const lastOnConnection = valid.replace('Host: a\r\n', 'Host: a\r\nConnection: close\r\n')
+const refused = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+
+function exchange(port: number, requests: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    // Written, not ended: node aborts pending requests of a client that half-closes.
+    const socket = connect(port, '127.0.0.1', () => socket.write(requests))
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', reject)
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString()))
+  })
+}
+
+interface Host {
+  name: string
+  port: number
+  handled: () => number
+  close: () => Promise<void>
+}
+
+async function listening(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return (server.address() as AddressInfo).port
+}
+
+function closing(server: Server): () => Promise<void> {
+  return () => new Promise((resolve) => {
+    server.closeAllConnections()
+    server.close(() => resolve())
+  })
+}
+
+async function hosts(gate: Gate): Promise<Host[]> {
+  let node = 0
+  const nodeServer = createServer(gate.handler((_req, res) => (node++, res.writeHead(201).end())))
+  let viaExpress = 0
+  const app = express()
+  app.use(gate.express())
+  app.post(SALE_PATH, (_req, res) => (viaExpress++, res.status(201).end()))
+  const expressServer = createServer(app)
+  let viaFastify = 0
+  const fastify = Fastify()
+  await fastify.register(gate.fastify)
+  fastify.post(SALE_PATH, async (_request, reply) => (viaFastify++, reply.code(201).send()))
+  await fastify.listen({ port: 0, host: '127.0.0.1' })
+  const backend = await startBackend()
+  const gateway = createGateway({ checks: gate.checks, target: backend.url, logger: captureLogger() })
+  const { port } = await gateway.listen(0, '127.0.0.1')
+  return [
+    { name: 'node', port: await listening(nodeServer), handled: () => node, close: closing(nodeServer) },
+    { name: 'express', port: await listening(expressServer), handled: () => viaExpress, close: closing(expressServer) },
+    { name: 'fastify', port: (fastify.server.address() as AddressInfo).port, handled: () => viaFastify, close: () => fastify.close() },
+    { name: 'proxy', port, handled: () => backend.received.length, close: async () => (await gateway.drain(0), await backend.close()) },
+  ]
+}
+
+t.test('a payment pipelined behind a closing refusal is never handled', async (t) => {
+  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(t.testdir()) })
+  t.teardown(() => gate.close())
+  const all = await hosts(gate)
+  t.teardown(async () => {
+    for (const host of all) await host.close()
+  })
+  for (const host of all) {
+    const answer = await exchange(host.port, refused + valid)
+    t.match(answer, /^HTTP\/1.1 401 /, `${host.name}: the refusal`)
+    t.equal(answer.match(/HTTP\/1.1 /g)?.length, 1, `${host.name}: one answer only`)
+    // A payment on a new connection afterwards: once it is answered, the pipelined one would have been too.
+    t.match(await exchange(host.port, lastOnConnection), /^HTTP\/1.1 201 /, `${host.name}: a payment on its own connection`)
+    t.equal(host.handled(), 1, `${host.name}: only that payment was handled (${host.handled()})`)
+  }
+})
+
+t.test('a payment pipelined behind a complete answer is handled in turn', async (t) => {
+  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(t.testdir()) })
+  t.teardown(() => gate.close())
+  const all = await hosts(gate)
+  t.teardown(async () => {
+    for (const host of all) await host.close()
+  })
+  for (const host of all) {
+    const answer = await exchange(host.port, valid + lastOnConnection)
+    t.equal(answer.match(/HTTP\/1.1 201 /g)?.length, 2, `${host.name}: two answers`)
+    t.equal(host.handled(), 2, `${host.name}: both handled`)
+  }
+})
