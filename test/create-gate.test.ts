@@ -1,9 +1,9 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Agent } from 'node:http'
 import { createGate, type Gate } from '../lib/create-gate.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES, GATE_OPTIONS, POLICIES_DIR, writeCredentials } from './helpers/cases.js'
-import { expressEmbedding, fastifyEmbedding, nodeEmbedding, proxyEmbedding, send, type Answer, type Echo } from './helpers/embeddings.js'
+import { expressEmbedding, fastifyEmbedding, nodeEmbedding, proxyEmbedding, send, type Embedding, type Answer, type Echo } from './helpers/embeddings.js'
 
 /** The answer's parts that must not differ between embeddings (Express adds X-Powered-By, Fastify its own headers). */
 function comparable(answer: Answer) {
@@ -19,7 +19,8 @@ function comparable(answer: Answer) {
   }
 }
 
-t.test('the shared table gives the same answers from the node handler, Express, Fastify and the proxy', async (t) => {
+/** One gate on the repository's policies, mounted in all four ways, each on its own loopback port. */
+async function everyEmbedding(t: Test): Promise<{ gate: Gate; embeddings: Embedding[]; agent: Agent }> {
   const dir = t.testdir()
   const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
   t.teardown(() => gate.close())
@@ -29,6 +30,11 @@ t.test('the shared table gives the same answers from the node handler, Express, 
     agent.destroy()
     for (const embedding of embeddings) await embedding.close()
   })
+  return { gate, embeddings, agent }
+}
+
+t.test('the shared table gives the same answers from the node handler, Express, Fastify and the proxy', async (t) => {
+  const { gate, embeddings, agent } = await everyEmbedding(t)
 
   for (const c of CASES) {
     await t.test(c.name, async (t) => {
@@ -59,15 +65,7 @@ t.test('the shared table gives the same answers from the node handler, Express, 
 })
 
 t.test('the application receives the rewritten document', async (t) => {
-  const dir = t.testdir()
-  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
-  t.teardown(() => gate.close())
-  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate), await proxyEmbedding(gate)]
-  const agent = new Agent({ keepAlive: true })
-  t.teardown(async () => {
-    agent.destroy()
-    for (const embedding of embeddings) await embedding.close()
-  })
+  const { gate, embeddings, agent } = await everyEmbedding(t)
   const clean = CASES[0]!
   const expected = gate.checks.checkBody('sale', Buffer.from(clean.body as string))
   t.ok(expected.ok)

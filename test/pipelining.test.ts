@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import express from 'express'
 import Fastify from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createGate, type Gate } from '../lib/create-gate.js'
 import { createGateway } from '../lib/proxy/server.js'
 import { startBackend } from './helpers/backend.js'
@@ -51,7 +51,18 @@ function closing(server: Server): () => Promise<void> {
   })
 }
 
-async function hosts(gate: Gate): Promise<Host[]> {
+/** One gate mounted in all four ways, each counting the payments it handled; closed when the test ends. */
+async function hosts(t: Test): Promise<Host[]> {
+  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(t.testdir()) })
+  t.teardown(() => gate.close())
+  const all = await mounted(gate)
+  t.teardown(async () => {
+    for (const host of all) await host.close()
+  })
+  return all
+}
+
+async function mounted(gate: Gate): Promise<Host[]> {
   let node = 0
   const nodeServer = createServer(gate.handler((_req, res) => (node++, res.writeHead(201).end())))
   let viaExpress = 0
@@ -76,12 +87,7 @@ async function hosts(gate: Gate): Promise<Host[]> {
 }
 
 t.test('a payment pipelined behind a closing refusal is never handled', async (t) => {
-  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(t.testdir()) })
-  t.teardown(() => gate.close())
-  const all = await hosts(gate)
-  t.teardown(async () => {
-    for (const host of all) await host.close()
-  })
+  const all = await hosts(t)
   for (const host of all) {
     const answer = await exchange(host.port, refused + valid)
     t.match(answer, /^HTTP\/1.1 401 /, `${host.name}: the refusal`)
@@ -93,12 +99,7 @@ t.test('a payment pipelined behind a closing refusal is never handled', async (t
 })
 
 t.test('a payment pipelined behind a complete answer is handled in turn', async (t) => {
-  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(t.testdir()) })
-  t.teardown(() => gate.close())
-  const all = await hosts(gate)
-  t.teardown(async () => {
-    for (const host of all) await host.close()
-  })
+  const all = await hosts(t)
   for (const host of all) {
     const answer = await exchange(host.port, valid + lastOnConnection)
     t.equal(answer.match(/HTTP\/1.1 201 /g)?.length, 2, `${host.name}: two answers`)
