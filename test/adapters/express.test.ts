@@ -1,28 +1,14 @@
-import t, { type Test } from 'tap'
-import { Agent, createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import express, { type Express } from 'express'
+import t from 'tap'
+import express from 'express'
 import type { GateLogger } from '../../lib/adapters/context.js'
 import { isClientError } from '../../lib/adapters/express.js'
 import { reject, serializeError } from '../../lib/errors.js'
 import { CASES, SALE_PATH } from '../helpers/cases.js'
 import { abortMidBody, closedOnServer, send } from '../helpers/embeddings.js'
-import { memoryLogger, testGate } from '../helpers/gate.js'
+import { memoryLogger, serveOnLoopback as serve, testGate } from '../helpers/gate.js'
 
 const CLEAN = CASES[0]!
 const INTERNAL = serializeError(reject('internalErrorOccurred').body)
-
-async function serve(t: Test, app: Express) {
-  const server = createServer(app)
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const agent = new Agent({ keepAlive: true })
-  t.teardown(() => {
-    agent.destroy()
-    server.closeAllConnections()
-    server.close()
-  })
-  return { server, port: (server.address() as AddressInfo).port, agent }
-}
 
 t.test('a body parser in front that consumed the body: a clear 500, not a hang', async (t) => {
   const logger = memoryLogger()

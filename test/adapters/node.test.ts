@@ -1,23 +1,9 @@
-import t, { type Test } from 'tap'
-import { Agent, createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import t from 'tap'
 import type { GateLogger } from '../../lib/adapters/context.js'
 import { serializeError, reject } from '../../lib/errors.js'
 import { CASES, SALE_PATH } from '../helpers/cases.js'
 import { abortMidBody, closedOnServer, send } from '../helpers/embeddings.js'
-import { memoryLogger, testGate } from '../helpers/gate.js'
-
-async function serve(t: Test, handler: Parameters<typeof createServer>[1]) {
-  const server = createServer(handler)
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const agent = new Agent({ keepAlive: true })
-  t.teardown(() => {
-    agent.destroy()
-    server.closeAllConnections()
-    server.close()
-  })
-  return { server, port: (server.address() as AddressInfo).port, agent }
-}
+import { memoryLogger, serveOnLoopback as serve, testGate } from '../helpers/gate.js'
 
 t.test('a client that leaves mid-body gets nothing and the application is not called', async (t) => {
   const gate = await testGate(t)

@@ -3,6 +3,7 @@ import t from 'tap'
 import { compileSchema } from '../../lib/schema/compile.js'
 import { REQUEST_SCHEMAS, type Operation } from '../../lib/schema/payment.js'
 import { recurringBody, saleBody, TEST_PAN } from '../helpers/bodies.js'
+import { setPath } from '../helpers/fuzz.js'
 import { ajvRecurring, ajvSale } from '../helpers/oracle.js'
 
 /**
@@ -37,26 +38,13 @@ const mutation = fc.record({
   value: fc.oneof(interesting, fc.jsonValue({ maxDepth: 2 })),
 })
 
-function mutate(body: Record<string, any>, path: string, remove: boolean, value: unknown): void {
-  const keys = path.split('.')
-  const last = keys.pop() as string
-  let node: any = body
-  for (const key of keys) {
-    if (node === null || typeof node !== 'object') return
-    node = node[key]
-  }
-  if (node === null || typeof node !== 'object') return
-  if (remove) delete node[last]
-  else node[last] = value
-}
-
 t.test('TypeBox and Ajv agree on valid/invalid for generated bodies', async (t) => {
   let valid = 0
   let invalid = 0
   fc.assert(
     fc.property(fc.constantFrom<Operation>('sale', 'recurring'), fc.array(mutation, { maxLength: 4 }), (operation, mutations) => {
       const body = operation === 'sale' ? saleBody() : recurringBody()
-      for (const { path, remove, value } of mutations) mutate(body, path, remove, value)
+      for (const { path, remove, value } of mutations) setPath(body, path, value, remove)
       const document = JSON.parse(JSON.stringify(body))
       const typebox = compiled[operation].check(document)
       if (typebox !== oracle[operation](document)) return false
