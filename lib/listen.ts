@@ -1,4 +1,4 @@
-import type { Server } from 'node:http'
+import type { Server } from 'node:net'
 import type { AddressInfo } from 'node:net'
 
 /** Starts listening; a port in use or an address that cannot be bound rejects instead of crashing. */

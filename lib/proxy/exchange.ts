@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import { ServerResponse, type IncomingMessage } from 'node:http'
 import type { Logger } from '../log.js'
 import type { BackendErrorKind, Metrics } from '../metrics.js'
 
@@ -10,10 +10,20 @@ import type { BackendErrorKind, Metrics } from '../metrics.js'
 export interface Exchange {
   /** `sale`, `recurring`, or `other` for a path passed through. */
   readonly operation: string
-  entity?: string
-  user?: string
-  errorName?: string
-  backendError?: BackendErrorKind
+  readonly started: number
+  entity: string | undefined
+  user: string | undefined
+  errorName: string | undefined
+  backendError: BackendErrorKind | undefined
+}
+
+/**
+ * The gateway's responses carry their request's record, so that the
+ * forwarder's events and the close listener reach it without a per-request
+ * closure or a weak map (both are garbage on the hot path).
+ */
+export class GatewayResponse extends ServerResponse<IncomingMessage> {
+  exchange: Exchange | undefined = undefined
 }
 
 export interface Recorder {
@@ -21,28 +31,31 @@ export interface Recorder {
   readonly metrics: Metrics | undefined
 }
 
-/** Starts the record of a request; the log line and metrics follow when the response closes. */
-export function track(req: IncomingMessage, res: ServerResponse, operation: string, recorder: Recorder): Exchange {
-  const started = performance.now()
-  const exchange: Exchange = { operation }
-  res.once('close', () => {
-    const seconds = (performance.now() - started) / 1000
-    // A response that never sent its head has no status: the client left, or the connection was cut.
-    const status = res.headersSent ? res.statusCode : 0
-    recorder.metrics?.request(operation, status, exchange.errorName, seconds)
-    if (exchange.backendError !== undefined) recorder.metrics?.backendError(exchange.backendError)
-    recorder.logger.info({
-      method: req.method,
-      path: req.url,
-      operation,
-      entity: exchange.entity,
-      user: exchange.user,
-      status,
-      errorName: exchange.errorName,
-      backendError: exchange.backendError,
-      complete: res.writableFinished,
-      durationMs: Math.round(seconds * 1e4) / 10,
-    })
-  })
+/** Starts the record of a request; `record` writes it out when the response closes. */
+export function track(res: GatewayResponse, operation: string): Exchange {
+  const exchange: Exchange = { operation, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined }
+  res.exchange = exchange
   return exchange
+}
+
+/** The log line and metrics of a closed response. */
+export function record(res: GatewayResponse, exchange: Exchange, recorder: Recorder): void {
+  const seconds = (performance.now() - exchange.started) / 1000
+  // A response that never sent its head has no status: the client left, or the connection was cut.
+  const status = res.headersSent ? res.statusCode : 0
+  const { operation } = exchange
+  recorder.metrics?.request(operation, status, exchange.errorName, seconds)
+  if (exchange.backendError !== undefined) recorder.metrics?.backendError(exchange.backendError)
+  recorder.logger.info({
+    method: res.req.method,
+    path: res.req.url,
+    operation,
+    entity: exchange.entity,
+    user: exchange.user,
+    status,
+    errorName: exchange.errorName,
+    backendError: exchange.backendError,
+    complete: res.writableFinished,
+    durationMs: Math.round(seconds * 1e4) / 10,
+  })
 }

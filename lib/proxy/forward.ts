@@ -1,10 +1,10 @@
-import { Agent, type IncomingMessage, type ServerResponse } from 'node:http'
+import { Agent, type ClientRequest, type IncomingMessage } from 'node:http'
 import type { Stream } from 'node:stream'
 import { createProxyServer } from 'http-proxy-3'
 import { sendRejection } from '../respond.js'
-import type { Exchange } from './exchange.js'
+import type { Exchange, GatewayResponse } from './exchange.js'
 import { BackendTimeout, faultAnswer, faultKind } from './faults.js'
-import { dropRequestHopHeaders } from './hop-by-hop.js'
+import { forwardedRequestHeaders } from './hop-by-hop.js'
 import { relay } from './relay.js'
 
 export interface ForwarderOptions {
@@ -24,7 +24,7 @@ export interface Forwarder {
    * that is the body sent (the validated document); without, the request's own
    * body is streamed as it comes.
    */
-  forward(req: IncomingMessage, res: ServerResponse, exchange: Exchange, payload?: Buffer): void
+  forward(req: IncomingMessage, res: GatewayResponse, payload?: Buffer): void
   /** Closes the idle connections to the backend. */
   close(): void
 }
@@ -43,34 +43,38 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   // (about 4x slower) and the backend's `Connection: close` reaches clients.
   const agent = new Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' })
   const proxy = createProxyServer({ target: options.target, agent, xfwd: true, selfHandleResponse: true })
-  const exchanges = new WeakMap<IncomingMessage, Exchange>()
+  // Called as the request's own `timeout` listener: one function for every request.
+  function onBackendTimeout(this: ClientRequest): void {
+    this.destroy(new BackendTimeout(timeout))
+  }
 
   proxy.on('proxyReq', (proxyReq) => {
-    proxyReq.setTimeout(timeout, () => proxyReq.destroy(new BackendTimeout(timeout)))
+    proxyReq.setTimeout(timeout, onBackendTimeout)
   })
-  proxy.on('proxyRes', (proxyRes, req, res) => {
-    relay(proxyRes, res, exchanges.get(req) as Exchange, errorBodyLimit)
+  proxy.on('proxyRes', (proxyRes, _req, res) => {
+    relay(proxyRes, res, (res as GatewayResponse).exchange as Exchange, errorBodyLimit)
   })
   // http-proxy-3 throws on an error nobody listens to. The request is never
   // sent again: a payment reaches the backend at most once.
-  proxy.on('error', (error, req, res) => {
-    const exchange = exchanges.get(req) as Exchange
+  proxy.on('error', (error, _req, res) => {
+    const exchange = (res as GatewayResponse).exchange as Exchange
     const kind = faultKind(error)
     exchange.backendError = kind
     const answer = faultAnswer(kind)
     exchange.errorName = answer.body.errorName
-    sendRejection(res as ServerResponse, answer)
+    sendRejection(res as GatewayResponse, answer)
   })
 
   return {
-    forward(req, res, exchange, payload) {
-      exchanges.set(req, exchange)
-      dropRequestHopHeaders(req.headers, payload === undefined)
+    forward(req, res, payload) {
+      const headers = forwardedRequestHeaders(req.headers, payload === undefined)
       if (payload === undefined) {
+        req.headers = headers
         proxy.web(req, res)
         return
       }
-      req.headers['content-length'] = String(payload.length)
+      headers['content-length'] = String(payload.length)
+      req.headers = headers
       proxy.web(req, res, { buffer: bodyOf(payload) })
     },
     close: () => agent.destroy(),

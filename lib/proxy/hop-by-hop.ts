@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 
 /**
  * RFC 9110 7.6.1: headers that describe one connection, not the message, and
@@ -17,40 +17,57 @@ const HOP_BY_HOP = new Set([
   'expect',
 ])
 
-/** The hop-by-hop names of a message: the fixed list and every name its `Connection` header lists. */
-function dropped(connection: string | string[] | undefined): (name: string) => boolean {
-  if (connection === undefined) return (name) => HOP_BY_HOP.has(name)
-  const listed = new Set(String(connection).toLowerCase().split(',').map((name) => name.trim()))
-  return (name) => HOP_BY_HOP.has(name) || listed.has(name)
-}
-
 /**
- * Removes the hop-by-hop headers of a request about to be forwarded, in place
- * (http-proxy-3 copies `req.headers` into the outgoing request). `framing`
- * keeps the body's own `Transfer-Encoding` for a body that is streamed on as
- * it came; a re-serialized body gets its `Content-Length` from the caller.
+ * The names a `Connection` header lists besides the fixed ones. Nearly every
+ * message says `keep-alive` or nothing, and those list no other name: no set
+ * is built for them.
  */
-export function dropRequestHopHeaders(headers: IncomingHttpHeaders, framing: boolean): void {
-  const drop = dropped(headers.connection)
-  const encoding = headers['transfer-encoding']
-  for (const name of Object.keys(headers)) if (drop(name)) delete headers[name]
-  if (framing && encoding !== undefined) headers['transfer-encoding'] = encoding
+function listedNames(connection: string | string[] | undefined): Set<string> | undefined {
+  if (connection === undefined) return undefined
+  const value = String(connection).toLowerCase()
+  if (value === 'keep-alive') return undefined
+  return new Set(value.split(',').map((name) => name.trim()))
+}
+
+function isHopByHop(name: string, listed: Set<string> | undefined): boolean {
+  return HOP_BY_HOP.has(name) || (listed !== undefined && listed.has(name))
 }
 
 /**
- * The backend's response headers to send on: everything but the hop-by-hop
- * ones, each name with all of its values (`Set-Cookie` may repeat). The
+ * The headers of a request about to be forwarded, without the hop-by-hop
+ * ones. A new object rather than deletes in place: deleting turns node's
+ * header object into a slow dictionary, and http-proxy-3 copies and walks it
+ * on every request. `framing` keeps the body's own `Transfer-Encoding`, for a
+ * body streamed on as it came; a re-serialized body gets its
+ * `Content-Length` from the caller.
+ */
+export function forwardedRequestHeaders(headers: IncomingHttpHeaders, framing: boolean): IncomingHttpHeaders {
+  const listed = listedNames(headers.connection)
+  const kept: IncomingHttpHeaders = {}
+  for (const name of Object.keys(headers)) {
+    if (!isHopByHop(name, listed) || (framing && name === 'transfer-encoding')) kept[name] = headers[name]
+  }
+  return kept
+}
+
+/**
+ * The backend's response headers to send on, as node's flat raw list (name,
+ * value, name, value...): everything but the hop-by-hop ones, each header as
+ * often and as spelt as the backend sent it (`Set-Cookie` may repeat). With
+ * `bodyLength`, the backend's `Content-Length` is replaced by it. The
  * backend's message is left as it is, because node's agent reads its
  * `Keep-Alive` hint to decide how long to keep the socket.
  */
-export function responseHeaders(proxyRes: IncomingMessage): OutgoingHttpHeaders {
-  const drop = dropped(proxyRes.headers.connection)
-  const headers: OutgoingHttpHeaders = {}
-  const distinct = proxyRes.headersDistinct
-  for (const name of Object.keys(distinct)) {
-    if (drop(name)) continue
-    const values = distinct[name] as string[]
-    headers[name] = values.length === 1 ? values[0] : values
+export function responseHeaders(proxyRes: IncomingMessage, bodyLength?: number): string[] {
+  const listed = listedNames(proxyRes.headers.connection)
+  const raw = proxyRes.rawHeaders
+  const headers: string[] = []
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    const lower = name.toLowerCase()
+    if (isHopByHop(lower, listed) || (bodyLength !== undefined && lower === 'content-length')) continue
+    headers.push(name, raw[i + 1] as string)
   }
+  if (bodyLength !== undefined) headers.push('content-length', String(bodyLength))
   return headers
 }

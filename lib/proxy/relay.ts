@@ -44,9 +44,7 @@ function inspectServerError(proxyRes: IncomingMessage, res: ServerResponse, exch
   proxyRes.on('end', () => {
     const body = Buffer.concat(chunks)
     if (size <= limit && isErrorFormat(body)) {
-      const headers = responseHeaders(proxyRes)
-      headers['content-length'] = body.length
-      res.writeHead(status, proxyRes.statusMessage, headers)
+      res.writeHead(status, proxyRes.statusMessage, responseHeaders(proxyRes, body.length))
       res.end(body)
       return
     }

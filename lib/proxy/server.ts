@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { reject, type Rejection } from '../errors.js'
 import type { Checks } from '../gate.js'
@@ -9,7 +9,7 @@ import { ABORTED } from '../read-body.js'
 import { sendRejection } from '../respond.js'
 import { inTurn, screen } from '../screen.js'
 import { answerClientError } from './client-error.js'
-import { track, type Exchange } from './exchange.js'
+import { GatewayResponse, record, track, type Exchange } from './exchange.js'
 import { createForwarder } from './forward.js'
 
 export interface GatewayOptions {
@@ -36,7 +36,7 @@ export interface GatewayOptions {
 }
 
 export interface Gateway {
-  readonly server: Server
+  readonly server: Server<typeof IncomingMessage, typeof GatewayResponse>
   /** Listening, and not draining: what `/readyz` reports. */
   readonly ready: boolean
   listen(port: number, host?: string): Promise<AddressInfo>
@@ -61,6 +61,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     maxSockets: options.maxSockets,
   })
   const server = createServer({
+    ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.
     insecureHTTPParser: false,
     maxHeaderSize: options.maxHeaderSize ?? 16384,
@@ -69,16 +70,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     connectionsCheckingInterval: options.timeoutCheckInterval ?? 1000,
     keepAliveTimeout: options.keepAliveTimeout ?? 5000,
   })
-  const inFlight = new Set<ServerResponse>()
+  const inFlight = new Set<GatewayResponse>()
   let listening = false
   let draining = false
 
-  function answer(res: ServerResponse, exchange: Exchange, rejection: Rejection, close: boolean): void {
+  function answer(res: GatewayResponse, exchange: Exchange, rejection: Rejection, close: boolean): void {
     exchange.errorName = rejection.body.errorName
     sendRejection(res, rejection, close)
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, exchange: Exchange, expectsContinue: boolean): Promise<void> {
+  async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, expectsContinue: boolean): Promise<void> {
     if (draining) {
       answer(res, exchange, DRAINING, true)
       return
@@ -87,7 +88,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()
-      forwarder.forward(req, res, exchange)
+      forwarder.forward(req, res)
       return
     }
     if (!screened.ok) {
@@ -96,19 +97,24 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     exchange.entity = screened.entity
     exchange.user = screened.principal.username
-    forwarder.forward(req, res, exchange, Buffer.from(JSON.stringify(screened.document)))
+    forwarder.forward(req, res, Buffer.from(JSON.stringify(screened.document)))
   }
 
-  function onRequest(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void {
+  // One listener for every response (its `this`), so that no closure is made per request.
+  function onClose(this: GatewayResponse): void {
+    inFlight.delete(this)
+    record(this, this.exchange as Exchange, recorder)
+    // A connection whose last answer just ended is idle now: let a drain close it.
+    if (draining) setImmediate(closeIdle)
+  }
+  const closeIdle = () => server.closeIdleConnections()
+
+  function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
     // Labels only: the route itself is decided inside screen().
     const operation = checks.route('POST', req.url) ?? 'other'
-    const exchange = track(req, res, operation as string, recorder)
+    const exchange = track(res, operation as string)
     inFlight.add(res)
-    res.once('close', () => {
-      inFlight.delete(res)
-      // A connection whose last answer just ended is idle now: let a drain close it.
-      if (draining) setImmediate(() => server.closeIdleConnections())
-    })
+    res.on('close', onClose)
     handle(req, res, exchange, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
       answer(res, exchange, INTERNAL_ERROR, true)
@@ -116,9 +122,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   // A response never given a socket would also never close: inTurn drops its request before it is tracked.
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => inTurn(res, () => onRequest(req, res, false)))
+  server.on('request', (req: IncomingMessage, res: GatewayResponse) => inTurn(res, () => onRequest(req, res, false)))
   // With this listener node leaves `Expect: 100-continue` to us: the 100 is sent only once the head passed.
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => inTurn(res, () => onRequest(req, res, true)))
+  server.on('checkContinue', (req: IncomingMessage, res: GatewayResponse) => inTurn(res, () => onRequest(req, res, true)))
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     const refusal = answerClientError(error, socket)
     if (refusal === undefined) return
