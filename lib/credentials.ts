@@ -1,4 +1,4 @@
-import { createHash, randomBytes, scrypt, timingSafeEqual, type BinaryLike, type ScryptOptions } from 'node:crypto'
+import { hash as digest, randomBytes, scrypt, timingSafeEqual, type BinaryLike, type ScryptOptions } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { promisify } from 'node:util'
 import { LRUCache } from 'lru-cache'
@@ -224,7 +224,7 @@ export class CredentialStore implements Authenticator {
 
   authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection> {
     if (authorization === undefined) return ACCESS_DENIED
-    const key = createHash('sha256').update(authorization).digest('base64')
+    const key = digest('sha256', authorization, 'base64')
     const cached = this.#cache.get(key)
     if (cached !== undefined) return cached
     const running = this.#inFlight.get(key)

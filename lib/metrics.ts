@@ -43,11 +43,20 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     labelNames: ['outcome'] as const,
     registers: [registry],
   })
+  // prom-client hashes the label values on every call; the few label sets a
+  // gateway sees (operations x statuses x error names) are looked up once.
+  const counted = new Map<string, { inc(): void }>()
+  const timed = new Map<string, { observe(value: number): void }>()
   return {
     registry,
     request(operation, status, errorName, seconds) {
-      requests.inc({ operation, status: String(status), errorName: errorName ?? 'none' })
-      duration.observe({ operation }, seconds)
+      const key = `${operation} ${status} ${errorName}`
+      let count = counted.get(key)
+      if (count === undefined) counted.set(key, (count = requests.labels(operation, String(status), errorName ?? 'none')))
+      count.inc()
+      let time = timed.get(operation)
+      if (time === undefined) timed.set(operation, (time = duration.labels(operation)))
+      time.observe(seconds)
     },
     backendError: (kind) => backendErrors.inc({ kind }),
     policyReload: (ok) => reloads.inc({ outcome: ok ? 'ok' : 'failed' }),

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { createLogger, maskCardNumbers } from '../lib/log.js'
+import { createLogger, isoTime, maskCardNumbers } from '../lib/log.js'
 
 t.test('maskCardNumbers keeps at most the first six and last four digits of any 12-19 digit run', async (t) => {
   t.equal(maskCardNumbers('pan 4444333322221111 end'), 'pan 444433******1111 end')
@@ -31,4 +31,12 @@ t.test('every line the logger writes is masked, wherever the number sits, and ha
 t.test('without a destination the logger writes to stdout', async (t) => {
   const logger = createLogger()
   t.equal(logger.level, 'info')
+})
+
+t.test('the timestamp is the ISO time of the moment, within one second and across seconds', async (t) => {
+  const start = Date.UTC(2026, 10, 22, 23, 59, 59, 0)
+  for (const now of [start, start + 7, start + 999, start + 1000, start + 1042, start - 86_400_000 + 5]) {
+    t.equal(isoTime(now), `,"time":"${new Date(now).toISOString()}"`, new Date(now).toISOString())
+  }
+  t.match(JSON.parse(`{${isoTime().slice(1)}}`).time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 })

@@ -1,6 +1,8 @@
 /** A key that JSONPath's dot notation can carry as it is. */
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 const QUOTED = /['\\]/g
+const ESCAPED_SLASH = /~1/g
+const ESCAPED_TILDE = /~0/g
 
 /** `path` followed by the object member `key`. */
 export function appendKey(path: string, key: string): string {
@@ -18,7 +20,7 @@ export function pointerToJsonPath(pointer: string, document: unknown): string {
   let path = '$'
   let node: unknown = document
   for (const raw of pointer.slice(1).split('/')) {
-    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~')
+    const key = raw.includes('~') ? raw.replace(ESCAPED_SLASH, '/').replace(ESCAPED_TILDE, '~') : raw
     if (Array.isArray(node)) {
       path += `[${key}]`
       node = node[Number(key)]
