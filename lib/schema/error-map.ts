@@ -42,27 +42,36 @@ function isCovered(path: string, reported: readonly string[]): boolean {
 
 /**
  * For a union with an OpenAPI `discriminator` and an object value, the errors
- * of the one variant that the discriminator selects: the variant whose
- * discriminator is the matching literal, else the variant that takes any
- * other value. A client that sent `type: "card/plain"` wants to hear what its
- * plain card lacks, not why it is not a token.
+ * of the one variant that the discriminator selects. A client that sent
+ * `type: "card/plain"` wants to hear what its plain card lacks, not why it is
+ * not a token.
  */
 function discriminatedVariant(error: ValueError): Iterable<ValueError> | undefined {
   const union = error.schema as DiscriminatedUnion
-  const property = union.discriminator?.propertyName
-  if (property === undefined || !isObject(error.value)) return undefined
-  const tag = error.value[property]
+  if (union.discriminator === undefined || !isObject(error.value)) return undefined
+  const variant = selectVariant(union, error.value)
+  return variant === undefined ? undefined : error.errors[variant]
+}
+
+/**
+ * Which variant of a discriminated union an object means: the one whose
+ * discriminator is the matching literal, else the one that takes any other
+ * value, else none.
+ */
+export function selectVariant(union: DiscriminatedUnion, value: Record<string, unknown>): number | undefined {
+  const property = (union.discriminator as { propertyName: string }).propertyName
+  const tag = value[property]
   const variants = union.anyOf
-  let fallback = -1
+  let fallback: number | undefined
   for (let i = 0; i < variants.length; i++) {
     const tagSchema = (variants[i] as TObject).properties[property]
     if (tagSchema === undefined || !('const' in tagSchema)) fallback = i
-    else if (tagSchema.const === tag) return error.errors[i]
+    else if (tagSchema.const === tag) return i
   }
-  return error.errors[fallback]
+  return fallback
 }
 
-interface DiscriminatedUnion extends TSchema {
+export interface DiscriminatedUnion extends TSchema {
   anyOf: TSchema[]
   discriminator?: { propertyName: string }
 }

@@ -4,6 +4,11 @@ const QUOTED = /['\\]/g
 const ESCAPED_SLASH = /~1/g
 const ESCAPED_TILDE = /~0/g
 
+/** A key as one JSON Pointer (RFC 6901) reference token. */
+export function escapePointerKey(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1')
+}
+
 /** `path` followed by the object member `key`. */
 export function appendKey(path: string, key: string): string {
   return IDENTIFIER.test(key) ? `${path}.${key}` : `${path}['${key.replace(QUOTED, '\\$&')}']`
@@ -16,10 +21,14 @@ export function appendKey(path: string, key: string): string {
  * written `[0]` and an object's key "0" is written `['0']`.
  */
 export function pointerToJsonPath(pointer: string, document: unknown): string {
-  if (pointer === '') return '$'
   let path = '$'
   let node: unknown = document
-  for (const raw of pointer.slice(1).split('/')) {
+  // Token by token without split(): this runs for every reported field error.
+  for (let start = 1; start <= pointer.length; ) {
+    let end = pointer.indexOf('/', start)
+    if (end === -1) end = pointer.length
+    const raw = pointer.slice(start, end)
+    start = end + 1
     const key = raw.includes('~') ? raw.replace(ESCAPED_SLASH, '/').replace(ESCAPED_TILDE, '~') : raw
     if (Array.isArray(node)) {
       path += `[${key}]`

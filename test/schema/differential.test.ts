@@ -1,18 +1,24 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { compileSchema } from '../../lib/schema/compile.js'
+import { mapErrors } from '../../lib/schema/error-map.js'
 import { REQUEST_SCHEMAS, type Operation } from '../../lib/schema/payment.js'
+import { TypeCompiler } from '../../lib/schema/typebox.js'
 import { recurringBody, saleBody, TEST_PAN } from '../helpers/bodies.js'
 import { setPath } from '../helpers/fuzz.js'
 import { ajvRecurring, ajvSale } from '../helpers/oracle.js'
 
 /**
- * Differential test: TypeBox's compiled check and Ajv, compiled from the same
- * JSON Schema, must agree on valid/invalid for every generated body; and a
- * body TypeBox refuses always gets at least one field error.
+ * Differential tests: TypeBox's compiled check and Ajv, compiled from the same
+ * JSON Schema, must agree on valid/invalid for every generated body; a body
+ * TypeBox refuses always gets at least one field error; and the guided error
+ * walk reports exactly what TypeBox's walk of the whole document reports.
  */
 const compiled = { sale: compileSchema(REQUEST_SCHEMAS.sale), recurring: compileSchema(REQUEST_SCHEMAS.recurring) }
 const oracle = { sale: ajvSale, recurring: ajvRecurring }
+const whole = { sale: TypeCompiler.Compile(REQUEST_SCHEMAS.sale), recurring: TypeCompiler.Compile(REQUEST_SCHEMAS.recurring) }
+const sameErrors = (operation: Operation, document: unknown) =>
+  JSON.stringify(compiled[operation].errors(document)) === JSON.stringify(mapErrors(whole[operation].Errors(document), document))
 
 const PATHS = [
   'transactionReference', 'merchant', 'merchant.entity', 'merchant.mcc', 'merchant.paymentFacilitator',
@@ -38,7 +44,7 @@ const mutation = fc.record({
   value: fc.oneof(interesting, fc.jsonValue({ maxDepth: 2 })),
 })
 
-t.test('TypeBox and Ajv agree on valid/invalid for generated bodies', async (t) => {
+t.test('TypeBox and Ajv agree on valid/invalid for generated bodies; guided and whole error walks agree', async (t) => {
   let valid = 0
   let invalid = 0
   fc.assert(
@@ -52,6 +58,7 @@ t.test('TypeBox and Ajv agree on valid/invalid for generated bodies', async (t) 
       else {
         invalid++
         if (compiled[operation].errors(document).length === 0) return false
+        if (!sameErrors(operation, document)) return false
       }
       return true
     }),
@@ -63,7 +70,14 @@ t.test('TypeBox and Ajv agree on valid/invalid for generated bodies', async (t) 
 
 t.test('TypeBox and Ajv agree on arbitrary JSON documents', async (t) => {
   fc.assert(
-    fc.property(fc.jsonValue({ maxDepth: 4 }), (value) => compiled.sale.check(value) === ajvSale(value) && compiled.recurring.check(value) === ajvRecurring(value)),
+    fc.property(
+      fc.jsonValue({ maxDepth: 4 }),
+      (value) =>
+        compiled.sale.check(value) === ajvSale(value) &&
+        compiled.recurring.check(value) === ajvRecurring(value) &&
+        sameErrors('sale', value) &&
+        sameErrors('recurring', value),
+    ),
     { seed: 7, numRuns: 1000 },
   )
   t.pass('agreed')
