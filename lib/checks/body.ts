@@ -15,35 +15,50 @@ const LF = 0x0a
 const CR = 0x0d
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
+const OPEN_BRACE = 0x7b
+const OPEN_BRACKET = 0x5b
+const OPENERS = [OPEN_BRACE, OPEN_BRACKET] as const
+
+/** True when the bytes hold only JSON white space (or nothing). */
+function isBlank(bytes: Uint8Array): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]
+    if (b !== SPACE && b !== LF && b !== CR && b !== TAB) return false
+  }
+  return true
+}
 
 /**
- * One pass over the bytes: -1 when they hold only JSON white space, else the
- * nesting depth of the text, stopping once it is past MAX_DEPTH. Brackets in
- * strings do not count.
+ * Whether the text could nest deeper than MAX_DEPTH: only with more opening
+ * brackets than that. Counting them is a native search; the byte-by-byte
+ * `depth` scan then runs only for the rare body that has that many.
  */
-function measure(bytes: Uint8Array): number {
-  const length = bytes.length
-  let i = 0
-  while (i < length) {
-    const b = bytes[i]
-    if (b !== SPACE && b !== LF && b !== CR && b !== TAB) break
-    i++
+function mayNestTooDeep(bytes: Uint8Array): boolean {
+  let count = 0
+  for (const bracket of OPENERS) {
+    for (let i = bytes.indexOf(bracket); i !== -1; i = bytes.indexOf(bracket, i + 1)) {
+      if (++count > MAX_DEPTH) return true
+    }
   }
-  if (i === length) return -1
-  let depth = 0
+  return false
+}
+
+/** How deeply the text nests, stopping once it is past MAX_DEPTH. Brackets in strings do not count. */
+function depth(bytes: Uint8Array): number {
+  let current = 0
   let deepest = 0
   let inString = false
-  for (; i < length; i++) {
+  for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]
     if (inString) {
       if (b === BACKSLASH) i++
       else if (b === QUOTE) inString = false
     } else if (b === QUOTE) {
       inString = true
-    } else if (b === 0x7b || b === 0x5b) {
-      if (++depth > deepest && (deepest = depth) > MAX_DEPTH) return deepest
+    } else if (b === OPEN_BRACE || b === OPEN_BRACKET) {
+      if (++current > deepest && (deepest = current) > MAX_DEPTH) return deepest
     } else if (b === 0x7d || b === 0x5d) {
-      depth--
+      current--
     }
   }
   return deepest
@@ -65,8 +80,7 @@ export type Parsed = { readonly ok: true; readonly value: unknown } | Rejection
 export function parseBody(bytes: Uint8Array, limit: number): Parsed {
   const tooLarge = checkSize(bytes.length, limit)
   if (tooLarge !== undefined) return tooLarge
-  const depth = measure(bytes)
-  if (depth < 0) return reject('bodyIsEmpty')
+  if (isBlank(bytes)) return reject('bodyIsEmpty')
   if (!isUtf8(bytes)) return reject('bodyIsNotJson', { message: 'The request body is not valid UTF-8.' })
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8')
   let value: unknown
@@ -75,7 +89,7 @@ export function parseBody(bytes: Uint8Array, limit: number): Parsed {
   } catch {
     return reject('bodyIsNotJson')
   }
-  if (depth > MAX_DEPTH) {
+  if (mayNestTooDeep(bytes) && depth(bytes) > MAX_DEPTH) {
     return schemaRejection([fieldError('fieldHasInvalidValue', '$', `The document must not nest deeper than ${MAX_DEPTH} levels.`)])
   }
   const poisoned = mayHavePrototypeKeys(text) ? findPrototypeKeys(value) : undefined
