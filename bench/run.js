@@ -1,10 +1,11 @@
 // `npm run bench [-- --quick] [-- --profile] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
 import { runE2E } from './e2e/run.js'
 import { runMicro } from './micro/stages.js'
-import { e2eSection, microSection, targetsSection } from './lib/report.js'
+import { cpuBreakdown } from './lib/profile.js'
+import { e2eSection, microSection, profileSection, targetsSection } from './lib/report.js'
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, 'micro-only': { type: 'boolean' } } })
 const quick = values.quick === true
@@ -19,7 +20,13 @@ const machine = `node ${process.version}, ${cpu[0]?.model.trim() ?? 'unknown CPU
 
 log(`micro benchmarks${quick ? ' (quick)' : ''}`)
 const micro = await runMicro({ quick })
-const e2e = values['micro-only'] ? undefined : await runE2E({ quick, log, profileDir: values.profile ? new URL('profiles/', results).pathname : undefined })
+const profileDir = values.profile ? new URL('profiles/', results) : undefined
+if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true })
+const e2e = values['micro-only'] ? undefined : await runE2E({ quick, log, profileDir })
+const breakdowns =
+  profileDir === undefined || e2e === undefined
+    ? undefined
+    : Object.fromEntries(Object.entries(e2e.profiled).map(([name, requests]) => [name, cpuBreakdown(new URL(`${name}/`, profileDir), requests)]))
 
 const report = [
   `# payments-gate benchmark${quick ? ' (--quick: short rounds, memory after 10,000 requests)' : ''}`,
@@ -34,9 +41,10 @@ const report = [
   '',
   e2e ? e2eSection(e2e) : '(end to end skipped: --micro-only)',
   '',
+  ...(breakdowns ? [profileSection(breakdowns), ''] : []),
 ].join('\n')
 
 process.stdout.write(report)
 mkdirSync(results, { recursive: true })
 writeFileSync(new URL('latest.md', results), report)
-log(`written to bench/results/latest.md${values.profile ? '; gateway CPU profile in bench/results/profiles/' : ''}`)
+log(`written to bench/results/latest.md${values.profile ? '; CPU profiles of (b), (c) and (d) in bench/results/profiles/' : ''}`)

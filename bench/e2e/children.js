@@ -14,11 +14,12 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 const START_MS = 15000
 
 /**
- * Starts `servers/<name>.js`; resolves to { child, port, url } once it
- * listens, or to an `error` string when it cannot start.
+ * Starts `servers/<script>.js` (by default `<name>.js`); resolves to
+ * { child, port, url } once it listens, or to an `error` string when it
+ * cannot start.
  */
-export function start(name, env = {}, execArgv = []) {
-  const child = fork(new URL(`./servers/${name}.js`, import.meta.url), [], {
+export function start(name, env = {}, execArgv = [], script = name) {
+  const child = fork(new URL(`./servers/${script}.js`, import.meta.url), [], {
     env: { ...process.env, ...env },
     execArgv,
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -58,6 +59,9 @@ export const rss = (child) => ask(child, 'memory')
 
 /** The CPU time the child has used so far (user + system), in microseconds. */
 export const cpu = (child) => ask(child, 'cpu')
+
+/** How many requests the child's server has received since it started. */
+export const requests = (child) => ask(child, 'requests')
 
 function ask(child, what) {
   return new Promise((resolve) => {

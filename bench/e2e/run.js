@@ -3,16 +3,19 @@
 import { mkdirSync } from 'node:fs'
 import { hashPassword } from '../../dist/credentials.js'
 import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from '../lib/fixtures.js'
-import { cpu, rss, start, stopAll } from './children.js'
+import { cpu, requests, rss, start, stopAll } from './children.js'
 import { fixedCount, round, serial } from './load.js'
 
 export const TARGETS = [
   { key: 'a', name: 'bare backend', server: 'backend', body: 'valid', expect: 201 },
   { key: 'b', name: 'http-proxy-3 pass-through (keep-alive)', server: 'passthrough', body: 'valid', expect: 201 },
   { key: 'c', name: 'payments-gate, valid sale', server: 'gateway', body: 'valid', expect: 201 },
-  { key: 'd', name: 'payments-gate, invalid sale (400 schema)', server: 'gateway', body: 'invalid', expect: 400 },
+  { key: 'd', name: 'payments-gate, invalid sale (400 schema)', server: 'refusals', body: 'invalid', expect: 400 },
   { key: 'e', name: 'Express 5 + express-openapi-validator + http-proxy-middleware', server: 'peer', body: 'valid', expect: 201 },
 ]
+
+/** The children `--profile` runs under `--cpu-prof`: the baseline and the two gateways. */
+export const PROFILED = ['passthrough', 'gateway', 'refusals']
 
 export function settings(quick) {
   return quick
@@ -30,13 +33,14 @@ export async function runE2E({ quick, profileDir, log }) {
     if (backend.error) throw new Error(backend.error)
     const env = { BENCH_TARGET: backend.url, BENCH_USERS: users }
     const servers = { backend }
-    for (const name of ['passthrough', 'gateway', 'peer']) {
+    // (c) and (d) have a gateway each, so that a profile and the memory figure each describe one kind of request.
+    for (const [name, script] of [['passthrough'], ['gateway'], ['refusals', 'gateway'], ['peer']]) {
       let execArgv = []
-      if (name === 'gateway' && profileDir !== undefined) {
-        mkdirSync(profileDir, { recursive: true })
-        execArgv = ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
+      if (profileDir !== undefined && PROFILED.includes(name)) {
+        mkdirSync(new URL(`${name}/`, profileDir), { recursive: true })
+        execArgv = ['--cpu-prof', `--cpu-prof-dir=${new URL(`${name}/`, profileDir).pathname}`]
       }
-      servers[name] = await start(name, env, execArgv)
+      servers[name] = await start(name, env, execArgv, script)
     }
     const targets = TARGETS.map((t) => {
       const server = servers[t.server]
@@ -47,11 +51,7 @@ export async function runE2E({ quick, profileDir, log }) {
     const load = (t, seconds) => round(t.url, { body: bodies[t.body], headers, connections: s.connections, seconds })
 
     log(`e2e: warm-up ${s.warmupSeconds} s per target`)
-    let gatewayRequests = 0
-    for (const t of live) {
-      const r = await load(t, s.warmupSeconds)
-      if (t.server === 'gateway') gatewayRequests += r.total
-    }
+    for (const t of live) await load(t, s.warmupSeconds)
     const gateway = servers.gateway.child
     const memory = { requests: s.memoryRequests, afterWarmup: gateway ? await rss(gateway) : Number.NaN }
 
@@ -64,24 +64,26 @@ export async function runE2E({ quick, profileDir, log }) {
         const r = await load(t, s.seconds)
         r.cpuUs = ((await cpu(t.child)) - before) / r.total
         t.rounds.push(r)
-        if (t.server === 'gateway') gatewayRequests += r.total
       }
     }
 
     if (gateway) {
       const c = live.find((t) => t.key === 'c')
-      const missing = s.memoryRequests - gatewayRequests
+      const missing = s.memoryRequests - (await requests(gateway))
       if (missing > 0 && c) {
         log(`e2e: ${missing} more valid requests to the gateway for the memory figure`)
-        gatewayRequests += await fixedCount(c.url, { body: bodies.valid, headers, connections: s.connections, count: missing })
+        await fixedCount(c.url, { body: bodies.valid, headers, connections: s.connections, count: missing })
       }
-      memory.served = gatewayRequests
+      memory.served = await requests(gateway)
       memory.after = await rss(gateway)
     }
 
     log(`e2e: serial probe, ${s.serialCount} requests per target on one connection`)
     for (const t of live) t.serial = await serial(t.url, { body: bodies[t.body], headers, count: s.serialCount, warmup: s.serialWarmup })
-    return { settings: s, targets: targets.map(summarize), memory }
+    // The profiles are written when the children exit (stopAll below); the counts turn them into time per request.
+    const profiled = {}
+    if (profileDir !== undefined) for (const name of PROFILED) if (servers[name].child) profiled[name] = await requests(servers[name].child)
+    return { settings: s, targets: targets.map(summarize), memory, profiled }
   } finally {
     await stopAll()
   }

@@ -1,5 +1,6 @@
 // Turns the measurements into the tables and the verdict on each target of issue 6.
 import { mib, num, ratio, table, verdict } from './format.js'
+import { CATEGORY_NAMES } from './profile.js'
 
 const NOT_BUILT = 'n/a (not built yet)'
 
@@ -100,4 +101,16 @@ export function targetsSection(micro, e2e) {
     ['TypeBox >= 2x Ajv (valid sale)', Number.isFinite(typebox) ? `${typebox.toFixed(2)}x` : 'n/a', verdict(is(typebox, (v) => v >= 2))],
   ]
   return ['## Targets (issue 6)', '', table(['target', 'this run', 'verdict'], rows)].join('\n')
+}
+
+/** `--profile`: where each server's CPU went, per request, from its whole-life CPU profile. */
+export function profileSection(breakdowns) {
+  const { passthrough: b, gateway: c, refusals: d } = breakdowns
+  const us = (m, name) => (m === undefined ? 'n/a' : num(m.get(name), 1))
+  const rows = [...CATEGORY_NAMES, 'total'].map((name) => [name, us(b, name), us(c, name), us(d, name), b && c ? delta(round1(c.get(name)), round1(b.get(name))) : 'n/a'])
+  return [
+    '### Where the CPU goes (--profile: sampled CPU profiles, us per request over each server\'s life, idle left out)',
+    '',
+    table(['category of the sampled function', '(b) pass-through', '(c) gateway, valid', '(d) gateway, refused', 'c - b'], rows),
+  ].join('\n')
 }
