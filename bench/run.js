@@ -41,7 +41,7 @@ const report = [
   '',
   e2e ? e2eSection(e2e) : '(end to end skipped: --micro-only)',
   '',
-  ...(breakdowns ? [profileSection(breakdowns), ''] : []),
+  ...(breakdowns ? [profileSection(breakdowns, e2e.profiled), ''] : []),
 ].join('\n')
 
 process.stdout.write(report)

@@ -104,7 +104,7 @@ export function targetsSection(micro, e2e) {
 }
 
 /** `--profile`: where each server's CPU went, per request, from its whole-life CPU profile. */
-export function profileSection(breakdowns) {
+export function profileSection(breakdowns, requests) {
   const { passthrough: b, gateway: c, refusals: d } = breakdowns
   const us = (m, name) => (m === undefined ? 'n/a' : num(m.get(name), 1))
   const rows = [...CATEGORY_NAMES, 'total'].map((name) => [name, us(b, name), us(c, name), us(d, name), b && c ? delta(round1(c.get(name)), round1(b.get(name))) : 'n/a'])
@@ -112,5 +112,7 @@ export function profileSection(breakdowns) {
     '### Where the CPU goes (--profile: sampled CPU profiles, us per request over each server\'s life, idle left out)',
     '',
     table(['category of the sampled function', '(b) pass-through', '(c) gateway, valid', '(d) gateway, refused', 'c - b'], rows),
+    '',
+    `Requests answered over the profiled lives: (b) ${num(requests.passthrough)}, (c) ${num(requests.gateway)}, (d) ${num(requests.refusals)}.`,
   ].join('\n')
 }
