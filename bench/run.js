@@ -26,7 +26,7 @@ const e2e = values['micro-only'] ? undefined : await runE2E({ quick, log, profil
 const breakdowns =
   profileDir === undefined || e2e === undefined
     ? undefined
-    : Object.fromEntries(Object.entries(e2e.profiled).map(([name, requests]) => [name, cpuBreakdown(new URL(`${name}/`, profileDir), requests)]))
+    : Object.fromEntries(Object.entries(e2e.profiled).map(([name, requests]) => [name, cpuBreakdown(new URL(`${name}.cpuprofile`, profileDir), requests)]))
 
 const report = [
   `# payments-gate benchmark${quick ? ' (--quick: short rounds, memory after 10,000 requests)' : ''}`,

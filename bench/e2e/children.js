@@ -63,7 +63,13 @@ export const cpu = (child) => ask(child, 'cpu')
 /** How many requests the child's server has received since it started. */
 export const requests = (child) => ask(child, 'requests')
 
-function ask(child, what) {
+/** Starts the child's CPU profiler. */
+export const startProfile = (child) => ask(child, 'profiling', { profile: 'start' })
+
+/** Stops it and writes the profile to `file`; resolves to the number of requests it covers. */
+export const stopProfile = (child, file) => ask(child, 'profiled', { profile: 'stop', file })
+
+function ask(child, what, message = what) {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(Number.NaN), 5000)
     child.on('message', function answer(message) {
@@ -72,11 +78,11 @@ function ask(child, what) {
       child.off('message', answer)
       resolve(message[what])
     })
-    child.send(what)
+    child.send(message)
   })
 }
 
-/** Asks every child to exit (so profiles get written), then kills what is left. */
+/** Asks every child to exit, then kills what is left. */
 export async function stopAll(graceMs = 3000) {
   const waits = [...live].map(
     (child) =>

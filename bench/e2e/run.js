@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs'
 import { hashPassword } from '../../dist/credentials.js'
 import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from '../lib/fixtures.js'
-import { cpu, requests, rss, start, stopAll } from './children.js'
+import { cpu, requests, rss, start, startProfile, stopAll, stopProfile } from './children.js'
 import { fixedCount, round, serial } from './load.js'
 
 export const TARGETS = [
@@ -14,7 +14,7 @@ export const TARGETS = [
   { key: 'e', name: 'Express 5 + express-openapi-validator + http-proxy-middleware', server: 'peer', body: 'valid', expect: 201 },
 ]
 
-/** The children `--profile` runs under `--cpu-prof`: the baseline and the two gateways. */
+/** The children `--profile` profiles during the rounds: the baseline and the two gateways. */
 export const PROFILED = ['passthrough', 'gateway', 'refusals']
 
 export function settings(quick) {
@@ -35,12 +35,7 @@ export async function runE2E({ quick, profileDir, log }) {
     const servers = { backend }
     // (c) and (d) have a gateway each, so that a profile and the memory figure each describe one kind of request.
     for (const [name, script] of [['passthrough'], ['gateway'], ['refusals', 'gateway'], ['peer']]) {
-      let execArgv = []
-      if (profileDir !== undefined && PROFILED.includes(name)) {
-        mkdirSync(new URL(`${name}/`, profileDir), { recursive: true })
-        execArgv = ['--cpu-prof', `--cpu-prof-dir=${new URL(`${name}/`, profileDir).pathname}`]
-      }
-      servers[name] = await start(name, env, execArgv, script)
+      servers[name] = await start(name, env, [], script)
     }
     const targets = TARGETS.map((t) => {
       const server = servers[t.server]
@@ -55,6 +50,10 @@ export async function runE2E({ quick, profileDir, log }) {
     const gateway = servers.gateway.child
     const memory = { requests: s.memoryRequests, afterWarmup: gateway ? await rss(gateway) : Number.NaN }
 
+    // Only the measured rounds are profiled: the same requests as the table's server CPU column.
+    const profiling = profileDir === undefined ? [] : PROFILED.filter((name) => servers[name].child !== undefined)
+    if (profiling.length > 0) mkdirSync(profileDir, { recursive: true })
+    for (const name of profiling) await startProfile(servers[name].child)
     for (let i = 0; i < s.rounds; i++) {
       // Rotate the order, so that no target always runs first or right after another.
       const order = live.map((_, j) => live[(j + i) % live.length])
@@ -66,6 +65,8 @@ export async function runE2E({ quick, profileDir, log }) {
         t.rounds.push(r)
       }
     }
+    const profiled = {}
+    for (const name of profiling) profiled[name] = await stopProfile(servers[name].child, new URL(`${name}.cpuprofile`, profileDir).pathname)
 
     if (gateway) {
       const c = live.find((t) => t.key === 'c')
@@ -80,9 +81,6 @@ export async function runE2E({ quick, profileDir, log }) {
 
     log(`e2e: serial probe, ${s.serialCount} requests per target on one connection`)
     for (const t of live) t.serial = await serial(t.url, { body: bodies[t.body], headers, count: s.serialCount, warmup: s.serialWarmup })
-    // The profiles are written when the children exit (stopAll below); the counts turn them into time per request.
-    const profiled = {}
-    if (profileDir !== undefined) for (const name of PROFILED) if (servers[name].child) profiled[name] = await requests(servers[name].child)
     return { settings: s, targets: targets.map(summarize), memory, profiled }
   } finally {
     await stopAll()

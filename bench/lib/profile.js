@@ -1,6 +1,7 @@
-// Reads the CPU profiles `--profile` wrote and says where each server's CPU
-// went, in microseconds per request, by what the sampled function belongs to.
-import { readFileSync, readdirSync } from 'node:fs'
+// Reads the CPU profiles `--profile` took during the measured rounds and says
+// where each server's CPU went, in microseconds per request, by what the
+// sampled function belongs to.
+import { readFileSync } from 'node:fs'
 
 /**
  * The category of a sampled frame (the function running, not its callers).
@@ -23,11 +24,10 @@ const CATEGORIES = [
 
 export const CATEGORY_NAMES = CATEGORIES.map(([name]) => name)
 
-/** Microseconds per request by category, for the profile in `dir`; idle time is left out. */
-export function cpuBreakdown(dir, requests) {
-  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
-  if (file === undefined || !(requests > 0)) return undefined
-  const profile = JSON.parse(readFileSync(new URL(file, dir), 'utf8'))
+/** Microseconds per request by category, for the profile in `file`; idle time is left out. */
+export function cpuBreakdown(file, requests) {
+  if (!(requests > 0)) return undefined
+  const profile = JSON.parse(readFileSync(file, 'utf8'))
   const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]))
   const totals = new Map(CATEGORY_NAMES.map((name) => [name, 0]))
   for (let i = 0; i < profile.samples.length; i++) {

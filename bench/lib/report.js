@@ -109,10 +109,10 @@ export function profileSection(breakdowns, requests) {
   const us = (m, name) => (m === undefined ? 'n/a' : num(m.get(name), 1))
   const rows = [...CATEGORY_NAMES, 'total'].map((name) => [name, us(b, name), us(c, name), us(d, name), b && c ? delta(round1(c.get(name)), round1(b.get(name))) : 'n/a'])
   return [
-    '### Where the CPU goes (--profile: sampled CPU profiles, us per request over each server\'s life, idle left out)',
+    '### Where the CPU goes (--profile: V8 CPU profiles of the measured rounds, us per request, idle left out)',
     '',
     table(['category of the sampled function', '(b) pass-through', '(c) gateway, valid', '(d) gateway, refused', 'c - b'], rows),
     '',
-    `Requests answered over the profiled lives: (b) ${num(requests.passthrough)}, (c) ${num(requests.gateway)}, (d) ${num(requests.refusals)}.`,
+    `Requests answered while profiled: (b) ${num(requests.passthrough)}, (c) ${num(requests.gateway)}, (d) ${num(requests.refusals)}.`,
   ].join('\n')
 }

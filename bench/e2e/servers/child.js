@@ -1,6 +1,9 @@
 // What every server child shares: listen on loopback, report the port to the
-// parent, answer questions on its memory, CPU time and requests served, and
-// leave when the parent says so or goes away.
+// parent, answer questions on its memory, CPU time and requests served,
+// profile itself on request, and leave when the parent says so or goes away.
+import { writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector'
+
 export async function serve(server) {
   let requests = 0
   server.on('request', () => requests++)
@@ -15,7 +18,8 @@ export async function serve(server) {
       const { user, system } = process.cpuUsage()
       process.send({ cpu: user + system })
     }
-    // A normal exit, so that `--cpu-prof` can write its profile.
+    if (message?.profile === 'start') startProfile(() => requests)
+    if (message?.profile === 'stop') stopProfile(message.file, () => requests)
     if (message === 'stop') {
       server.close(() => process.exit(0))
       server.closeAllConnections()
@@ -23,6 +27,26 @@ export async function serve(server) {
   })
   process.on('disconnect', () => process.exit(0))
   process.send({ port: server.address().port })
+}
+
+let profiling
+
+/** V8's sampling profiler, started from inside: only the measured rounds are profiled, not warm-up or the memory phase. */
+function startProfile(requests) {
+  const session = new Session()
+  session.connect()
+  session.post('Profiler.enable', () => session.post('Profiler.start', () => process.send({ profiling: true })))
+  profiling = { session, from: requests() }
+}
+
+/** Writes the profile to `file`; answers how many requests it covers. */
+function stopProfile(file, requests) {
+  const { session, from } = profiling
+  session.post('Profiler.stop', (error, result) => {
+    if (error === null) writeFileSync(file, JSON.stringify(result.profile))
+    session.disconnect()
+    process.send({ profiled: error === null ? requests() - from : 0 })
+  })
 }
 
 /** The backend's URL, given by the parent. */
