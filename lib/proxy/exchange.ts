@@ -8,6 +8,8 @@ import type { BackendErrorKind, Metrics } from '../metrics.js'
  * its answer is over.
  */
 export interface Exchange {
+  /** The state of the gateway that took the request. */
+  readonly gateway: GatewayState
   /** `sale`, `recurring`, or `other` for a path passed through. */
   readonly operation: string
   readonly started: number
@@ -17,6 +19,11 @@ export interface Exchange {
   backendError: BackendErrorKind | undefined
 }
 
+/** What every response of one gateway reads when its answer starts. */
+export interface GatewayState {
+  draining: boolean
+}
+
 /**
  * The gateway's responses carry their request's record, so that the
  * forwarder's events and the close listener reach it without a per-request
@@ -24,6 +31,19 @@ export interface Exchange {
  */
 export class GatewayResponse extends ServerResponse<IncomingMessage> {
   exchange: Exchange | undefined = undefined
+
+  /**
+   * Every answer's head goes through here (`end()` without it too), so an
+   * answer that starts while the gateway drains says `Connection: close` and
+   * its connection ends with it. Asked here rather than by walking a registry
+   * of the responses in flight when the drain starts: a Set churned by every
+   * request kept those responses reachable from the old generation and tripled
+   * the cost of each young-generation GC (18 us of a forwarded request's 110).
+   */
+  override writeHead(...args: [number, ...unknown[]]): this {
+    if (this.exchange?.gateway.draining === true) this.shouldKeepAlive = false
+    return Reflect.apply(super.writeHead, this, args) as this
+  }
 }
 
 export interface Recorder {
@@ -32,8 +52,8 @@ export interface Recorder {
 }
 
 /** Starts the record of a request; `record` writes it out when the response closes. */
-export function track(res: GatewayResponse, operation: string): Exchange {
-  const exchange: Exchange = { operation, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined }
+export function track(res: GatewayResponse, gateway: GatewayState, operation: string): Exchange {
+  const exchange: Exchange = { gateway, operation, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined }
   res.exchange = exchange
   return exchange
 }

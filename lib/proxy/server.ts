@@ -9,7 +9,7 @@ import { ABORTED } from '../read-body.js'
 import { sendRejection } from '../respond.js'
 import { inTurn, screen } from '../screen.js'
 import { answerClientError } from './client-error.js'
-import { GatewayResponse, record, track, type Exchange } from './exchange.js'
+import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
 
 export interface GatewayOptions {
@@ -70,9 +70,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     connectionsCheckingInterval: options.timeoutCheckInterval ?? 1000,
     keepAliveTimeout: options.keepAliveTimeout ?? 5000,
   })
-  const inFlight = new Set<GatewayResponse>()
+  const state: GatewayState = { draining: false }
   let listening = false
-  let draining = false
 
   function answer(res: GatewayResponse, exchange: Exchange, rejection: Rejection, close: boolean): void {
     exchange.errorName = rejection.body.errorName
@@ -80,7 +79,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, expectsContinue: boolean): Promise<void> {
-    if (draining) {
+    if (state.draining) {
       answer(res, exchange, DRAINING, true)
       return
     }
@@ -102,18 +101,16 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   // One listener for every response (its `this`), so that no closure is made per request.
   function onClose(this: GatewayResponse): void {
-    inFlight.delete(this)
     record(this, this.exchange as Exchange, recorder)
     // A connection whose last answer just ended is idle now: let a drain close it.
-    if (draining) setImmediate(closeIdle)
+    if (state.draining) setImmediate(closeIdle)
   }
   const closeIdle = () => server.closeIdleConnections()
 
   function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
     // Labels only: the route itself is decided inside screen().
     const operation = checks.route('POST', req.url) ?? 'other'
-    const exchange = track(res, operation as string)
-    inFlight.add(res)
+    const exchange = track(res, state, operation as string)
     res.on('close', onClose)
     handle(req, res, exchange, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
@@ -136,7 +133,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     server,
     get ready() {
-      return listening && !draining
+      return listening && !state.draining
     },
     async listen(port, host) {
       const address = await listen(server, port, host)
@@ -144,7 +141,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       return address
     },
     drain(graceMs = 10000) {
-      draining = true
+      // Answers not yet started will say `Connection: close` (GatewayResponse.writeHead), so their connections end with them.
+      state.draining = true
       return new Promise((resolve) => {
         const cut = setTimeout(() => server.closeAllConnections(), graceMs)
         server.close(() => {
@@ -153,8 +151,6 @@ export function createGateway(options: GatewayOptions): Gateway {
           forwarder.close()
           resolve()
         })
-        // Answers not yet started say `Connection: close`, so their connections end with them.
-        for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false
         server.closeIdleConnections()
       })
     },
