@@ -1,13 +1,13 @@
-// `npm run bench [-- --quick] [-- --profile] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
+// `npm run bench [-- --quick] [-- --profile] [-- --ladder] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
-import { runE2E } from './e2e/run.js'
+import { runE2E, runLadder } from './e2e/run.js'
 import { runMicro } from './micro/stages.js'
 import { cpuBreakdown } from './lib/profile.js'
-import { e2eSection, microSection, profileSection, targetsSection } from './lib/report.js'
+import { e2eSection, ladderSection, microSection, profileSection, targetsSection } from './lib/report.js'
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, 'micro-only': { type: 'boolean' } } })
+const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, ladder: { type: 'boolean' }, 'micro-only': { type: 'boolean' } } })
 const quick = values.quick === true
 const results = new URL('./results/', import.meta.url)
 const log = (message) => process.stderr.write(`${message}\n`)
@@ -23,6 +23,7 @@ const micro = await runMicro({ quick })
 const profileDir = values.profile ? new URL('profiles/', results) : undefined
 if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true })
 const e2e = values['micro-only'] ? undefined : await runE2E({ quick, log, profileDir })
+const ladder = values.ladder && !values['micro-only'] ? await runLadder({ quick, log }) : undefined
 const breakdowns =
   profileDir === undefined || e2e === undefined
     ? undefined
@@ -42,6 +43,7 @@ const report = [
   e2e ? e2eSection(e2e) : '(end to end skipped: --micro-only)',
   '',
   ...(breakdowns ? [profileSection(breakdowns, e2e.profiled), ''] : []),
+  ...(ladder ? [ladderSection(ladder), ''] : []),
 ].join('\n')
 
 process.stdout.write(report)

@@ -26,8 +26,7 @@ export function settings(quick) {
 export async function runE2E({ quick, profileDir, log }) {
   const s = settings(quick)
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
-  const headers = { 'content-type': CONTENT_TYPE, accept: ACCEPT, authorization: AUTHORIZATION }
-  const users = JSON.stringify([{ username: USER, password: await hashPassword(PASSWORD), entities: ['default'] }])
+  const { headers, users } = await credentials()
   try {
     const backend = await start('backend')
     if (backend.error) throw new Error(backend.error)
@@ -54,17 +53,7 @@ export async function runE2E({ quick, profileDir, log }) {
     const profiling = profileDir === undefined ? [] : PROFILED.filter((name) => servers[name].child !== undefined)
     if (profiling.length > 0) mkdirSync(profileDir, { recursive: true })
     for (const name of profiling) await startProfile(servers[name].child)
-    for (let i = 0; i < s.rounds; i++) {
-      // Rotate the order, so that no target always runs first or right after another.
-      const order = live.map((_, j) => live[(j + i) % live.length])
-      log(`e2e: round ${i + 1}/${s.rounds}: ${order.map((t) => t.key).join(' ')}, ${s.seconds} s each`)
-      for (const t of order) {
-        const before = await cpu(t.child)
-        const r = await load(t, s.seconds)
-        r.cpuUs = ((await cpu(t.child)) - before) / r.total
-        t.rounds.push(r)
-      }
-    }
+    await alternate(live, s, load, (text) => log(`e2e: ${text}`))
     const profiled = {}
     for (const name of profiling) profiled[name] = await stopProfile(servers[name].child, new URL(`${name}.cpuprofile`, profileDir).pathname)
 
@@ -84,6 +73,67 @@ export async function runE2E({ quick, profileDir, log }) {
     return { settings: s, targets: targets.map(summarize), memory, profiled }
   } finally {
     await stopAll()
+  }
+}
+
+/**
+ * The measured rounds: every target in turn, the order rotated each round so
+ * that no target always runs first or right after another; each round keeps
+ * its req/s, latencies and the server's CPU time per answered request.
+ */
+async function alternate(live, s, load, log) {
+  for (let i = 0; i < s.rounds; i++) {
+    const order = live.map((_, j) => live[(j + i) % live.length])
+    log(`round ${i + 1}/${s.rounds}: ${order.map((t) => t.key).join(' ')}, ${s.seconds} s each`)
+    for (const t of order) {
+      const before = await cpu(t.child)
+      const r = await load(t, s.seconds)
+      r.cpuUs = ((await cpu(t.child)) - before) / r.total
+      t.rounds.push(r)
+    }
+  }
+}
+
+/** `--ladder`: the steps from (b) to (c) (servers/steps.js), under the same load, in alternating rounds of their own. */
+export const STEPS = [
+  { key: 'b', name: '(b) http-proxy-3 pass-through, body streamed', server: 'passthrough' },
+  { key: 'read', name: '+ whole body read first, forwarded as one buffer', server: 'steps', step: 'read' },
+  { key: 'parsed', name: '+ parsed, forwarded re-serialized', server: 'steps', step: 'parsed' },
+  { key: 'checked', name: '+ every check of the core (auth, headers, body, schema, policy, rewrites)', server: 'steps', step: 'checked' },
+  { key: 'quiet', name: 'payments-gate without logs and metrics', server: 'steps', step: 'quiet' },
+  { key: 'c', name: '(c) payments-gate (+ JSON logs, Prometheus metrics)', server: 'gateway' },
+]
+
+export async function runLadder({ quick, log }) {
+  const s = settings(quick)
+  const body = bytesOf(validSale())
+  const { headers, users } = await credentials()
+  try {
+    const backend = await start('backend')
+    if (backend.error) throw new Error(backend.error)
+    const targets = []
+    for (const step of STEPS) {
+      const server = await start(`ladder ${step.key}`, { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_STEP: step.step ?? '' }, [], step.server)
+      const t = { ...step, expect: 201, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
+      if (t.error === undefined) t.error = await sanity(t, body, headers)
+      targets.push(t)
+    }
+    const live = targets.filter((t) => t.error === undefined)
+    const load = (t, seconds) => round(t.url, { body, headers, connections: s.connections, seconds })
+    log(`ladder: warm-up ${s.warmupSeconds} s per step`)
+    for (const t of live) await load(t, s.warmupSeconds)
+    await alternate(live, s, load, (text) => log(`ladder: ${text}`))
+    return { settings: s, steps: targets.map(summarize) }
+  } finally {
+    await stopAll()
+  }
+}
+
+/** The headers every request carries, and the users file (JSON) of the one user they name. */
+async function credentials() {
+  return {
+    headers: { 'content-type': CONTENT_TYPE, accept: ACCEPT, authorization: AUTHORIZATION },
+    users: JSON.stringify([{ username: USER, password: await hashPassword(PASSWORD), entities: ['default'] }]),
   }
 }
 

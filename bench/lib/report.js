@@ -103,6 +103,27 @@ export function targetsSection(micro, e2e) {
   return ['## Targets (issue 6)', '', table(['target', 'this run', 'verdict'], rows)].join('\n')
 }
 
+/**
+ * `--ladder`: from (b) to (c) one step at a time, each step's server CPU per
+ * request and what it adds to the step before: what part of c/b the contract
+ * itself costs (a body read whole, then re-serialized) and what the rest does.
+ */
+export function ladderSection(ladder) {
+  const s = ladder.settings
+  const live = ladder.steps.filter((x) => x.error === undefined)
+  const b = live.find((x) => x.key === 'b')
+  const rows = ladder.steps.map((x) => {
+    if (x.error) return [x.name, x.error, '', '', '']
+    const before = live[live.indexOf(x) - 1]
+    return [x.name, num(x.rps), num(x.cpuUs), before ? delta(round1(x.cpuUs), round1(before.cpuUs)) : '', ratio(x.rps, b?.rps)]
+  })
+  return [
+    `## From (b) to (c), one step at a time (--ladder: ${s.rounds} alternating rounds of ${s.seconds} s, ${s.connections} connections, median round)`,
+    '',
+    table(['step', 'req/s', 'server CPU us/req', 'us added by the step', 'req/s over (b)'], rows),
+  ].join('\n')
+}
+
 /** `--profile`: where each server's CPU went, per request, from its whole-life CPU profile. */
 export function profileSection(breakdowns, requests) {
   const { passthrough: b, gateway: c, refusals: d } = breakdowns
