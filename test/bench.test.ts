@@ -1,0 +1,55 @@
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import t from 'tap'
+
+// `npm run bench` runs against the built code, as users do; `npm ci` builds it (the `prepare` script).
+const built = new URL('../dist/gate.js', import.meta.url)
+
+/** The benchmark's own command in a child, outside the coverage of the tests: no timing is asserted, only what it prints. */
+function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  // tap's process tracking would count the benchmark's own files into the coverage of lib/.
+  const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
+  const child = spawn(process.execPath, ['bench/run.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })))
+}
+
+t.test('npm run bench -- --micro-only --quick prints every stage, every ratio and the targets', async (t) => {
+  t.ok(existsSync(built), 'dist/ is built (npm run build)')
+  const { code, stdout, stderr } = await bench(['--micro-only', '--quick'])
+  t.equal(code, 0, stderr)
+  for (const target of ['c/b >= 0.95', 'p99 (c) within +1 ms of (b)', 'd/b >= 1.5', 'c/e >= 2', 'TypeBox >= 2x Ajv (valid sale)']) {
+    t.match(stdout, new RegExp(`\\| ${target.replace(/[()+/.]/g, '\\$&')} +\\| `), target)
+  }
+  // Without the end-to-end part the throughput targets have no figure, and say so rather than a verdict.
+  t.match(stdout, /\| c\/b >= 0\.95 +\| n\/a +\| n\/a +\|/)
+  t.match(stdout, /\| TypeBox >= 2x Ajv \(valid sale\) +\| \d+\.\d\dx +\| (met|MISSED) +\|/)
+  const stages = [
+    'Content-Type + Accept (exact values)',
+    'JSON.parse',
+    'valid body: TypeBox compiled',
+    'valid body: Ajv compiled',
+    'invalid body: TypeBox compiled',
+    'invalid body: Ajv compiled',
+    'every error, mapped: TypeBox errors()',
+    'every error, raw: Ajv allErrors',
+    'checkBody, valid sale',
+    'checkBody, invalid sale',
+    'checkBody, worst case',
+    'error body: fast-json-stringify',
+    'error body: JSON.stringify',
+    'replaceUnsupported',
+    'BasicAuth, cached (SHA-256 + LRU)',
+    'BasicAuth, uncached (scrypt N=16384)',
+  ]
+  for (const stage of stages) t.ok(stdout.split('\n').some((line) => line.includes(stage) && /\| [\d,.]+ +\| [\d,.]+ +\|$/.test(line)), `${stage}: ops/s and us/op`)
+  for (const ratio of ['TypeBox / Ajv, valid body', 'fast-json-stringify / JSON.stringify', 'cached / uncached credential check']) {
+    t.match(stdout, new RegExp(`\\| ${ratio.replace(/[()+/.]/g, '\\$&')} +\\| \\d+\\.\\d\\dx +\\|`), ratio)
+  }
+  // The worst refused body within the limit is answered, with every error collected.
+  t.match(stdout, /Worst-case refused body: [\d,]+ bytes, \d+ items in validationErrors, answered 400\./)
+  t.match(stdout, /\(end to end skipped: --micro-only\)/)
+})
