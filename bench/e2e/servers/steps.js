@@ -7,7 +7,6 @@
 //   quiet    payments-gate itself (createGateway) without logs and metrics
 import { Agent, createServer } from 'node:http'
 import { createProxyServer } from 'http-proxy-3'
-import pino from 'pino'
 import { CredentialStore } from '../../../dist/credentials.js'
 import { buildChecks } from '../../../dist/gate.js'
 import { createLogger } from '../../../dist/log.js'
@@ -21,15 +20,14 @@ const step = process.env.BENCH_STEP
 const checks = buildChecks({ policies: staticPolicies([loadPolicy()]), authenticator: new CredentialStore(JSON.parse(process.env.BENCH_USERS)), vendor: 'example' })
 
 if (step === 'quiet') {
-  const logger = createLogger({ level: 'silent', destination: pino.destination({ dest: '/dev/null', sync: false }) })
-  await serve(createGateway({ checks, target: target(), logger }).server)
+  await serve(createGateway({ checks, target: target(), logger: createLogger({ level: 'silent' }) }).server)
 } else {
   const agent = new Agent({ keepAlive: true, maxSockets: 256 })
   const proxy = createProxyServer({ target: target(), agent, xfwd: true })
   proxy.on('error', (_error, _req, res) => refuse(res, 502))
-  await serve(createServer((req, res) => body(req, res).catch(() => refuse(res, 500))))
+  await serve(createServer((req, res) => forward(req, res).catch(() => refuse(res, 500))))
 
-  async function body(req, res) {
+  async function forward(req, res) {
     let principal
     if (step === 'checked') {
       principal = checks.authenticate(req.headers.authorization)
