@@ -20,7 +20,7 @@ export const PROFILED = ['passthrough', 'gateway', 'refusals']
 export function settings(quick) {
   return quick
     ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: 32, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
-    : { rounds: 3, seconds: 4, warmupSeconds: 2, connections: 32, memoryRequests: 200_000, serialCount: 5000, serialWarmup: 500 }
+    : { rounds: 3, seconds: 2.5, warmupSeconds: 1, connections: 32, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
 }
 
 export async function runE2E({ quick, profileDir, log }) {

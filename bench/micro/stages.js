@@ -50,7 +50,7 @@ function row(stage, name, result, batch) {
 
 export async function runMicro({ quick }) {
   const s = setup()
-  const bench = new Bench({ time: quick ? 80 : 500, warmupTime: quick ? 20 : 100, iterations: 10 })
+  const bench = new Bench({ time: quick ? 80 : 300, warmupTime: quick ? 20 : 60, iterations: 10 })
   const list = rows(s)
   for (const [, name, fn, batch] of list) {
     bench.add(name, () => {
@@ -79,7 +79,7 @@ async function credentialRows(quick) {
   // A clock that jumps past the TTL on every read: each call misses the cache and runs scrypt.
   let clock = 0
   const uncached = new CredentialStore(users, { cacheTtlMs: 1, now: () => (clock += 1000) })
-  const fast = new Bench({ time: quick ? 80 : 500, warmupTime: 50, iterations: 10 })
+  const fast = new Bench({ time: quick ? 80 : 300, warmupTime: 50, iterations: 10 })
   fast.add('cached', () => {
     for (let i = 0; i < 200; i++) keep(cached.authenticate(AUTHORIZATION).username === USER)
   })
