@@ -1,7 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
-import { listen } from './listen.js'
+import { listen } from './http/listen.js'
 
 export interface AdminOptions {
   /** Whether the gateway should get traffic: policies loaded, listening, not draining. */

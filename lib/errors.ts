@@ -3,9 +3,9 @@ import fastJson, { type ObjectSchema } from 'fast-json-stringify'
 /**
  * The one table of top-level error names. Status and message are the defaults;
  * `headerHasInvalidValue` is answered as 406 or 415 depending on the header.
- * Names follow the service's spec (payments-v6.md, "Top-level errors"); the
- * gateway's own (`accessDenied`, `methodIsNotAllowed`, `bodyIsTooLarge`,
- * `requestIsMalformed`, `headersAreTooLarge`, `requestTimedOut`) come from CONTRACT.md.
+ * Names follow the payments v6 service's own error list; the gateway's own
+ * (`accessDenied`, `methodIsNotAllowed`, `bodyIsTooLarge`, `requestIsMalformed`,
+ * `headersAreTooLarge`, `requestTimedOut`) are listed in docs/checks.md.
  */
 export const ERRORS = {
   accessDenied: {
@@ -92,6 +92,12 @@ export interface Rejection {
   readonly body: ErrorBody
   /** Extra response headers, e.g. `WWW-Authenticate` or `Allow`. */
   readonly headers?: Readonly<Record<string, string>>
+  /**
+   * Close the connection after answering: the request's body was not read
+   * (or not to its end), so the rest of it must not be read as the next
+   * request on a keep-alive connection.
+   */
+  readonly close?: boolean
 }
 
 export interface RejectOptions {
@@ -100,6 +106,7 @@ export interface RejectOptions {
   headerName?: string
   validationErrors?: FieldError[]
   headers?: Readonly<Record<string, string>>
+  close?: boolean
 }
 
 export function isErrorName(name: string): name is ErrorName {
@@ -111,8 +118,13 @@ export function reject(errorName: ErrorName, options: RejectOptions = {}): Rejec
   const body: ErrorBody = { errorName, message: options.message ?? entry.message }
   if (options.headerName !== undefined) body.headerName = options.headerName
   if (options.validationErrors !== undefined) body.validationErrors = options.validationErrors
-  const rejection: Rejection = { ok: false, status: options.status ?? entry.status, body }
-  return options.headers === undefined ? rejection : { ...rejection, headers: options.headers }
+  const { headers, close } = options
+  return { ok: false, status: options.status ?? entry.status, body, ...(headers && { headers }), ...(close && { close }) }
+}
+
+/** The same refusal, answered with `Connection: close`. */
+export function closing(rejection: Rejection): Rejection {
+  return rejection.close === true ? rejection : { ...rejection, close: true }
 }
 
 export function fieldError(errorName: FieldErrorName, jsonPath: string, message: string = FIELD_ERRORS[errorName]): FieldError {

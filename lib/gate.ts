@@ -1,98 +1,96 @@
-import { reject, schemaRejection, type Rejection } from './errors.js'
-import { ACCESS_DENIED, checkEntityAccess, type Authenticator, type Principal } from './checks/auth.js'
-import { checkSize, parseBody } from './checks/body.js'
-import { buildAcceptCheck, buildContentTypeCheck, mediaTypes, type Headers, type MediaTypes } from './checks/headers.js'
-import { applyPolicy } from './checks/policy.js'
-import { buildRouter, normalizeBasePath } from './checks/route.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { ErrorRequestHandler, RequestHandler } from 'express'
+import type { FastifyPluginCallback } from 'fastify'
+import type { Authenticator } from './checks/auth.js'
+import { buildChecks, type Checks } from './checks/index.js'
+import { loadCredentials } from './credentials.js'
+import { DEFAULTS } from './defaults.js'
+import type { ErrorName, RejectOptions } from './errors.js'
+import { sendError } from './http/answer.js'
 import type { PolicySource } from './policy/policy.js'
-import { compileSchema, type CompiledSchema } from './schema/compile.js'
-import { OPERATIONS, REQUEST_SCHEMAS, type Operation, type PaymentRequest } from './schema/payment.js'
+import { watchPolicies, type ReloadOutcome } from './policy/store.js'
+import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
+import { fastifyPlugin, type FastifyGateOptions } from './surfaces/fastify.js'
+import { nodeHandler, type NodeNext } from './surfaces/node.js'
+import type { GateLogger } from './surfaces/shared.js'
 
-export const DEFAULT_VENDOR = 'example'
-export const DEFAULT_BODY_LIMIT = 65536
-
-export interface ChecksOptions {
-  /** The current policy of each merchant entity (checks 10 to 13). */
-  policies: PolicySource
-  /** Check 1. Without one, `authenticate` refuses everybody. */
-  authenticator?: Authenticator
+/**
+ * The options of `createGate`, the same as `payments-gate serve`'s (docs/cli.md).
+ * Every other options type of the library picks from this one.
+ */
+export interface GateOptions {
+  /** A folder of `<entity>.json` policy files, loaded and then watched; or your own source of policies. Default `./policies`. */
+  policies?: string | PolicySource
+  /** A credentials file (`{"users": [...]}` with hashes from `payments-gate hash-password`); or your own authenticator. */
+  credentials: string | Authenticator
   /** The `<vendor>` in the media types. Default `example`. */
   vendor?: string
   /** Prefix in front of `/payments/...`. Default empty. */
   basePath?: string
   /** Largest body read, in bytes. Default 65536. */
   bodyLimit?: number
+  /** A pino logger for policy reloads, refused policy files and internal errors. Default: silent. */
+  logger?: GateLogger
+  /** Called after every reload of a watched policy folder (the gateway counts them in its metrics). */
+  onPolicyReload?: (outcome: ReloadOutcome) => void
 }
 
-/** A request that passed every check: the document to forward, already rewritten. */
-export interface Accepted {
-  readonly ok: true
-  readonly operation: Operation
-  readonly entity: string
-  readonly document: PaymentRequest
+/** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
+export interface Gate {
+  /** The checks themselves, for callers that hold a whole request (e.g. a queue consumer). */
+  readonly checks: Checks
+  /** The policies in force: the watched folder's, or the source given. */
+  readonly policies: PolicySource
+  /**
+   * A `node:http` request handler: refusals are answered; every other request
+   * goes to `next`, with the passed request (document, operation, entity,
+   * principal) for the two operations, or `undefined` for any other path.
+   */
+  handler(next: NodeNext): (req: IncomingMessage, res: ServerResponse) => void
+  /**
+   * Connect/Express middleware, mounted before any body parser. On a request
+   * that passed, `req.body` is the validated, rewritten document and
+   * `req.paymentsGate` holds `{ operation, entity, principal }`.
+   */
+  express(): RequestHandler
+  /** Express error-handling middleware, mounted last: thrown errors become the standard 500 body. */
+  expressErrorHandler(): ErrorRequestHandler
+  /**
+   * The Fastify plugin: `app.register(gate.fastify)`. On a request that passed,
+   * `request.body` is the validated, rewritten document and
+   * `request.paymentsGate` holds `{ operation, entity, principal }`.
+   */
+  readonly fastify: FastifyPluginCallback<FastifyGateOptions>
+  /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
+  errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
+  /** Stops watching the policy folder and releases what the gate holds. */
+  close(): Promise<void>
 }
-
-export type Verdict = Accepted | Rejection
 
 /**
- * Every check of CONTRACT.md, built once from options, pure: the proxy, the
- * middleware adapters and the `validate` command all run these, in this order.
+ * The one place that wires payments-gate: loads the credentials and the
+ * policies (and watches them), builds the checks once, and offers them as
+ * handler, middleware and plugin. The proxy (`createGateway`), the `serve`
+ * command, its workers, the benchmarks and the tests all build through here.
  */
-export interface Checks {
-  readonly mediaTypes: MediaTypes
-  readonly bodyLimit: number
-  /** The operation a request addresses, a 405, or undefined for a path that is not ours. */
-  route(method: string | undefined, url: string | undefined): Operation | Rejection | undefined
-  /** Check 1. */
-  authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection>
-  /** Checks 2 to 4, and 5 on a declared `Content-Length`: everything decided before the body is read. */
-  checkHead(headers: Headers): Rejection | undefined
-  /** Checks 5 to 13 on the body's bytes, then the rewrites. Without a principal, check 9 is skipped. */
-  checkBody(operation: Operation, body: Uint8Array, principal?: Principal): Verdict
-  /** Checks 2 to 13 in one call, for callers that hold the whole request. */
-  check(operation: Operation, headers: Headers, body: Uint8Array, principal?: Principal): Verdict
-}
-
-export function buildChecks(options: ChecksOptions): Checks {
-  const types = mediaTypes(options.vendor ?? DEFAULT_VENDOR)
-  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT
-  const { policies, authenticator } = options
-  const route = buildRouter(normalizeBasePath(options.basePath ?? ''))
-  const contentType = buildContentTypeCheck(types)
-  const accept = buildAcceptCheck(types)
-  const schemas = new Map<Operation, CompiledSchema<PaymentRequest>>()
-  for (const operation of OPERATIONS) schemas.set(operation, compileSchema<PaymentRequest>(REQUEST_SCHEMAS[operation]))
-
-  function checkHead(headers: Headers): Rejection | undefined {
-    const refused = contentType(headers) ?? accept(headers)
-    if (refused !== undefined) return refused
-    const declared = headers['content-length']
-    return declared === undefined ? undefined : checkSize(Number(declared), bodyLimit)
-  }
-
-  function checkBody(operation: Operation, body: Uint8Array, principal?: Principal): Verdict {
-    const parsed = parseBody(body, bodyLimit)
-    if (!parsed.ok) return parsed
-    const document = parsed.value
-    const schema = schemas.get(operation) as CompiledSchema<PaymentRequest>
-    if (!schema.check(document)) return schemaRejection(schema.errors(document))
-    const entity = document.merchant.entity
-    if (principal !== undefined) {
-      const denied = checkEntityAccess(principal, entity)
-      if (denied !== undefined) return denied
-    }
-    const policy = policies.get(entity)
-    if (policy === undefined) return reject('entityIsNotConfigured')
-    return applyPolicy(document, policy) ?? { ok: true, operation, entity, document }
-  }
-
+export async function createGate(options: GateOptions): Promise<Gate> {
+  const { logger } = options
+  const authenticator = typeof options.credentials === 'string' ? await loadCredentials(options.credentials) : options.credentials
+  const source = options.policies ?? DEFAULTS.policies
+  const store = typeof source === 'string' ? await watchPolicies(source, { logger, onReload: options.onPolicyReload }) : undefined
+  const policies = store ?? (source as PolicySource)
+  const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit })
+  const express = expressMiddleware(checks, logger)
   return {
-    mediaTypes: types,
-    bodyLimit,
-    route,
-    authenticate: (authorization) => (authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization)),
-    checkHead,
-    checkBody,
-    check: (operation, headers, body, principal) => checkHead(headers) ?? checkBody(operation, body, principal),
+    checks,
+    policies,
+    handler: (next) => nodeHandler(checks, next, logger),
+    express: () => express,
+    expressErrorHandler: () => expressErrorHandler(logger),
+    fastify: fastifyPlugin(checks, logger),
+    errors: sendError,
+    async close() {
+      store?.close()
+    },
   }
 }

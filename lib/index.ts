@@ -2,13 +2,14 @@
  * The public API of payments-gate as a library. Everything here is the same
  * code the proxy runs: one set of checks, one error table, one serializer.
  */
-export { createGate, type Gate, type GateOptions } from './create-gate.js'
-export type { GateContext, GateLogger } from './adapters/context.js'
-export type { NodeNext } from './adapters/node.js'
-export type { FastifyGateOptions } from './adapters/fastify.js'
-export { buildChecks, DEFAULT_BODY_LIMIT, DEFAULT_VENDOR, type Accepted, type Checks, type ChecksOptions, type Verdict } from './gate.js'
-export type { Passed } from './screen.js'
-export { sendError, sendRejection } from './respond.js'
+export { createGate, type Gate, type GateOptions } from './gate.js'
+export { createGateway, type Gateway, type GatewayOptions } from './surfaces/proxy/server.js'
+export { DEFAULTS, mediaTypes, type MediaTypes } from './defaults.js'
+export type { GateContext, GateLogger } from './surfaces/shared.js'
+export type { NodeNext } from './surfaces/node.js'
+export type { FastifyGateOptions } from './surfaces/fastify.js'
+export { buildChecks, type Checks, type ChecksOptions, type Passed, type Verdict } from './checks/index.js'
+export { answerOf, sendError, sendRejection, writeAnswer, type Answer } from './http/answer.js'
 export {
   ERRORS,
   FIELD_ERRORS,
@@ -29,3 +30,5 @@ export { compilePolicy, staticPolicies, type Policy, type PolicyFile, type Polic
 export { watchPolicies, type PolicyStore, type WatchPoliciesOptions } from './policy/store.js'
 export type { Operation, PaymentRequest, RecurringRequest, SaleRequest } from './schema/payment.js'
 export { buildOpenApi, type OpenApiOptions } from './openapi.js'
+export { createLogger, type Logger } from './log.js'
+export { createMetrics, type Metrics } from './metrics.js'

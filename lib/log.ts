@@ -1,20 +1,7 @@
 import pino, { type DestinationStream, type Logger } from 'pino'
-import { maskPan } from './luhn.js'
+import { maskCardNumbers } from './card-mask.js'
 
 export type { Logger } from 'pino'
-
-/**
- * A run of 12 to 19 digits, optionally split by single spaces or hyphens (the
- * ways card numbers are written), not part of a longer run. Every such run is
- * masked whether or not it passes Luhn: masking a number that was not a card
- * costs nothing, letting a card through costs a PCI finding.
- */
-const CARD_LIKE = /(?<![0-9])[0-9](?:[ -]?[0-9]){11,18}(?![0-9])/g
-
-/** Masks every card-like digit run of a text to its first six and last four digits. */
-export function maskCardNumbers(text: string): string {
-  return text.replace(CARD_LIKE, (run) => maskPan(run.replace(/[ -]/g, '')))
-}
 
 let second = Number.NaN
 let secondText = ''

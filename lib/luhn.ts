@@ -19,12 +19,3 @@ export function luhnValid(digits: string): boolean {
   }
   return sum % 10 === 0
 }
-
-/**
- * A card number as it may be shown: at most its first six and last four
- * digits (PCI DSS display rule), the rest masked.
- */
-export function maskPan(pan: string): string {
-  if (pan.length <= 10) return '*'.repeat(pan.length)
-  return pan.slice(0, 6) + '*'.repeat(pan.length - 10) + pan.slice(-4)
-}

@@ -1,5 +1,5 @@
 /**
- * The statement narrative's formatting rules (CONTRACT.md, "Rewrites"): a
+ * The statement narrative's formatting rules (docs/checks.md, rewrites): a
  * character outside letters A-Z a-z, digits, space, hyphen, full stop and
  * comma becomes a space. A character is a Unicode code point, so an emoji
  * (two UTF-16 units) becomes one space.

@@ -1,8 +1,8 @@
 import { WWW_AUTHENTICATE } from './checks/auth.js'
-import { mediaTypes } from './checks/headers.js'
+
 import { normalizeBasePath } from './checks/route.js'
 import { ERROR_CONTENT_TYPE, errorBodySchema, reject, type ErrorName } from './errors.js'
-import { DEFAULT_VENDOR } from './gate.js'
+import { DEFAULTS, mediaTypes } from './defaults.js'
 import { OPERATION_PATHS, OPERATIONS, RecurringRequest, SaleRequest, type Operation } from './schema/payment.js'
 
 export interface OpenApiOptions {
@@ -21,7 +21,7 @@ const OPERATION_DOCS: Readonly<Record<Operation, { operationId: string; schema: 
 
 /**
  * Every answer the gateway itself gives on the two paths, by status, in the
- * order of CONTRACT.md's check table. `headerHasInvalidValue` is the one name
+ * order of the check table in docs/checks.md. `headerHasInvalidValue` is the one name
  * with two statuses.
  */
 const ERROR_RESPONSES: readonly (readonly [status: number, names: readonly ErrorName[], why: string])[] = [
@@ -92,7 +92,7 @@ function errorResponse(status: number, names: readonly ErrorName[], why: string)
  * open as any 2XX with the v6 HAL media type.
  */
 export function buildOpenApi(options: OpenApiOptions = {}): Json {
-  const types = mediaTypes(options.vendor ?? DEFAULT_VENDOR)
+  const types = mediaTypes(options.vendor ?? DEFAULTS.vendor)
   const base = normalizeBasePath(options.basePath ?? '')
   const responses: Json = {
     '2XX': {

@@ -1,85 +1,92 @@
-import t from 'tap'
-import { ACCESS_DENIED, type Principal } from '../lib/checks/auth.js'
-import { reject } from '../lib/errors.js'
-import { buildChecks, DEFAULT_BODY_LIMIT } from '../lib/gate.js'
-import { bytes, saleBody } from './helpers/bodies.js'
-import { policies } from './helpers/policies.js'
+import t, { type Test } from 'tap'
+import { Agent } from 'node:http'
+import { createGate, type Gate } from '../lib/gate.js'
+import { serializeError } from '../lib/errors.js'
+import { CASES, GATE_OPTIONS, POLICIES_DIR, writeCredentials } from './helpers/cases.js'
+import { expressEmbedding, fastifyEmbedding, nodeEmbedding, proxyEmbedding, send, type Embedding, type Answer, type Echo } from './helpers/embeddings.js'
 
-const headers = { 'content-type': 'application/vnd.example.payments-v6+json' }
-const shop: Principal = { username: 'shop-1', entities: new Set(['default']) }
+/** The answer's parts that must not differ between embeddings (Express adds X-Powered-By, Fastify its own headers). */
+function comparable(answer: Answer) {
+  const { headers } = answer
+  return {
+    status: answer.status,
+    contentType: headers['content-type'],
+    contentLength: headers['content-length'],
+    wwwAuthenticate: headers['www-authenticate'],
+    allow: headers.allow,
+    connection: headers.connection,
+    body: answer.body.toString('latin1'),
+  }
+}
 
-t.test('defaults: vendor example, body limit 65536, no base path', async (t) => {
-  const checks = buildChecks({ policies: policies() })
-  t.equal(checks.bodyLimit, DEFAULT_BODY_LIMIT)
-  t.equal(checks.mediaTypes.request, 'application/vnd.example.payments-v6+json')
-  t.equal(checks.route('POST', '/payments/sales/migrateCardOnFile'), 'sale')
-})
-
-t.test('options: vendor, base path, body limit', async (t) => {
-  const checks = buildChecks({ policies: policies(), vendor: 'acme', basePath: '/v6/', bodyLimit: 10 })
-  t.equal(checks.route('POST', '/v6/payments/authorizations/migrateRecurring'), 'recurring')
-  t.match(checks.checkHead({ 'content-type': 'application/vnd.example.payments-v6+json' }), { status: 415 })
-  t.equal(checks.checkHead({ 'content-type': 'application/vnd.acme.payments-v6+json' }), undefined)
-  t.match(checks.checkBody('sale', bytes(saleBody())), { status: 413, body: { errorName: 'bodyIsTooLarge' } })
-})
-
-t.test('without an authenticator nobody gets in', async (t) => {
-  const checks = buildChecks({ policies: policies() })
-  t.equal(checks.authenticate('Basic c2hvcDpwdw=='), ACCESS_DENIED)
-  t.equal(ACCESS_DENIED.headers?.['WWW-Authenticate'], 'Basic realm="payments", charset="UTF-8"')
-})
-
-t.test('authentication is the authenticator\'s answer', async (t) => {
-  const seen: (string | undefined)[] = []
-  const checks = buildChecks({
-    policies: policies(),
-    authenticator: { authenticate: (header) => (seen.push(header), header === 'Basic ok' ? shop : ACCESS_DENIED) },
+/** One gate on the repository's policies, mounted in all four ways, each on its own loopback port. */
+async function everyEmbedding(t: Test): Promise<{ gate: Gate; embeddings: Embedding[]; agent: Agent }> {
+  const dir = t.testdir()
+  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
+  t.teardown(() => gate.close())
+  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate), await proxyEmbedding(gate)]
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(async () => {
+    agent.destroy()
+    for (const embedding of embeddings) await embedding.close()
   })
-  t.equal(checks.authenticate('Basic ok'), shop)
-  t.equal(checks.authenticate(undefined), ACCESS_DENIED)
-  t.strictSame(seen, ['Basic ok', undefined])
+  return { gate, embeddings, agent }
+}
+
+t.test('the shared table gives the same answers from the node handler, Express, Fastify and the proxy', async (t) => {
+  const { gate, embeddings, agent } = await everyEmbedding(t)
+
+  for (const c of CASES) {
+    await t.test(c.name, async (t) => {
+      const answers: Answer[] = []
+      for (const embedding of embeddings) {
+        const answer = await send(embedding.port, c, agent)
+        answers.push(answer)
+        t.equal(answer.status, c.status, `${embedding.name}: status`)
+        for (const [name, value] of Object.entries(c.responseHeaders ?? {})) t.equal(answer.headers[name], value, `${embedding.name}: ${name}`)
+        if (c.errorName !== undefined) {
+          t.equal(answer.headers['content-type'], 'application/json', `${embedding.name}: content-type`)
+          t.equal(JSON.parse(answer.body.toString()).errorName, c.errorName, `${embedding.name}: errorName`)
+          if (c.rejection !== undefined) t.equal(answer.body.toString(), serializeError(c.rejection.body), `${embedding.name}: the serializer's bytes`)
+        } else if (c.status === 201) {
+          const echo = JSON.parse(answer.body.toString()) as Echo
+          t.equal(echo.username, 'shop-1', `${embedding.name}: principal`)
+          t.equal(echo.entity, (echo.document as { merchant: { entity: string } }).merchant.entity, `${embedding.name}: entity`)
+        } else {
+          t.equal(answer.body.toString(), 'other', `${embedding.name}: untouched`)
+        }
+      }
+      if (c.errorName !== undefined) {
+        const [first, ...rest] = answers.map(comparable)
+        for (const [i, other] of rest.entries()) t.same(other, first, `${embeddings[i + 1]!.name} answers byte for byte as node`)
+      }
+    })
+  }
 })
 
-t.test('checkHead refuses a declared Content-Length over the limit before the body is read', async (t) => {
-  const checks = buildChecks({ policies: policies(), bodyLimit: 100 })
-  t.match(checks.checkHead({ ...headers, 'content-length': '101' }), { status: 413, body: { errorName: 'bodyIsTooLarge' } })
-  t.equal(checks.checkHead({ ...headers, 'content-length': '100' }), undefined)
+t.test('the application receives the rewritten document', async (t) => {
+  const { gate, embeddings, agent } = await everyEmbedding(t)
+  const clean = CASES[0]!
+  const expected = gate.checks.checkBody('sale', Buffer.from(clean.body as string))
+  t.ok(expected.ok)
+  for (const embedding of embeddings) {
+    const echo = JSON.parse((await send(embedding.port, clean, agent)).body.toString()) as Echo
+    t.same(echo.document, expected.ok && expected.document, `${embedding.name}: the document the checks produced`)
+    const { merchant, instruction } = echo.document as { merchant: { mcc: string }; instruction: { narrative: { line1: string } } }
+    t.equal(merchant.mcc, '5734', `${embedding.name}: mcc filled in from the policy`)
+    t.equal(instruction.narrative.line1, 'Mind Palace Ltd   Caf   ', `${embedding.name}: line1 replaced and truncated`)
+    t.same([echo.operation, echo.entity, echo.username], ['sale', 'default', 'shop-1'])
+  }
 })
 
-t.test('the checks run in the contract\'s order: headers, then the body', async (t) => {
-  const checks = buildChecks({ policies: policies() })
-  t.match(checks.check('sale', {}, Buffer.from('not json')), { status: 400, body: { errorName: 'headerIsMissing' } })
-  t.match(checks.check('sale', { 'content-type': 'text/plain' }, Buffer.from('')), { status: 415 })
-  t.match(checks.check('sale', { ...headers, accept: 'text/html' }, Buffer.from('')), { status: 406 })
-  t.match(checks.check('sale', headers, Buffer.from('')), { status: 400, body: { errorName: 'bodyIsEmpty' } })
-})
-
-t.test('a clean body comes back rewritten, with its operation and entity', async (t) => {
-  const checks = buildChecks({ policies: policies() })
-  const body = saleBody()
-  body.instruction.narrative.line1 = 'Mind Palace — Baker Street London'
-  body.instruction.narrative.line2 = 'order #12'
-  const verdict = checks.check('sale', headers, bytes(body), shop)
-  t.equal(verdict.ok, true)
-  if (!verdict.ok) return
-  t.equal(verdict.operation, 'sale')
-  t.equal(verdict.entity, 'default')
-  t.equal(verdict.document.instruction.narrative.line1, 'Mind Palace   Baker Stre')
-  t.equal(verdict.document.instruction.narrative.line2, 'order  12')
-  t.equal(verdict.document.merchant.mcc, '5734')
-})
-
-t.test('check 9 runs after the schema and before the policy', async (t) => {
-  const checks = buildChecks({ policies: policies() })
-  const other: Principal = { username: 'shop-2', entities: new Set(['elsewhere']) }
-  t.equal(checks.checkBody('sale', bytes(saleBody()), other), ACCESS_DENIED)
-  t.match(checks.checkBody('sale', Buffer.from('{}'), other), { status: 400, body: { errorName: 'bodyDoesNotMatchSchema' } })
-  const unknown = saleBody()
-  unknown.merchant.entity = 'elsewhere'
-  t.match(checks.checkBody('sale', bytes(unknown), other), { status: 400, body: { errorName: 'entityIsNotConfigured' } })
-  t.match(checks.checkBody('sale', bytes(unknown)), { status: 400, body: { errorName: 'entityIsNotConfigured' } }, 'no principal: check 9 skipped')
-})
-
-t.test('an error built by reject has the table\'s status', async (t) => {
-  t.equal(reject('entityIsNotConfigured').status, 400)
+t.test('own policy source and authenticator; close is a no-op without a watched folder', async (t) => {
+  const gate: Gate = await createGate({
+    policies: new Map(),
+    credentials: { authenticate: () => ({ username: 'u', entities: new Set(['default']) }) },
+  })
+  const verdict = gate.checks.checkBody('recurring', Buffer.from(JSON.stringify({})))
+  t.equal(verdict.ok, false)
+  t.equal(gate.checks.bodyLimit, 65536)
+  t.equal(gate.checks.mediaTypes.request, 'application/vnd.example.payments-v6+json')
+  gate.close()
 })

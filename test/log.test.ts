@@ -1,15 +1,6 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { createLogger, isoTime, maskCardNumbers } from '../lib/log.js'
-
-t.test('maskCardNumbers keeps at most the first six and last four digits of any 12-19 digit run', async (t) => {
-  t.equal(maskCardNumbers('pan 4444333322221111 end'), 'pan 444433******1111 end')
-  t.equal(maskCardNumbers('/p?card=4444-3333-2222-1111'), '/p?card=444433******1111')
-  t.equal(maskCardNumbers('4444 3333 2222 1111'), '444433******1111')
-  t.equal(maskCardNumbers('a 12345678901 b'), 'a 12345678901 b', 'eleven digits are not a card number')
-  t.equal(maskCardNumbers('12345678901234567890'), '12345678901234567890', 'twenty digits are not one either')
-  t.equal(maskCardNumbers('123456789012'), '123456**9012')
-})
+import { createLogger, isoTime } from '../lib/log.js'
 
 t.test('every line the logger writes is masked, wherever the number sits, and has no epoch timestamp', async (t) => {
   const lines: string[] = []

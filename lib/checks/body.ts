@@ -64,7 +64,7 @@ function depth(bytes: Uint8Array): number {
   return deepest
 }
 
-/** Row 5, on a declared or a counted size. */
+/** Check 5 (docs/checks.md), on a declared or a counted size. */
 export function checkSize(size: number, limit: number): Rejection | undefined {
   return size > limit ? reject('bodyIsTooLarge', { message: `The request body must not be larger than ${limit} bytes.` }) : undefined
 }
@@ -72,7 +72,7 @@ export function checkSize(size: number, limit: number): Rejection | undefined {
 export type Parsed = { readonly ok: true; readonly value: unknown } | Rejection
 
 /**
- * Rows 5 to 7: size, emptiness, UTF-8 and JSON, parsing once. A body that is
+ * Checks 5 to 7 (docs/checks.md): size, emptiness, UTF-8 and JSON, parsing once. A body that is
  * not UTF-8 is refused rather than decoded with replacement characters. The
  * parser's message is never passed on: V8 quotes the body in it, and the body
  * may hold a card number.

@@ -1,3 +1,4 @@
+import type { MediaTypes } from '../defaults.js'
 import { reject, type Rejection } from '../errors.js'
 
 /** Request headers as Node gives them: lower-case names. */
@@ -31,20 +32,6 @@ function parseMediaType(value: string): MediaType | undefined {
 
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
-}
-
-export interface MediaTypes {
-  /** `application/vnd.<vendor>.payments-v6+json` */
-  readonly request: string
-  /** `application/vnd.<vendor>.payments-v6.hal+json` */
-  readonly response: string
-}
-
-export function mediaTypes(vendor: string): MediaTypes {
-  return {
-    request: `application/vnd.${vendor}.payments-v6+json`,
-    response: `application/vnd.${vendor}.payments-v6.hal+json`,
-  }
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { CredentialStore, hashPassword } from '../credentials.js'
-import { DEFAULT_BODY_LIMIT, DEFAULT_VENDOR } from '../gate.js'
+import { DEFAULTS, mediaTypes } from '../defaults.js'
 import { loadPolicyDir } from '../policy/load.js'
 import { startDemoBackend, type DemoBackend } from '../demo/backend.js'
 import { OPERATION_PATHS } from '../schema/payment.js'
@@ -16,6 +16,8 @@ export const DEMO_USER = 'demo'
  * printed groups so that no whole card number sits in library code.
  */
 export const DEMO_PAN = '4444 3333 2222 1111'.replaceAll(' ', '')
+
+const DEMO_MEDIA_TYPES = mediaTypes(DEFAULTS.vendor)
 
 /** A request the demo prints as a `curl` line. */
 export interface Example {
@@ -49,8 +51,8 @@ function example(base: string, password: string, cardNumber: string): Example {
     url: `${base}${OPERATION_PATHS.sale}`,
     headers: {
       Authorization: `Basic ${Buffer.from(`${DEMO_USER}:${password}`).toString('base64')}`,
-      'Content-Type': `application/vnd.${DEFAULT_VENDOR}.payments-v6+json`,
-      Accept: `application/vnd.${DEFAULT_VENDOR}.payments-v6.hal+json`,
+      'Content-Type': DEMO_MEDIA_TYPES.request,
+      Accept: DEMO_MEDIA_TYPES.response,
     },
     body: JSON.stringify(body),
   }
@@ -71,11 +73,11 @@ export function curlLine({ url, headers, body }: Example): string {
 export async function startDemo(args: string[], io: Io): Promise<Demo> {
   const { values } = parseArgs({
     args,
-    options: { listen: { type: 'string', default: '8080' }, policies: { type: 'string', default: './policies' } },
+    options: { listen: { type: 'string', default: String(DEFAULTS.port) }, policies: { type: 'string', default: DEFAULTS.policies } },
   })
   const given = parseAddress('listen', values.listen)
   // The demo prints a working password: it listens on loopback unless told otherwise.
-  const listen = { host: given.host ?? '127.0.0.1', port: given.port }
+  const listen = { host: given.host ?? DEFAULTS.demoHost, port: given.port }
   const { policies } = await loadPolicyDir(values.policies)
   const password = randomBytes(12).toString('base64url')
   const credentials = new CredentialStore([{ username: DEMO_USER, password: await hashPassword(password), entities: [...policies.keys()] }])
@@ -88,10 +90,10 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
         target: new URL(backend.url),
         policies: values.policies,
         credentials,
-        vendor: DEFAULT_VENDOR,
-        basePath: '',
-        bodyLimit: DEFAULT_BODY_LIMIT,
-        timeout: 30000,
+        vendor: DEFAULTS.vendor,
+        basePath: DEFAULTS.basePath,
+        bodyLimit: DEFAULTS.bodyLimit,
+        timeout: DEFAULTS.timeout,
         admin: undefined,
       },
       io,

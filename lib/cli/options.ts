@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
-import { DEFAULT_BODY_LIMIT, DEFAULT_VENDOR } from '../gate.js'
+import { DEFAULTS } from '../defaults.js'
+import type { GateOptions } from '../gate.js'
 import { UsageError } from './io.js'
 import { parseByteCount } from './numbers.js'
 
@@ -9,15 +10,12 @@ export interface Address {
   readonly port: number
 }
 
-/** `payments-gate serve` as configured by flags and `PAYMENTS_GATE_*` variables (CONTRACT.md). */
-export interface ServeOptions {
+/** `payments-gate serve` as configured by flags and `PAYMENTS_GATE_*` variables (docs/cli.md): the gate's options and the proxy's. */
+export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'basePath' | 'bodyLimit'>> {
   readonly listen: Address
   readonly target: URL
   readonly policies: string
   readonly credentials: string
-  readonly vendor: string
-  readonly basePath: string
-  readonly bodyLimit: number
   readonly timeout: number
   readonly admin: Address | undefined
   /** Processes serving the port; 1 runs the gateway in this process. */
@@ -76,19 +74,19 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
   const credentials = value('credentials')
   if (credentials === undefined) throw new UsageError(`--credentials is required (usage: ${usage})`)
   const admin = value('admin')
-  const vendor = value('vendor') ?? DEFAULT_VENDOR
+  const vendor = value('vendor') ?? DEFAULTS.vendor
   // The vendor goes into a media type: RFC 6838 restricted-name characters only.
   if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(vendor)) throw new UsageError(`--vendor must be a media type name, got "${vendor}"`)
-  const timeout = number('timeout', 30000)
+  const timeout = number('timeout', DEFAULTS.timeout)
   if (timeout < 1) throw new UsageError('--timeout must be at least 1 ms')
   return {
-    listen: parseAddress('listen', value('listen') ?? '8080'),
+    listen: parseAddress('listen', value('listen') ?? String(DEFAULTS.port)),
     target: parseTarget(value('target')),
-    policies: value('policies') ?? './policies',
+    policies: value('policies') ?? DEFAULTS.policies,
     credentials,
     vendor,
-    basePath: value('base-path') ?? '',
-    bodyLimit: number('body-limit', DEFAULT_BODY_LIMIT),
+    basePath: value('base-path') ?? DEFAULTS.basePath,
+    bodyLimit: number('body-limit', DEFAULTS.bodyLimit),
     timeout,
     admin: admin === undefined ? undefined : parseAddress('admin', admin),
     workers: parseWorkers(value('workers') ?? '1'),

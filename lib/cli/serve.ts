@@ -3,12 +3,10 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
-import { loadCredentials } from '../credentials.js'
-import { buildChecks } from '../gate.js'
+import { createGate, type Gate } from '../gate.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
-import { watchPolicies, type PolicyStore } from '../policy/store.js'
-import { createGateway, type Gateway } from '../proxy/server.js'
+import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
 import { EXIT_OK, UsageError, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 import { stopSignal } from './signals.js'
@@ -25,16 +23,16 @@ export interface Serving {
   readonly gateway: Gateway
   readonly address: AddressInfo
   readonly admin: AddressInfo | undefined
-  readonly policies: PolicyStore
+  readonly gate: Gate
   readonly logger: Logger
   readonly metrics: Metrics
-  /** Drains the gateway, then closes the admin listener and the policy watch. */
+  /** Drains the gateway, then closes the gate and the admin listener. */
   stop(): Promise<void>
 }
 
 /**
  * Starts one gateway: admin listener first (so `/readyz` answers "not yet"
- * while policies load), policies, credentials, then the port. A bad file or a
+ * while policies load), then the gate (policies, credentials, checks), then the port. A bad file or a
  * port in use throws before anything listens on the gateway's port.
  */
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
@@ -50,31 +48,29 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     admin = listener
   }
   try {
-    const policies = await watchPolicies(setup.policies, { logger, onReload: (outcome) => metrics.policyReload(outcome.ok) })
+    const gate = await createGate({ ...setup, logger, onPolicyReload: (outcome) => metrics.policyReload(outcome.ok) })
     try {
-      const authenticator = typeof setup.credentials === 'string' ? await loadCredentials(setup.credentials) : setup.credentials
-      const checks = buildChecks({ policies, authenticator, vendor: setup.vendor, basePath: setup.basePath, bodyLimit: setup.bodyLimit })
-      const started = createGateway({ checks, target: setup.target, timeout: setup.timeout, logger, metrics })
+      const started = createGateway({ gate, target: setup.target, timeout: setup.timeout, logger, metrics })
       const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
       gateway = started
-      logger.info({ listen: address, target: setup.target.href, entities: policies.entities }, 'gateway listening')
+      logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
       return {
         gateway: started,
         address,
         admin: adminAddress,
-        policies,
+        gate,
         logger,
         metrics,
         async stop() {
           logger.info('draining')
           await started.drain(setup.graceMs)
-          policies.close()
+          await gate.close()
           await admin?.close()
           logger.info('stopped')
         },
       }
     } catch (error) {
-      policies.close()
+      await gate.close()
       throw error
     }
   } catch (error) {

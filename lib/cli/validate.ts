@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { serializeError } from '../errors.js'
-import { buildChecks } from '../gate.js'
+import { buildChecks } from '../checks/index.js'
+import { DEFAULTS } from '../defaults.js'
 import { loadPolicyDir } from '../policy/load.js'
 import { OPERATIONS, type Operation } from '../schema/payment.js'
 import { EXIT_NO, EXIT_OK, UsageError, readAll, type Command } from './io.js'
@@ -20,7 +21,7 @@ export const run: Command = async (args, io) => {
     allowPositionals: true,
     options: {
       operation: { type: 'string' },
-      policies: { type: 'string', default: './policies' },
+      policies: { type: 'string', default: DEFAULTS.policies },
       'body-limit': { type: 'string' },
     },
   })

@@ -1,9 +1,8 @@
 import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
-import { loadCredentials } from '../credentials.js'
+import { createGate } from '../gate.js'
 import { createLogger } from '../log.js'
-import { watchPolicies } from '../policy/store.js'
 import { EXIT_OK, EXIT_USAGE, UsageError, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 
@@ -19,8 +18,7 @@ export const WORKER_READY = 'payments-gate:ready'
  * them all before exiting.
  */
 export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
-  ;(await watchPolicies(options.policies)).close()
-  await loadCredentials(options.credentials)
+  await (await createGate(options)).close()
   const logger = createLogger({ destination: io.stdout })
   const ready = new Set<number>()
   const workers = new Set<Worker>()

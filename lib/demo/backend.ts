@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
-import { maskCardNumbers } from '../log.js'
-import { listen } from '../listen.js'
+import { maskCardNumbers } from '../card-mask.js'
+import { listen } from '../http/listen.js'
 import { OPERATION_PATHS } from '../schema/payment.js'
 
 export interface DemoBackend {

@@ -1,7 +1,7 @@
 import { compileSchema } from '../schema/compile.js'
 import { Type, type Static } from '../schema/typebox.js'
 
-/** The file format of `policies/<entity>.json` (CONTRACT.md, "Files"). Unknown keys are refused. */
+/** The file format of `policies/<entity>.json` (docs/policies.md). Unknown keys are refused. */
 export const PolicyFile = Type.Object(
   {
     entity: Type.String({ minLength: 1 }),

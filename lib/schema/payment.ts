@@ -2,7 +2,7 @@ import { FormatRegistry, Type, type Static, type TSchema } from './typebox.js'
 import { luhnValid } from '../luhn.js'
 
 /**
- * The two request bodies of payments-v6.md, with the field rules of CONTRACT.md.
+ * The two request bodies of the payments v6 API, with the field rules of docs/checks.md.
  * These schemas are the single source of truth: the gateway compiles them, the
  * OpenAPI document is printed from them and the tests hand them to Ajv.
  *
@@ -16,7 +16,7 @@ import { luhnValid } from '../luhn.js'
 export const LUHN_FORMAT = 'luhn'
 FormatRegistry.Set(LUHN_FORMAT, luhnValid)
 
-/** Characters allowed in `transactionReference` (CONTRACT.md, "Field rules"). */
+/** Characters allowed in `transactionReference` (docs/checks.md, field rules). */
 export const TRANSACTION_REFERENCE_PATTERN = '^[A-Za-z0-9_/!@#$%()*=.:;?\\[\\]{}~+-]*$'
 /** A payment instrument type the gateway knows no inner fields of. */
 const OTHER_INSTRUMENT_TYPE_PATTERN = '^(?!card/(?:plain|token)$)'
@@ -184,7 +184,7 @@ export const REQUEST_SCHEMAS: Readonly<Record<Operation, TSchema>> = {
   recurring: RecurringRequest,
 }
 
-/** The operation's path below `{base}` (payments-v6.md, "Endpoints"). */
+/** The operation's path below `{base}` (docs/checks.md, routes). */
 export const OPERATION_PATHS: Readonly<Record<Operation, string>> = {
   sale: '/payments/sales/migrateCardOnFile',
   recurring: '/payments/authorizations/migrateRecurring',

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ACCESS_DENIED, WWW_AUTHENTICATE, checkEntityAccess, type Principal } from '../../lib/checks/auth.js'
 import { hashPassword, loadCredentials } from '../../lib/credentials.js'
-import { buildChecks } from '../../lib/gate.js'
+import { buildChecks } from '../../lib/checks/index.js'
 import { watchPolicies } from '../../lib/policy/store.js'
 import { saleRequest } from '../helpers/requests.js'
 

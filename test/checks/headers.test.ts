@@ -1,5 +1,6 @@
 import t from 'tap'
-import { buildAcceptCheck, buildContentTypeCheck, mediaTypes } from '../../lib/checks/headers.js'
+import { buildAcceptCheck, buildContentTypeCheck } from '../../lib/checks/headers.js'
+import { mediaTypes } from '../../lib/defaults.js'
 
 const types = mediaTypes('example')
 const contentType = buildContentTypeCheck(types)

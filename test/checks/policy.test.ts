@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildChecks, type Accepted, type Verdict } from '../../lib/gate.js'
+import { buildChecks, type Passed, type Verdict } from '../../lib/checks/index.js'
 import type { Rejection } from '../../lib/errors.js'
 import { watchPolicies } from '../../lib/policy/store.js'
 import type { SaleRequest } from '../../lib/schema/payment.js'
@@ -18,9 +18,9 @@ function refusal(verdict: Verdict): Rejection['body'] & { status: number } {
   return { status: verdict.status, ...verdict.body }
 }
 
-function accepted(verdict: Verdict): Accepted & { document: SaleRequest } {
+function accepted(verdict: Verdict): Passed & { document: SaleRequest } {
   if (!verdict.ok) throw new Error(`refused: ${verdict.body.errorName}`)
-  return verdict as Accepted & { document: SaleRequest }
+  return verdict as Passed & { document: SaleRequest }
 }
 
 const token = { type: 'card/token', href: 'https://tokens.example/t/1' }

@@ -5,7 +5,7 @@ import { scanLogsForCards, startGateway } from '../helpers/gateway.js'
 import { RECURRING_PATH, SALE_PATH, TEST_PAN, basic, recurringBody, saleBody } from '../helpers/payments.js'
 
 /** CONTRACT.md's check table, row by row, answered by the proxy with nothing forwarded. */
-const { url, backend } = await startGateway(t, { checks: { bodyLimit: 2048 } })
+const { url, backend } = await startGateway(t, { gate: { bodyLimit: 2048 } })
 
 function withBody(change: (body: Record<string, any>) => void): Record<string, any> {
   const body = saleBody()
@@ -103,7 +103,7 @@ for (const row of rows) {
 
 t.test('10 an entity the user may act for without a policy file', async (t) => {
   const started = await startGateway(t, {
-    checks: { authenticator: { authenticate: () => ({ username: 'ops', entities: new Set(['nowhere']) }) } },
+    gate: { credentials: { authenticate: () => ({ username: 'ops', entities: new Set(['nowhere']) }) } },
   })
   const reply = await send(started.url, { headers: paymentHeaders(), body: withBody((b) => (b.merchant.entity = 'nowhere')) })
   t.equal(reply.status, 400)

@@ -17,7 +17,7 @@ import { isErrorBody } from '../helpers/oracle.js'
 const noCrashes = watchCrashes(t)
 const dir = corpusDir()
 const files = readdirSync(dir).filter((name) => name.endsWith('.json')).sort()
-const { url, backend } = await startGateway(t, { checks: { bodyLimit: 1 << 20 } })
+const { url, backend } = await startGateway(t, { gate: { bodyLimit: 1 << 20 } })
 const post = keepAliveSender(t, url)
 const whiteSpaceOnly = /^[ \t\r\n]*$/
 

@@ -3,8 +3,8 @@ import { connect } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import express from 'express'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
-import type { Gate } from '../../lib/create-gate.js'
-import { createGateway } from '../../lib/proxy/server.js'
+import type { Gate } from '../../lib/gate.js'
+import { createGateway } from '../../lib/surfaces/proxy/server.js'
 import { startBackend } from './backend.js'
 import { captureLogger } from './gateway.js'
 import { OTHER_PATH, RECURRING_PATH, SALE_PATH, type Case } from './cases.js'
@@ -41,7 +41,7 @@ export async function nodeEmbedding(gate: Gate): Promise<Embedding> {
         res.end('other')
         return
       }
-      const echo: Echo = { document: passed.document, operation: passed.operation, entity: passed.entity, username: passed.principal.username }
+      const echo: Echo = { document: passed.document, operation: passed.operation, entity: passed.entity, username: passed.principal?.username as string }
       res.statusCode = 201
       res.setHeader('content-type', 'application/json')
       res.end(JSON.stringify(echo))
@@ -108,7 +108,7 @@ export async function proxyEmbedding(gate: Gate): Promise<Embedding> {
     res.writeHead(201, { 'content-type': 'application/json' })
     res.end(JSON.stringify(echo))
   })
-  const gateway = createGateway({ checks: gate.checks, target: backend.url, logger: captureLogger() })
+  const gateway = createGateway({ gate, target: backend.url, logger: captureLogger() })
   const { port } = await gateway.listen(0, '127.0.0.1')
   return {
     name: 'proxy',

@@ -1,7 +1,7 @@
 import { Agent, createServer, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
-import { createGate, type Gate, type GateOptions } from '../../lib/create-gate.js'
+import { createGate, type Gate, type GateOptions } from '../../lib/gate.js'
 import { GATE_OPTIONS, POLICIES_DIR, writeCredentials } from './cases.js'
 
 /** A gate on the sample policies and a real credentials file, closed when the test ends. */

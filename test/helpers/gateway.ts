@@ -1,12 +1,12 @@
 import { Writable } from 'node:stream'
 import type { Test } from 'tap'
 import { CredentialStore, hashPassword } from '../../lib/credentials.js'
-import { buildChecks, type ChecksOptions } from '../../lib/gate.js'
+import { createGate, type Gate, type GateOptions } from '../../lib/gate.js'
 import { createLogger, type Logger } from '../../lib/log.js'
 import { luhnValid } from '../../lib/luhn.js'
 import { createMetrics, type Metrics } from '../../lib/metrics.js'
 import { loadPolicyDir } from '../../lib/policy/load.js'
-import { createGateway, type Gateway, type GatewayOptions } from '../../lib/proxy/server.js'
+import { createGateway, type Gateway, type GatewayOptions } from '../../lib/surfaces/proxy/server.js'
 import { startBackend, type Answer, type Backend } from './backend.js'
 import { basic } from './payments.js'
 
@@ -52,6 +52,7 @@ export function testCredentials(): Promise<CredentialStore> {
 }
 
 export interface Started {
+  readonly gate: Gate
   readonly gateway: Gateway
   readonly backend: Backend
   readonly url: string
@@ -59,9 +60,9 @@ export interface Started {
   readonly metrics: Metrics
 }
 
-export interface StartOptions extends Partial<Omit<GatewayOptions, 'checks'>> {
+export interface StartOptions extends Partial<Omit<GatewayOptions, 'gate'>> {
   answer?: Answer
-  checks?: Partial<ChecksOptions>
+  gate?: Partial<GateOptions>
 }
 
 /** A backend and a gateway in front of it, both on loopback, both closed when the test ends. */
@@ -69,10 +70,11 @@ export async function startGateway(t: Test, options: StartOptions = {}): Promise
   const backend = await startBackend(options.answer)
   t.teardown(() => backend.close())
   const { policies } = await loadPolicyDir('policies')
-  const checks = buildChecks({ policies, authenticator: await testCredentials(), ...options.checks })
+  const gate = await createGate({ policies, credentials: await testCredentials(), ...options.gate })
+  t.teardown(() => gate.close())
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: false })
-  const gateway = createGateway({ target: backend.url, logger: captureLogger(), ...options, metrics, checks })
+  const gateway = createGateway({ target: backend.url, logger: captureLogger(), ...options, metrics, gate })
   const { port } = await gateway.listen(0, '127.0.0.1')
   t.teardown(() => gateway.drain(0))
-  return { gateway, backend, url: `http://127.0.0.1:${port}`, port, metrics }
+  return { gate, gateway, backend, url: `http://127.0.0.1:${port}`, port, metrics }
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { serializeError } from '../../lib/errors.js'
-import { buildChecks, type Verdict } from '../../lib/gate.js'
+import { buildChecks, type Verdict } from '../../lib/checks/index.js'
 import { bytes, recurringBody, saleBody } from '../helpers/bodies.js'
 import { HUGE_FIELDS, HUGE_VALUES, runs, setPath } from '../helpers/fuzz.js'
 import { ajvRecurring, ajvSale, isErrorBody } from '../helpers/oracle.js'

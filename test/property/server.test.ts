@@ -18,7 +18,7 @@ import { RECURRING_PATH, SALE_PATH } from '../helpers/payments.js'
  * Object.prototype untouched. FUZZ_RUNS scales the runs (`npm run fuzz`).
  */
 const noCrashes = watchCrashes(t)
-const { url, backend } = await startGateway(t, { checks: { bodyLimit: 1 << 20 } })
+const { url, backend } = await startGateway(t, { gate: { bodyLimit: 1 << 20 } })
 const post = keepAliveSender(t, url)
 /** What a body alone can be refused with: schema and the rest (400), entity access (401), size (413). */
 const BODY_STATUSES = new Set([400, 401, 413])

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildChecks } from '../../lib/gate.js'
+import { buildChecks } from '../../lib/checks/index.js'
 import { bytes } from '../helpers/bodies.js'
 import { FIELD_RULE_CASES, VALID_EDGE_CASES } from '../helpers/field-rules.js'
 import { policies } from '../helpers/policies.js'

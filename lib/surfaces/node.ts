@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Checks } from '../gate.js'
-import { ABORTED } from '../read-body.js'
-import { sendRejection } from '../respond.js'
-import { inTurn, screen, type Passed } from '../screen.js'
-import { failed, type GateLogger } from './context.js'
+import type { Checks, Passed } from '../checks/index.js'
+import { answerOf, writeAnswer } from '../http/answer.js'
+import { inTurn } from '../http/pipelining.js'
+import { ABORTED } from '../http/read-body.js'
+import { screen } from '../http/screen.js'
+import { internalError, type GateLogger } from './shared.js'
 
 /**
  * What the node handler calls for every request it does not answer itself:
@@ -20,9 +21,9 @@ export function nodeHandler(checks: Checks, next: NodeNext, logger?: GateLogger)
         (outcome) => {
           if (outcome === ABORTED) return
           if (outcome === undefined || outcome.ok) next(req, res, outcome)
-          else sendRejection(res, outcome.rejection, outcome.close)
+          else writeAnswer(res, answerOf(outcome))
         },
-        (error: unknown) => failed(res, error, logger),
+        (error: unknown) => writeAnswer(res, internalError(error, logger)),
       )
     })
 }

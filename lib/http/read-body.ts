@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream'
-import type { Rejection } from './errors.js'
-import { checkSize } from './checks/body.js'
+import type { Rejection } from '../errors.js'
+import { checkSize } from '../checks/body.js'
 
 /** The client went away before its body was complete: nothing to answer, nothing to forward. */
 export const ABORTED = Symbol('aborted')

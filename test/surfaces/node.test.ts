@@ -1,5 +1,5 @@
 import t from 'tap'
-import type { GateLogger } from '../../lib/adapters/context.js'
+import type { GateLogger } from '../../lib/surfaces/shared.js'
 import { serializeError, reject } from '../../lib/errors.js'
 import { CASES, SALE_PATH } from '../helpers/cases.js'
 import { abortMidBody, closedOnServer, send } from '../helpers/embeddings.js'

@@ -1,20 +1,23 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { reject, type Rejection } from '../errors.js'
-import type { Checks } from '../gate.js'
-import { listen } from '../listen.js'
-import type { Logger } from '../log.js'
-import type { Metrics } from '../metrics.js'
-import { ABORTED } from '../read-body.js'
-import { sendRejection } from '../respond.js'
-import { inTurn, screen } from '../screen.js'
-import { answerClientError } from './client-error.js'
+import { DEFAULTS } from '../../defaults.js'
+import { reject, type Rejection } from '../../errors.js'
+import type { Gate } from '../../gate.js'
+import { answerOf, writeAnswer } from '../../http/answer.js'
+import { answerClientError } from '../../http/client-error.js'
+import { listen } from '../../http/listen.js'
+import { inTurn } from '../../http/pipelining.js'
+import { ABORTED } from '../../http/read-body.js'
+import { screen } from '../../http/screen.js'
+import type { Logger } from '../../log.js'
+import type { Metrics } from '../../metrics.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
 
+/** The reverse proxy's options: the gate whose checks it runs, the backend, and its server's limits. */
 export interface GatewayOptions {
-  /** The checks, built once (`buildChecks`). */
-  checks: Checks
+  /** The gate built by `createGate`: its checks screen every request. */
+  gate: Gate
   /** The backend, an `http:` URL. */
   target: string | URL
   /** How long the backend may stay silent, in ms. Default 30000. */
@@ -48,39 +51,40 @@ export interface Gateway {
   drain(graceMs?: number): Promise<void>
 }
 
-const DRAINING = reject('serviceUnavailable')
-const INTERNAL_ERROR = reject('internalErrorOccurred')
+const DRAINING = reject('serviceUnavailable', { close: true })
+const INTERNAL_ERROR = reject('internalErrorOccurred', { close: true })
 
 /** The reverse proxy: every request is screened by the shared checks, then answered or forwarded once. */
 export function createGateway(options: GatewayOptions): Gateway {
-  const { checks, logger, metrics } = options
+  const { gate, logger, metrics } = options
+  const { checks } = gate
   const recorder = { logger, metrics }
   const forwarder = createForwarder({
     target: new URL(options.target),
-    timeout: options.timeout ?? 30000,
+    timeout: options.timeout ?? DEFAULTS.timeout,
     maxSockets: options.maxSockets,
   })
   const server = createServer({
     ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.
     insecureHTTPParser: false,
-    maxHeaderSize: options.maxHeaderSize ?? 16384,
-    headersTimeout: options.headersTimeout ?? 10000,
-    requestTimeout: options.requestTimeout ?? 30000,
-    connectionsCheckingInterval: options.timeoutCheckInterval ?? 1000,
-    keepAliveTimeout: options.keepAliveTimeout ?? 5000,
+    maxHeaderSize: options.maxHeaderSize ?? DEFAULTS.maxHeaderSize,
+    headersTimeout: options.headersTimeout ?? DEFAULTS.headersTimeout,
+    requestTimeout: options.requestTimeout ?? DEFAULTS.requestTimeout,
+    connectionsCheckingInterval: options.timeoutCheckInterval ?? DEFAULTS.timeoutCheckInterval,
+    keepAliveTimeout: options.keepAliveTimeout ?? DEFAULTS.keepAliveTimeout,
   })
   const state: GatewayState = { draining: false }
   let listening = false
 
-  function answer(res: GatewayResponse, exchange: Exchange, rejection: Rejection, close: boolean): void {
+  function refuse(res: GatewayResponse, exchange: Exchange, rejection: Rejection): void {
     exchange.errorName = rejection.body.errorName
-    sendRejection(res, rejection, close)
+    writeAnswer(res, answerOf(rejection))
   }
 
   async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, expectsContinue: boolean): Promise<void> {
     if (state.draining) {
-      answer(res, exchange, DRAINING, true)
+      refuse(res, exchange, DRAINING)
       return
     }
     const screened = await screen(checks, req, expectsContinue ? () => res.writeContinue() : undefined)
@@ -91,11 +95,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       return
     }
     if (!screened.ok) {
-      answer(res, exchange, screened.rejection, screened.close)
+      refuse(res, exchange, screened)
       return
     }
     exchange.entity = screened.entity
-    exchange.user = screened.principal.username
+    exchange.user = screened.principal?.username
     forwarder.forward(req, res, Buffer.from(JSON.stringify(screened.document)))
   }
 
@@ -114,7 +118,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     res.on('close', onClose)
     handle(req, res, exchange, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
-      answer(res, exchange, INTERNAL_ERROR, true)
+      refuse(res, exchange, INTERNAL_ERROR)
     })
   }
 
@@ -140,7 +144,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       listening = true
       return address
     },
-    drain(graceMs = 10000) {
+    drain(graceMs = DEFAULTS.graceMs) {
       // Answers not yet started will say `Connection: close` (GatewayResponse.writeHead), so their connections end with them.
       state.draining = true
       return new Promise((resolve) => {

@@ -1,6 +1,6 @@
 import { ServerResponse, type IncomingMessage } from 'node:http'
-import type { Logger } from '../log.js'
-import type { BackendErrorKind, Metrics } from '../metrics.js'
+import type { Logger } from '../../log.js'
+import type { BackendErrorKind, Metrics } from '../../metrics.js'
 
 /**
  * What is known about one request as it goes through the gateway, filled in
@@ -38,8 +38,7 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
    * its connection ends with it. Asked here rather than by walking a registry
    * of the responses in flight when the drain starts: a Set churned by every
    * request kept those responses reachable from the old generation and made
-   * each young-generation GC about four times as expensive (18 us of a
-   * forwarded request's 110).
+   * every young-generation GC several times as expensive (docs/performance.md).
    */
   override writeHead(...args: [number, ...unknown[]]): this {
     if (this.exchange?.gateway.draining === true) this.shouldKeepAlive = false

@@ -1,9 +1,11 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express'
-import type { Checks } from '../gate.js'
-import { ABORTED } from '../read-body.js'
-import { sendError, sendRejection } from '../respond.js'
-import { inTurn, screenBody, screenHead } from '../screen.js'
-import { failed, type GateContext, type GateLogger } from './context.js'
+import type { Checks } from '../checks/index.js'
+import { reject } from '../errors.js'
+import { answerOf, writeAnswer } from '../http/answer.js'
+import { inTurn } from '../http/pipelining.js'
+import { ABORTED } from '../http/read-body.js'
+import { screenBody, screenHead } from '../http/screen.js'
+import { contextOf, internalError, isClientError, type GateContext, type GateLogger } from './shared.js'
 
 declare global {
   // Express's own way to extend its request type (declaration merging on the global namespace).
@@ -17,6 +19,7 @@ declare global {
 
 const BODY_ALREADY_READ =
   'payments-gate: the request body was already read by another body parser. Mount the payments-gate middleware before express.json() and the like.'
+const BODY_ALREADY_READ_ANSWER = answerOf(reject('internalErrorOccurred', { message: BODY_ALREADY_READ }))
 
 /**
  * Connect/Express middleware. A refusal is answered here; a request that
@@ -29,20 +32,20 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
     screenHead(checks, req)
       .then(async (head) => {
         if (head === undefined) return next()
-        if (!head.ok) return sendRejection(res, head.rejection, head.close)
+        if (!head.ok) return writeAnswer(res, answerOf(head))
         // A consumed stream never ends again: waiting on it would hang the request.
         if (req.readableEnded || req.body !== undefined) {
           logger?.error({ path: req.path }, BODY_ALREADY_READ)
-          return sendError(res, 'internalErrorOccurred', { message: BODY_ALREADY_READ })
+          return writeAnswer(res, BODY_ALREADY_READ_ANSWER)
         }
         const outcome = await screenBody(checks, req, head)
         if (outcome === ABORTED) return
-        if (!outcome.ok) return sendRejection(res, outcome.rejection, outcome.close)
+        if (!outcome.ok) return writeAnswer(res, answerOf(outcome))
         req.body = outcome.document
-        req.paymentsGate = { operation: outcome.operation, entity: outcome.entity, principal: outcome.principal }
+        req.paymentsGate = contextOf(outcome)
         next()
       })
-      .catch((error: unknown) => failed(res, error, logger))
+      .catch((error: unknown) => writeAnswer(res, internalError(error, logger)))
   })
 }
 
@@ -54,14 +57,6 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
 export function expressErrorHandler(logger?: GateLogger): ErrorRequestHandler {
   return (error: unknown, _req, res, next) => {
     if (res.headersSent || isClientError(error)) return next(error)
-    failed(res, error, logger)
+    writeAnswer(res, internalError(error, logger))
   }
-}
-
-/** An error with a 4xx `status` or `statusCode`, as http-errors and body-parser make them. */
-export function isClientError(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false
-  const { status, statusCode } = error as { status?: unknown; statusCode?: unknown }
-  const code = typeof status === 'number' ? status : statusCode
-  return typeof code === 'number' && code >= 400 && code < 500
 }

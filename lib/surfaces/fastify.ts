@@ -1,11 +1,12 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
-import { ERROR_CONTENT_TYPE, reject, serializeError, type Rejection } from '../errors.js'
-import type { Checks } from '../gate.js'
-import { ABORTED, readBody } from '../read-body.js'
-import { type Admitted, type Refused, inTurn, screenBody, screenHead } from '../screen.js'
-import type { GateContext, GateLogger } from './context.js'
-import { isClientError } from './express.js'
+import type { Checks } from '../checks/index.js'
+import type { Rejection } from '../errors.js'
+import { answerOf, type Answer } from '../http/answer.js'
+import { inTurn } from '../http/pipelining.js'
+import { ABORTED, readBody } from '../http/read-body.js'
+import { screenBody, screenHead, type Admitted } from '../http/screen.js'
+import { contextOf, internalError, isClientError, type GateContext, type GateLogger } from './shared.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,13 +26,10 @@ export interface FastifyGateOptions {
   errorHandler?: boolean
 }
 
-/** Answers a refusal with the same status, headers and bytes as the proxy. */
-function refuse(reply: FastifyReply, rejection: Rejection, close: boolean): FastifyReply {
-  reply.code(rejection.status)
-  if (rejection.headers !== undefined) reply.headers(rejection.headers)
-  if (close) reply.header('connection', 'close')
-  // A Buffer, because Fastify appends `; charset=utf-8` to a JSON type sent as a string.
-  return reply.type(ERROR_CONTENT_TYPE).send(Buffer.from(serializeError(rejection.body)))
+/** Writes an answer through Fastify: the same status, headers and bytes as every other surface. */
+function write(reply: FastifyReply, answer: Answer): FastifyReply {
+  // A Buffer body, so Fastify does not append `; charset=utf-8` to the JSON type as it does for a string.
+  return reply.code(answer.status).headers(answer.headers).send(answer.body)
 }
 
 /**
@@ -55,12 +53,8 @@ function bodyError(outcome: Rejection | typeof ABORTED): Error {
  */
 export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPluginCallback<FastifyGateOptions> {
   const admitted = new WeakMap<FastifyRequest, Admitted>()
-  const refused = new WeakMap<FastifyRequest, Refused>()
-  const internalError = reject('internalErrorOccurred')
-  const internal = (reply: FastifyReply, error: unknown): FastifyReply => {
-    logger?.error({ err: error }, 'payments-gate: internal error')
-    return refuse(reply, internalError, false)
-  }
+  const refused = new WeakMap<FastifyRequest, Rejection>()
+  const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
   const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
     fastify.decorateRequest('paymentsGate', undefined)
@@ -75,7 +69,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
         return internal(reply, error)
       }
       if (head === undefined) return
-      if (!head.ok) return refuse(reply, head.rejection, head.close)
+      if (!head.ok) return write(reply, answerOf(head))
       admitted.set(request, head)
     })
 
@@ -93,13 +87,13 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
         refused.set(request, outcome)
         return undefined
       }
-      request.paymentsGate = { operation: outcome.operation, entity: outcome.entity, principal: outcome.principal }
+      request.paymentsGate = contextOf(outcome)
       return outcome.document
     })
 
     fastify.addHook('preValidation', async (request, reply) => {
       const outcome = refused.get(request)
-      if (outcome !== undefined) return refuse(reply, outcome.rejection, outcome.close)
+      if (outcome !== undefined) return write(reply, answerOf(outcome))
     })
 
     if (options.errorHandler === true) {

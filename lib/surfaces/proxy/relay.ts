@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Rejection } from '../errors.js'
-import { sendRejection } from '../respond.js'
+import type { Rejection } from '../../errors.js'
+import { sendRejection } from '../../http/answer.js'
 import type { Exchange } from './exchange.js'
 import { faultAnswer, isErrorFormat, standardServerError } from './faults.js'
 import { responseHeaders } from './hop-by-hop.js'

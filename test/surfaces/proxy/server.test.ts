@@ -1,11 +1,10 @@
 import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
-import { paymentHeaders, send } from '../helpers/client.js'
-import { buildChecks } from '../../lib/gate.js'
-import { createGateway } from '../../lib/proxy/server.js'
-import { AUTH, captureLogger, loggedRequests, logLines, scanLogsForCards, startGateway } from '../helpers/gateway.js'
-import { CONTENT_TYPE, SALE_PATH, saleBody } from '../helpers/payments.js'
+import { paymentHeaders, send } from '../../helpers/client.js'
+import { createGateway } from '../../../lib/surfaces/proxy/server.js'
+import { AUTH, captureLogger, loggedRequests, logLines, scanLogsForCards, startGateway } from '../../helpers/gateway.js'
+import { CONTENT_TYPE, SALE_PATH, saleBody } from '../../helpers/payments.js'
 
 /** Writes raw bytes on a new connection and reads until the server closes it. */
 function rawUntilClosed(port: number, bytes: string): Promise<string> {
@@ -86,8 +85,8 @@ t.test('drain: connections still open after the grace period are cut', async (t)
 
 t.test('a check that throws is answered 500 internalErrorOccurred and logged', async (t) => {
   const { url, backend } = await startGateway(t, {
-    checks: {
-      authenticator: {
+    gate: {
+      credentials: {
         authenticate: () => {
           throw new Error('credential store broken')
         },
@@ -103,7 +102,7 @@ t.test('a check that throws is answered 500 internalErrorOccurred and logged', a
 
 t.test('listen rejects when the port is taken', async (t) => {
   const first = await startGateway(t)
-  const second = createGateway({ checks: buildChecks({ policies: new Map() }), target: first.backend.url, logger: captureLogger() })
+  const second = createGateway({ gate: first.gate, target: first.backend.url, logger: captureLogger() })
   await t.rejects(second.listen(first.port, '127.0.0.1'), { code: 'EADDRINUSE' })
   t.notOk(second.ready)
 })

@@ -1,5 +1,5 @@
-import { reject, type Rejection } from '../errors.js'
-import type { BackendErrorKind } from '../metrics.js'
+import { reject, type Rejection } from '../../errors.js'
+import type { BackendErrorKind } from '../../metrics.js'
 
 /** The backend did not answer within `--timeout`. */
 export class BackendTimeout extends Error {
@@ -12,7 +12,7 @@ export class BackendTimeout extends Error {
 /** Errors raised before a connection exists: nothing was sent, the backend is not there. */
 const CANNOT_CONNECT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'])
 
-/** CONTRACT.md, "The backend's side": which failure it was. */
+/** Which failure it was (docs/backend-faults.md). */
 export function faultKind(error: Error): BackendErrorKind {
   if (error instanceof BackendTimeout) return 'timeout'
   const code = (error as NodeJS.ErrnoException).code

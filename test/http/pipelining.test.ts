@@ -1,14 +1,48 @@
-import { createServer, type Server } from 'node:http'
+import { EventEmitter } from 'node:events'
+import { createServer, type Server, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import express from 'express'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { createGate, type Gate } from '../lib/create-gate.js'
-import { createGateway } from '../lib/proxy/server.js'
-import { startBackend } from './helpers/backend.js'
-import { saleBody } from './helpers/case-bodies.js'
-import { basic, GATE_OPTIONS, PASSWORD, POLICIES_DIR, REQUEST_TYPE, SALE_PATH, USERNAME, writeCredentials } from './helpers/cases.js'
-import { captureLogger } from './helpers/gateway.js'
+import { createGate, type Gate } from '../../lib/gate.js'
+import { inTurn } from '../../lib/http/pipelining.js'
+import { createGateway } from '../../lib/surfaces/proxy/server.js'
+import { startBackend } from '../helpers/backend.js'
+import { saleBody } from '../helpers/case-bodies.js'
+import { basic, GATE_OPTIONS, PASSWORD, POLICIES_DIR, REQUEST_TYPE, SALE_PATH, USERNAME, writeCredentials } from '../helpers/cases.js'
+import { captureLogger } from '../helpers/gateway.js'
+
+/** A response as node hands it to a request handler: maybe a socket, and a `socket` event when one comes. */
+function response(socket: { writableEnded: boolean; destroyed: boolean } | null): ServerResponse & EventEmitter {
+  return Object.assign(new EventEmitter(), { socket }) as unknown as ServerResponse & EventEmitter
+}
+
+t.test('a request with a usable socket is handled at once', async (t) => {
+  let handled = 0
+  inTurn(response({ writableEnded: false, destroyed: false }), () => handled++)
+  t.equal(handled, 1)
+})
+
+t.test('a pipelined request waits for its socket, then is handled', async (t) => {
+  let handled = 0
+  const res = response(null)
+  inTurn(res, () => handled++)
+  t.equal(handled, 0, 'not before its turn')
+  Object.assign(res, { socket: { writableEnded: false, destroyed: false } })
+  res.emit('socket')
+  t.equal(handled, 1)
+})
+
+t.test('a request whose connection is closing is dropped', async (t) => {
+  let handled = 0
+  inTurn(response({ writableEnded: true, destroyed: false }), () => handled++)
+  inTurn(response({ writableEnded: false, destroyed: true }), () => handled++)
+  const late = response(null)
+  inTurn(late, () => handled++)
+  Object.assign(late, { socket: { writableEnded: true, destroyed: false } })
+  late.emit('socket')
+  t.equal(handled, 0)
+})
 
 /**
  * RFC 9112 9.6: a payment pipelined behind a refusal that closes the
@@ -76,7 +110,7 @@ async function mounted(gate: Gate): Promise<Host[]> {
   fastify.post(SALE_PATH, async (_request, reply) => (viaFastify++, reply.code(201).send()))
   await fastify.listen({ port: 0, host: '127.0.0.1' })
   const backend = await startBackend()
-  const gateway = createGateway({ checks: gate.checks, target: backend.url, logger: captureLogger() })
+  const gateway = createGateway({ gate, target: backend.url, logger: captureLogger() })
   const { port } = await gateway.listen(0, '127.0.0.1')
   return [
     { name: 'node', port: await listening(nodeServer), handled: () => node, close: closing(nodeServer) },

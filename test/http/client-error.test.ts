@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream'
 import t from 'tap'
-import { answerClientError, clientErrorName } from '../../lib/proxy/client-error.js'
+import { answerClientError, clientErrorName } from '../../lib/http/client-error.js'
 
 /** A socket stand-in: what is written, and whether it was closed. */
 function socket(extra: Record<string, unknown> = {}) {

@@ -1,22 +1,13 @@
-import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { ERROR_CONTENT_TYPE, reject, serializeError, type ErrorName, type Rejection } from '../errors.js'
+import { reject, type ErrorName, type Rejection } from '../errors.js'
+import { answerOf, rawAnswer } from './answer.js'
 
-/** Which refusal a parser or timeout error of node's HTTP server is (CONTRACT.md, "Refusals below HTTP"). */
+/** Which refusal a parser or timeout error of node's HTTP server is (docs/checks.md, refusals below HTTP). */
 export function clientErrorName(code: string | undefined): ErrorName {
   if (code === 'HPE_HEADER_OVERFLOW') return 'headersAreTooLarge'
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'HPE_HEADERS_TIMEOUT') return 'requestTimedOut'
   return 'requestIsMalformed'
-}
-
-/** The whole answer as bytes: there is no response object below HTTP, only the socket. */
-export function rawAnswer(rejection: Rejection): string {
-  const payload = serializeError(rejection.body)
-  return (
-    `HTTP/1.1 ${rejection.status} ${STATUS_CODES[rejection.status]}\r\n` +
-    `Content-Type: ${ERROR_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`
-  )
 }
 
 interface SocketWithMessage extends Duplex {
@@ -34,8 +25,8 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
   const inFlight = (socket as SocketWithMessage)._httpMessage
   let answered: Rejection | undefined
   if (error.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
-    answered = reject(clientErrorName(error.code))
-    socket.write(rawAnswer(answered))
+    answered = reject(clientErrorName(error.code), { close: true })
+    socket.write(rawAnswer(answerOf(answered)))
   }
   // An HTTP server's sockets are net sockets: close once the answer is flushed.
   ;(socket as Socket).destroySoon()

@@ -1,7 +1,7 @@
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http'
 import type { Stream } from 'node:stream'
 import { createProxyServer } from 'http-proxy-3'
-import { sendRejection } from '../respond.js'
+import { sendRejection } from '../../http/answer.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
 import { BackendTimeout, faultAnswer, faultKind } from './faults.js'
 import { forwardedRequestHeaders } from './hop-by-hop.js'

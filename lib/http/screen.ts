@@ -1,0 +1,73 @@
+import type { IncomingMessage } from 'node:http'
+import type { Readable } from 'node:stream'
+import type { Principal } from '../checks/auth.js'
+import type { Checks, Verdict } from '../checks/index.js'
+import { closing, type Rejection } from '../errors.js'
+import type { Operation } from '../schema/payment.js'
+import { ABORTED, readBody } from './read-body.js'
+
+/**
+ * What the screening of one request decided: the verdict of the checks (a
+ * refusal with `close` when its body was not read to the end), `undefined`
+ * for a path that is not one of the two operations (pass it through
+ * untouched), or ABORTED when the client left mid-body.
+ */
+export type Screened = Verdict | typeof ABORTED | undefined
+
+/** A request whose route, credentials and headers passed: its body comes next. */
+export interface Admitted {
+  readonly ok: true
+  readonly operation: Operation
+  readonly principal: Principal
+}
+
+/**
+ * The request's path through the checks, shared by the proxy and every
+ * adapter: route, BasicAuth, headers, body, then everything on the body. The
+ * cheap checks come first, so most bad requests are refused before their body
+ * is read. `beforeBody` runs once the head has passed, right before the body
+ * is read: the proxy answers `Expect: 100-continue` there, so that a refused
+ * client never sends its body.
+ */
+export async function screen(checks: Checks, req: IncomingMessage, beforeBody?: () => void): Promise<Screened> {
+  const head = await screenHead(checks, req)
+  if (head === undefined || !head.ok) return head
+  beforeBody?.()
+  return screenBody(checks, req, head)
+}
+
+/**
+ * The first half of `screen`, everything decided before the body is read:
+ * route, BasicAuth, headers. For hosts that read the body themselves later
+ * (Fastify's content-type parser).
+ */
+export async function screenHead(checks: Checks, req: IncomingMessage): Promise<Admitted | Rejection | undefined> {
+  const operation = checks.route(req.method, req.url)
+  if (operation === undefined) return undefined
+  const unread = hasBody(req)
+  if (typeof operation !== 'string') return refused(operation, unread)
+  let principal = checks.authenticate(req.headers.authorization)
+  if (principal instanceof Promise) principal = await principal
+  if ('ok' in principal) return refused(principal, unread)
+  const head = checks.checkHead(req.headers)
+  if (head !== undefined) return refused(head, unread)
+  return { ok: true, operation, principal }
+}
+
+/** The second half of `screen`: reads the body of an admitted request and runs checks 5 to 13 on it. */
+export async function screenBody(checks: Checks, body: Readable, admitted: Admitted): Promise<Verdict | typeof ABORTED> {
+  const bytes = await readBody(body, checks.bodyLimit)
+  if (bytes === ABORTED) return ABORTED
+  if (!Buffer.isBuffer(bytes)) return closing(bytes)
+  return checks.checkBody(admitted.operation, bytes, admitted.principal)
+}
+
+function refused(rejection: Rejection, unread: boolean): Rejection {
+  return unread ? closing(rejection) : rejection
+}
+
+/** A request with a body that nobody has read yet (RFC 9112 6.3: chunked, or a non-zero length). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
