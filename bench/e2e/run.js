@@ -33,7 +33,7 @@ export const PROFILED = ['passthrough', 'gateway', 'refusals']
 export function settings(quick) {
   return quick
     ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: CONNECTIONS, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
-    : { rounds: 3, seconds: 2.5, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
+    : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
 }
 
 export async function runE2E({ quick, profileDir, log }) {
