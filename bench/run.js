@@ -36,7 +36,7 @@ const report = [
   `Command: npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}; ${new Date().toISOString()}; took ${((performance.now() - started) / 1000).toFixed(0)} s`,
   'Compare ratios within this run only: absolute figures move between runs on a shared machine.',
   '',
-  targetsSection(micro, e2e),
+  targetsSection(e2e),
   '',
   microSection(micro),
   '',

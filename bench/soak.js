@@ -8,7 +8,8 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { hashPassword } from '../dist/credentials.js'
 import { start, stopAll } from './e2e/children.js'
-import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, invalidSale, validSale } from './lib/fixtures.js'
+import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from './lib/fixtures.js'
+import { freshBodies } from './lib/references.js'
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' } } })
 const TOTAL = values.quick ? 30_000 : 300_000
@@ -22,7 +23,8 @@ const mb = (bytes) => bytes / 2 ** 20
 /**
  * The mix, one autocannon request list that every connection cycles through: 4 valid of 10, the
  * rest refused for different reasons (each exercising another path through the gateway), plus one
- * path that is passed through untouched. Every valid sale carries its own transactionReference.
+ * path that is passed through untouched. Every JSON body carries a transactionReference of its own
+ * (bench/lib/references.js), so that no valid payment is a retry of an earlier one.
  */
 const json = { 'content-type': CONTENT_TYPE, accept: ACCEPT, authorization: AUTHORIZATION }
 const recurring = validSale()
@@ -30,24 +32,17 @@ delete recurring.channel
 delete recurring.customer
 delete recurring.instruction.scheme
 recurring.instruction.intent = 'subscription'
-let sequence = 0
+/** autocannon builds a request anew on each send only when it has a setupRequest of its own. */
+const fresh = (value) => {
+  const next = freshBodies(bytesOf(value))
+  return { setupRequest: (req) => ({ ...req, body: next() }) }
+}
 const MIX = [
-  {
-    name: 'valid sale',
-    expect: 201,
-    method: 'POST',
-    path: SALE_PATH,
-    headers: json,
-    setupRequest: (req) => {
-      const body = validSale()
-      body.transactionReference = `soak-${++sequence}`
-      return { ...req, body: JSON.stringify(body) }
-    },
-  },
-  { name: 'valid recurring', expect: 201, method: 'POST', path: RECURRING_PATH, headers: json, body: JSON.stringify(recurring) },
-  { name: 'invalid sale (schema)', expect: 400, method: 'POST', path: SALE_PATH, headers: json, body: JSON.stringify(invalidSale()) },
+  { name: 'valid sale', expect: 201, method: 'POST', path: SALE_PATH, headers: json, ...fresh(validSale()) },
+  { name: 'valid recurring', expect: 201, method: 'POST', path: RECURRING_PATH, headers: json, ...fresh(recurring) },
+  { name: 'invalid sale (schema)', expect: 400, method: 'POST', path: SALE_PATH, headers: json, ...fresh(invalidSale()) },
   { name: 'not JSON', expect: 400, method: 'POST', path: SALE_PATH, headers: json, body: '{"transactionReference": "x",' },
-  { name: 'valid sale', expect: 201, method: 'POST', path: SALE_PATH, headers: json, body: JSON.stringify(validSale()) },
+  { name: 'valid sale', expect: 201, method: 'POST', path: SALE_PATH, headers: json, ...fresh(validSale()) },
   // Refusals before the body is read close the connection (its body is not read); most here have no body, to keep connections alive.
   { name: 'no credentials', expect: 401, method: 'POST', path: SALE_PATH, headers: { 'content-type': CONTENT_TYPE } },
   {

@@ -1,12 +1,23 @@
-// Load with autocannon, and the serial probe with node's own client.
+// Load with autocannon, and the serial probe with node's own client. Every
+// request carries a transactionReference of its own (lib/references.js).
 import { Agent, request } from 'node:http'
 import autocannon from 'autocannon'
+import { freshBodies } from '../lib/references.js'
+
+/**
+ * autocannon rebuilds a request for every send only when it is given in
+ * `requests` with a `setupRequest` of its own (a top-level one runs once).
+ */
+function fresh(body) {
+  const next = freshBodies(body)
+  return [{ setupRequest: (req) => ({ ...req, body: next() }) }]
+}
 
 /** One autocannon round; resolves to req/s, latencies (ms) and the status counts. */
 export function round(url, { body, headers, connections, seconds }) {
   return new Promise((resolve, reject) => {
     autocannon(
-      { url, method: 'POST', body, headers, connections, pipelining: 1, duration: seconds, timeout: 10 },
+      { url, method: 'POST', headers, requests: fresh(body), connections, pipelining: 1, duration: seconds, timeout: 10 },
       (error, result) => {
         if (error) return reject(error)
         const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count]))
@@ -26,7 +37,7 @@ export function round(url, { body, headers, connections, seconds }) {
 /** Sends `count` requests as fast as possible to load a server up (memory phase). */
 export function fixedCount(url, { body, headers, connections, count }) {
   return new Promise((resolve, reject) => {
-    autocannon({ url, method: 'POST', body, headers, connections, amount: count, timeout: 10 }, (error, result) =>
+    autocannon({ url, method: 'POST', headers, requests: fresh(body), connections, amount: count, timeout: 10 }, (error, result) =>
       error ? reject(error) : resolve(result.requests.total),
     )
   })
@@ -39,9 +50,11 @@ export function fixedCount(url, { body, headers, connections, count }) {
 export async function serial(url, { body, headers, count, warmup }) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   const target = new URL(url)
+  const next = freshBodies(body)
   const options = { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { ...headers, 'content-length': body.length } }
   const once = () =>
     new Promise((resolve, reject) => {
+      const payload = next()
       const started = process.hrtime.bigint()
       const req = request(options, (res) => {
         res.on('data', () => {})
@@ -50,7 +63,7 @@ export async function serial(url, { body, headers, count, warmup }) {
       })
       req.setTimeout(10000, () => req.destroy(new Error('serial probe: no answer in 10 s')))
       req.on('error', reject)
-      req.end(body)
+      req.end(payload)
     })
   try {
     for (let i = 0; i < warmup; i++) await once()

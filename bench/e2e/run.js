@@ -1,17 +1,30 @@
-// The end-to-end part: five targets under the same load, in alternating
+// The end-to-end part: every target under the same load, in alternating
 // rounds, then the gateway's memory and the serial latency probe.
 import { mkdirSync } from 'node:fs'
 import { hashPassword } from '../../dist/credentials.js'
 import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from '../lib/fixtures.js'
+import { startRedis } from '../lib/redis.js'
 import { cpu, requests, rss, start, startProfile, stopAll, stopProfile } from './children.js'
 import { fixedCount, round, serial } from './load.js'
 
+/** Every load runs on this many connections (the p99 target is stated at this load). */
+export const CONNECTIONS = 32
+
+/**
+ * The targets, in the order of the table. `server` names the child (its script
+ * is `servers/<script ?? server>.js`); `idempotency` is the gateway's store of
+ * retry protection (BENCH_IDEMPOTENCY), `redis` meaning the bench's own server.
+ */
 export const TARGETS = [
   { key: 'a', name: 'bare backend', server: 'backend', body: 'valid', expect: 201 },
   { key: 'b', name: 'http-proxy-3 pass-through (keep-alive)', server: 'passthrough', body: 'valid', expect: 201 },
-  { key: 'c', name: 'payments-gate, valid sale', server: 'gateway', body: 'valid', expect: 201 },
-  { key: 'd', name: 'payments-gate, invalid sale (400 schema)', server: 'refusals', body: 'invalid', expect: 400 },
+  { key: 'u', name: 'undici forwarder, body read whole (no checks)', server: 'undici', body: 'valid', expect: 201 },
+  { key: 'c', name: 'payments-gate, valid sale (memory store)', server: 'gateway', idempotency: 'memory', body: 'valid', expect: 201 },
+  { key: 'c0', name: 'payments-gate, valid sale, retry protection off', server: 'gateway-off', script: 'gateway', idempotency: 'off', body: 'valid', expect: 201 },
+  { key: 'cr', name: 'payments-gate, valid sale, Redis store', server: 'gateway-redis', script: 'gateway', idempotency: 'redis', body: 'valid', expect: 201 },
+  { key: 'd', name: 'payments-gate, invalid sale (400 schema)', server: 'refusals', script: 'gateway', idempotency: 'memory', body: 'invalid', expect: 400 },
   { key: 'e', name: 'Express 5 + express-openapi-validator + http-proxy-middleware', server: 'peer', body: 'valid', expect: 201 },
+  { key: 'f', name: 'Fastify 5 + JSON schema (Ajv) + @fastify/reply-from', server: 'fastify', body: 'valid', expect: 201 },
 ]
 
 /** The children `--profile` profiles during the rounds: the baseline and the two gateways. */
@@ -19,27 +32,32 @@ export const PROFILED = ['passthrough', 'gateway', 'refusals']
 
 export function settings(quick) {
   return quick
-    ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: 32, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
-    : { rounds: 3, seconds: 2.5, warmupSeconds: 1, connections: 32, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
+    ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: CONNECTIONS, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
+    : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
 }
 
 export async function runE2E({ quick, profileDir, log }) {
   const s = settings(quick)
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
+  let redis
   try {
     const backend = await start('backend')
     if (backend.error) throw new Error(backend.error)
-    const env = { BENCH_TARGET: backend.url, BENCH_USERS: users }
+    redis = await startRedis()
+    if (redis.skipped) log(`e2e: (cr) skipped: ${redis.skipped}`)
     const servers = { backend }
-    // (c) and (d) have a gateway each, so that a profile and the memory figure each describe one kind of request.
-    for (const [name, script] of [['passthrough'], ['gateway'], ['refusals', 'gateway'], ['peer']]) {
-      servers[name] = await start(name, env, [], script)
-    }
-    const targets = TARGETS.map((t) => {
+    const targets = []
+    // (c), (c0), (cr) and (d) have a gateway each, so that a profile and the memory figure each describe one kind of request.
+    for (const t of TARGETS) {
+      const redisTarget = t.idempotency === 'redis'
+      if (servers[t.server] === undefined) {
+        const env = { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_IDEMPOTENCY: (redisTarget ? redis.url : t.idempotency) ?? '' }
+        servers[t.server] = redisTarget && redis.skipped ? { error: `skipped: ${redis.skipped}` } : await start(t.server, env, [], t.script ?? t.server)
+      }
       const server = servers[t.server]
-      return { ...t, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
-    })
+      targets.push({ ...t, child: server.child, sidecar: redisTarget ? redis : undefined, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] })
+    }
     for (const t of targets) if (t.error === undefined) t.error = await sanity(t, bodies[t.body], headers)
     const live = targets.filter((t) => t.error === undefined)
     const load = (t, seconds) => round(t.url, { body: bodies[t.body], headers, connections: s.connections, seconds })
@@ -73,6 +91,7 @@ export async function runE2E({ quick, profileDir, log }) {
     return { settings: s, targets: targets.map(summarize), memory, profiled }
   } finally {
     await stopAll()
+    await redis?.stop?.()
   }
 }
 
@@ -87,8 +106,10 @@ async function alternate(live, s, load, log) {
     log(`round ${i + 1}/${s.rounds}: ${order.map((t) => t.key).join(' ')}, ${s.seconds} s each`)
     for (const t of order) {
       const before = await cpu(t.child)
+      const sidecarBefore = t.sidecar?.cpu()
       const r = await load(t, s.seconds)
       r.cpuUs = ((await cpu(t.child)) - before) / r.total
+      if (t.sidecar) r.sidecarCpuUs = (t.sidecar.cpu() - sidecarBefore) / r.total
       t.rounds.push(r)
     }
   }
@@ -161,6 +182,7 @@ function summarize(t) {
     p50: median(t.rounds.map((r) => r.p50)),
     p99: median(t.rounds.map((r) => r.p99)),
     cpuUs: median(t.rounds.map((r) => r.cpuUs)),
+    sidecarCpuUs: t.sidecar ? median(t.rounds.map((r) => r.sidecarCpuUs)) : undefined,
     unexpected,
     serial: t.serial,
   }

@@ -1,18 +1,6 @@
-// (c) and (d) payments-gate, set up as `payments-gate serve` sets it up: the
-// checks with a credential store and the sample policy, JSON request logs
-// (to /dev/null, asynchronously, as pino writes stdout) and Prometheus metrics.
-import pino from 'pino'
-import { CredentialStore } from '../../../dist/credentials.js'
-import { buildChecks } from '../../../dist/gate.js'
-import { createLogger } from '../../../dist/log.js'
-import { createMetrics } from '../../../dist/metrics.js'
-import { staticPolicies } from '../../../dist/policy/policy.js'
-import { createGateway } from '../../../dist/proxy/server.js'
-import { loadPolicy } from '../../micro/setup.js'
-import { serve, target } from './child.js'
+// (c), (c0), (cr) and (d): payments-gate as `payments-gate serve` sets it up (bench/lib/gateway.js),
+// with the store of retry protection named by BENCH_IDEMPOTENCY (memory, off or redis://...).
+import { fromEnv, startGateway } from '../../lib/gateway.js'
+import { serve } from './child.js'
 
-const authenticator = new CredentialStore(JSON.parse(process.env.BENCH_USERS))
-const checks = buildChecks({ policies: staticPolicies([loadPolicy()]), authenticator, vendor: 'example' })
-const logger = createLogger({ destination: pino.destination({ dest: '/dev/null', sync: false }) })
-const gateway = createGateway({ checks, target: target(), logger, metrics: createMetrics() })
-await serve(gateway.server)
+await serve(startGateway(fromEnv()).server)

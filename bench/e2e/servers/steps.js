@@ -9,10 +9,9 @@ import { Agent, createServer } from 'node:http'
 import { createProxyServer } from 'http-proxy-3'
 import { CredentialStore } from '../../../dist/credentials.js'
 import { buildChecks } from '../../../dist/gate.js'
-import { createLogger } from '../../../dist/log.js'
 import { staticPolicies } from '../../../dist/policy/policy.js'
-import { createGateway } from '../../../dist/proxy/server.js'
 import { readBody } from '../../../dist/read-body.js'
+import { fromEnv, startGateway } from '../../lib/gateway.js'
 import { loadPolicy } from '../../micro/setup.js'
 import { serve, target } from './child.js'
 
@@ -20,7 +19,7 @@ const step = process.env.BENCH_STEP
 const checks = buildChecks({ policies: staticPolicies([loadPolicy()]), authenticator: new CredentialStore(JSON.parse(process.env.BENCH_USERS)), vendor: 'example' })
 
 if (step === 'quiet') {
-  await serve(createGateway({ checks, target: target(), logger: createLogger({ level: 'silent' }) }).server)
+  await serve(startGateway({ ...fromEnv(), logs: false, metrics: false }).server)
 } else {
   const agent = new Agent({ keepAlive: true, maxSockets: 256 })
   const proxy = createProxyServer({ target: target(), agent, xfwd: true })
