@@ -1,7 +1,7 @@
 // The end-to-end part: every target under the same load, in alternating
 // rounds, then the gateway's memory and the serial latency probe.
 import { mkdirSync } from 'node:fs'
-import { hashPassword } from '../../dist/credentials.js'
+import { hashPassword } from 'payments-gate'
 import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from '../lib/fixtures.js'
 import { startRedis } from '../lib/redis.js'
 import { cpu, requests, rss, start, startProfile, stopAll, stopProfile } from './children.js'

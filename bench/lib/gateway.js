@@ -3,30 +3,28 @@
 // here once. It is set up as `payments-gate serve` sets it up: a credential store (scrypt hash, cached),
 // the sample policy, JSON request logs to /dev/null written asynchronously, and Prometheus metrics.
 import pino from 'pino'
-import { CredentialStore } from '../../dist/credentials.js'
-import { buildChecks } from '../../dist/gate.js'
-import { createLogger } from '../../dist/log.js'
-import { createMetrics } from '../../dist/metrics.js'
-import { staticPolicies } from '../../dist/policy/policy.js'
-import { createGateway } from '../../dist/proxy/server.js'
+import { CredentialStore, createGate, createGateway, createLogger, createMetrics, staticPolicies } from 'payments-gate'
 import { loadPolicy } from '../micro/setup.js'
 
 /** What BENCH_IDEMPOTENCY may say: the store of retry protection, as `--idempotency` takes it. */
 export const IDEMPOTENCY = /^(memory|off|redis:\/\/.+)$/
 
 /**
- * A gateway (not yet listening) in front of `target`, for the users of `users`
- * (the JSON of a users file). `idempotency` is `memory` (the default, as
- * deployed), `off`, or a `redis://` URL. The gateway of this branch has no
- * retry protection yet, so every value builds the same gateway for now; the
- * value is checked here so that a typo in the bench cannot pass unnoticed.
+ * The gate of every bench gateway, through the package's public entry point:
+ * the users of `users` (the JSON of a users file), the sample policy, and
+ * retry protection with `idempotency`: `memory` (the default, as deployed),
+ * `off`, or a `redis://` URL.
  */
-export function startGateway({ target, users, idempotency = 'memory', logs = true, metrics = true }) {
+export function buildGate({ users, idempotency = 'memory' }) {
   if (!IDEMPOTENCY.test(idempotency)) throw new Error(`BENCH_IDEMPOTENCY: expected memory, off or redis://HOST:PORT, got ${idempotency}`)
-  const authenticator = new CredentialStore(JSON.parse(users))
-  const checks = buildChecks({ policies: staticPolicies([loadPolicy()]), authenticator, vendor: 'example' })
+  return createGate({ policies: staticPolicies([loadPolicy()]), credentials: new CredentialStore(JSON.parse(users)), vendor: 'example', idempotency })
+}
+
+/** A gateway (not yet listening) in front of `target`, built as `payments-gate serve` builds it. */
+export async function startGateway({ target, users, idempotency = 'memory', logs = true, metrics = true }) {
+  const gate = await buildGate({ users, idempotency })
   const logger = logs ? createLogger({ destination: pino.destination({ dest: '/dev/null', sync: false }) }) : createLogger({ level: 'silent' })
-  return createGateway({ checks, target, logger, metrics: metrics ? createMetrics() : undefined })
+  return createGateway({ gate, target, logger, metrics: metrics ? createMetrics() : undefined })
 }
 
 /** The options of a gateway child, from the environment its parent gave it. */

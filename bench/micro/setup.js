@@ -2,7 +2,7 @@
 // compiled validators, the bodies, and a credential store with a real hash.
 import { readFileSync } from 'node:fs'
 import Ajv from 'ajv'
-import { buildChecks } from '../../dist/gate.js'
+import { buildChecks } from '../../dist/checks/index.js'
 import { compilePolicy, staticPolicies } from '../../dist/policy/policy.js'
 import { luhnValid } from '../../dist/luhn.js'
 import { LUHN_FORMAT, REQUEST_SCHEMAS } from '../../dist/schema/payment.js'

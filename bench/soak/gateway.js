@@ -3,7 +3,7 @@
 import { fromEnv, startGateway } from '../lib/gateway.js'
 import { serve } from '../e2e/servers/child.js'
 
-const gateway = startGateway(fromEnv())
+const gateway = await startGateway(fromEnv())
 
 process.on('message', (message) => {
   if (message !== 'memory-after-gc') return

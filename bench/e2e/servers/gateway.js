@@ -3,4 +3,4 @@
 import { fromEnv, startGateway } from '../../lib/gateway.js'
 import { serve } from './child.js'
 
-await serve(startGateway(fromEnv()).server)
+await serve((await startGateway(fromEnv())).server)

@@ -7,19 +7,16 @@
 //   quiet    payments-gate itself (createGateway) without logs and metrics
 import { Agent, createServer } from 'node:http'
 import { createProxyServer } from 'http-proxy-3'
-import { CredentialStore } from '../../../dist/credentials.js'
-import { buildChecks } from '../../../dist/gate.js'
-import { staticPolicies } from '../../../dist/policy/policy.js'
-import { readBody } from '../../../dist/read-body.js'
-import { fromEnv, startGateway } from '../../lib/gateway.js'
-import { loadPolicy } from '../../micro/setup.js'
+// The ladder emulates the gateway's own body read, so it takes it from the build directly.
+import { readBody } from '../../../dist/http/read-body.js'
+import { buildGate, fromEnv, startGateway } from '../../lib/gateway.js'
 import { serve, target } from './child.js'
 
 const step = process.env.BENCH_STEP
-const checks = buildChecks({ policies: staticPolicies([loadPolicy()]), authenticator: new CredentialStore(JSON.parse(process.env.BENCH_USERS)), vendor: 'example' })
+const { checks } = await buildGate(fromEnv())
 
 if (step === 'quiet') {
-  await serve(startGateway({ ...fromEnv(), logs: false, metrics: false }).server)
+  await serve((await startGateway({ ...fromEnv(), logs: false, metrics: false })).server)
 } else {
   const agent = new Agent({ keepAlive: true, maxSockets: 256 })
   const proxy = createProxyServer({ target: target(), agent, xfwd: true })
