@@ -1,8 +1,8 @@
 import { WWW_AUTHENTICATE } from './checks/auth.js'
-
 import { normalizeBasePath } from './checks/route.js'
 import { ERROR_CONTENT_TYPE, errorBodySchema, reject, type ErrorName } from './errors.js'
 import { DEFAULTS, mediaTypes } from './defaults.js'
+import { REQUEST_EXAMPLES } from './schema/examples.js'
 import { OPERATION_PATHS, OPERATIONS, RecurringRequest, SaleRequest, type Operation } from './schema/payment.js'
 
 export interface OpenApiOptions {
@@ -21,23 +21,47 @@ const OPERATION_DOCS: Readonly<Record<Operation, { operationId: string; schema: 
 
 /**
  * Every answer the gateway itself gives on the two paths, by status, in the
- * order of the check table in docs/checks.md. `headerHasInvalidValue` is the one name
- * with two statuses.
+ * order of the check table in docs/checks.md.
+ * `headerHasInvalidValue` is the one name with two statuses. The proxy
+ * (`payments-gate serve`) also answers what node's HTTP parser refuses or what
+ * arrives too slowly, below HTTP, then closes the connection: the 408, the 431
+ * and `requestIsMalformed`.
  */
 const ERROR_RESPONSES: readonly (readonly [status: number, names: readonly ErrorName[], why: string])[] = [
   [
     400,
-    ['headerIsMissing', 'bodyIsEmpty', 'bodyIsNotJson', 'bodyDoesNotMatchSchema', 'entityIsNotConfigured', 'paymentInstrumentIsNotSupported', 'currencyIsNotSupported', 'merchantIsNotConfigured'],
-    'The request must be corrected: a header is missing, or the body is empty, not JSON, does not match the schema, or asks for what the entity is not configured for.',
+    ['headerIsMissing', 'bodyIsEmpty', 'bodyIsNotJson', 'bodyDoesNotMatchSchema', 'entityIsNotConfigured', 'paymentInstrumentIsNotSupported', 'currencyIsNotSupported', 'merchantIsNotConfigured', 'requestIsMalformed'],
+    'The request must be corrected: a header is missing, or the body is empty, not JSON, does not match the schema, or asks for what the entity is not configured for; or (`requestIsMalformed`, then the connection is closed) the HTTP request itself could not be parsed.',
   ],
   [401, ['accessDenied'], 'BasicAuth credentials are missing or wrong, or the user may not act for `merchant.entity`.'],
   [405, ['methodIsNotAllowed'], 'Answered to any method but POST on this path, with `Allow: POST`.'],
   [406, ['headerHasInvalidValue'], 'The Accept header does not admit the response media type.'],
+  [408, ['requestTimedOut'], 'The request head or body did not arrive in time; the connection is closed.'],
   [413, ['bodyIsTooLarge'], 'The body is larger than the configured limit.'],
   [415, ['headerHasInvalidValue'], 'The Content-Type is not the request media type.'],
+  [431, ['headersAreTooLarge'], 'The request headers are larger than the server accepts; the connection is closed.'],
   [500, ['internalErrorOccurred'], 'The backend failed or took too long.'],
   [503, ['serviceUnavailable'], 'The backend cannot be reached, or the gateway is shutting down.'],
 ]
+
+/**
+ * What lib/checks/body.ts refuses in any body, as JSON Schema: a `__proto__`
+ * key anywhere, and a `constructor` key holding an object with a `prototype`
+ * key. The gateway finds these with a walk after parsing rather than in the
+ * compiled schema; the document states it so that a contract-testing tool
+ * neither sends such a body expecting a pass nor flags the refusal. The
+ * schema is recursive because unnamed fields, which may nest, are accepted.
+ */
+const PROTOTYPE_FREE = 'PrototypeFree'
+const prototypeFree: Json = {
+  description: 'No `__proto__` key, and no `constructor` object with a `prototype` key, at any depth.',
+  propertyNames: { not: { const: '__proto__' } },
+  properties: {
+    constructor: { $ref: `#/components/schemas/${PROTOTYPE_FREE}`, not: { type: 'object', required: ['prototype'] } },
+  },
+  additionalProperties: { $ref: `#/components/schemas/${PROTOTYPE_FREE}` },
+  items: { $ref: `#/components/schemas/${PROTOTYPE_FREE}` },
+}
 
 /** A TypeBox schema as plain JSON Schema: JSON drops TypeBox's symbol keys. */
 function plain(schema: unknown): Json {
@@ -63,6 +87,11 @@ function withoutDiscriminators(node: unknown): unknown {
     out[union && key === 'anyOf' ? 'oneOf' : key] = withoutDiscriminators(value)
   }
   return out
+}
+
+/** An operation's body schema for the document: the compiled one, and free of prototype keys. */
+function requestSchema(schema: unknown): Json {
+  return { ...(withoutDiscriminators(plain(schema)) as Json), allOf: [{ $ref: `#/components/schemas/${PROTOTYPE_FREE}` }] }
 }
 
 function errorResponse(status: number, names: readonly ErrorName[], why: string): Json {
@@ -111,7 +140,7 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
         security: [{ BasicAuth: [] }],
         requestBody: {
           required: true,
-          content: { [types.request]: { schema: { $ref: `#/components/schemas/${doc.schema}` } } },
+          content: { [types.request]: { schema: { $ref: `#/components/schemas/${doc.schema}` }, example: REQUEST_EXAMPLES[operation] } },
         },
         responses,
       },
@@ -128,8 +157,9 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
     components: {
       securitySchemes: { BasicAuth: { type: 'http', scheme: 'basic' } },
       schemas: {
-        [OPERATION_DOCS.sale.schema]: withoutDiscriminators(plain(SaleRequest)),
-        [OPERATION_DOCS.recurring.schema]: withoutDiscriminators(plain(RecurringRequest)),
+        [OPERATION_DOCS.sale.schema]: requestSchema(SaleRequest),
+        [OPERATION_DOCS.recurring.schema]: requestSchema(RecurringRequest),
+        [PROTOTYPE_FREE]: prototypeFree,
         ErrorBody: plain(errorBodySchema),
       },
     },

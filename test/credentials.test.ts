@@ -299,3 +299,60 @@ t.test('the clear password never appears in an error', async (t) => {
   await writeFile(join(dir, 'clear.json'), '{}')
   await t.rejects(loadCredentials(join(dir, 'clear.json')), { code: 'ECREDENTIALS', message: /\$\.users: / })
 })
+
+t.test('failures spread over the window lock the user out for the full cool-down after the last one', async (t) => {
+  const time = clock()
+  // scrypt's smallest cost: this test is about the clock, not the hash.
+  const cheapest = { N: 16, r: 1, p: 1 }
+  const users = new CredentialStore([{ username: 'spread', password: await hashPassword('right', cheapest), entities: ['default'] }], {
+    maxFailures: 10,
+    failureWindowMs: 60_000,
+    coolDownMs: 60_000,
+    now: time.now,
+  })
+  // Ten failures over 59 s of the 60 s window: the first at 0, the tenth at 59 s.
+  for (let i = 0; i < 10; i++) {
+    if (i > 0) time.advance(i === 9 ? 59_000 - 8 * 6_500 : 6_500)
+    const answer = users.authenticate(basic('spread', `guess-${i}`))
+    t.ok(answer instanceof Promise, `failure ${i + 1} is verified`)
+    t.equal(await answer, ACCESS_DENIED)
+  }
+  // The lock-out counts from the tenth failure, not from the window's start: refused until 60 s after it.
+  for (const step of [1, 999, 30_000, 28_999]) {
+    time.advance(step)
+    t.equal(users.authenticate(basic('spread', 'right')), ACCESS_DENIED, 'refused without hashing, even the right password')
+  }
+  time.advance(1)
+  const after = users.authenticate(basic('spread', 'right'))
+  t.ok(after instanceof Promise, '60 s after the tenth failure the password is checked again')
+  t.ok(isPrincipal(await after), 'and accepted')
+})
+
+t.test('the password comparison is timingSafeEqual, on the derived and the stored hash', async (t) => {
+  const real = await import('node:crypto')
+  let answer: boolean | undefined
+  const calls: [Buffer, Buffer][] = []
+  const spy = (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView): boolean => {
+    calls.push([Buffer.from(a as Uint8Array), Buffer.from(b as Uint8Array)])
+    return answer ?? real.timingSafeEqual(a, b)
+  }
+  const mocked = await t.mockImport<typeof import('../lib/credentials.js')>('../lib/credentials.js', {
+    'node:crypto': { ...real, timingSafeEqual: spy },
+  })
+  const params = { N: 16, r: 1, p: 1 }
+  const hash = await mocked.hashPassword('caf\u00e9', params)
+  const stored = mocked.parseHash(hash)!
+  const derived = real.scryptSync('caf\u00e9', stored.salt, stored.hash.length, params)
+
+  t.ok(await mocked.verifyPassword('cafe\u0301', hash), 'the real comparison: a match')
+  t.equal(calls.length, 1, 'one comparison per verification')
+  t.same(calls[0], [derived, stored.hash], 'the derived key against the stored one')
+
+  answer = false
+  t.notOk(await mocked.verifyPassword('caf\u00e9', hash), 'timingSafeEqual says no: the right password fails')
+  const users = new mocked.CredentialStore([{ username: 'shop-1', password: hash, entities: ['default'] }])
+  t.match(await users.authenticate(basic('shop-1', 'caf\u00e9')), { ok: false, status: 401 }, 'the store refuses it too')
+  answer = true
+  t.ok(await mocked.verifyPassword('wrong', hash), 'timingSafeEqual says yes: nothing else compares')
+  t.equal(calls.length, 4)
+})

@@ -18,3 +18,21 @@ t.test('every unsupported code point becomes one space', async (t) => {
 t.test('the statement line limit is 24', async (t) => {
   t.equal(LINE1_MAX_LENGTH, 24)
 })
+
+t.test('every printable ASCII character: only letters, digits, space, - . , survive', async (t) => {
+  const kept = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 -.,'
+  let all = ''
+  let expected = ''
+  for (let code = 0x20; code <= 0x7e; code++) {
+    const character = String.fromCharCode(code)
+    const outcome = kept.includes(character) ? character : ' '
+    all += character
+    expected += outcome
+    t.equal(replaceUnsupported(character), outcome, `${JSON.stringify(character)} alone`)
+    // An unsupported character first, so that the character-by-character path decides too.
+    t.equal(replaceUnsupported(`\u00e9${character}`), ` ${outcome}`, `${JSON.stringify(character)} after an é`)
+  }
+  t.equal(all.length, 95)
+  t.equal(expected.replaceAll(' ', '').length, kept.length - 1, 'each kept character is printable ASCII')
+  t.equal(replaceUnsupported(all), expected)
+})

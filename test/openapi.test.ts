@@ -1,16 +1,36 @@
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { Ajv2020 } from 'ajv/dist/2020.js'
+import { buildChecks } from '../lib/checks/index.js'
 import { luhnValid } from '../lib/luhn.js'
 import { buildOpenApi } from '../lib/openapi.js'
-import { ERRORS } from '../lib/errors.js'
+import { ERRORS, reject } from '../lib/errors.js'
+import { loadPolicyDir } from '../lib/policy/load.js'
+import { OPERATION_PATHS, OPERATIONS, REQUEST_SCHEMAS } from '../lib/schema/payment.js'
 import { recurringBody, saleBody } from './helpers/case-bodies.js'
+import { POLICIES_DIR, REQUEST_TYPE } from './helpers/cases.js'
 
 type Json = Record<string, any>
 
-function requestSchema(document: Json, path: string, mediaType: string): Json {
-  const ref: string = document.paths[path].post.requestBody.content[mediaType].schema.$ref
-  return document.components.schemas[ref.replace('#/components/schemas/', '')]
+const PROTOTYPE_FREE_REF = '#/components/schemas/PrototypeFree'
+
+/**
+ * Ajv validators of the document's request schemas, resolved as a tool would:
+ * the components are one schema resource, so that their `$ref`s (the
+ * recursive prototype-key schema) resolve.
+ */
+function requestValidators(document: Json, mediaType: string = REQUEST_TYPE) {
+  const ajv = new Ajv2020({ allErrors: true, strict: false })
+  ajv.addFormat('luhn', luhnValid)
+  const id = 'https://payments-gate.invalid/openapi.json'
+  ajv.addSchema({ $id: id, components: document.components })
+  const validator = (path: string) => {
+    const ref: string = document.paths[path].post.requestBody.content[mediaType].schema.$ref
+    const validate = ajv.getSchema(`${id}${ref}`)
+    if (validate === undefined) throw new Error(`${ref} does not resolve`)
+    return (body: unknown) => validate(body) as boolean
+  }
+  return { sale: validator(OPERATION_PATHS.sale), recurring: validator(OPERATION_PATHS.recurring) }
 }
 
 t.test('the document is valid OpenAPI 3.1', async (t) => {
@@ -37,7 +57,7 @@ t.test('error responses name their errorNames and match the error table', async 
   const document = buildOpenApi() as Json
   for (const path of Object.keys(document.paths)) {
     const { responses } = document.paths[path].post
-    t.same(Object.keys(responses).sort(), ['2XX', '400', '401', '405', '406', '413', '415', '500', '503'])
+    t.same(Object.keys(responses).sort(), ['2XX', '400', '401', '405', '406', '408', '413', '415', '431', '500', '503'])
     for (const [status, response] of Object.entries<Json>(responses)) {
       if (status === '2XX') continue
       const content = response.content['application/json']
@@ -59,11 +79,7 @@ t.test('error responses name their errorNames and match the error table', async 
 
 t.test('the request schemas accept valid bodies and refuse invalid ones (Ajv)', async (t) => {
   const document = buildOpenApi() as Json
-  const ajv = new Ajv2020({ allErrors: true, strict: false })
-  ajv.addFormat('luhn', luhnValid)
-  const mediaType = 'application/vnd.example.payments-v6+json'
-  const sale = ajv.compile(requestSchema(document, '/payments/sales/migrateCardOnFile', mediaType))
-  const recurring = ajv.compile(requestSchema(document, '/payments/authorizations/migrateRecurring', mediaType))
+  const { sale, recurring } = requestValidators(document)
   t.ok(sale(saleBody()), 'a sale validates')
   t.ok(sale(recurringBody()), 'a recurring body is a valid sale too (intent is optional there)')
   t.ok(recurring(recurringBody()), 'a recurring authorization validates')
@@ -82,4 +98,72 @@ t.test('the request schemas accept valid bodies and refuse invalid ones (Ajv)', 
   const json = JSON.stringify(document)
   t.notOk(json.includes('discriminator'), 'no discriminator: see lib/openapi.ts')
   t.ok(json.includes('"x-format"'), 'x-format annotations are kept as extensions')
+})
+
+t.test('the answers below HTTP: 408, 431 and requestIsMalformed', async (t) => {
+  const document = buildOpenApi() as Json
+  for (const path of Object.keys(document.paths)) {
+    const { responses } = document.paths[path].post
+    for (const [status, name] of [[408, 'requestTimedOut'], [431, 'headersAreTooLarge'], [400, 'requestIsMalformed']] as const) {
+      const content = responses[String(status)].content['application/json']
+      t.ok(content.schema.allOf[1].properties.errorName.enum.includes(name), `${status} names ${name}`)
+      t.same(content.examples[name].value, reject(name).body, `${name}: the example is the table's body`)
+      t.match(responses[String(status)].description, name)
+    }
+    t.same(responses['408'].content['application/json'].schema.allOf[1].properties.errorName.enum, ['requestTimedOut'])
+    t.same(responses['431'].content['application/json'].schema.allOf[1].properties.errorName.enum, ['headersAreTooLarge'])
+  }
+})
+
+t.test('the request schemas refuse prototype keys exactly where the checks do', async (t) => {
+  const document = buildOpenApi() as Json
+  const validators = requestValidators(document)
+  const { policies } = await loadPolicyDir(POLICIES_DIR)
+  const checks = buildChecks({ policies })
+  const withExtra = (extra: string) => `${JSON.stringify(saleBody()).slice(0, -1)},${extra}}`
+  t.same(document.components.schemas.CardOnFileSale.allOf, [{ $ref: PROTOTYPE_FREE_REF }])
+  t.same(document.components.schemas.MigrateRecurringAuthorization.allOf, [{ $ref: PROTOTYPE_FREE_REF }])
+  const bodies: [name: string, text: string, refused: boolean][] = [
+    ['__proto__ at the top', withExtra('"__proto__":{"admin":true}'), true],
+    ['__proto__ as a scalar', withExtra('"__proto__":1'), true],
+    ['__proto__ spelt with escapes', withExtra('"\\u005f_proto__":{}'), true],
+    ['__proto__ inside a known object', JSON.stringify(saleBody()).replace('"merchant":{', '"merchant":{"__proto__":{},'), true],
+    ['__proto__ deep in an unnamed field', withExtra('"extra":{"a":[{"b":{"__proto__":{}}}]}'), true],
+    ['__proto__ in an array of an unnamed field', withExtra('"extra":[[{"__proto__":null}]]'), true],
+    ['constructor.prototype at the top', withExtra('"constructor":{"prototype":{"x":1}}'), true],
+    ['constructor.prototype deep', withExtra('"extra":{"constructor":{"prototype":null}}'), true],
+    ['__proto__ below a harmless constructor', withExtra('"constructor":{"a":{"__proto__":1}}'), true],
+    ['constructor holding a string', withExtra('"constructor":"prototype"'), false],
+    ['constructor holding an array', withExtra('"constructor":["prototype"]'), false],
+    ['constructor without prototype', withExtra('"constructor":{"name":"x"}'), false],
+    ['prototype without constructor', withExtra('"prototype":{"constructor":{}}'), false],
+    ['a key that only contains __proto__', withExtra('"x__proto__":1,"extra":{"__proto__x":{}}'), false],
+  ]
+  for (const [name, text, refused] of bodies) {
+    const verdict = checks.checkBody('sale', Buffer.from(text))
+    t.equal(verdict.ok, !refused, `${name}: the checks`)
+    if (!verdict.ok) t.match(verdict.body.validationErrors, [{ errorName: 'fieldIsNotAllowed' }])
+    t.equal(validators.sale(JSON.parse(text)), !refused, `${name}: the document`)
+  }
+  t.equal(validators.recurring(JSON.parse(JSON.stringify(recurringBody()).replace('{', '{"__proto__":1,'))), false, 'the recurring schema too')
+  const compiled = JSON.stringify(REQUEST_SCHEMAS)
+  t.notOk(compiled.includes('propertyNames') || compiled.includes(PROTOTYPE_FREE_REF), 'the schemas the gateway compiles are left alone')
+})
+
+t.test('each operation has one example that passes every check with the sample policies', async (t) => {
+  const document = buildOpenApi() as Json
+  const validators = requestValidators(document)
+  const { policies } = await loadPolicyDir(POLICIES_DIR)
+  const checks = buildChecks({ policies })
+  for (const operation of OPERATIONS) {
+    const content = document.paths[OPERATION_PATHS[operation]].post.requestBody.content[REQUEST_TYPE]
+    const { example } = content
+    t.type(example, 'object', `${operation} has an example`)
+    t.notOk('examples' in content, 'one example, not a map of them')
+    t.ok(validators[operation](example), `${operation}: the document's schema accepts its example`)
+    const verdict = checks.checkBody(operation, Buffer.from(JSON.stringify(example)))
+    t.same(verdict.ok ? { operation: verdict.operation, entity: verdict.entity } : verdict, { operation, entity: 'default' }, `${operation}: the checks pass it`)
+  }
+  const other = buildOpenApi({ vendor: 'acme' }) as Json
+  t.ok(other.paths[OPERATION_PATHS.sale].post.requestBody.content['application/vnd.acme.payments-v6+json'].example, 'the example follows the vendor')
 })
