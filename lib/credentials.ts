@@ -4,6 +4,7 @@ import { promisify } from 'node:util'
 import { LRUCache } from 'lru-cache'
 import { ACCESS_DENIED, type Authenticator, type Principal } from './checks/auth.js'
 import type { Rejection } from './errors.js'
+import { definedOnly, MemoryLoginThrottle, THROTTLE_DEFAULTS, type LoginAttempt, type LoginThrottle } from './login-throttle.js'
 import { compileSchema } from './schema/compile.js'
 import { Type, type Static } from './schema/typebox.js'
 
@@ -120,28 +121,22 @@ export interface CredentialStoreOptions {
   trackedUsersMax?: number
   /** The clock, in ms; for tests. Default `performance.now`. */
   now?: () => number
+  /**
+   * Where failures are counted. Default: this process's memory, with the four
+   * options above; a `RedisLoginThrottle` shares the count across gateways.
+   */
+  throttle?: LoginThrottle
 }
 
 export const CREDENTIAL_DEFAULTS = Object.freeze({
   cacheMax: 1000,
   cacheTtlMs: 300_000,
-  maxFailures: 10,
-  failureWindowMs: 60_000,
-  coolDownMs: 60_000,
-  trackedUsersMax: 10_000,
+  ...THROTTLE_DEFAULTS,
 })
 
 interface User {
   readonly principal: Principal
   readonly hash: ParsedHash
-}
-
-/** Failures of one username in its current window; `pending` counts verifications still running. */
-interface FailureState {
-  windowStart: number
-  failures: number
-  lockedUntil: number
-  pending: number
 }
 
 /** The error a bad credentials file or user list is reported with: start-up stops with exit 2. */
@@ -182,14 +177,10 @@ export function parseBasic(authorization: string): { username: string; password:
 export class CredentialStore implements Authenticator {
   readonly #users = new Map<string, User>()
   readonly #cache: LRUCache<string, Principal>
-  readonly #failures: LRUCache<string, FailureState>
+  readonly #throttle: LoginThrottle
   /** Concurrent checks of the same header share one verification. */
   readonly #inFlight = new Map<string, Promise<Principal | Rejection>>()
   readonly #dummy: ParsedHash
-  readonly #now: () => number
-  readonly #maxFailures: number
-  readonly #failureWindowMs: number
-  readonly #coolDownMs: number
 
   constructor(users: Iterable<UserCredentials>, options: CredentialStoreOptions = {}) {
     const settings = { ...CREDENTIAL_DEFAULTS, ...definedOnly(options) }
@@ -207,14 +198,11 @@ export class CredentialStore implements Authenticator {
     const [first] = this.#users.values()
     const cost = first?.hash ?? DEFAULT_SCRYPT
     this.#dummy = { N: cost.N, r: cost.r, p: cost.p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
-    this.#now = options.now ?? (() => performance.now())
-    const perf = { now: this.#now }
+    const now = options.now ?? (() => performance.now())
+    const perf = { now }
     // ttlResolution 0: read the clock on each look-up rather than arm a timer to memoize it.
     this.#cache = new LRUCache({ max: settings.cacheMax, ttl: settings.cacheTtlMs, ttlResolution: 0, perf })
-    this.#failures = new LRUCache({ max: settings.trackedUsersMax })
-    this.#maxFailures = settings.maxFailures
-    this.#failureWindowMs = settings.failureWindowMs
-    this.#coolDownMs = settings.coolDownMs
+    this.#throttle = options.throttle ?? new MemoryLoginThrottle({ ...settings, now })
   }
 
   /** How many users the store knows. */
@@ -231,60 +219,38 @@ export class CredentialStore implements Authenticator {
     if (running !== undefined) return running
     const credentials = parseBasic(authorization)
     if (credentials === undefined) return ACCESS_DENIED
-    const state = this.#failureState(credentials.username)
-    if (state.lockedUntil > this.#now() || state.failures + state.pending >= this.#maxFailures) return ACCESS_DENIED
-    state.pending++
-    const verification = this.#verify(key, credentials.username, credentials.password, state)
+    // A throttle that answers synchronously refuses a locked-out username without a promise.
+    const admitted = this.#throttle.admit(credentials.username)
+    if (admitted === undefined) return ACCESS_DENIED
+    const verification = this.#verify(key, credentials.username, credentials.password, admitted)
     this.#inFlight.set(key, verification)
     return verification
   }
 
-  async #verify(key: string, username: string, password: string, state: FailureState): Promise<Principal | Rejection> {
-    const user = this.#users.get(username)
+  async #verify(
+    key: string,
+    username: string,
+    password: string,
+    admitted: LoginAttempt | Promise<LoginAttempt | undefined>,
+  ): Promise<Principal | Rejection> {
     try {
-      const ok = await matches(password, user?.hash ?? this.#dummy)
-      if (ok && user !== undefined) {
-        this.#cache.set(key, user.principal)
-        this.#failures.delete(username)
-        return user.principal
+      const attempt = await admitted
+      if (attempt === undefined) return ACCESS_DENIED
+      const user = this.#users.get(username)
+      let principal: Principal | undefined
+      try {
+        const ok = await matches(password, user?.hash ?? this.#dummy)
+        if (ok && user !== undefined) principal = user.principal
+      } finally {
+        await attempt.settle(principal !== undefined)
       }
-      this.#recordFailure(username, state)
-      return ACCESS_DENIED
+      if (principal === undefined) return ACCESS_DENIED
+      this.#cache.set(key, principal)
+      return principal
     } finally {
-      state.pending--
       this.#inFlight.delete(key)
     }
   }
-
-  /** The username's failures in the current window; a new window once the last one is over. */
-  #failureState(username: string): FailureState {
-    const now = this.#now()
-    const state = this.#failures.get(username)
-    if (state === undefined) {
-      const fresh: FailureState = { windowStart: now, failures: 0, lockedUntil: 0, pending: 0 }
-      this.#failures.set(username, fresh)
-      return fresh
-    }
-    if (state.lockedUntil <= now && now - state.windowStart >= this.#failureWindowMs) {
-      state.windowStart = now
-      state.failures = 0
-    }
-    return state
-  }
-
-  #recordFailure(username: string, state: FailureState): void {
-    state.failures++
-    if (state.failures >= this.#maxFailures) {
-      state.lockedUntil = this.#now() + this.#coolDownMs
-      state.failures = 0
-      state.windowStart = state.lockedUntil
-    }
-    this.#failures.set(username, state)
-  }
-}
-
-function definedOnly<T extends object>(options: T): Partial<T> {
-  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>
 }
 
 const CredentialsFile = Type.Object(

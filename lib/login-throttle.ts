@@ -1,0 +1,112 @@
+import { LRUCache } from 'lru-cache'
+
+/**
+ * The failed-login throttle of BasicAuth (docs/credentials.md): failures are
+ * counted per username, known or not, and a username that failed too often is
+ * refused for a while without hashing anything, so the slow hash cannot be
+ * used to burn CPU nor to guess passwords quickly.
+ */
+export interface LoginThrottle {
+  /**
+   * Whether a verification of this username may start: an attempt to settle
+   * once verified, or undefined when the username is refused. Synchronous
+   * when the throttle can answer without I/O.
+   */
+  admit(username: string): LoginAttempt | undefined | Promise<LoginAttempt | undefined>
+}
+
+/** One admitted verification, counted as running until settled. */
+export interface LoginAttempt {
+  /** Called once, with whether the password matched. Never rejects. */
+  settle(succeeded: boolean): void | Promise<void>
+}
+
+export interface LoginThrottleOptions {
+  /** Failed attempts of one username, within `failureWindowMs`, that lock it out. Default 10. */
+  maxFailures?: number
+  /** Window over which failures are counted, in ms. Default 60000. */
+  failureWindowMs?: number
+  /** How long a locked-out username is refused without verifying anything, in ms. Default 60000. */
+  coolDownMs?: number
+  /** Most usernames whose failures are tracked. Default 10000. */
+  trackedUsersMax?: number
+  /** The clock, in ms; for tests. Default `performance.now`. */
+  now?: () => number
+}
+
+export const THROTTLE_DEFAULTS = Object.freeze({
+  maxFailures: 10,
+  failureWindowMs: 60_000,
+  coolDownMs: 60_000,
+  trackedUsersMax: 10_000,
+})
+
+/** Failures of one username in its current window; `pending` counts verifications still running. */
+interface FailureState {
+  windowStart: number
+  failures: number
+  lockedUntil: number
+  pending: number
+}
+
+/** The throttle of one process: answers synchronously. */
+export class MemoryLoginThrottle implements LoginThrottle {
+  readonly #failures: LRUCache<string, FailureState>
+  readonly #now: () => number
+  readonly #maxFailures: number
+  readonly #failureWindowMs: number
+  readonly #coolDownMs: number
+
+  constructor(options: LoginThrottleOptions = {}) {
+    const settings = { ...THROTTLE_DEFAULTS, ...definedOnly(options) }
+    this.#now = options.now ?? (() => performance.now())
+    this.#failures = new LRUCache({ max: settings.trackedUsersMax })
+    this.#maxFailures = settings.maxFailures
+    this.#failureWindowMs = settings.failureWindowMs
+    this.#coolDownMs = settings.coolDownMs
+  }
+
+  admit(username: string): LoginAttempt | undefined {
+    const state = this.#failureState(username)
+    // Verifications still running count against the limit, so a burst cannot start more hashes.
+    if (state.lockedUntil > this.#now() || state.failures + state.pending >= this.#maxFailures) return undefined
+    state.pending++
+    return {
+      settle: (succeeded) => {
+        if (succeeded) this.#failures.delete(username)
+        else this.#recordFailure(username, state)
+        state.pending--
+      },
+    }
+  }
+
+  /** The username's failures in the current window; a new window once the last one is over. */
+  #failureState(username: string): FailureState {
+    const now = this.#now()
+    const state = this.#failures.get(username)
+    if (state === undefined) {
+      const fresh: FailureState = { windowStart: now, failures: 0, lockedUntil: 0, pending: 0 }
+      this.#failures.set(username, fresh)
+      return fresh
+    }
+    if (state.lockedUntil <= now && now - state.windowStart >= this.#failureWindowMs) {
+      state.windowStart = now
+      state.failures = 0
+    }
+    return state
+  }
+
+  #recordFailure(username: string, state: FailureState): void {
+    state.failures++
+    if (state.failures >= this.#maxFailures) {
+      state.lockedUntil = this.#now() + this.#coolDownMs
+      state.failures = 0
+      state.windowStart = state.lockedUntil
+    }
+    this.#failures.set(username, state)
+  }
+}
+
+export function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>
+}

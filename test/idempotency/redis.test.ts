@@ -1,0 +1,103 @@
+import t, { type Test } from 'tap'
+import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
+import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
+import type { Claim } from '../../lib/idempotency/store.js'
+import { startRedis } from '../helpers/redis.js'
+import { ANSWER, OVERSIZED } from '../helpers/store-contract.js'
+
+const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED }
+
+function open(t: Test, url: string, errors: Error[] = [], commandTimeoutMs = 500): RedisIdempotencyStore {
+  const store = new RedisIdempotencyStore(createRedisClient(url, { commandTimeoutMs, onError: (error) => errors.push(error) }), OPTIONS)
+  t.teardown(() => store.close())
+  return store
+}
+
+/** Claims until the store answers again, a bounded number of times. */
+async function claimWhenBack(store: RedisIdempotencyStore, key: string): Promise<Claim | undefined> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    try {
+      return await store.claim(key, 'f')
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  return undefined
+}
+
+t.test('two stores (two clients) on one Redis agree', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const a = open(t, redis.url)
+  const b = open(t, redis.url)
+  t.ok(await a.ready(5000))
+  t.ok(await b.ready(5000))
+  const claim = await a.claim('k', 'f')
+  t.equal(claim.state, 'claimed', 'claimed on A')
+  t.same(await b.claim('k', 'f'), { state: 'inFlight' }, 'in flight on B')
+  if (claim.state === 'claimed') await a.record('k', claim.token, ANSWER)
+  const replay = await b.claim('k', 'f')
+  t.equal(replay.state, 'recorded', 'replayed on B')
+  if (replay.state === 'recorded') t.equal(replay.answer.body.toString('hex'), ANSWER.body.toString('hex'))
+  t.same(await b.claim('k', 'other'), { state: 'mismatch' })
+  const keys = await a.redis.keys('*')
+  t.same(keys, [`${REDIS_KEY_PREFIX}k`], 'keys carry the prefix')
+  const stored = (await a.redis.get(keys[0] as string)) as string
+  t.notMatch(stored, /"f".*"f"/, 'the fingerprint is stored once')
+  t.match(JSON.parse(stored), { state: 'recorded', fingerprint: 'f', answer: { status: 201 } })
+})
+
+t.test('Redis stopped: claims reject and errors are reported; restarted: the same store works again', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const errors: Error[] = []
+  const store = open(t, redis.url, errors)
+  t.ok(await store.ready(5000))
+  t.equal((await store.claim('before', 'f')).state, 'claimed')
+  await redis.stop()
+  for (let wait = 0; wait < 200 && errors.length === 0; wait++) await new Promise((resolve) => setTimeout(resolve, 25))
+  t.ok(errors.length > 0, 'the lost connection was reported')
+  await t.rejects(store.claim('k', 'f'), 'claim rejects')
+  await t.rejects(Promise.resolve().then(() => store.record('k', 'token', ANSWER)), 'record rejects')
+  await t.rejects(Promise.resolve().then(() => store.release('k', 'token')), 'release rejects')
+  await redis.restart()
+  const claim = await claimWhenBack(store, 'k')
+  t.equal(claim?.state, 'claimed', 'claimed once Redis is back, without a new store')
+  t.ok(errors.every((error) => error instanceof Error))
+})
+
+t.test('a frozen Redis: a claim rejects after the command timeout instead of hanging', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const store = open(t, redis.url, [], 100)
+  t.ok(await store.ready(5000))
+  redis.freeze()
+  t.teardown(() => redis.thaw())
+  await t.rejects(store.claim('k', 'f'), { message: /timed out/ })
+  redis.thaw()
+  t.equal((await claimWhenBack(store, 'next'))?.state, 'claimed', 'answers again once thawed')
+  t.same(await store.claim('k', 'f'), { state: 'inFlight' }, 'the claim that timed out still landed: its key waits for inFlightMs')
+})
+
+t.test('a store on a Redis that is not there: created without throwing, never ready, closed cleanly', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  await redis.stop()
+  const errors: Error[] = []
+  const store = new RedisIdempotencyStore(createRedisClient(redis.url, { onError: (error) => errors.push(error) }), OPTIONS)
+  t.equal(await store.ready(200), false)
+  await t.rejects(store.claim('k', 'f'))
+  await store.close()
+  t.ok(errors.length > 0, 'the refused connection was reported')
+  const silent = createRedisClient(redis.url)
+  t.equal(await whenReady(silent, 200), false, 'no onError: errors are dropped, not printed')
+  silent.disconnect()
+})
+
+t.test('whenReady on a connected client answers at once', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const store = open(t, redis.url)
+  t.ok(await store.ready())
+  t.ok(await whenReady(store.redis, 0))
+})
