@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream'
+import type { DestinationStream } from 'pino'
 
 /** What a subcommand may touch: its streams and environment, so tests run it in-process. */
 export interface Io {
@@ -23,4 +24,16 @@ export async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = []
   for await (const chunk of stream) chunks.push(chunk as Buffer)
   return Buffer.concat(chunks)
+}
+
+/**
+ * Where a command's JSON log lines go. Node writes to `process.stdout`
+ * synchronously when it is a file or a pipe (node's docs, "A note on process
+ * I/O"): one system call per line, on the request's path. So the real stdout
+ * gets pino's asynchronous destination instead (undefined here: the logger's
+ * default), which batches lines and is flushed on drain and at exit; a
+ * stream given by a caller (the tests) is used as it is.
+ */
+export function logDestination(io: Io): DestinationStream | undefined {
+  return io.stdout === process.stdout ? undefined : io.stdout
 }

@@ -7,7 +7,7 @@ import { createGate, type Gate } from '../gate.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
-import { EXIT_OK, UsageError, type Command, type Io } from './io.js'
+import { EXIT_OK, UsageError, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 import { stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
@@ -36,7 +36,7 @@ export interface Serving {
  * port in use throws before anything listens on the gateway's port.
  */
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
-  const logger = createLogger({ destination: io.stdout })
+  const logger = createLogger({ destination: logDestination(io) })
   const metrics = createMetrics()
   let gateway: Gateway | undefined
   let admin: Admin | undefined
@@ -67,6 +67,8 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           await gate.close()
           await admin?.close()
           logger.info('stopped')
+          // Every request's line is out before the process exits (docs/logs-and-metrics.md).
+          await new Promise<void>((resolve) => logger.flush(() => resolve()))
         },
       }
     } catch (error) {

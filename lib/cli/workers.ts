@@ -3,7 +3,7 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
 import { createGate } from '../gate.js'
 import { createLogger } from '../log.js'
-import { EXIT_OK, EXIT_USAGE, UsageError, type Io } from './io.js'
+import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 
 /** What a worker tells the primary once it listens. */
@@ -19,7 +19,7 @@ export const WORKER_READY = 'payments-gate:ready'
  */
 export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
   await (await createGate(options)).close()
-  const logger = createLogger({ destination: io.stdout })
+  const logger = createLogger({ destination: logDestination(io) })
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false

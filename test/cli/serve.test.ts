@@ -4,7 +4,7 @@ import t from 'tap'
 import { startServing, type ServeSetup } from '../../lib/cli/serve.js'
 import { luhnValid } from '../../lib/luhn.js'
 import { startBackend } from '../helpers/backend.js'
-import { paymentHeaders, send } from '../helpers/client.js'
+import { keepAliveSender, paymentHeaders, send } from '../helpers/client.js'
 import { credentialsFile, takenPort } from '../helpers/serve.js'
 import { saleBody } from '../helpers/payments.js'
 import { spawnCli } from '../helpers/process.js'
@@ -83,3 +83,19 @@ t.test('the real process: SIGTERM with a request in flight lets it finish, then 
   t.match(run.output().stdout, /"msg":"draining"/)
 })
 
+
+t.test('the real process: after a run of requests and a SIGTERM, every request has its log line', async (t) => {
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials])
+  await run.waitFor(/"msg":"gateway listening"/)
+  const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+  const post = keepAliveSender(t, `http://127.0.0.1:${port}`)
+  const count = 300
+  const replies = await Promise.all(
+    Array.from({ length: count }, (_, i) => post({ headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `log-${i}` } })),
+  )
+  t.same(new Set(replies.map((reply) => reply.status)), new Set([201]))
+  run.child.kill('SIGTERM')
+  t.equal(await run.exited, 0)
+  const lines = run.output().stdout.split('\n').filter((line) => line.includes('"operation":"sale"'))
+  t.equal(lines.length, count, 'one line per request, none lost in the buffer')
+})
