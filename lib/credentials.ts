@@ -4,7 +4,8 @@ import { promisify } from 'node:util'
 import { LRUCache } from 'lru-cache'
 import { ACCESS_DENIED, type Authenticator, type Principal } from './checks/auth.js'
 import type { Rejection } from './errors.js'
-import { definedOnly, MemoryLoginThrottle, THROTTLE_DEFAULTS, type LoginAttempt, type LoginThrottle } from './login-throttle.js'
+import { CREDENTIAL_DEFAULTS, SCRYPT_DEFAULTS } from './defaults.js'
+import { definedOnly, MemoryLoginThrottle, type LoginAttempt, type LoginThrottle } from './login-throttle.js'
 import { compileSchema } from './schema/compile.js'
 import { Type, type Static } from './schema/typebox.js'
 
@@ -14,7 +15,6 @@ import { Type, type Static } from './schema/typebox.js'
  * while the old ones still verify.
  */
 const SCHEME = 'scrypt'
-export const DEFAULT_SCRYPT = Object.freeze({ N: 16384, r: 8, p: 1 })
 const SALT_BYTES = 16
 const KEY_BYTES = 32
 /** Bounds on what a credentials file may ask of us, so a typo cannot make one verification take minutes. */
@@ -80,7 +80,7 @@ export function parseHash(text: string): ParsedHash | undefined {
 }
 
 /** A salted scrypt hash of the password (NFC-normalized, as RFC 7613's OpaqueString profile asks). */
-export async function hashPassword(password: string, params: ScryptParams = DEFAULT_SCRYPT): Promise<string> {
+export async function hashPassword(password: string, params: ScryptParams = SCRYPT_DEFAULTS): Promise<string> {
   const salt = randomBytes(SALT_BYTES)
   const hash = await derive(password, salt, KEY_BYTES, params)
   return formatHash({ ...params, salt, hash })
@@ -127,12 +127,6 @@ export interface CredentialStoreOptions {
    */
   throttle?: LoginThrottle
 }
-
-export const CREDENTIAL_DEFAULTS = Object.freeze({
-  cacheMax: 1000,
-  cacheTtlMs: 300_000,
-  ...THROTTLE_DEFAULTS,
-})
 
 interface User {
   readonly principal: Principal
@@ -196,7 +190,7 @@ export class CredentialStore implements Authenticator {
     // An unknown username is verified against a hash that costs what a real one costs, so the
     // answer's timing does not tell which usernames exist. Nothing can match it: the user is unknown.
     const [first] = this.#users.values()
-    const cost = first?.hash ?? DEFAULT_SCRYPT
+    const cost = first?.hash ?? SCRYPT_DEFAULTS
     this.#dummy = { N: cost.N, r: cost.r, p: cost.p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
     const now = options.now ?? (() => performance.now())
     const perf = { now }

@@ -42,6 +42,60 @@ export const DEFAULTS = Object.freeze({
   graceMs: 10000,
 })
 
+/** The cost of new password hashes (`payments-gate hash-password`): scrypt's N, r and p. */
+export const SCRYPT_DEFAULTS = Object.freeze({ N: 16384, r: 8, p: 1 })
+
+/** The failed-login throttle of BasicAuth (docs/credentials.md). */
+export const THROTTLE_DEFAULTS = Object.freeze({
+  /** Failed attempts of one username, within the window, that lock it out. */
+  maxFailures: 10,
+  /** Window over which failures are counted, in ms. */
+  failureWindowMs: 60_000,
+  /** How long a locked-out username is refused without verifying anything, in ms. */
+  coolDownMs: 60_000,
+  /** Most usernames whose failures are tracked in memory. */
+  trackedUsersMax: 10_000,
+})
+
+/** The credentials check: remembered successes (docs/credentials.md), and the throttle. */
+export const CREDENTIAL_DEFAULTS = Object.freeze({
+  /** Most successful checks remembered. */
+  cacheMax: 1000,
+  /** How long a successful check is remembered, in ms. */
+  cacheTtlMs: 300_000,
+  ...THROTTLE_DEFAULTS,
+})
+
+/** The policy folder watch (docs/policies.md). */
+export const POLICY_WATCH_DEFAULTS = Object.freeze({
+  /** How long to wait for a burst of file events to settle before reloading, in ms. */
+  debounceMs: 75,
+  /** Full re-read at this interval, in case a file event was missed, in ms. */
+  rescanMs: 1000,
+})
+
+/** Retry protection on `transactionReference` (docs/idempotency.md). */
+export const IDEMPOTENCY_DEFAULTS = Object.freeze({
+  /** The store: `memory`, `off`, or a `redis://` URL. */
+  store: 'memory',
+  /** How long a recorded answer is replayed, in seconds (`--idempotency-ttl`). */
+  ttlSeconds: 86_400,
+  /** What to do when the store cannot be reached: refuse with 503 (`closed`) or forward unprotected (`open`). */
+  failure: 'closed',
+  /** Added to twice the backend timeout for how long a claim holds its key without an answer, in ms. */
+  inFlightMarginMs: 5000,
+  /** Largest answer kept for replay (body plus header bytes). */
+  maxAnswerBytes: 65_536,
+  /** Memory store: most keys held. */
+  maxEntries: 100_000,
+  /** Memory store: most bytes held (answers, fingerprints and keys). */
+  maxBytes: 64 * 1024 * 1024,
+  /** Redis store: longest wait for one command before it rejects, in ms. */
+  commandTimeoutMs: 1000,
+  /** `Retry-After` of a 409 `paymentIsInProgress`, in seconds. */
+  retryAfterSeconds: 1,
+} as const)
+
 /** The media types of the v6 API for a vendor. */
 export interface MediaTypes {
   /** `application/vnd.<vendor>.payments-v6+json` */

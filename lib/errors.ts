@@ -5,7 +5,9 @@ import fastJson, { type ObjectSchema } from 'fast-json-stringify'
  * `headerHasInvalidValue` is answered as 406 or 415 depending on the header.
  * Names follow the payments v6 service's own error list; the gateway's own
  * (`accessDenied`, `methodIsNotAllowed`, `bodyIsTooLarge`, `requestIsMalformed`,
- * `headersAreTooLarge`, `requestTimedOut`) are listed in docs/checks.md.
+ * `headersAreTooLarge`, `requestTimedOut`, and the two of retry protection,
+ * `paymentIsInProgress` and `transactionReferenceIsAlreadyUsed`) are listed in
+ * docs/checks.md.
  */
 export const ERRORS = {
   accessDenied: {
@@ -36,6 +38,14 @@ export const ERRORS = {
   merchantIsNotConfigured: {
     status: 400,
     message: 'The merchant is not configured to use an attribute present in the request.',
+  },
+  paymentIsInProgress: {
+    status: 409,
+    message: 'A payment with this transactionReference is still being processed. Retry after the time given in Retry-After.',
+  },
+  transactionReferenceIsAlreadyUsed: {
+    status: 422,
+    message: 'This transactionReference was already used for a different payment. Send a new transactionReference for a new payment.',
   },
   requestIsMalformed: { status: 400, message: 'The HTTP request is malformed.' },
   headersAreTooLarge: { status: 431, message: 'The request headers are too large.' },

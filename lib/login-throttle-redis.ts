@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis'
+import { THROTTLE_DEFAULTS } from './defaults.js'
 import {
   definedOnly,
   MemoryLoginThrottle,
-  THROTTLE_DEFAULTS,
   type LoginAttempt,
   type LoginThrottle,
   type LoginThrottleOptions,

@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache'
+import { THROTTLE_DEFAULTS } from './defaults.js'
 
 /**
  * The failed-login throttle of BasicAuth (docs/credentials.md): failures are
@@ -33,13 +34,6 @@ export interface LoginThrottleOptions {
   /** The clock, in ms; for tests. Default `performance.now`. */
   now?: () => number
 }
-
-export const THROTTLE_DEFAULTS = Object.freeze({
-  maxFailures: 10,
-  failureWindowMs: 60_000,
-  coolDownMs: 60_000,
-  trackedUsersMax: 10_000,
-})
 
 /** Failures of one username in its current window; `pending` counts verifications still running. */
 interface FailureState {

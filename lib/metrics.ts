@@ -9,7 +9,15 @@ export interface Metrics {
   request(operation: string, status: number, errorName: string | undefined, seconds: number): void
   backendError(kind: BackendErrorKind): void
   policyReload(ok: boolean): void
+  /** What retry protection did with one payment (docs/idempotency.md). */
+  retryProtection(outcome: RetryProtectionOutcome): void
+  /** A failure of the retry-protection store or the shared login throttle. */
+  storeError(): void
 }
+
+/** Forwarded under a claim, replayed, refused as in flight or as another payment's reference, refused or forwarded unprotected for a store failure. */
+export type RetryProtectionOutcome = (typeof RETRY_PROTECTION_OUTCOMES)[number]
+const RETRY_PROTECTION_OUTCOMES = ['claimed', 'replayed', 'inProgress', 'alreadyUsed', 'storeUnavailable', 'unprotected'] as const
 
 /**
  * The gateway's Prometheus metrics, on a registry of their own so that an
@@ -43,6 +51,22 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     labelNames: ['outcome'] as const,
     registers: [registry],
   })
+  const retryProtection = new Counter({
+    name: 'payments_gate_retry_protection_total',
+    help: 'Payments that passed every check, by what retry protection did with them.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  })
+  // Looked up once: this runs on every forwarded payment.
+  const protectedBy = Object.fromEntries(RETRY_PROTECTION_OUTCOMES.map((outcome) => [outcome, retryProtection.labels(outcome)])) as Record<
+    RetryProtectionOutcome,
+    { inc(): void }
+  >
+  const storeErrors = new Counter({
+    name: 'payments_gate_store_errors_total',
+    help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
+    registers: [registry],
+  })
   // prom-client hashes the label values on every call; the few label sets a
   // gateway sees (operations x statuses x error names) are looked up once.
   const counted = new Map<string, { inc(): void }>()
@@ -60,5 +84,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
     backendError: (kind) => backendErrors.inc({ kind }),
     policyReload: (ok) => reloads.inc({ outcome: ok ? 'ok' : 'failed' }),
+    retryProtection: (outcome) => protectedBy[outcome].inc(),
+    storeError: () => storeErrors.inc(),
   }
 }

@@ -41,8 +41,8 @@ export async function main(args: string[], io: Io): Promise<number> {
   }
 }
 
-/** Codes of errors that mean "cannot start as asked": files that cannot be read, invalid policies or credentials. */
-const STARTUP_CODES = new Set(['ENOENT', 'EACCES', 'EISDIR', 'ENOTDIR', 'EPOLICY', 'ECREDENTIALS'])
+/** Codes of errors that mean "cannot start as asked": files that cannot be read, invalid policies, credentials or store. */
+const STARTUP_CODES = new Set(['ENOENT', 'EACCES', 'EISDIR', 'ENOTDIR', 'EPOLICY', 'ECREDENTIALS', 'EIDEMPOTENCY'])
 
 function isStartupError(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException).code

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
-import { DEFAULTS } from '../defaults.js'
+import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { GateOptions } from '../gate.js'
 import { UsageError } from './io.js'
 import { parseByteCount } from './numbers.js'
@@ -20,14 +20,34 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   readonly admin: Address | undefined
   /** Processes serving the port; 1 runs the gateway in this process. */
   readonly workers: number
+  /** Retry protection's store: `memory`, `off` or a `redis://` URL (docs/idempotency.md). */
+  readonly idempotency: string
+  /** How long a recorded answer is replayed, in seconds. */
+  readonly idempotencyTtl: number
+  readonly idempotencyFailure: 'closed' | 'open'
 }
 
-export const SERVE_FLAGS = ['listen', 'target', 'policies', 'credentials', 'vendor', 'base-path', 'body-limit', 'timeout', 'admin', 'workers'] as const
+export const SERVE_FLAGS = [
+  'listen',
+  'target',
+  'policies',
+  'credentials',
+  'vendor',
+  'base-path',
+  'body-limit',
+  'timeout',
+  'admin',
+  'workers',
+  'idempotency',
+  'idempotency-ttl',
+  'idempotency-failure',
+] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
 export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
-  '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto]'
+  '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
+  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -79,6 +99,12 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
   if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(vendor)) throw new UsageError(`--vendor must be a media type name, got "${vendor}"`)
   const timeout = number('timeout', DEFAULTS.timeout)
   if (timeout < 1) throw new UsageError('--timeout must be at least 1 ms')
+  const idempotencyTtl = number('idempotency-ttl', IDEMPOTENCY_DEFAULTS.ttlSeconds)
+  if (idempotencyTtl < 1) throw new UsageError('--idempotency-ttl must be at least 1 second')
+  const idempotencyFailure = value('idempotency-failure') ?? IDEMPOTENCY_DEFAULTS.failure
+  if (idempotencyFailure !== 'closed' && idempotencyFailure !== 'open') {
+    throw new UsageError(`--idempotency-failure must be closed or open, got "${idempotencyFailure}"`)
+  }
   return {
     listen: parseAddress('listen', value('listen') ?? String(DEFAULTS.port)),
     target: parseTarget(value('target')),
@@ -90,5 +116,8 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     timeout,
     admin: admin === undefined ? undefined : parseAddress('admin', admin),
     workers: parseWorkers(value('workers') ?? '1'),
+    idempotency: value('idempotency') ?? IDEMPOTENCY_DEFAULTS.store,
+    idempotencyTtl,
+    idempotencyFailure,
   }
 }

@@ -12,8 +12,10 @@ import { parseServeOptions, type ServeOptions } from './options.js'
 import { stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
-/** What `serve` needs, with the credentials as a file or as a store already built (the demo's). */
-export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers'> {
+type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
+
+/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection as its defaults unless given. */
+export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | RetryProtectionFlags>, Partial<Pick<ServeOptions, RetryProtectionFlags>> {
   readonly credentials: string | Authenticator
   /** How long a drain waits for requests in flight, in ms. Default 10000. */
   readonly graceMs?: number
@@ -48,7 +50,12 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     admin = listener
   }
   try {
-    const gate = await createGate({ ...setup, logger, onPolicyReload: (outcome) => metrics.policyReload(outcome.ok) })
+    const gate = await createGate({
+      ...setup,
+      logger,
+      onPolicyReload: (outcome) => metrics.policyReload(outcome.ok),
+      onStoreError: storeErrorReporter(logger, metrics),
+    })
     try {
       const started = createGateway({ gate, target: setup.target, timeout: setup.timeout, logger, metrics })
       const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
@@ -78,6 +85,21 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   } catch (error) {
     await admin?.close()
     throw error
+  }
+}
+
+/** How often at most a failing store is logged: a down Redis fails every request and every reconnection attempt. */
+const STORE_ERROR_LOG_INTERVAL_MS = 1000
+
+/** Every failure of the retry-protection store is counted; one line a second at most says what it was. */
+export function storeErrorReporter(logger: Logger, metrics: Metrics, now = () => performance.now()): (error: unknown) => void {
+  let logged = Number.NEGATIVE_INFINITY
+  return (error) => {
+    metrics.storeError()
+    const time = now()
+    if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
+    logged = time
+    logger.warn({ err: error }, 'retry-protection store failed')
   }
 }
 

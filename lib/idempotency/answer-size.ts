@@ -1,5 +1,5 @@
 import type { IdempotencyStoreOptions, RecordedAnswer } from './store.js'
-import { IDEMPOTENCY_DEFAULTS } from './store.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 
 /** The bytes an answer holds: its body and every header name and value. */
 export function answerBytes(answer: RecordedAnswer): number {

@@ -24,7 +24,8 @@ export function createIdempotencyStore(
   if (spec === 'off') return undefined
   if (spec === 'memory') return new MemoryIdempotencyStore(options)
   if (!SPEC.test(spec)) {
-    throw new Error(`idempotency store ${shown(spec)} is none of memory, off, redis://HOST:PORT[/DB]`)
+    // The code makes it a start-up failure of the CLI: one line, exit 2.
+    throw Object.assign(new Error(`--idempotency ${shown(spec)} is none of memory, off, redis://HOST:PORT[/DB]`), { code: 'EIDEMPOTENCY' })
   }
   return new RedisIdempotencyStore(createRedisClient(spec, options), options)
 }

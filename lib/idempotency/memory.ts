@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import { answerBytes, keptAnswer } from './answer-size.js'
-import { IDEMPOTENCY_DEFAULTS, type Claim, type IdempotencyStore, type IdempotencyStoreOptions, type RecordedAnswer } from './store.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
 
 export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
   /** Most keys held. Default 100000. */

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis'
-import { IDEMPOTENCY_DEFAULTS } from './store.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 
 export interface RedisClientOptions {
   /** Longest wait for one command before it rejects, in ms. Default 1000. */

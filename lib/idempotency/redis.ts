@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { keptAnswer } from './answer-size.js'
 import { closeRedisClient, whenReady } from './redis-client.js'
-import { IDEMPOTENCY_DEFAULTS, type Claim, type IdempotencyStore, type IdempotencyStoreOptions, type RecordedAnswer } from './store.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
 
 /** Every key this store writes starts so, to share a Redis with other uses. */
 export const REDIS_KEY_PREFIX = 'payments-gate:idem:'

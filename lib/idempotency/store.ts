@@ -40,14 +40,3 @@ export interface IdempotencyStoreOptions {
   /** Recorded instead of an answer larger than `maxAnswerBytes`: the 422 `transactionReferenceIsAlreadyUsed` answer saying the payment was processed. */
   oversizedAnswer: RecordedAnswer
 }
-
-export const IDEMPOTENCY_DEFAULTS = Object.freeze({
-  ttlMs: 86_400_000,
-  maxAnswerBytes: 65_536,
-  /** Memory store: most keys held. */
-  maxEntries: 100_000,
-  /** Memory store: most bytes held (answers, fingerprints and keys). */
-  maxBytes: 64 * 1024 * 1024,
-  /** Redis store: longest wait for one command before it rejects. */
-  commandTimeoutMs: 1000,
-})

@@ -1,5 +1,6 @@
 import { watch } from 'node:fs'
 import type { Logger } from 'pino'
+import { POLICY_WATCH_DEFAULTS } from '../defaults.js'
 import { entityOfFile, loadPolicyDir, type PolicyProblem } from './load.js'
 import type { Policy, PolicySource } from './policy.js'
 
@@ -31,8 +32,6 @@ export interface WatchPoliciesOptions {
   rescanMs?: number
 }
 
-export const DEFAULT_DEBOUNCE_MS = 75
-export const DEFAULT_RESCAN_MS = 1000
 
 /** An invalid policy at start-up: the CLI prints the message as one line and exits 2. */
 export function policyError(message: string): Error & { code: 'EPOLICY' } {
@@ -66,8 +65,8 @@ function describe(policy: Policy): unknown[] {
  */
 export async function watchPolicies(dir: string, options: WatchPoliciesOptions = {}): Promise<PolicyStore> {
   const { logger, onReload } = options
-  const debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS
-  const rescanMs = options.rescanMs ?? DEFAULT_RESCAN_MS
+  const debounceMs = options.debounceMs ?? POLICY_WATCH_DEFAULTS.debounceMs
+  const rescanMs = options.rescanMs ?? POLICY_WATCH_DEFAULTS.rescanMs
   const initial = await loadPolicyDir(dir)
   const [problem] = initial.problems
   if (problem !== undefined) {

@@ -7,6 +7,11 @@ import { BackendTimeout, faultAnswer, faultKind } from './faults.js'
 import { forwardedRequestHeaders } from './hop-by-hop.js'
 import { relay } from './relay.js'
 
+/** What became of a forwarded payment, as the client got it. */
+export type BackendOutcome =
+  | { readonly kind: 'answered'; readonly status: number; readonly headers: readonly string[]; readonly body: Buffer | undefined }
+  | { readonly kind: 'refused' | 'timeout' | 'reset' }
+
 export interface ForwarderOptions {
   /** The backend, an `http:` URL; its path, if any, is put in front of the request's. */
   target: URL

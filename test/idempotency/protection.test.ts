@@ -1,0 +1,107 @@
+import t from 'tap'
+import type { Passed } from '../../lib/checks/index.js'
+import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
+import { createRetryProtection, OVERSIZED_ANSWER, type Guard, type Ticket } from '../../lib/idempotency/protection.js'
+import type { IdempotencyStore } from '../../lib/idempotency/store.js'
+import type { PaymentRequest } from '../../lib/schema/payment.js'
+import type { BackendOutcome } from '../../lib/surfaces/proxy/forward.js'
+import { saleBody } from '../helpers/bodies.js'
+
+function passed(reference = 'order-1', entity = 'default', amount = 250): { passed: Passed; payload: Buffer } {
+  const document = saleBody() as PaymentRequest
+  document.transactionReference = reference
+  document.merchant.entity = entity
+  document.instruction.value.amount = amount
+  return { passed: { ok: true, operation: 'sale', entity, document, principal: undefined }, payload: Buffer.from(JSON.stringify(document)) }
+}
+
+function memory(): MemoryIdempotencyStore {
+  return new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 30_000, oversizedAnswer: OVERSIZED_ANSWER })
+}
+
+async function guard(protection: ReturnType<typeof createRetryProtection>, request = passed()): Promise<Guard> {
+  return protection.guard(request.passed, request.payload)
+}
+
+function ticketOf(guarded: Guard): Ticket {
+  if (guarded.kind !== 'forward' || guarded.ticket === undefined) throw new Error(`not claimed: ${guarded.kind}`)
+  return guarded.ticket
+}
+
+const CREATED = { kind: 'answered', status: 201, headers: ['content-type', 'application/json'], body: Buffer.from('{"outcome":"authorized"}') } as const
+
+t.test('first forwarded, a copy in flight 409, the recorded answer replayed, another payment 422', async (t) => {
+  const protection = createRetryProtection({ store: memory() })
+  const first = await guard(protection)
+  const ticket = ticketOf(first)
+  const copy = await guard(protection)
+  t.equal(copy.kind, 'refuse')
+  t.match(copy, { rejection: { status: 409, body: { errorName: 'paymentIsInProgress' }, headers: { 'Retry-After': '1' } } })
+  protection.settle(ticket, CREATED)
+  const replay = await guard(protection)
+  t.same(replay, { kind: 'replay', answer: { status: 201, headers: CREATED.headers, body: CREATED.body } })
+  t.match(await guard(protection, passed('order-1', 'default', 999)), { kind: 'refuse', rejection: { status: 422, body: { errorName: 'transactionReferenceIsAlreadyUsed' } } })
+  t.match(await guard(protection, passed('order-1', 'collections')), { kind: 'forward' }, 'the key is the entity and the reference')
+})
+
+t.test('what releases a key and what records it', async (t) => {
+  const outcomes = [
+    { outcome: { kind: 'answered', status: 400, headers: [], body: Buffer.from('{}') }, released: true },
+    { outcome: { kind: 'answered', status: 404, headers: [], body: undefined }, released: true },
+    { outcome: { kind: 'answered', status: 503, headers: [], body: Buffer.from('{}') }, released: true },
+    { outcome: { kind: 'refused' }, released: true },
+    { outcome: { kind: 'answered', status: 302, headers: ['location', '/x'], body: Buffer.alloc(0) }, released: false, status: 302 },
+    { outcome: { kind: 'answered', status: 500, headers: [], body: Buffer.from('{}') }, released: false, status: 500 },
+    { outcome: { kind: 'answered', status: 502, headers: [], body: Buffer.from('{}') }, released: false, status: 502 },
+    { outcome: { kind: 'answered', status: 504, headers: [], body: Buffer.from('{}') }, released: false, status: 504 },
+    { outcome: { kind: 'timeout' }, released: false, status: 500, errorName: 'internalErrorOccurred' },
+    { outcome: { kind: 'reset' }, released: false, status: 500, errorName: 'internalErrorOccurred' },
+    { outcome: { kind: 'answered', status: 201, headers: [], body: undefined }, released: false, status: 422, errorName: 'transactionReferenceIsAlreadyUsed' },
+  ] as const
+  for (const { outcome, released, ...recorded } of outcomes as readonly { outcome: BackendOutcome; released: boolean; status?: number; errorName?: string }[]) {
+    const protection = createRetryProtection({ store: memory() })
+    protection.settle(ticketOf(await guard(protection)), outcome)
+    const next = await guard(protection)
+    if (released) {
+      t.equal(next.kind, 'forward', `${JSON.stringify(outcome)}: a retry is forwarded`)
+      continue
+    }
+    t.equal(next.kind, 'replay', `${JSON.stringify(outcome)}: a retry is replayed`)
+    if (next.kind !== 'replay') continue
+    t.equal(next.answer.status, recorded.status)
+    if (recorded.errorName !== undefined) t.equal(JSON.parse(next.answer.body.toString()).errorName, recorded.errorName)
+  }
+})
+
+/** A store that cannot be reached, failing the way the caller asks: a thrown error or a rejected promise. */
+function unreachable(how: 'throw' | 'reject'): IdempotencyStore & { closed: boolean } {
+  const fail = () => {
+    const error = new Error('store down')
+    if (how === 'throw') throw error
+    return Promise.reject(error)
+  }
+  return { closed: false, claim: fail, record: fail, release: fail, close: async function (this: { closed: boolean }) { this.closed = true } } as never
+}
+
+t.test('a store that cannot be reached: refused with 503 (closed), or forwarded unprotected (open); reported either way', async (t) => {
+  for (const how of ['throw', 'reject'] as const) {
+    const errors: unknown[] = []
+    const closed = createRetryProtection({ store: unreachable(how), onStoreError: (error) => errors.push(error) })
+    t.match(await guard(closed), { kind: 'refuse', rejection: { status: 503, body: { errorName: 'serviceUnavailable' } } }, how)
+    const open = createRetryProtection({ store: unreachable(how), failure: 'open', onStoreError: (error) => errors.push(error) })
+    t.same(await guard(open), { kind: 'forward', ticket: undefined }, how)
+    open.settle({ key: 'k', token: 't' }, CREATED)
+    open.settle({ key: 'k', token: 't' }, { kind: 'refused' })
+    await new Promise((resolve) => setImmediate(resolve))
+    t.equal(errors.length, 4, `${how}: every failure reported, none thrown`)
+  }
+  const silent = createRetryProtection({ store: unreachable('reject') })
+  silent.settle({ key: 'k', token: 't' }, CREATED)
+  t.equal((await guard(silent)).kind, 'refuse', 'without a listener, still refused')
+})
+
+t.test('close closes the store', async (t) => {
+  const store = unreachable('throw')
+  await createRetryProtection({ store }).close()
+  t.ok(store.closed)
+})
