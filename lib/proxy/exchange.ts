@@ -31,6 +31,8 @@ export interface GatewayState {
  */
 export class GatewayResponse extends ServerResponse<IncomingMessage> {
   exchange: Exchange | undefined = undefined
+  /** The backend call of a payment being forwarded, told when the response closes (payment-relay.ts). */
+  backendCall: BackendCall | undefined = undefined
 
   /**
    * Every answer's head goes through here (`end()` without it too), so an
@@ -45,6 +47,12 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
     if (this.exchange?.gateway.draining === true) this.shouldKeepAlive = false
     return Reflect.apply(super.writeHead, this, args) as this
   }
+}
+
+/** A call to the backend on behalf of one response. */
+export interface BackendCall {
+  /** The response closed: if its answer is not complete, the client left and the call stops. */
+  responseClosed(): void
 }
 
 export interface Recorder {
