@@ -36,6 +36,8 @@ export const DEFAULTS = Object.freeze({
    * backend is closing at that moment (docs/backend-faults.md).
    */
   backendIdleTimeout: 4000,
+  /** How long before the limit a backend announces (`Keep-Alive: timeout=N`) its idle connections are let go, in ms. */
+  backendKeepAliveMargin: 1000,
   /** Largest backend 5xx body read to see whether it is in the error format. */
   errorBodyLimit: 65536,
   /** How long a drain waits for the requests in flight, in ms. */

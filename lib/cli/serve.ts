@@ -57,7 +57,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       onStoreError: storeErrorReporter(logger, metrics),
     })
     try {
-      const started = createGateway({ gate, target: setup.target, timeout: setup.timeout, logger, metrics })
+      const started = createGateway({ gate, target: setup.target, logger, metrics })
       const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
       gateway = started
       logger.info({ listen: address, target: setup.target.href }, 'gateway listening')

@@ -44,6 +44,13 @@ export function sendError(res: ServerResponse, errorName: ErrorName, options?: R
   sendRejection(res, reject(errorName, options))
 }
 
+/** The answer's headers as a flat raw list [name, value, ...], the shape a relayed or recorded answer keeps them in. */
+export function flatHeaders(answer: Answer): string[] {
+  const headers: string[] = []
+  for (const name of Object.keys(answer.headers)) headers.push(name, String(answer.headers[name]))
+  return headers
+}
+
 /** The answer as raw HTTP/1.1 bytes, for below HTTP, where there is only the socket (it always closes). */
 export function rawAnswer(answer: Answer): Buffer {
   let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n`

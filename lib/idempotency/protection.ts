@@ -1,7 +1,8 @@
 import type { Passed } from '../checks/index.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { reject, type Rejection } from '../errors.js'
-import { answerOf, type Answer } from '../http/answer.js'
+import { answerOf, flatHeaders, type Answer } from '../http/answer.js'
+import type { RetryProtectionOutcome } from '../metrics.js'
 import type { BackendOutcome } from '../surfaces/proxy/forward.js'
 import { faultAnswer } from '../surfaces/proxy/faults.js'
 import { fingerprint } from './fingerprint.js'
@@ -15,13 +16,17 @@ export interface Ticket {
 }
 
 /** What retry protection decided for one payment that passed every check (docs/idempotency.md). */
-export type Guard =
+export type Guard = (
   /** Forward it; settle the ticket with the outcome. No ticket: forward unprotected (the store failed, failure `open`). */
   | { readonly kind: 'forward'; readonly ticket: Ticket | undefined }
   /** Answer this refusal: 409 in flight, 422 another payment, 503 the store failed (failure `closed`). */
   | { readonly kind: 'refuse'; readonly rejection: Rejection }
   /** Replay the recorded answer. */
   | { readonly kind: 'replay'; readonly answer: RecordedAnswer }
+) & {
+  /** The decision, as the log line and the metrics name it. */
+  readonly outcome: RetryProtectionOutcome
+}
 
 export interface RetryProtectionOptions {
   readonly store: IdempotencyStore
@@ -39,22 +44,22 @@ export interface RetryProtection {
   close(): Promise<void>
 }
 
-const UNPROTECTED: Guard = Object.freeze({ kind: 'forward', ticket: undefined })
+const UNPROTECTED: Guard = Object.freeze({ kind: 'forward', ticket: undefined, outcome: 'unprotected' })
 const IN_PROGRESS: Guard = Object.freeze({
   kind: 'refuse',
   rejection: reject('paymentIsInProgress', { headers: { 'Retry-After': String(IDEMPOTENCY_DEFAULTS.retryAfterSeconds) } }),
+  outcome: 'inProgress',
 })
-const ALREADY_USED: Guard = Object.freeze({ kind: 'refuse', rejection: reject('transactionReferenceIsAlreadyUsed') })
+const ALREADY_USED: Guard = Object.freeze({ kind: 'refuse', rejection: reject('transactionReferenceIsAlreadyUsed'), outcome: 'alreadyUsed' })
 const STORE_UNAVAILABLE: Guard = Object.freeze({
   kind: 'refuse',
   rejection: reject('serviceUnavailable', { message: 'Retry protection is unavailable, so the payment was not forwarded. Retry later.' }),
+  outcome: 'storeUnavailable',
 })
 
 /** A refusal as an answer to record: what the client got. */
 function recorded(answer: Answer): RecordedAnswer {
-  const headers: string[] = []
-  for (const name of Object.keys(answer.headers)) headers.push(name, String(answer.headers[name]))
-  return { status: answer.status, headers, body: answer.body }
+  return { status: answer.status, headers: flatHeaders(answer), body: answer.body }
 }
 
 /** Recorded instead of a backend answer too large to keep: the payment happened, its answer cannot be replayed. */
@@ -94,13 +99,13 @@ export function createRetryProtection(options: RetryProtectionOptions): RetryPro
   function decide(key: string, claim: Claim): Guard {
     switch (claim.state) {
       case 'claimed':
-        return { kind: 'forward', ticket: { key, token: claim.token } }
+        return { kind: 'forward', ticket: { key, token: claim.token }, outcome: 'claimed' }
       case 'inFlight':
         return IN_PROGRESS
       case 'mismatch':
         return ALREADY_USED
       default:
-        return { kind: 'replay', answer: claim.answer }
+        return { kind: 'replay', answer: claim.answer, outcome: 'replayed' }
     }
   }
 

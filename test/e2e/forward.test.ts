@@ -1,10 +1,10 @@
 import { request } from 'node:http'
 import t from 'tap'
-import { paymentHeaders, send } from '../helpers/client.js'
+import { paymentHeaders, raw, send } from '../helpers/client.js'
 import { loggedRequests, scanLogsForCards, startGateway, USER } from '../helpers/gateway.js'
 import { SALE_PATH, saleBody } from '../helpers/payments.js'
 
-const { url, backend } = await startGateway(t)
+const { url, port, backend } = await startGateway(t)
 
 t.test('a clean sale is forwarded once, rewritten, with a correct Content-Length', async (t) => {
   backend.received.length = 0
@@ -31,6 +31,7 @@ t.test('a clean sale is forwarded once, rewritten, with a correct Content-Length
   t.equal(got?.headers['x-forwarded-for'], '127.0.0.1')
   t.equal(got?.headers['x-forwarded-proto'], 'http')
   t.equal(got?.headers['x-forwarded-host'], url.slice('http://'.length))
+  t.equal(got?.headers['x-forwarded-port'], new URL(url).port)
   const line = loggedRequests().find((entry) => entry.path === `${SALE_PATH}?trace=1`)
   t.match(line, { method: 'POST', operation: 'sale', entity: 'default', user: USER, status: 201, complete: true })
   t.type(line?.durationMs, 'number')
@@ -55,6 +56,28 @@ t.test('other paths are forwarded untouched, bodies streamed as they came', asyn
   t.match(backend.received[1], { method: 'PUT', url: '/files/upload', headers: { 'transfer-encoding': 'chunked' } })
   t.equal(backend.received[1]?.body.toString(), 'not json at all')
   t.match(loggedRequests().find((entry) => entry.path === '/status?x=1'), { operation: 'other', status: 201 })
+})
+
+t.test('X-Forwarded-* are added after an earlier proxy\'s, the same on both engines', async (t) => {
+  backend.received.length = 0
+  const extra = { host: 'shop.example:8443', 'x-forwarded-for': '10.0.0.1', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'pay.example' }
+  t.equal((await send(url, { headers: paymentHeaders(extra), body: saleBody() })).status, 201)
+  t.equal((await send(url, { method: 'GET', path: '/status', headers: extra })).status, 201)
+  t.equal((await send(url, { method: 'GET', path: '/status', headers: { host: 'shop.example' } })).status, 201)
+  const expected = { host: 'shop.example:8443', 'x-forwarded-for': '10.0.0.1,127.0.0.1', 'x-forwarded-port': '8443', 'x-forwarded-proto': 'https,http', 'x-forwarded-host': 'pay.example' }
+  t.match(backend.received[0]?.headers, expected, 'a payment (undici)')
+  t.match(backend.received[1]?.headers, expected, 'another path (http-proxy-3)')
+  t.match(backend.received[2]?.headers, { 'x-forwarded-port': '80', 'x-forwarded-host': 'shop.example' }, "HTTP's default port when Host names none")
+  t.match(await raw(port, 'GET /status HTTP/1.0\r\n\r\n', { keepOpen: true }), /^HTTP\/1.1 201 /)
+  t.match(backend.received[3]?.headers, { 'x-forwarded-port': '80', 'x-forwarded-host': '' }, 'an HTTP/1.0 request without Host')
+})
+
+t.test("the target's path and query go in front of the request's, the same on both engines", async (t) => {
+  const prefixed = await startGateway(t, { target: `${backend.url}/base/?k=1` })
+  backend.received.length = 0
+  t.equal((await send(prefixed.url, { path: `${SALE_PATH}?trace=1`, headers: paymentHeaders(), body: saleBody() })).status, 201)
+  t.equal((await send(prefixed.url, { method: 'GET', path: '/status?trace=1' })).status, 201)
+  t.same(backend.received.map((got) => got.url), [`/base${SALE_PATH}?k=1&trace=1`, '/base/status?k=1&trace=1'])
 })
 
 t.test('the backend answer streams back with its status and headers, minus hop-by-hop ones', async (t) => {

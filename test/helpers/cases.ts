@@ -67,10 +67,14 @@ const sale = (overrides: Parameters<typeof saleBody>[0] = {}) => json(saleBody(o
 const instruction = (changes: Record<string, unknown>) => ({ ...(saleBody().instruction as Record<string, unknown>), ...changes })
 const CHALLENGE = { 'www-authenticate': 'Basic realm="payments", charset="UTF-8"' }
 
-/** A clean sale padded with an unnamed field to exactly `bytes` bytes of UTF-8. */
-function saleOfSize(bytes: number): string {
-  const unpadded = Buffer.byteLength(sale({ padding: '' }))
-  const body = sale({ padding: 'x'.repeat(bytes - unpadded) })
+/**
+ * A clean sale padded with an unnamed field to exactly `bytes` bytes of UTF-8,
+ * with a `transactionReference` of its own: it is another payment than the
+ * clean sale's, and the proxy's retry protection tells them apart by it.
+ */
+function saleOfSize(bytes: number, transactionReference: string): string {
+  const unpadded = Buffer.byteLength(sale({ transactionReference, padding: '' }))
+  const body = sale({ transactionReference, padding: 'x'.repeat(bytes - unpadded) })
   if (Buffer.byteLength(body) !== bytes) throw new Error(`a sale of ${bytes} bytes cannot be built (${unpadded} without padding)`)
   return body
 }
@@ -92,10 +96,10 @@ export const CASES: readonly Case[] = [
   { name: '4: Accept text/html', method: 'POST', path: SALE_PATH, headers: { ...GOOD, accept: 'text/html' }, body: sale(), status: 406, errorName: 'headerHasInvalidValue' },
   { name: '5: declared body too large', method: 'POST', path: SALE_PATH, headers: GOOD, body: sale({ padding: 'x'.repeat(BODY_LIMIT) }), status: 413, errorName: 'bodyIsTooLarge' },
   { name: '5: chunked body too large', method: 'POST', path: SALE_PATH, headers: GOOD, body: sale({ padding: 'x'.repeat(BODY_LIMIT) }), chunked: true, status: 413, errorName: 'bodyIsTooLarge' },
-  { name: '5: body of exactly the limit passes', method: 'POST', path: SALE_PATH, headers: GOOD, body: saleOfSize(BODY_LIMIT), status: 201 },
-  { name: '5: body of exactly the limit passes, chunked', method: 'POST', path: SALE_PATH, headers: GOOD, body: saleOfSize(BODY_LIMIT), chunked: true, status: 201 },
-  { name: '5: declared body one byte over the limit', method: 'POST', path: SALE_PATH, headers: GOOD, body: saleOfSize(BODY_LIMIT + 1), status: 413, errorName: 'bodyIsTooLarge' },
-  { name: '5: chunked body one byte over the limit', method: 'POST', path: SALE_PATH, headers: GOOD, body: saleOfSize(BODY_LIMIT + 1), chunked: true, status: 413, errorName: 'bodyIsTooLarge' },
+  { name: '5: body of exactly the limit passes', method: 'POST', path: SALE_PATH, headers: GOOD, body: saleOfSize(BODY_LIMIT, 'limit-1'), status: 201 },
+  { name: '5: body of exactly the limit passes, chunked', method: 'POST', path: SALE_PATH, headers: GOOD, body: saleOfSize(BODY_LIMIT, 'limit-2'), chunked: true, status: 201 },
+  { name: '5: declared body one byte over the limit', method: 'POST', path: SALE_PATH, headers: GOOD, body: saleOfSize(BODY_LIMIT + 1, 'limit-3'), status: 413, errorName: 'bodyIsTooLarge' },
+  { name: '5: chunked body one byte over the limit', method: 'POST', path: SALE_PATH, headers: GOOD, body: saleOfSize(BODY_LIMIT + 1, 'limit-4'), chunked: true, status: 413, errorName: 'bodyIsTooLarge' },
   { name: '6: empty body', method: 'POST', path: SALE_PATH, headers: GOOD, body: '', status: 400, errorName: 'bodyIsEmpty', rejection: reject('bodyIsEmpty') },
   { name: '6: white space only', method: 'POST', path: RECURRING_PATH, headers: GOOD, body: ' \r\n\t ', status: 400, errorName: 'bodyIsEmpty', rejection: reject('bodyIsEmpty') },
   { name: '7: not JSON', method: 'POST', path: SALE_PATH, headers: GOOD, body: '{"transactionReference":', status: 400, errorName: 'bodyIsNotJson', rejection: reject('bodyIsNotJson') },

@@ -70,7 +70,8 @@ export async function startGateway(t: Test, options: StartOptions = {}): Promise
   const backend = await startBackend(options.answer)
   t.teardown(() => backend.close())
   const { policies } = await loadPolicyDir('policies')
-  const gate = await createGate({ policies, credentials: await testCredentials(), ...options.gate })
+  // Retry protection off unless a test asks for it: these tests send the same payment again on purpose.
+  const gate = await createGate({ policies, credentials: await testCredentials(), idempotency: 'off', ...options.gate })
   t.teardown(() => gate.close())
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: false })
   const gateway = createGateway({ target: backend.url, logger: captureLogger(), ...options, metrics, gate })

@@ -49,10 +49,16 @@ t.test('a request whose connection is closing is dropped', async (t) => {
  * connection must never reach the application or the backend: its answer
  * could never be sent, and its client would send it again.
  */
+/** A payment of its own (its own `transactionReference`), as raw HTTP/1.1. */
+function payment(transactionReference: string, close = false): string {
+  const body = JSON.stringify(saleBody({ transactionReference }))
+  const connection = close ? 'Connection: close\r\n' : ''
+  return `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\n${connection}Authorization: ${basic(USERNAME, PASSWORD)}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+}
 const body = JSON.stringify(saleBody())
-const valid = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${basic(USERNAME, PASSWORD)}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+const valid = payment('pipelined-1')
+const lastOnConnection = payment('pipelined-2', true)
 // No credentials and an unread body: refused with `Connection: close`.
-const lastOnConnection = valid.replace('Host: a\r\n', 'Host: a\r\nConnection: close\r\n')
 const refused = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
 
 function exchange(port: number, requests: string): Promise<string> {

@@ -40,7 +40,7 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis://:hunter2@host:port',
   ]
   for (const spec of bad) {
-    t.throws(() => createIdempotencyStore(spec, OPTIONS), { message: /^idempotency store ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\]$/ }, spec)
+    t.throws(() => createIdempotencyStore(spec, OPTIONS), { message: /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\]$/, code: "EIDEMPOTENCY" }, spec)
   }
   t.throws(() => createIdempotencyStore('redis://:hunter2@host:port', OPTIONS), { message: /^(?!.*hunter2).*\*\*\*@host:port/ })
 })

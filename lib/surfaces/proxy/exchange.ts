@@ -1,6 +1,6 @@
 import { ServerResponse, type IncomingMessage } from 'node:http'
 import type { Logger } from '../../log.js'
-import type { BackendErrorKind, Metrics } from '../../metrics.js'
+import type { BackendErrorKind, Metrics, RetryProtectionOutcome } from '../../metrics.js'
 
 /**
  * What is known about one request as it goes through the gateway, filled in
@@ -17,6 +17,8 @@ export interface Exchange {
   user: string | undefined
   errorName: string | undefined
   backendError: BackendErrorKind | undefined
+  /** What retry protection did with a payment that passed every check. */
+  retryProtection: RetryProtectionOutcome | undefined
 }
 
 /** What every response of one gateway reads when its answer starts. */
@@ -31,6 +33,8 @@ export interface GatewayState {
  */
 export class GatewayResponse extends ServerResponse<IncomingMessage> {
   exchange: Exchange | undefined = undefined
+  /** The backend call of a payment being forwarded, told when the response closes (payment-relay.ts). */
+  backendCall: BackendCall | undefined = undefined
 
   /**
    * Every answer's head goes through here (`end()` without it too), so an
@@ -46,6 +50,12 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
   }
 }
 
+/** A call to the backend on behalf of one response. */
+export interface BackendCall {
+  /** The response closed: if its answer is not complete, the client left and the call stops. */
+  responseClosed(): void
+}
+
 export interface Recorder {
   readonly logger: Logger
   readonly metrics: Metrics | undefined
@@ -53,7 +63,7 @@ export interface Recorder {
 
 /** Starts the record of a request; `record` writes it out when the response closes. */
 export function track(res: GatewayResponse, gateway: GatewayState, operation: string): Exchange {
-  const exchange: Exchange = { gateway, operation, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined }
+  const exchange: Exchange = { gateway, operation, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined }
   res.exchange = exchange
   return exchange
 }
@@ -75,6 +85,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
     status,
     errorName: exchange.errorName,
     backendError: exchange.backendError,
+    retryProtection: exchange.retryProtection,
     complete: res.writableFinished,
     durationMs: Math.round(seconds * 1e4) / 10,
   })

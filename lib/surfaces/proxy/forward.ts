@@ -1,53 +1,74 @@
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http'
-import type { Stream } from 'node:stream'
 import { createProxyServer } from 'http-proxy-3'
-import { sendRejection } from '../../http/answer.js'
+import { Pool } from 'undici'
+import { DEFAULTS } from '../../defaults.js'
+import { answerFault } from './answer-fault.js'
+import { backendPaths } from './backend-path.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
-import { BackendTimeout, faultAnswer, faultKind } from './faults.js'
+import { BackendTimeout, faultKind } from './faults.js'
 import { forwardedRequestHeaders } from './hop-by-hop.js'
+import { PaymentRelay, type OnSettled } from './payment-relay.js'
 import { relay } from './relay.js'
+import { addForwardedHeaders } from './x-forwarded.js'
 
-/** What became of a forwarded payment, as the client got it. */
-export type BackendOutcome =
-  | { readonly kind: 'answered'; readonly status: number; readonly headers: readonly string[]; readonly body: Buffer | undefined }
-  | { readonly kind: 'refused' | 'timeout' | 'reset' }
+export type { BackendOutcome, OnSettled } from './payment-relay.js'
 
 export interface ForwarderOptions {
   /** The backend, an `http:` URL; its path, if any, is put in front of the request's. */
   target: URL
   /** How long the backend may stay silent, in ms. */
   timeout: number
-  /** Most connections open to the backend at once; further requests wait for one. */
+  /** Most connections open to the backend at once, per engine; further requests wait for one. */
   maxSockets?: number
   /** Largest 5xx body read to see whether it is in the error format. */
   errorBodyLimit?: number
+  /** Largest answer body handed whole to a payment's `settled` callback; none when unset. */
+  keepAnswerBytes?: number
 }
 
 export interface Forwarder {
   /**
-   * Sends a request to the backend once and relays its answer. With `payload`,
-   * that is the body sent (the validated document); without, the request's own
+   * Sends a request to the backend once and relays its answer. With `payload`
+   * (the validated document, serialized), that is the body sent, and
+   * `settled` is told once how the call ended; without, the request's own
    * body is streamed as it comes.
    */
-  forward(req: IncomingMessage, res: GatewayResponse, payload?: Buffer): void
-  /** Closes the idle connections to the backend. */
+  forward(req: IncomingMessage, res: GatewayResponse, payload?: Buffer, settled?: OnSettled): void
+  /** Closes the connections to the backend. */
   close(): void
 }
 
 /**
- * Node closes an idle keep-alive connection after 5 s by default; letting ours
- * go after 4 s keeps the gateway from sending a payment on a socket the
- * backend is closing at that moment (which would be a reset, a 500, and no retry).
+ * Two engines. Payments go through undici: its `Pool.dispatch` callbacks map
+ * one to one onto the relay (payment-relay.ts) and cost about half the CPU of
+ * http-proxy-3 with a buffered body. Every other path stays on http-proxy-3,
+ * which streams a body of any size untouched.
  */
-const IDLE_SOCKET_MS = 4000
-
 export function createForwarder(options: ForwarderOptions): Forwarder {
   const { timeout } = options
-  const errorBodyLimit = options.errorBodyLimit ?? 65536
+  const errorBodyLimit = options.errorBodyLimit ?? DEFAULTS.errorBodyLimit
+  const maxSockets = options.maxSockets ?? DEFAULTS.maxSockets
   // One bounded keep-alive pool: without it every request opens a connection
-  // (about 4x slower) and the backend's `Connection: close` reaches clients.
-  const agent = new Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' })
-  const proxy = createProxyServer({ target: options.target, agent, xfwd: true, selfHandleResponse: true })
+  // (several times slower) and the backend's `Connection: close` reaches clients.
+  const agent = new Agent({ keepAlive: true, maxSockets, timeout: DEFAULTS.backendIdleTimeout, scheduling: 'lifo' })
+  const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true })
+  // Idle connections are let go before the backend's own limit (DEFAULTS.backendIdleTimeout), or
+  // `backendKeepAliveMargin` before the limit a backend announces (`Keep-Alive: timeout=N`), none
+  // kept when that leaves nothing: a payment is never written to a socket the backend is closing.
+  // One request per connection at a time (no pipelining), and no retry: undici
+  // sends a request again only when it was pipelined behind a failed one, and
+  // a Pool without interceptors never does.
+  const pool = new Pool(options.target.origin, {
+    connections: maxSockets,
+    pipelining: 1,
+    keepAliveTimeout: DEFAULTS.backendIdleTimeout,
+    keepAliveTimeoutThreshold: DEFAULTS.backendKeepAliveMargin,
+    connectTimeout: timeout,
+    headersTimeout: timeout,
+    bodyTimeout: timeout,
+  })
+  const pathOf = backendPaths(options.target)
+  const settings = { errorBodyLimit, keepAnswerBytes: options.keepAnswerBytes }
   // Called as the request's own `timeout` listener: one function for every request.
   function onBackendTimeout(this: ClientRequest): void {
     this.destroy(new BackendTimeout(timeout))
@@ -62,35 +83,28 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   // http-proxy-3 throws on an error nobody listens to. The request is never
   // sent again: a payment reaches the backend at most once.
   proxy.on('error', (error, _req, res) => {
-    const exchange = (res as GatewayResponse).exchange as Exchange
-    const kind = faultKind(error)
-    exchange.backendError = kind
-    const answer = faultAnswer(kind)
-    exchange.errorName = answer.body.errorName
-    sendRejection(res as GatewayResponse, answer)
+    const gatewayResponse = res as GatewayResponse
+    answerFault(gatewayResponse, gatewayResponse.exchange as Exchange, faultKind(error))
   })
 
   return {
-    forward(req, res, payload) {
+    forward(req, res, payload, settled) {
       const headers = forwardedRequestHeaders(req.headers, payload === undefined)
+      addForwardedHeaders(headers, req)
       if (payload === undefined) {
         req.headers = headers
         proxy.web(req, res)
         return
       }
       headers['content-length'] = String(payload.length)
-      req.headers = headers
-      proxy.web(req, res, { buffer: bodyOf(payload) })
+      // `idempotent: false`, undici's default for a POST, said outright: such a request is never pipelined nor sent again.
+      const call = { method: req.method as string, path: pathOf(req.url as string), headers, body: payload, idempotent: false }
+      pool.dispatch(call, new PaymentRelay(res, settings, settled))
     },
-    close: () => agent.destroy(),
+    close() {
+      agent.destroy()
+      // Settles without error, also when already destroyed (a second drain).
+      void pool.destroy()
+    },
   }
-}
-
-/**
- * http-proxy-3 sends its `buffer` option with `buffer.pipe(proxyReq)`. A
- * stream made with `Readable.from` costs about 1.5x the CPU of this: one
- * `end()` with the whole body, which also lets node send it with the headers.
- */
-function bodyOf(payload: Buffer): Stream {
-  return { pipe: (destination: NodeJS.WritableStream) => destination.end(payload) } as unknown as Stream
 }

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import type { IncomingHttpHeaders } from 'node:http'
 
 /**
  * RFC 9110 7.6.1: headers that describe one connection, not the message, and
@@ -51,16 +51,15 @@ export function forwardedRequestHeaders(headers: IncomingHttpHeaders, framing: b
 }
 
 /**
- * The backend's response headers to send on, as node's flat raw list (name,
- * value, name, value...): everything but the hop-by-hop ones, each header as
- * often and as spelt as the backend sent it (`Set-Cookie` may repeat). With
- * `bodyLength`, the backend's `Content-Length` is replaced by it. The
- * backend's message is left as it is, because node's agent reads its
- * `Keep-Alive` hint to decide how long to keep the socket.
+ * A response's headers to send on, as a flat raw list (name, value, name,
+ * value...): everything but the hop-by-hop ones, each header as often and as
+ * spelt as the backend sent it (`Set-Cookie` may repeat). With `bodyLength`,
+ * the backend's `Content-Length` is replaced by it. The list is read, never
+ * changed: the backend's `Keep-Alive` hint in it still tells the client
+ * engine how long to keep the connection.
  */
-export function responseHeaders(proxyRes: IncomingMessage, bodyLength?: number): string[] {
-  const listed = listedNames(proxyRes.headers.connection)
-  const raw = proxyRes.rawHeaders
+export function relayedHeaders(raw: readonly string[], bodyLength?: number): string[] {
+  const listed = listedNames(connectionOf(raw))
   const headers: string[] = []
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
@@ -70,4 +69,23 @@ export function responseHeaders(proxyRes: IncomingMessage, bodyLength?: number):
   }
   if (bodyLength !== undefined) headers.push('content-length', String(bodyLength))
   return headers
+}
+
+/** The `Connection` header of a raw list, its repeats joined as node joins them. */
+function connectionOf(raw: readonly string[]): string | undefined {
+  let value: string | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.length !== 10 || name.toLowerCase() !== 'connection') continue
+    value = value === undefined ? raw[i + 1] : `${value}, ${raw[i + 1]}`
+  }
+  return value
+}
+
+/** The first value of header `name` (lower case) in a raw list, as node keeps the first of a repeated singleton. */
+export function rawHeader(raw: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) {
+    if ((raw[i] as string).toLowerCase() === name) return raw[i + 1]
+  }
+  return undefined
 }

@@ -1,14 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Rejection } from '../../errors.js'
 import { sendRejection } from '../../http/answer.js'
+import { answerFault } from './answer-fault.js'
+import { BoundedBody } from './bounded-body.js'
 import type { Exchange } from './exchange.js'
-import { faultAnswer, isErrorFormat, standardServerError } from './faults.js'
-import { responseHeaders } from './hop-by-hop.js'
+import { serverErrorReplacement } from './faults.js'
+import { relayedHeaders } from './hop-by-hop.js'
 
 /**
- * Passes the backend's answer to the client: status, headers and body
- * streamed unchanged, except a 5xx, which is read first (up to `errorBodyLimit`
- * bytes) so that a body not in the error format can be replaced.
+ * Passes the backend's answer to a request passed through to the client:
+ * status, headers and body streamed unchanged, except a 5xx, which is read
+ * first (up to `errorBodyLimit` bytes) so that a body not in the error format
+ * can be replaced. Payments have their own relay, on undici's callbacks
+ * (payment-relay.ts), with the same rules.
  */
 export function relay(proxyRes: IncomingMessage, res: ServerResponse, exchange: Exchange, errorBodyLimit: number): void {
   const status = proxyRes.statusCode as number
@@ -17,7 +20,7 @@ export function relay(proxyRes: IncomingMessage, res: ServerResponse, exchange: 
     inspectServerError(proxyRes, res, exchange, errorBodyLimit)
     return
   }
-  res.writeHead(status, proxyRes.statusMessage, responseHeaders(proxyRes))
+  res.writeHead(status, proxyRes.statusMessage, relayedHeaders(proxyRes.rawHeaders))
   proxyRes.on('error', () => {
     // The status is out: only a cut connection tells the client the answer is incomplete.
     if (res.destroyed) return
@@ -28,33 +31,20 @@ export function relay(proxyRes: IncomingMessage, res: ServerResponse, exchange: 
 }
 
 function inspectServerError(proxyRes: IncomingMessage, res: ServerResponse, exchange: Exchange, limit: number): void {
-  const status = proxyRes.statusCode as number
-  const chunks: Buffer[] = []
-  let size = 0
-  proxyRes.on('data', (chunk: Buffer) => {
-    size += chunk.length
-    if (size <= limit) chunks.push(chunk)
-  })
-  proxyRes.on('error', () => {
-    // Nothing has gone to the client yet, so the reset can still be told as a 500.
-    exchange.backendError = 'reset'
-    exchange.errorName = 'internalErrorOccurred'
-    sendRejection(res, faultAnswer('reset'))
-  })
+  const body = new BoundedBody(limit)
+  proxyRes.on('data', (chunk: Buffer) => body.add(chunk))
+  // Nothing has gone to the client yet, so the reset can still be told as a 500.
+  proxyRes.on('error', () => answerFault(res, exchange, 'reset'))
   proxyRes.on('end', () => {
-    const body = Buffer.concat(chunks)
-    if (size <= limit && isErrorFormat(body)) {
-      res.writeHead(status, proxyRes.statusMessage, responseHeaders(proxyRes, body.length))
-      res.end(body)
+    const bytes = body.bytes()
+    const replacement = serverErrorReplacement(proxyRes.statusCode as number, bytes, proxyRes.headers['retry-after'])
+    if (replacement === undefined) {
+      const passed = bytes as Buffer
+      res.writeHead(proxyRes.statusCode as number, proxyRes.statusMessage, relayedHeaders(proxyRes.rawHeaders, passed.length))
+      res.end(passed)
       return
     }
-    const standard = standardServerError(status)
-    exchange.errorName = standard.body.errorName
-    sendRejection(res, retryAfter(standard, proxyRes.headers['retry-after']))
+    exchange.errorName = replacement.body.errorName
+    sendRejection(res, replacement)
   })
-}
-
-/** A backend's `Retry-After` on its 503 still tells the client when to come back. */
-function retryAfter(rejection: Rejection, value: string | undefined): Rejection {
-  return value === undefined ? rejection : { ...rejection, headers: { 'Retry-After': value } }
 }

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { DEFAULTS } from '../../defaults.js'
+import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
 import { reject, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
 import { answerOf, writeAnswer } from '../../http/answer.js'
@@ -10,6 +10,7 @@ import { inTurn } from '../../http/pipelining.js'
 import { ABORTED } from '../../http/read-body.js'
 import { screen } from '../../http/screen.js'
 import type { Logger } from '../../log.js'
+import type { RecordedAnswer } from '../../idempotency/store.js'
 import type { Metrics } from '../../metrics.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
@@ -20,8 +21,6 @@ export interface GatewayOptions {
   gate: Gate
   /** The backend, an `http:` URL. */
   target: string | URL
-  /** How long the backend may stay silent, in ms. Default 30000. */
-  timeout?: number
   logger: Logger
   metrics?: Metrics
   /** Time allowed to receive the request's headers, in ms. Default 10000. */
@@ -54,15 +53,26 @@ export interface Gateway {
 const DRAINING = reject('serviceUnavailable', { close: true })
 const INTERNAL_ERROR = reject('internalErrorOccurred', { close: true })
 
+/**
+ * A recorded answer, sent again as it was, marked as a replay (the IETF draft
+ * "The Idempotency-Key HTTP Header Field"; docs/idempotency.md).
+ */
+function replay(res: GatewayResponse, answer: RecordedAnswer): void {
+  res.writeHead(answer.status, [...answer.headers, 'Idempotent-Replayed', 'true'])
+  res.end(answer.body)
+}
+
 /** The reverse proxy: every request is screened by the shared checks, then answered or forwarded once. */
 export function createGateway(options: GatewayOptions): Gateway {
   const { gate, logger, metrics } = options
   const { checks } = gate
   const recorder = { logger, metrics }
+  const protection = gate.retryProtection
   const forwarder = createForwarder({
     target: new URL(options.target),
-    timeout: options.timeout ?? DEFAULTS.timeout,
+    timeout: gate.timeout,
     maxSockets: options.maxSockets,
+    keepAnswerBytes: protection === undefined ? undefined : IDEMPOTENCY_DEFAULTS.maxAnswerBytes,
   })
   const server = createServer({
     ServerResponse: GatewayResponse,
@@ -100,7 +110,23 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     exchange.entity = screened.entity
     exchange.user = screened.principal?.username
-    forwarder.forward(req, res, Buffer.from(JSON.stringify(screened.document)))
+    const payload = Buffer.from(JSON.stringify(screened.document))
+    if (protection === undefined) {
+      forwarder.forward(req, res, payload)
+      return
+    }
+    let guarded = protection.guard(screened, payload)
+    if (guarded instanceof Promise) guarded = await guarded
+    exchange.retryProtection = guarded.outcome
+    metrics?.retryProtection(guarded.outcome)
+    if (guarded.kind === 'forward') {
+      const { ticket } = guarded
+      forwarder.forward(req, res, payload, ticket && ((outcome) => protection.settle(ticket, outcome)))
+    } else if (guarded.kind === 'replay') {
+      replay(res, guarded.answer)
+    } else {
+      refuse(res, exchange, guarded.rejection)
+    }
   }
 
   // One listener for every response (its `this`), so that no closure is made per request.

@@ -1,0 +1,16 @@
+import type { ServerResponse } from 'node:http'
+import { sendRejection } from '../../http/answer.js'
+import type { Exchange } from './exchange.js'
+import { faultAnswer, type FaultKind } from './faults.js'
+
+/**
+ * Tells the client that the backend failed, and the record why: the
+ * contract's 503 or 500 while nothing of an answer has gone out, else a cut
+ * connection (sendRejection), the only honest end of a truncated answer.
+ */
+export function answerFault(res: ServerResponse, exchange: Exchange, kind: FaultKind): void {
+  exchange.backendError = kind
+  const answer = faultAnswer(kind)
+  if (!res.headersSent) exchange.errorName = answer.body.errorName
+  sendRejection(res, answer)
+}

@@ -1,0 +1,307 @@
+import { PassThrough } from 'node:stream'
+import t, { type Test } from 'tap'
+import { startServing } from '../../lib/cli/serve.js'
+import type { GateOptions } from '../../lib/gate.js'
+import { created, type Answer } from '../helpers/backend.js'
+import { keepAliveSender, paymentHeaders, send, type Reply } from '../helpers/client.js'
+import { startGateway, type Started } from '../helpers/gateway.js'
+import { until, waitFor } from '../helpers/load.js'
+import { saleBody } from '../helpers/payments.js'
+import { spawnCli } from '../helpers/process.js'
+import { startRedis } from '../helpers/redis.js'
+import { credentialsFile } from '../helpers/serve.js'
+
+/**
+ * Retry protection through the real proxy in front of a real backend
+ * (docs/idempotency.md): what a retried payment gets, and how many times the
+ * backend receives it, with the memory store and with a real Redis.
+ */
+
+let references = 0
+/** A sale with a reference no other test uses. */
+function sale(reference = `retry-${++references}`): Record<string, any> {
+  return { ...saleBody(), transactionReference: reference }
+}
+
+function pay(url: string, body: object): Promise<Reply> {
+  return send(url, { headers: paymentHeaders(), body })
+}
+
+async function protectedGateway(t: Test, gate: Partial<GateOptions> = {}, answer?: Answer): Promise<Started> {
+  return startGateway(t, { gate: { idempotency: 'memory', ...gate }, answer })
+}
+
+const slowly =
+  (ms: number, then: Answer = created): Answer =>
+  (req, res, body) =>
+    setTimeout(() => then(req, res, body), ms)
+
+t.test('a sequential retry is replayed byte for byte, marked, and never forwarded', async (t) => {
+  const { url, backend, metrics } = await protectedGateway(t)
+  const payment = sale()
+  const first = await pay(url, payment)
+  const retry = await pay(url, payment)
+  t.equal(first.status, 201)
+  t.equal(retry.status, 201)
+  t.equal(retry.text, first.text, 'the same body')
+  t.equal(retry.headers['content-type'], first.headers['content-type'])
+  t.same(retry.headers['set-cookie'], first.headers['set-cookie'], 'the backend headers, each as often as sent')
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.equal(first.headers['idempotent-replayed'], undefined)
+  t.equal(backend.received.length, 1)
+  t.match(await metrics.registry.metrics(), /payments_gate_retry_protection_total\{outcome="replayed"\} 1/)
+})
+
+t.test('50 concurrent copies of one payment: the backend receives exactly one; the others get 409 or the replay', async (t) => {
+  const { url, backend } = await protectedGateway(t, {}, slowly(100))
+  const post = keepAliveSender(t, url, 50)
+  const payment = sale()
+  const replies = await Promise.all(Array.from({ length: 50 }, () => post({ headers: paymentHeaders(), body: payment })))
+  t.equal(backend.received.length, 1)
+  const statuses = replies.map((reply) => reply.status)
+  t.equal(statuses.filter((status) => status === 201).length >= 1, true)
+  for (const reply of replies) {
+    if (reply.status === 409) {
+      t.equal(reply.json.errorName, 'paymentIsInProgress')
+      t.equal(reply.headers['retry-after'], '1')
+    } else {
+      t.equal(reply.status, 201)
+    }
+  }
+  t.ok(statuses.includes(409), 'copies that came while it was in flight were told so')
+})
+
+t.test('the same reference with another body: 422, nothing forwarded', async (t) => {
+  const { url, backend } = await protectedGateway(t)
+  const payment = sale()
+  t.equal((await pay(url, payment)).status, 201)
+  const other = await pay(url, { ...payment, instruction: { ...payment.instruction, value: { amount: 999, currency: 'GBP' } } })
+  t.equal(other.status, 422)
+  t.equal(other.json.errorName, 'transactionReferenceIsAlreadyUsed')
+  t.equal(backend.received.length, 1)
+})
+
+t.test('a refusal of the gateway claims nothing: the corrected payment is forwarded', async (t) => {
+  const { url, backend } = await protectedGateway(t)
+  const payment = sale()
+  const wrong = await pay(url, { ...payment, instruction: { ...payment.instruction, value: { amount: 1, currency: 'JPY' } } })
+  t.equal(wrong.status, 400)
+  t.equal((await pay(url, payment)).status, 201)
+  t.equal(backend.received.length, 1)
+})
+
+t.test("the backend's 4xx and 503 release the key: the retry is forwarded", async (t) => {
+  for (const status of [400, 409, 503]) {
+    let answers = 0
+    const { url, backend } = await protectedGateway(t, {}, (req, res, body) => {
+      if (answers++ > 0) return created(req, res, body)
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ errorName: 'x', message: 'refused by the backend' }))
+    })
+    const payment = sale()
+    t.equal((await pay(url, payment)).status, status)
+    const retry = await pay(url, payment)
+    t.equal(retry.status, 201, `after a ${status}`)
+    t.equal(retry.headers['idempotent-replayed'], undefined)
+    t.equal(backend.received.length, 2)
+  }
+})
+
+t.test('a backend that is not there releases the key', async (t) => {
+  const { url, backend } = await protectedGateway(t)
+  await backend.close()
+  const payment = sale()
+  t.equal((await pay(url, payment)).status, 503)
+  const restarted = await startBackendOn(t, backend.url)
+  t.equal((await pay(url, payment)).status, 201)
+  t.equal(restarted.received.length, 1)
+})
+
+async function startBackendOn(t: Test, url: string) {
+  const { startBackend } = await import('../helpers/backend.js')
+  const backend = await startBackend(created, Number(new URL(url).port))
+  t.teardown(() => backend.close())
+  return backend
+}
+
+t.test('an unknown outcome is recorded: after a timeout, a 500 or a 502 the retry gets that answer, never a second forward', async (t) => {
+  // undici measures the backend timeout on coarse timers (about half a second): the backend is slower than that by far.
+  const timedOut = await protectedGateway(t, { timeout: 100 }, slowly(1500))
+  const payment = sale()
+  const first = await pay(timedOut.url, payment)
+  t.equal(first.status, 500)
+  const retry = await pay(timedOut.url, payment)
+  t.equal(retry.status, 500)
+  t.equal(retry.json.errorName, 'internalErrorOccurred')
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.ok(await until(() => timedOut.backend.received.length === 1))
+  for (const status of [500, 502]) {
+    const failing = await protectedGateway(t, {}, (_req, res) => res.writeHead(status).end('<h1>oops</h1>'))
+    const again = sale()
+    t.equal((await pay(failing.url, again)).status, status)
+    const replayed = await pay(failing.url, again)
+    t.equal(replayed.status, status)
+    t.equal(replayed.json.errorName, 'internalErrorOccurred', 'the standard body the client got the first time')
+    t.equal(failing.backend.received.length, 1)
+  }
+})
+
+t.test('a client that leaves mid-payment: the answer is still recorded, and its retry gets it', async (t) => {
+  const { url, backend } = await protectedGateway(t, {}, slowly(150))
+  const payment = sale()
+  const { request } = await import('node:http')
+  const req = request(`${url}/payments/sales/migrateCardOnFile`, { method: 'POST', agent: false, headers: paymentHeaders() })
+  req.on('error', () => undefined)
+  req.end(JSON.stringify(payment))
+  t.ok(await until(() => backend.started === 1))
+  req.destroy()
+  const retry = await pollUntilDone(url, payment)
+  t.equal(retry.status, 201)
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.equal(backend.received.length, 1)
+})
+
+/** Retries a payment while it is in flight (409), as a client told `Retry-After` would; bounded. */
+async function pollUntilDone(url: string, payment: object): Promise<Reply> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const reply = await pay(url, payment)
+    if (reply.status !== 409) return reply
+    await waitFor(20)
+  }
+  throw new Error('still in flight')
+}
+
+t.test('a recorded answer expires with its TTL: then the reference is free again', async (t) => {
+  const { url, backend } = await protectedGateway(t, { idempotencyTtl: 1 })
+  const payment = sale()
+  t.equal((await pay(url, payment)).status, 201)
+  t.equal((await pay(url, payment)).headers['idempotent-replayed'], 'true')
+  await waitFor(1100)
+  const later = await pay(url, payment)
+  t.equal(later.headers['idempotent-replayed'], undefined)
+  t.equal(backend.received.length, 2)
+})
+
+t.test('retry protection off: every copy is forwarded', async (t) => {
+  const { url, backend } = await startGateway(t, { gate: { idempotency: 'off' } })
+  const payment = sale()
+  await pay(url, payment)
+  await pay(url, payment)
+  t.equal(backend.received.length, 2)
+})
+
+/** `payments-gate serve` in a process of its own, on a free port, in front of `target`, with `args`; stopped when the test ends. */
+async function gatewayProcess(t: Test, target: string, args: string[]): Promise<string> {
+  const credentials = await credentialsFile(t.testdir())
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, ...args])
+  t.teardown(async () => {
+    run.child.kill('SIGTERM')
+    await run.exited
+  })
+  await run.waitFor(/"msg":"gateway listening"/)
+  return `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`
+}
+
+t.test('Redis: two gateway processes on one Redis share the keys', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const { startBackend } = await import('../helpers/backend.js')
+  const backend = await startBackend(slowly(50))
+  t.teardown(() => backend.close())
+  const [a, b] = await Promise.all([gatewayProcess(t, backend.url, ['--idempotency', redis.url]), gatewayProcess(t, backend.url, ['--idempotency', redis.url])])
+  const payment = sale()
+  const first = await pay(a as string, payment)
+  const retry = await pay(b as string, payment)
+  t.equal(first.status, 201)
+  t.equal(retry.status, 201)
+  t.equal(retry.text, first.text)
+  t.equal(retry.headers['idempotent-replayed'], 'true', 'a retry that lands on the other replica is replayed')
+  t.equal(backend.received.length, 1)
+
+  const copies = sale()
+  const postA = keepAliveSender(t, a as string, 20)
+  const postB = keepAliveSender(t, b as string, 20)
+  const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? postA : postB)({ headers: paymentHeaders(), body: copies })))
+  t.equal(backend.received.length, 2, 'of 40 copies split across both, one forwarded')
+  t.same(new Set(replies.map((reply) => reply.status).filter((status) => status !== 201 && status !== 409)), new Set())
+})
+
+t.test('Redis stopped mid-run: fail closed, nothing forwarded twice, recovery without a restart', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const { url, backend, metrics } = await protectedGateway(t, { idempotency: redis.url })
+  const before = sale()
+  t.equal((await pay(url, before)).status, 201)
+  await redis.stop()
+  const during = await pay(url, sale())
+  t.equal(during.status, 503, 'fail closed')
+  t.equal(during.json.errorName, 'serviceUnavailable')
+  t.equal(backend.received.length, 1, 'nothing forwarded while the store is down')
+  t.match(await metrics.registry.metrics(), /payments_gate_retry_protection_total\{outcome="storeUnavailable"\} [1-9]/)
+  await redis.restart()
+  // The restarted Redis is empty (no persistence): the gateway reconnects by itself.
+  let after: Reply | undefined
+  for (let attempt = 0; attempt < 100 && after?.status !== 201; attempt++) {
+    if (attempt > 0) await waitFor(50)
+    after = await pay(url, sale('after-restart'))
+  }
+  t.equal(after?.status, 201, 'recovered without a restart of the gateway')
+  t.equal((await pay(url, sale('after-restart'))).headers['idempotent-replayed'], 'true')
+  t.equal(backend.received.length, 2)
+})
+
+t.test('Redis unreachable with --idempotency-failure open: forwarded unprotected', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const { url, backend } = await protectedGateway(t, { idempotency: redis.url, idempotencyFailure: 'open' })
+  await redis.stop()
+  const payment = sale()
+  t.equal((await pay(url, payment)).status, 201)
+  t.equal((await pay(url, payment)).status, 201)
+  t.equal(backend.received.length, 2, 'the price of open: no protection while the store is down')
+})
+
+t.test('serve: a store failure is a log line and a metric', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const { startBackend } = await import('../helpers/backend.js')
+  const backend = await startBackend()
+  t.teardown(() => backend.close())
+  const stdout = new PassThrough()
+  const lines: string[] = []
+  stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)))
+  const io = { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env: {} }
+  const serving = await startServing(
+    {
+      listen: { host: '127.0.0.1', port: 0 },
+      target: new URL(backend.url),
+      policies: 'policies',
+      credentials: await credentialsFile(t.testdir()),
+      vendor: 'example',
+      basePath: '',
+      bodyLimit: 65536,
+      timeout: 1000,
+      admin: undefined,
+      idempotency: redis.url,
+    },
+    io,
+  )
+  t.teardown(() => serving.stop())
+  await redis.stop()
+  const reply = await pay(`http://127.0.0.1:${serving.address.port}`, sale())
+  t.equal(reply.status, 503)
+  t.ok(await until(() => lines.some((line) => line.includes('"msg":"retry-protection store failed"'))), 'logged')
+  t.match(await serving.metrics.registry.metrics(), /payments_gate_store_errors_total [1-9]/)
+})
+
+t.test('Redis: the failed-login throttle is shared, ten wrong passwords across the fleet lock the user out', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const credentials = await credentialsFile(t.testdir())
+  const a = await startGateway(t, { gate: { idempotency: redis.url, credentials } })
+  const b = await startGateway(t, { target: a.backend.url, gate: { idempotency: redis.url, credentials } })
+  const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }
+  for (let i = 0; i < 10; i++) t.equal((await send(i % 2 === 0 ? a.url : b.url, { headers: wrong, body: sale() })).status, 401)
+  t.equal((await pay(a.url, sale())).status, 401, 'locked out on A')
+  t.equal((await pay(b.url, sale())).status, 401, 'and on B')
+  t.equal(a.backend.received.length, 0)
+})
