@@ -4,16 +4,49 @@ import { OPERATION_PATHS, OPERATIONS, type Operation } from '../schema/payment.j
 const METHOD_NOT_ALLOWED = reject('methodIsNotAllowed', { headers: { Allow: 'POST' } })
 
 /**
+ * A path as a lenient backend router may read it, so that no other spelling
+ * of an operation's path slips past the checks as "not ours": percent-escapes
+ * decoded, a backslash taken as `/`, path parameters (`;jsessionid=...`, RFC 3986
+ * 3.3, which servlet containers strip) dropped, empty and `.` segments
+ * dropped, `..` applied (RFC 3986 5.2.4), a trailing slash ignored, letters
+ * compared without case (docs/checks.md, routes).
+ */
+export function canonicalPath(path: string): string {
+  let decoded = path
+  try {
+    decoded = decodeURIComponent(path)
+  } catch {
+    // A malformed escape is compared as it was sent.
+  }
+  const segments: string[] = []
+  for (const part of decoded.replaceAll('\\', '/').split('/')) {
+    const parameters = part.indexOf(';')
+    const segment = parameters === -1 ? part : part.slice(0, parameters)
+    if (segment === '..') segments.pop()
+    else if (segment !== '' && segment !== '.') segments.push(segment.toLowerCase())
+  }
+  return `/${segments.join('/')}`
+}
+
+/**
  * Which operation a request addresses: the operation for a POST to one of the
- * two paths, a 405 for another method there, undefined for any other path
- * (forwarded untouched). The query string does not take part.
+ * two paths, or to another spelling of one (canonicalPath), a 405 for another
+ * method there, undefined for any other path (forwarded untouched). The query
+ * string does not take part. The exact path is looked up first, so a payment
+ * pays nothing for the other spellings.
  */
 export function buildRouter(basePath: string): (method: string | undefined, url: string | undefined) => Operation | Rejection | undefined {
   const routes = new Map<string, Operation>()
-  for (const operation of OPERATIONS) routes.set(basePath + OPERATION_PATHS[operation], operation)
+  const spellings = new Map<string, Operation>()
+  for (const operation of OPERATIONS) {
+    const path = basePath + OPERATION_PATHS[operation]
+    routes.set(path, operation)
+    spellings.set(canonicalPath(path), operation)
+  }
   return (method, url = '/') => {
     const query = url.indexOf('?')
-    const operation = routes.get(query === -1 ? url : url.slice(0, query))
+    const path = query === -1 ? url : url.slice(0, query)
+    const operation = routes.get(path) ?? spellings.get(canonicalPath(path))
     if (operation === undefined) return undefined
     return method === 'POST' ? operation : METHOD_NOT_ALLOWED
   }
