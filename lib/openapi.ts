@@ -37,11 +37,21 @@ const ERROR_RESPONSES: readonly (readonly [status: number, names: readonly Error
   [405, ['methodIsNotAllowed'], 'Answered to any method but POST on this path, with `Allow: POST`.'],
   [406, ['headerHasInvalidValue'], 'The Accept header does not admit the response media type.'],
   [408, ['requestTimedOut'], 'The request head or body did not arrive in time; the connection is closed.'],
+  [
+    409,
+    ['paymentIsInProgress'],
+    'Retry protection (the proxy): a payment with the same merchant entity and transactionReference is still in flight. Retry after `Retry-After` seconds; a retry then gets its answer.',
+  ],
   [413, ['bodyIsTooLarge'], 'The body is larger than the configured limit.'],
   [415, ['headerHasInvalidValue'], 'The Content-Type is not the request media type.'],
+  [
+    422,
+    ['transactionReferenceIsAlreadyUsed'],
+    'Retry protection (the proxy): the transactionReference was already used for a different payment, or its payment was processed and its answer was too large to keep. A retry of the same payment instead gets the first answer again, marked `Idempotent-Replayed: true`.',
+  ],
   [431, ['headersAreTooLarge'], 'The request headers are larger than the server accepts; the connection is closed.'],
   [500, ['internalErrorOccurred'], 'The backend failed or took too long.'],
-  [503, ['serviceUnavailable'], 'The backend cannot be reached, or the gateway is shutting down.'],
+  [503, ['serviceUnavailable'], 'The backend cannot be reached, the gateway is shutting down, or the retry-protection store cannot be reached.'],
 ]
 
 /**
@@ -111,6 +121,7 @@ function errorResponse(status: number, names: readonly ErrorName[], why: string)
   }
   if (status === 401) response.headers = { 'WWW-Authenticate': { schema: { type: 'string', const: WWW_AUTHENTICATE } } }
   if (status === 405) response.headers = { Allow: { schema: { type: 'string', const: 'POST' } } }
+  if (status === 409) response.headers = { 'Retry-After': { schema: { type: 'string', pattern: '^[0-9]+$' } } }
   return response
 }
 

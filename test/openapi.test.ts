@@ -57,7 +57,7 @@ t.test('error responses name their errorNames and match the error table', async 
   const document = buildOpenApi() as Json
   for (const path of Object.keys(document.paths)) {
     const { responses } = document.paths[path].post
-    t.same(Object.keys(responses).sort(), ['2XX', '400', '401', '405', '406', '408', '413', '415', '431', '500', '503'])
+    t.same(Object.keys(responses).sort(), ['2XX', '400', '401', '405', '406', '408', '409', '413', '415', '422', '431', '500', '503'])
     for (const [status, response] of Object.entries<Json>(responses)) {
       if (status === '2XX') continue
       const content = response.content['application/json']
@@ -112,6 +112,19 @@ t.test('the answers below HTTP: 408, 431 and requestIsMalformed', async (t) => {
     }
     t.same(responses['408'].content['application/json'].schema.allOf[1].properties.errorName.enum, ['requestTimedOut'])
     t.same(responses['431'].content['application/json'].schema.allOf[1].properties.errorName.enum, ['headersAreTooLarge'])
+  }
+})
+
+t.test("retry protection's answers: 409 with Retry-After and 422", async (t) => {
+  const document = buildOpenApi() as Json
+  for (const path of Object.keys(document.paths)) {
+    const { responses } = document.paths[path].post
+    for (const [status, name] of [[409, 'paymentIsInProgress'], [422, 'transactionReferenceIsAlreadyUsed']] as const) {
+      const content = responses[String(status)].content['application/json']
+      t.same(content.schema.allOf[1].properties.errorName.enum, [name])
+      t.same(content.examples[name].value, reject(name).body)
+    }
+    t.ok(responses['409'].headers['Retry-After'], '409 names Retry-After')
   }
 })
 
