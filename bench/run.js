@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --profile] [-- --ladder [--baseline DIR]] [-- --ladder-only] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
+// `npm run bench [-- --quick] [-- --profile] [-- --ladder [--baseline DIR]] [-- --ladder-only] [-- --rounds N] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -7,9 +7,11 @@ import { runMicro } from './micro/stages.js'
 import { cpuBreakdown } from './lib/profile.js'
 import { e2eSection, ladderSection, microSection, profileSection, targetsSection } from './lib/report.js'
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, ladder: { type: 'boolean' }, baseline: { type: 'string' }, 'ladder-only': { type: 'boolean' }, 'micro-only': { type: 'boolean' } } })
+const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, ladder: { type: 'boolean' }, baseline: { type: 'string' }, 'ladder-only': { type: 'boolean' }, rounds: { type: 'string' }, 'micro-only': { type: 'boolean' } } })
 const quick = values.quick === true
 if (values['ladder-only']) values.ladder = true
+const rounds = values.rounds === undefined ? undefined : Number(values.rounds)
+if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) throw new Error(`--rounds: expected a whole number above 0, got ${values.rounds}`)
 if (values.baseline !== undefined && !values.ladder) throw new Error('--baseline DIR adds a row to each ladder: give --ladder too')
 const results = new URL('./results/', import.meta.url)
 const log = (message) => process.stderr.write(`${message}\n`)
@@ -24,8 +26,8 @@ if (!values['ladder-only']) log(`micro benchmarks${quick ? ' (quick)' : ''}`)
 const micro = values['ladder-only'] ? undefined : await runMicro({ quick })
 const profileDir = values.profile ? new URL('profiles/', results) : undefined
 if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true })
-const e2e = values['micro-only'] || values['ladder-only'] ? undefined : await runE2E({ quick, log, profileDir })
-const ladder = values.ladder && !values['micro-only'] ? await runLadder({ quick, log, baseline: values.baseline }) : undefined
+const e2e = values['micro-only'] || values['ladder-only'] ? undefined : await runE2E({ quick, rounds, log, profileDir })
+const ladder = values.ladder && !values['micro-only'] ? await runLadder({ quick, rounds, log, baseline: values.baseline }) : undefined
 const breakdowns =
   profileDir === undefined || e2e === undefined
     ? undefined

@@ -30,14 +30,16 @@ export const TARGETS = [
 /** The children `--profile` profiles during the rounds: the baseline and the two gateways. */
 export const PROFILED = ['passthrough', 'gateway', 'refusals']
 
-export function settings(quick) {
-  return quick
+/** The rounds and their lengths; `rounds` (`--rounds N`) overrides the count, for a noisy machine. */
+export function settings(quick, rounds) {
+  const s = quick
     ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: CONNECTIONS, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
     : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
+  return rounds === undefined ? s : { ...s, rounds }
 }
 
-export async function runE2E({ quick, profileDir, log }) {
-  const s = settings(quick)
+export async function runE2E({ quick, rounds, profileDir, log }) {
+  const s = settings(quick, rounds)
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
   let redis
@@ -153,8 +155,8 @@ export const LADDERS = [
  * directory of another build of the package, `--baseline`), each ladder's last row is measured again on
  * that build, in the same rounds: a change measured before and after in one run.
  */
-export async function runLadder({ quick, log, baseline }) {
-  const s = settings(quick)
+export async function runLadder({ quick, rounds, log, baseline }) {
+  const s = settings(quick, rounds)
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
   const ladders = []
