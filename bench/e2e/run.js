@@ -30,14 +30,16 @@ export const TARGETS = [
 /** The children `--profile` profiles during the rounds: the baseline and the two gateways. */
 export const PROFILED = ['passthrough', 'gateway', 'refusals']
 
-export function settings(quick) {
-  return quick
+/** The rounds and their lengths; `rounds` (`--rounds N`) overrides the count, for a noisy machine. */
+export function settings(quick, rounds) {
+  const s = quick
     ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: CONNECTIONS, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
     : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
+  return rounds === undefined ? s : { ...s, rounds }
 }
 
-export async function runE2E({ quick, profileDir, log }) {
-  const s = settings(quick)
+export async function runE2E({ quick, rounds, profileDir, log }) {
+  const s = settings(quick, rounds)
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
   let redis
@@ -115,39 +117,78 @@ async function alternate(live, s, load, log) {
   }
 }
 
-/** `--ladder`: the steps from (b) to (c) (servers/steps.js), under the same load, in alternating rounds of their own. */
+/**
+ * `--ladder`, valid sales: from the bare undici forwarder (u) to the gateway (c), one thing the gateway does
+ * added at each step (servers/steps.js), with the http-proxy-3 pass-through (b) as the reference row.
+ * `env` is each step's own environment on top of the backend's URL and the users.
+ */
 export const STEPS = [
-  { key: 'b', name: '(b) http-proxy-3 pass-through, body streamed', server: 'passthrough' },
-  { key: 'read', name: '+ whole body read first, forwarded as one buffer', server: 'steps', step: 'read' },
-  { key: 'parsed', name: '+ parsed, forwarded re-serialized', server: 'steps', step: 'parsed' },
-  { key: 'checked', name: '+ every check of the core (auth, headers, body, schema, policy, rewrites)', server: 'steps', step: 'checked' },
-  { key: 'quiet', name: 'payments-gate without logs and metrics', server: 'steps', step: 'quiet' },
-  { key: 'c', name: '(c) payments-gate (+ JSON logs, Prometheus metrics)', server: 'gateway' },
+  { key: 'b', name: '(b) http-proxy-3 pass-through, body streamed (reference)', server: 'passthrough', reference: true },
+  { key: 'u', name: '(u) undici forwarder: body read whole, forwarded as it came', server: 'undici' },
+  { key: 'parsed', name: '+ parsed, forwarded re-serialized', server: 'steps', env: { BENCH_STEP: 'parsed' } },
+  { key: 'checked', name: '+ every check of the core (auth, headers, body, schema, policy, rewrites)', server: 'steps', env: { BENCH_STEP: 'checked' } },
+  { key: 'quiet0', name: 'payments-gate without logs and metrics, retry protection off', server: 'steps', env: { BENCH_STEP: 'gateway', BENCH_IDEMPOTENCY: 'off' } },
+  { key: 'quiet', name: '+ retry protection (memory store)', server: 'steps', env: { BENCH_STEP: 'gateway', BENCH_IDEMPOTENCY: 'memory' } },
+  { key: 'c', name: '(c) payments-gate (+ JSON logs, Prometheus metrics)', server: 'gateway', env: { BENCH_IDEMPOTENCY: 'memory' } },
 ]
 
-export async function runLadder({ quick, log }) {
-  const s = settings(quick)
-  const body = bytesOf(validSale())
+/**
+ * `--ladder`, refusals: from node's own floor (a bare server reading the body and sending the gateway's 400
+ * answer as fixed bytes) to the gateway refusing (d), one thing added at each step (servers/refusal-steps.js).
+ */
+export const REFUSAL_STEPS = [
+  { key: 'floor', name: 'node:http: body read whole, a fixed 400 answer', server: 'refusal-steps', env: { BENCH_STEP: 'floor' } },
+  { key: 'parsed', name: '+ parsed', server: 'refusal-steps', env: { BENCH_STEP: 'parsed' } },
+  { key: 'checked', name: '+ every check of the core instead (auth, headers, parse, schema check, error walk)', server: 'refusal-steps', env: { BENCH_STEP: 'checked' } },
+  { key: 'answered', name: '+ the answer built from the refusal (error body serialized)', server: 'refusal-steps', env: { BENCH_STEP: 'answered' } },
+  { key: 'quiet', name: 'payments-gate without logs and metrics', server: 'refusal-steps', env: { BENCH_STEP: 'gateway' } },
+  { key: 'd', name: '(d) payments-gate (+ JSON logs, Prometheus metrics)', server: 'gateway', env: { BENCH_IDEMPOTENCY: 'memory' } },
+]
+
+export const LADDERS = [
+  { key: 'valid', steps: STEPS, body: 'valid', expect: 201 },
+  { key: 'refused', steps: REFUSAL_STEPS, body: 'invalid', expect: 400 },
+]
+
+/**
+ * `--ladder`: each ladder under the same load, in alternating rounds of its own. With `baseline` (the
+ * directory of another build of the package, `--baseline`), each ladder's last row is measured again on
+ * that build, in the same rounds: a change measured before and after in one run.
+ */
+export async function runLadder({ quick, rounds, log, baseline }) {
+  const s = settings(quick, rounds)
+  const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
-  try {
-    const backend = await start('backend')
-    if (backend.error) throw new Error(backend.error)
-    const targets = []
-    for (const step of STEPS) {
-      const server = await start(`ladder ${step.key}`, { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_STEP: step.step ?? '' }, [], step.server)
-      const t = { ...step, expect: 201, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
-      if (t.error === undefined) t.error = await sanity(t, body, headers)
-      targets.push(t)
+  const ladders = []
+  for (const ladder of LADDERS) {
+    try {
+      const backend = await start('backend')
+      if (backend.error) throw new Error(backend.error)
+      const body = bodies[ladder.body]
+      const steps = [...ladder.steps]
+      if (baseline !== undefined) {
+        const last = steps.at(-1)
+        steps.push({ ...last, key: `${last.key}@baseline`, name: `${last.name.split(' (+')[0]}, built from ${baseline}`, baselineOf: last.key, env: { ...last.env, BENCH_DIST: baseline } })
+      }
+      const targets = []
+      for (const step of steps) {
+        const env = { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_STEP: '', BENCH_DIST: '', ...step.env }
+        const server = await start(`ladder ${ladder.key} ${step.key}`, env, [], step.server)
+        const t = { ...step, expect: ladder.expect, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
+        if (t.error === undefined) t.error = await sanity(t, body, headers)
+        targets.push(t)
+      }
+      const live = targets.filter((t) => t.error === undefined)
+      const load = (t, seconds) => round(t.url, { body, headers, connections: s.connections, seconds })
+      log(`ladder ${ladder.key}: warm-up ${s.warmupSeconds} s per step`)
+      for (const t of live) await load(t, s.warmupSeconds)
+      await alternate(live, s, load, (text) => log(`ladder ${ladder.key}: ${text}`))
+      ladders.push({ key: ladder.key, steps: targets.map((t) => ({ ...summarize(t), reference: t.reference, baselineOf: t.baselineOf })) })
+    } finally {
+      await stopAll()
     }
-    const live = targets.filter((t) => t.error === undefined)
-    const load = (t, seconds) => round(t.url, { body, headers, connections: s.connections, seconds })
-    log(`ladder: warm-up ${s.warmupSeconds} s per step`)
-    for (const t of live) await load(t, s.warmupSeconds)
-    await alternate(live, s, load, (text) => log(`ladder: ${text}`))
-    return { settings: s, steps: targets.map(summarize) }
-  } finally {
-    await stopAll()
   }
+  return { settings: s, ladders }
 }
 
 /** The headers every request carries, and the users file (JSON) of the one user they name. */

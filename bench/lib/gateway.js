@@ -1,19 +1,32 @@
 // The one place where the bench builds payments-gate: every gateway child ((c), (c0), (cr), (d), the
-// ladder's quiet step, the soak) calls startGateway, so a change in how the gateway is assembled is made
+// ladders' gateway steps, the soak) calls startGateway, so a change in how the gateway is assembled is made
 // here once. It is set up as `payments-gate serve` sets it up: a credential store (scrypt hash, cached),
 // the sample policy, JSON request logs to /dev/null written asynchronously, and Prometheus metrics.
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import pino from 'pino'
-import { CredentialStore, createGate, createGateway, createLogger, createMetrics, staticPolicies } from 'payments-gate'
-import { loadPolicy } from '../micro/setup.js'
+
+/**
+ * The package the gateway children are built from: the build of this checkout (`dist/`, through the
+ * package's public entry point), or, when BENCH_DIST names another build directory, that one: the
+ * `--baseline` rows measure an earlier build side by side with this one.
+ */
+export const gatePackage = await import(process.env.BENCH_DIST ? pathToFileURL(resolve(process.env.BENCH_DIST, 'index.js')).href : 'payments-gate')
+const { CredentialStore, compilePolicy, createGate, createGateway, createLogger, createMetrics, staticPolicies } = gatePackage
 
 /** What BENCH_IDEMPOTENCY may say: the store of retry protection, as `--idempotency` takes it. */
 export const IDEMPOTENCY = /^(memory|off|redis:\/\/.+)$/
 
+function loadPolicy() {
+  const policy = compilePolicy(JSON.parse(readFileSync(new URL('../../policies/default.json', import.meta.url), 'utf8')))
+  if (Array.isArray(policy)) throw new Error(`policies/default.json: ${policy.join('; ')}`)
+  return policy
+}
+
 /**
- * The gate of every bench gateway, through the package's public entry point:
- * the users of `users` (the JSON of a users file), the sample policy, and
- * retry protection with `idempotency`: `memory` (the default, as deployed),
- * `off`, or a `redis://` URL.
+ * The gate of every bench gateway: the users of `users` (the JSON of a users file), the sample policy, and
+ * retry protection with `idempotency`: `memory` (the default, as deployed), `off`, or a `redis://` URL.
  */
 export function buildGate({ users, idempotency = 'memory' }) {
   if (!IDEMPOTENCY.test(idempotency)) throw new Error(`BENCH_IDEMPOTENCY: expected memory, off or redis://HOST:PORT, got ${idempotency}`)

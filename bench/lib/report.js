@@ -131,25 +131,41 @@ export function targetsSection(e2e) {
   ].join('\n')
 }
 
+const LADDER_TITLES = {
+  valid: 'Valid sales, from the bare undici forwarder (u) to the gateway (c), the pass-through (b) for reference',
+  refused: 'Refusals, from node\'s own floor to the gateway answering (d) 400 bodyDoesNotMatchSchema',
+}
+
 /**
- * `--ladder`: from (b) to (c) one step at a time, each step's server CPU per
- * request and what it adds to the step before: what part of c/b the contract
- * itself costs (a body read whole, then re-serialized) and what the rest does.
+ * `--ladder`: each ladder one step at a time, each step's server CPU per request and what it adds to the
+ * step before. The reference row (b) adds nothing to anything; a `--baseline` row is compared with the
+ * same row of this build instead. The last column relates each row to the ladder's yardstick: for valid
+ * sales (b)'s CPU over the row's (as c/b in the targets), for refusals the row's CPU over the floor's.
  */
 export function ladderSection(ladder) {
   const s = ladder.settings
-  const live = ladder.steps.filter((x) => x.error === undefined)
-  const b = live.find((x) => x.key === 'b')
-  const rows = ladder.steps.map((x) => {
-    if (x.error) return [x.name, x.error, '', '', '']
-    const before = live[live.indexOf(x) - 1]
-    return [x.name, num(x.rps), num(x.cpuUs), before ? delta(round1(x.cpuUs), round1(before.cpuUs)) : '', ratio(x.rps, b?.rps)]
+  const sections = ladder.ladders.map(({ key, steps }) => {
+    const live = steps.filter((x) => x.error === undefined)
+    const climbing = live.filter((x) => !x.reference && x.baselineOf === undefined)
+    const yardstick = key === 'valid' ? live.find((x) => x.reference) : climbing[0]
+    const last = key === 'valid' ? ['x/b (CPU of (b) / CPU of the row)'] : ['times the floor\'s CPU']
+    const rows = steps.map((x) => {
+      if (x.error) return [x.name, x.error, '', '', '']
+      const cpu = round1(x.cpuUs)
+      let added = ''
+      if (x.baselineOf !== undefined) {
+        const current = live.find((y) => y.key === x.baselineOf)
+        added = current ? `${delta(cpu, round1(current.cpuUs))} over this build's` : ''
+      } else if (!x.reference) {
+        const before = climbing[climbing.indexOf(x) - 1]
+        added = before ? delta(cpu, round1(before.cpuUs)) : ''
+      }
+      const relative = key === 'valid' ? ratio(yardstick?.cpuUs, x.cpuUs) : ratio(x.cpuUs, yardstick?.cpuUs)
+      return [x.name, num(x.rps), num(x.cpuUs), added, relative]
+    })
+    return [`### ${LADDER_TITLES[key]}`, '', table(['step', 'req/s', 'server CPU us/req', 'us added by the step', ...last], rows)].join('\n')
   })
-  return [
-    `## From (b) to (c), one step at a time (--ladder: ${s.rounds} alternating rounds of ${s.seconds} s, ${s.connections} connections, median round)`,
-    '',
-    table(['step', 'req/s', 'server CPU us/req', 'us added by the step', 'req/s over (b)'], rows),
-  ].join('\n')
+  return [`## One step at a time (--ladder: ${s.rounds} alternating rounds of ${s.seconds} s per ladder, ${s.connections} connections, median round)`, '', sections.join('\n\n')].join('\n')
 }
 
 /** `--profile`: where each server's CPU went, per request, from its whole-life CPU profile. */
