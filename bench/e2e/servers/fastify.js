@@ -27,7 +27,9 @@ await app.register(replyFrom, { base: target(), contentTypesToEncode: [CONTENT_T
 
 for (const [path, { post }] of Object.entries(openapi.paths)) {
   const name = post.requestBody.content[CONTENT_TYPE].schema.$ref.split('/').at(-1)
-  app.post(path, { schema: { body: openapi.components.schemas[name] } }, (_request, reply) => reply.from())
+  // The components go along, so that the schema's `#/components/schemas/...` references resolve.
+  const body = { ...openapi.components.schemas[name], components: openapi.components }
+  app.post(path, { schema: { body } }, (_request, reply) => reply.from())
 }
 await app.ready()
 await serve(server)
