@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { serializeError } from '../lib/errors.js'
 import { buildChecks } from '../lib/checks/index.js'
-import { policies } from './helpers/policies.js'
+import { policies } from './helpers/fixtures.js'
 import { isErrorBody } from './helpers/oracle.js'
 
 /**

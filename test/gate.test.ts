@@ -1,12 +1,12 @@
-import t, { type Test } from 'tap'
-import { Agent } from 'node:http'
+import t from 'tap'
 import { createGate, type Gate } from '../lib/gate.js'
 import { serializeError } from '../lib/errors.js'
-import { CASES, GATE_OPTIONS, POLICIES_DIR, writeCredentials } from './helpers/cases.js'
-import { expressEmbedding, fastifyEmbedding, nodeEmbedding, proxyEmbedding, send, type Embedding, type Answer, type Echo } from './helpers/embeddings.js'
+import { CASES } from './helpers/cases.js'
+import { type Reply, send } from './helpers/http.js'
+import { type Echo, everyEmbedding } from './helpers/surfaces.js'
 
 /** The answer's parts that must not differ between embeddings (Express adds X-Powered-By, Fastify its own headers). */
-function comparable(answer: Answer) {
+function comparable(answer: Reply) {
   const { headers } = answer
   return {
     status: answer.status,
@@ -19,26 +19,12 @@ function comparable(answer: Answer) {
   }
 }
 
-/** One gate on the repository's policies, mounted in all four ways, each on its own loopback port. */
-async function everyEmbedding(t: Test): Promise<{ gate: Gate; embeddings: Embedding[]; agent: Agent }> {
-  const dir = t.testdir()
-  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
-  t.teardown(() => gate.close())
-  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate), await proxyEmbedding(gate)]
-  const agent = new Agent({ keepAlive: true })
-  t.teardown(async () => {
-    agent.destroy()
-    for (const embedding of embeddings) await embedding.close()
-  })
-  return { gate, embeddings, agent }
-}
-
 t.test('the shared table gives the same answers from the node handler, Express, Fastify and the proxy', async (t) => {
-  const { gate, embeddings, agent } = await everyEmbedding(t)
+  const { embeddings, agent } = await everyEmbedding(t)
 
   for (const c of CASES) {
     await t.test(c.name, async (t) => {
-      const answers: Answer[] = []
+      const answers: Reply[] = []
       for (const embedding of embeddings) {
         const answer = await send(embedding.port, c, agent)
         answers.push(answer)

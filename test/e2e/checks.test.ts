@@ -1,8 +1,9 @@
 import { request } from 'node:http'
 import t, { type Test } from 'tap'
-import { paymentHeaders, send } from '../helpers/client.js'
-import { scanLogsForCards, startGateway } from '../helpers/gateway.js'
-import { RECURRING_PATH, SALE_PATH, TEST_PAN, basic, recurringBody, saleBody } from '../helpers/payments.js'
+import { basic, RECURRING_PATH, recurringBody, SALE_PATH, saleBody, TEST_PAN } from '../helpers/fixtures.js'
+import { paymentHeaders, send } from '../helpers/http.js'
+import { scanLogsForCards } from '../helpers/logs.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 /** CONTRACT.md's check table, row by row, answered by the proxy with nothing forwarded. */
 const { url, backend } = await startGateway(t, { gate: { bodyLimit: 2048 } })
