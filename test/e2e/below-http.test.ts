@@ -5,7 +5,7 @@ import { raw } from '../helpers/http.js'
 import { logLines, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
-/** CONTRACT.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
+/** docs/checks.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
 const { port, backend } = await startGateway(t, { headersTimeout: 300, requestTimeout: 600, timeoutCheckInterval: 50 })
 
 function statusOf(answer: string): { status: number; json: any; close: boolean } {
