@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { serializeError } from '../lib/errors.js'
 import { buildChecks } from '../lib/checks/index.js'
-import { policies } from './helpers/policies.js'
+import { policies } from './helpers/fixtures.js'
 import { isErrorBody } from './helpers/oracle.js'
 
 /**
@@ -12,7 +12,7 @@ import { isErrorBody } from './helpers/oracle.js'
  * file the body of a well-formed sale request: a 4xx error body, never a pass.
  * A missing folder fails this file (readdirSync throws): it never skips.
  * Two `n_` files are larger than the default 64 KiB limit, and the size check
- * (row 5) comes before the JSON check (row 7); the corpus therefore runs with
+ * (check 5 of docs/checks.md) comes before the JSON check (check 7); the corpus therefore runs with
  * a 1 MiB limit, and the default's 413 is asserted separately.
  */
 const dir = fileURLToPath(new URL('./fixtures/json-test-suite/test_parsing/', import.meta.url))

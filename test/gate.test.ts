@@ -1,12 +1,14 @@
-import t, { type Test } from 'tap'
-import { Agent } from 'node:http'
+import t from 'tap'
 import { createGate, type Gate } from '../lib/gate.js'
 import { serializeError } from '../lib/errors.js'
-import { CASES, GATE_OPTIONS, POLICIES_DIR, writeCredentials } from './helpers/cases.js'
-import { expressEmbedding, fastifyEmbedding, nodeEmbedding, proxyEmbedding, send, type Embedding, type Answer, type Echo } from './helpers/embeddings.js'
+import { CASES } from './helpers/cases.js'
+import { TEST_PAN } from './helpers/fixtures.js'
+import { type Reply, send } from './helpers/http.js'
+import { scanLogsForCards } from './helpers/logs.js'
+import { type Echo, everyEmbedding } from './helpers/surfaces.js'
 
 /** The answer's parts that must not differ between embeddings (Express adds X-Powered-By, Fastify its own headers). */
-function comparable(answer: Answer) {
+function comparable(answer: Reply) {
   const { headers } = answer
   return {
     status: answer.status,
@@ -19,35 +21,28 @@ function comparable(answer: Answer) {
   }
 }
 
-/** One gate on the repository's policies, mounted in all four ways, each on its own loopback port. */
-async function everyEmbedding(t: Test): Promise<{ gate: Gate; embeddings: Embedding[]; agent: Agent }> {
-  const dir = t.testdir()
-  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(dir) })
-  t.teardown(() => gate.close())
-  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate), await proxyEmbedding(gate)]
-  const agent = new Agent({ keepAlive: true })
-  t.teardown(async () => {
-    agent.destroy()
-    for (const embedding of embeddings) await embedding.close()
-  })
-  return { gate, embeddings, agent }
-}
-
 t.test('the shared table gives the same answers from the node handler, Express, Fastify and the proxy', async (t) => {
-  const { gate, embeddings, agent } = await everyEmbedding(t)
+  const { embeddings, agent } = await everyEmbedding(t)
 
   for (const c of CASES) {
     await t.test(c.name, async (t) => {
-      const answers: Answer[] = []
+      const answers: Reply[] = []
       for (const embedding of embeddings) {
+        const before = embedding.handled()
         const answer = await send(embedding.port, c, agent)
         answers.push(answer)
         t.equal(answer.status, c.status, `${embedding.name}: status`)
         for (const [name, value] of Object.entries(c.responseHeaders ?? {})) t.equal(answer.headers[name], value, `${embedding.name}: ${name}`)
+        const passed = c.errorName === undefined
+        t.equal(embedding.handled() - before, passed ? 1 : 0, `${embedding.name}: ${passed ? 'handed to the application once' : 'never handed to the application'}`)
         if (c.errorName !== undefined) {
           t.equal(answer.headers['content-type'], 'application/json', `${embedding.name}: content-type`)
-          t.equal(JSON.parse(answer.body.toString()).errorName, c.errorName, `${embedding.name}: errorName`)
+          const body = JSON.parse(answer.body.toString())
+          t.equal(body.errorName, c.errorName, `${embedding.name}: errorName`)
+          t.type(body.message, 'string', `${embedding.name}: a message`)
+          if (c.match !== undefined) t.match(body, c.match, `${embedding.name}: the answer's fields`)
           if (c.rejection !== undefined) t.equal(answer.body.toString(), serializeError(c.rejection.body), `${embedding.name}: the serializer's bytes`)
+          t.notOk(answer.text.includes(TEST_PAN), `${embedding.name}: the answer does not hold the card number`)
         } else if (c.status === 201) {
           const echo = JSON.parse(answer.body.toString()) as Echo
           t.equal(echo.username, 'shop-1', `${embedding.name}: principal`)
@@ -90,3 +85,5 @@ t.test('own policy source and authenticator; close is a no-op without a watched 
   t.equal(gate.checks.mediaTypes.request, 'application/vnd.example.payments-v6+json')
   gate.close()
 })
+
+scanLogsForCards(t)

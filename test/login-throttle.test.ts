@@ -4,7 +4,7 @@ import { CredentialStore, hashPassword } from '../lib/credentials.js'
 import { createRedisClient, whenReady } from '../lib/idempotency/redis-client.js'
 import { MemoryLoginThrottle } from '../lib/login-throttle.js'
 import { LOGIN_KEY_PREFIX, RedisLoginThrottle, type RedisLoginThrottleOptions } from '../lib/login-throttle-redis.js'
-import { startRedis, type RedisServer } from './helpers/redis.js'
+import { type RedisServer, startRedis } from './helpers/redis.js'
 
 /** Cheap scrypt parameters, so the throttle tests do not spend seconds hashing. */
 const CHEAP = { N: 1024, r: 8, p: 1 }

@@ -7,8 +7,7 @@ import { buildOpenApi } from '../lib/openapi.js'
 import { ERRORS, reject } from '../lib/errors.js'
 import { loadPolicyDir } from '../lib/policy/load.js'
 import { OPERATION_PATHS, OPERATIONS, REQUEST_SCHEMAS } from '../lib/schema/payment.js'
-import { recurringBody, saleBody } from './helpers/case-bodies.js'
-import { POLICIES_DIR, REQUEST_TYPE } from './helpers/cases.js'
+import { POLICIES_DIR, REQUEST_TYPE, saleBody, tokenRecurringBody } from './helpers/fixtures.js'
 
 type Json = Record<string, any>
 
@@ -81,8 +80,8 @@ t.test('the request schemas accept valid bodies and refuse invalid ones (Ajv)', 
   const document = buildOpenApi() as Json
   const { sale, recurring } = requestValidators(document)
   t.ok(sale(saleBody()), 'a sale validates')
-  t.ok(sale(recurringBody()), 'a recurring body is a valid sale too (intent is optional there)')
-  t.ok(recurring(recurringBody()), 'a recurring authorization validates')
+  t.ok(sale(tokenRecurringBody()), 'a recurring body is a valid sale too (intent is optional there)')
+  t.ok(recurring(tokenRecurringBody()), 'a recurring authorization validates')
   t.ok(sale(saleBody({ instruction: { ...(saleBody().instruction as Json), paymentInstrument: { type: 'wallet/x' } } })), 'another instrument type')
 
   const badLuhn = saleBody()
@@ -94,7 +93,7 @@ t.test('the request schemas accept valid bodies and refuse invalid ones (Ajv)', 
   ;(plainWithoutNumber.instruction as Json).paymentInstrument = { type: 'card/plain' }
   t.notOk(sale(plainWithoutNumber), 'card/plain cannot escape into the open branch')
   t.notOk(recurring(saleBody()), 'a recurring authorization needs intent')
-  t.notOk(recurring({ ...recurringBody(), channel: 'moto' }), 'channel is sale-only')
+  t.notOk(recurring({ ...tokenRecurringBody(), channel: 'moto' }), 'channel is sale-only')
   const json = JSON.stringify(document)
   t.notOk(json.includes('discriminator'), 'no discriminator: see lib/openapi.ts')
   t.ok(json.includes('"x-format"'), 'x-format annotations are kept as extensions')
@@ -158,7 +157,7 @@ t.test('the request schemas refuse prototype keys exactly where the checks do', 
     if (!verdict.ok) t.match(verdict.body.validationErrors, [{ errorName: 'fieldIsNotAllowed' }])
     t.equal(validators.sale(JSON.parse(text)), !refused, `${name}: the document`)
   }
-  t.equal(validators.recurring(JSON.parse(JSON.stringify(recurringBody()).replace('{', '{"__proto__":1,'))), false, 'the recurring schema too')
+  t.equal(validators.recurring(JSON.parse(JSON.stringify(tokenRecurringBody()).replace('{', '{"__proto__":1,'))), false, 'the recurring schema too')
   const compiled = JSON.stringify(REQUEST_SCHEMAS)
   t.notOk(compiled.includes('propertyNames') || compiled.includes(PROTOTYPE_FREE_REF), 'the schemas the gateway compiles are left alone')
 })

@@ -5,9 +5,7 @@ import { ACCESS_DENIED, WWW_AUTHENTICATE, checkEntityAccess, type Principal } fr
 import { hashPassword, loadCredentials } from '../../lib/credentials.js'
 import { buildChecks } from '../../lib/checks/index.js'
 import { watchPolicies } from '../../lib/policy/store.js'
-import { saleRequest } from '../helpers/requests.js'
-
-const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`
+import { basic, bytes, saleBody, TEST_COST } from '../helpers/fixtures.js'
 
 const dir = t.testdir({})
 const file = join(dir, 'credentials.json')
@@ -15,8 +13,8 @@ await writeFile(
   file,
   JSON.stringify({
     users: [
-      { username: 'shop-1', password: await hashPassword('s3cret', { N: 1024, r: 8, p: 1 }), entities: ['default'] },
-      { username: 'market', password: await hashPassword('pf-pass', { N: 1024, r: 8, p: 1 }), entities: ['marketplace', 'default'] },
+      { username: 'shop-1', password: await hashPassword('s3cret', TEST_COST), entities: ['default'] },
+      { username: 'market', password: await hashPassword('pf-pass', TEST_COST), entities: ['marketplace', 'default'] },
     ],
   }),
 )
@@ -49,12 +47,12 @@ t.test('without an authenticator everybody is refused', async (t) => {
 t.test('check 9: a user may act only for its entities', async (t) => {
   const shop = (await checks.authenticate(basic('shop-1', 's3cret'))) as Principal
   const market = (await checks.authenticate(basic('market', 'pf-pass'))) as Principal
-  t.equal(checks.checkBody('sale', saleRequest('marketplace'), shop), ACCESS_DENIED)
-  t.equal(checks.checkBody('sale', saleRequest('eu-tokens'), shop), ACCESS_DENIED, 'before the policy checks')
-  t.equal(checks.checkBody('sale', saleRequest('nobody'), shop), ACCESS_DENIED, 'even for an unconfigured entity')
-  t.ok(checks.checkBody('sale', saleRequest('default'), shop).ok)
-  t.ok(checks.checkBody('sale', saleRequest('default'), market).ok)
-  t.match(checks.checkBody('sale', saleRequest('marketplace'), market), { ok: false, body: { errorName: 'bodyDoesNotMatchSchema' } })
+  t.equal(checks.checkBody('sale', bytes(saleBody({ entity: 'marketplace' })), shop), ACCESS_DENIED)
+  t.equal(checks.checkBody('sale', bytes(saleBody({ entity: 'eu-tokens' })), shop), ACCESS_DENIED, 'before the policy checks')
+  t.equal(checks.checkBody('sale', bytes(saleBody({ entity: 'nobody' })), shop), ACCESS_DENIED, 'even for an unconfigured entity')
+  t.ok(checks.checkBody('sale', bytes(saleBody({ entity: 'default' })), shop).ok)
+  t.ok(checks.checkBody('sale', bytes(saleBody({ entity: 'default' })), market).ok)
+  t.match(checks.checkBody('sale', bytes(saleBody({ entity: 'marketplace' })), market), { ok: false, body: { errorName: 'bodyDoesNotMatchSchema' } })
   t.equal(checkEntityAccess(shop, 'default'), undefined)
   t.equal(checkEntityAccess(shop, 'other'), ACCESS_DENIED)
 })

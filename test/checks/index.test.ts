@@ -3,8 +3,7 @@ import { ACCESS_DENIED, type Principal } from '../../lib/checks/auth.js'
 import { reject } from '../../lib/errors.js'
 import { buildChecks } from '../../lib/checks/index.js'
 import { DEFAULTS } from '../../lib/defaults.js'
-import { bytes, saleBody } from '../helpers/bodies.js'
-import { policies } from '../helpers/policies.js'
+import { bytes, policies, saleBody } from '../helpers/fixtures.js'
 
 const headers = { 'content-type': 'application/vnd.example.payments-v6+json' }
 const shop: Principal = { username: 'shop-1', entities: new Set(['default']) }

@@ -3,7 +3,7 @@ import { buildChecks, type Passed, type Verdict } from '../../lib/checks/index.j
 import type { Rejection } from '../../lib/errors.js'
 import { watchPolicies } from '../../lib/policy/store.js'
 import type { SaleRequest } from '../../lib/schema/payment.js'
-import { PAYMENT_FACILITATOR, saleRequest } from '../helpers/requests.js'
+import { bytes, PAYMENT_FACILITATOR, saleBody } from '../helpers/fixtures.js'
 
 // The shipped sample policies, read from disk by the real store:
 // default (GBP EUR USD, cards, dynamic mcc 5734, moto, truncate), eu-tokens (EUR, token only, nothing
@@ -21,6 +21,13 @@ function refusal(verdict: Verdict): Rejection['body'] & { status: number } {
 function accepted(verdict: Verdict): Passed & { document: SaleRequest } {
   if (!verdict.ok) throw new Error(`refused: ${verdict.body.errorName}`)
   return verdict as Passed & { document: SaleRequest }
+}
+
+/** The sale for `entity` as bytes, with `change` applied. */
+function saleRequest(entity: string, change: (request: Record<string, any>) => void = () => {}): Buffer {
+  const request = saleBody({ entity })
+  change(request)
+  return bytes(request)
 }
 
 const token = { type: 'card/token', href: 'https://tokens.example/t/1' }

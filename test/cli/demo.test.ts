@@ -2,9 +2,9 @@ import { PassThrough } from 'node:stream'
 import t from 'tap'
 import { curlLine, DEMO_PAN, startDemo, type Example } from '../../lib/cli/demo.js'
 import { luhnValid } from '../../lib/luhn.js'
-import { send } from '../helpers/client.js'
-import { spawnCli } from '../helpers/process.js'
-import { takenPort } from '../helpers/serve.js'
+import { spawnCli } from '../helpers/cli.js'
+import { send } from '../helpers/http.js'
+import { takenPort } from '../helpers/servers.js'
 
 function io() {
   const stdout = new PassThrough()

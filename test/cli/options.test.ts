@@ -3,7 +3,7 @@ import { envName, parseAddress, parseServeOptions } from '../../lib/cli/options.
 
 const required = ['--target', 'http://127.0.0.1:9000', '--credentials', 'creds.json']
 
-t.test('defaults of CONTRACT.md', async (t) => {
+t.test('the defaults of docs/cli.md (serve)', async (t) => {
   const options = parseServeOptions(required, {})
   t.match(options, {
     listen: { host: undefined, port: 8080 },

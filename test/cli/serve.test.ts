@@ -3,14 +3,13 @@ import { PassThrough } from 'node:stream'
 import t from 'tap'
 import { startServing, type ServeSetup } from '../../lib/cli/serve.js'
 import { luhnValid } from '../../lib/luhn.js'
-import { startBackend } from '../helpers/backend.js'
-import { keepAliveSender, paymentHeaders, send } from '../helpers/client.js'
-import { credentialsFile, takenPort } from '../helpers/serve.js'
-import { saleBody } from '../helpers/payments.js'
-import { spawnCli } from '../helpers/process.js'
+import { spawnCli } from '../helpers/cli.js'
+import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { keepAliveSender, paymentHeaders, send } from '../helpers/http.js'
+import { startBackend, takenPort } from '../helpers/servers.js'
 
 const dir = t.testdir({ 'bad-policies': { 'default.json': '{"entity": "default"}' }, 'bad.json': '{"users": 1}' })
-const credentials = await credentialsFile(dir)
+const credentials = await writeCredentials(dir)
 const backend = await startBackend()
 t.teardown(() => backend.close())
 

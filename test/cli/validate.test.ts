@@ -3,9 +3,8 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { main } from '../../lib/cli/main.js'
-import { bytes, saleBody } from '../helpers/bodies.js'
-import { FIELD_RULE_CASES } from '../helpers/field-rules.js'
-import { policyFile } from '../helpers/policies.js'
+import { FIELD_RULE_CASES } from '../helpers/cases.js'
+import { bytes, policyFile, saleBody } from '../helpers/fixtures.js'
 
 async function run(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
   const io = { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), env: {} }

@@ -1,12 +1,11 @@
 import t from 'tap'
-import { startBackend } from '../helpers/backend.js'
-import { paymentHeaders, send } from '../helpers/client.js'
-import { saleBody } from '../helpers/payments.js'
-import { spawnCli } from '../helpers/process.js'
-import { credentialsFile, freePort, poll, takenPort } from '../helpers/serve.js'
+import { spawnCli } from '../helpers/cli.js'
+import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { paymentHeaders, send } from '../helpers/http.js'
+import { freePort, poll, startBackend, takenPort } from '../helpers/servers.js'
 
 /** `serve --workers N` as a real process tree: slow to start under the TypeScript loader, so few cases. */
-const credentials = await credentialsFile(t.testdir())
+const credentials = await writeCredentials(t.testdir())
 const backend = await startBackend()
 t.teardown(() => backend.close())
 

@@ -1,9 +1,8 @@
 import t from 'tap'
-import { keepAliveSender, paymentHeaders, send } from '../helpers/client.js'
-import { startGateway } from '../helpers/gateway.js'
-import { saleBody } from '../helpers/payments.js'
-import { until, waitFor } from '../helpers/load.js'
-import { created, startRawBackend, type RawBackend } from '../helpers/raw-backend.js'
+import { saleBody } from '../helpers/fixtures.js'
+import { keepAliveSender, paymentHeaders, send, until, waitFor } from '../helpers/http.js'
+import { createdBytes, type RawBackend, startRawBackend } from '../helpers/servers.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 /**
  * A payment reaches the backend at most once, whatever the backend's
@@ -81,7 +80,7 @@ t.test('(b) the backend resets the connection while the payment is being written
 
 t.test('(b) on a reused connection, a payment the backend drops unanswered is not sent again', async (t) => {
   // The case where HTTP clients retry an idempotent request: the connection looked alive and was not.
-  const backend = await startRawBackend(t, (socket, request) => (request.index === 0 ? socket.write(created()) : socket.end()))
+  const backend = await startRawBackend(t, (socket, request) => (request.index === 0 ? socket.write(createdBytes()) : socket.end()))
   const pay = await gatewayFor(t, backend)
   t.equal((await pay()).status, 201)
   const reply = await pay()
@@ -104,7 +103,7 @@ t.test('(c) the backend resets after its answer headers: the client connection i
 
 t.test('an answer with Connection: close: relayed whole, the connection closed by the gateway and never reused', async (t) => {
   // The backend says it will close but leaves that to the gateway, which must not write the next payment on it.
-  const backend = await startRawBackend(t, (socket) => socket.write(created('Connection: close\r\n')))
+  const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Connection: close\r\n')))
   const pay = await gatewayFor(t, backend, true)
   const first = await pay()
   t.equal(first.status, 201)
@@ -115,7 +114,7 @@ t.test('an answer with Connection: close: relayed whole, the connection closed b
 })
 
 t.test("Keep-Alive: timeout=1 leaves no safe idle time: each payment on a connection of its own", async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.write(created('Keep-Alive: timeout=1\r\n')))
+  const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Keep-Alive: timeout=1\r\n')))
   const pay = await gatewayFor(t, backend)
   t.equal((await pay()).status, 201)
   t.equal((await pay()).status, 201)
@@ -124,7 +123,7 @@ t.test("Keep-Alive: timeout=1 leaves no safe idle time: each payment on a connec
 })
 
 t.test("Keep-Alive: timeout=2: the connection is reused, and let go by the gateway before the backend's limit", async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.write(created('Keep-Alive: timeout=2\r\n')))
+  const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Keep-Alive: timeout=2\r\n')))
   const pay = await gatewayFor(t, backend)
   t.equal((await pay()).status, 201)
   t.equal((await pay()).status, 201)

@@ -1,11 +1,12 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { paymentHeaders, send } from '../helpers/client.js'
-import { scanLogsForCards, startGateway } from '../helpers/gateway.js'
-import { saleBody } from '../helpers/payments.js'
+import { saleBody } from '../helpers/fixtures.js'
+import { paymentHeaders, send } from '../helpers/http.js'
+import { scanLogsForCards } from '../helpers/logs.js'
+import { startGateway } from '../helpers/surfaces.js'
 
-/** CONTRACT.md, "The backend's side": every row, with the payment sent at most once. */
+/** docs/backend-faults.md, "When the backend fails": every fault, with the payment sent at most once. */
 const { url, backend, metrics } = await startGateway(t, { gate: { timeout: 150 } })
 const payment = () => send(url, { headers: paymentHeaders(), body: saleBody() })
 

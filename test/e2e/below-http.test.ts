@@ -1,10 +1,11 @@
 import { connect } from 'node:net'
 import t from 'tap'
-import { raw } from '../helpers/client.js'
-import { AUTH, logLines, scanLogsForCards, startGateway } from '../helpers/gateway.js'
-import { CONTENT_TYPE, SALE_PATH } from '../helpers/payments.js'
+import { AUTH, REQUEST_TYPE, SALE_PATH } from '../helpers/fixtures.js'
+import { raw } from '../helpers/http.js'
+import { logLines, scanLogsForCards } from '../helpers/logs.js'
+import { startGateway } from '../helpers/surfaces.js'
 
-/** CONTRACT.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
+/** docs/checks.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
 const { port, backend } = await startGateway(t, { headersTimeout: 300, requestTimeout: 600, timeoutCheckInterval: 50 })
 
 function statusOf(answer: string): { status: number; json: any; close: boolean } {
@@ -45,7 +46,7 @@ t.test('headers not received in time: 408 requestTimedOut', async (t) => {
 })
 
 t.test('a body not received in time: 408 requestTimedOut, nothing forwarded', async (t) => {
-  const head = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: 100\r\n\r\n{"a":`
+  const head = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: 100\r\n\r\n{"a":`
   const answer = statusOf(await raw(port, head, { keepOpen: true }))
   t.equal(answer.status, 408)
   t.equal(answer.json.errorName, 'requestTimedOut')

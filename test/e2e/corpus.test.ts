@@ -2,10 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { keepAliveSender, paymentHeaders } from '../helpers/client.js'
-import { watchCrashes } from '../helpers/crashes.js'
-import { startGateway } from '../helpers/gateway.js'
+import { keepAliveSender, paymentHeaders } from '../helpers/http.js'
+import { watchCrashes } from '../helpers/logs.js'
 import { isErrorBody } from '../helpers/oracle.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 /**
  * The corpus of test/corpus.test.ts (test/fixtures/json-test-suite) through

@@ -1,9 +1,10 @@
 import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
-import { paymentHeaders } from '../helpers/client.js'
-import { AUTH, loggedRequests, scanLogsForCards, startGateway } from '../helpers/gateway.js'
-import { CONTENT_TYPE, SALE_PATH, basic, saleBody } from '../helpers/payments.js'
+import { AUTH, basic, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
+import { paymentHeaders } from '../helpers/http.js'
+import { loggedRequests, scanLogsForCards } from '../helpers/logs.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 const { url, port, backend } = await startGateway(t)
 
@@ -72,7 +73,7 @@ t.test('an upload aborted mid-body is not forwarded', async (t) => {
   const socket = connect(port, '127.0.0.1')
   socket.on('error', () => undefined)
   socket.write(
-    `POST ${path} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\n` +
+    `POST ${path} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 40)}`,
   )
   await new Promise((resolve) => setTimeout(resolve, 20))

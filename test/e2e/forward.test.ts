@@ -1,15 +1,18 @@
 import { request } from 'node:http'
 import t from 'tap'
-import { paymentHeaders, raw, send } from '../helpers/client.js'
-import { loggedRequests, scanLogsForCards, startGateway, USER } from '../helpers/gateway.js'
-import { SALE_PATH, saleBody } from '../helpers/payments.js'
+import { SALE_PATH, saleBody, USERNAME } from '../helpers/fixtures.js'
+import { paymentHeaders, raw, send } from '../helpers/http.js'
+import { loggedRequests, scanLogsForCards } from '../helpers/logs.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 const { url, port, backend } = await startGateway(t)
 
 t.test('a clean sale is forwarded once, rewritten, with a correct Content-Length', async (t) => {
   backend.received.length = 0
   const headers = paymentHeaders({ connection: 'keep-alive, x-hop', 'x-hop': 'drop me', te: 'trailers', 'proxy-authorization': 'Basic eA==', 'x-kept': 'yes' })
-  const reply = await send(url, { path: `${SALE_PATH}?trace=1`, headers, body: `  ${JSON.stringify(saleBody())}  ` })
+  const sale = saleBody()
+  sale.instruction.narrative = { line1: 'Shop 1 – order 1234567890', line2: 'thanks' }
+  const reply = await send(url, { path: `${SALE_PATH}?trace=1`, headers, body: `  ${JSON.stringify(sale)}  ` })
   t.equal(reply.status, 201)
   t.same(reply.headers['set-cookie'], ['a=1', 'b=2'], 'repeated headers come back whole')
   t.same(reply.json._links, { self: { href: '/payments/1' } })
@@ -33,7 +36,7 @@ t.test('a clean sale is forwarded once, rewritten, with a correct Content-Length
   t.equal(got?.headers['x-forwarded-host'], url.slice('http://'.length))
   t.equal(got?.headers['x-forwarded-port'], new URL(url).port)
   const line = loggedRequests().find((entry) => entry.path === `${SALE_PATH}?trace=1`)
-  t.match(line, { method: 'POST', operation: 'sale', entity: 'default', user: USER, status: 201, complete: true })
+  t.match(line, { method: 'POST', operation: 'sale', entity: 'default', user: USERNAME, status: 201, complete: true })
   t.type(line?.durationMs, 'number')
 })
 

@@ -2,14 +2,12 @@ import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing } from '../../lib/cli/serve.js'
 import type { GateOptions } from '../../lib/gate.js'
-import { created, type Answer } from '../helpers/backend.js'
-import { keepAliveSender, paymentHeaders, send, type Reply } from '../helpers/client.js'
-import { startGateway, type Started } from '../helpers/gateway.js'
-import { until, waitFor } from '../helpers/load.js'
-import { saleBody } from '../helpers/payments.js'
-import { spawnCli } from '../helpers/process.js'
+import { spawnCli } from '../helpers/cli.js'
+import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
-import { credentialsFile } from '../helpers/serve.js'
+import { type Answer, created, startBackend } from '../helpers/servers.js'
+import { type Started, startGateway } from '../helpers/surfaces.js'
 
 /**
  * Retry protection through the real proxy in front of a real backend
@@ -117,7 +115,6 @@ t.test('a backend that is not there releases the key', async (t) => {
 })
 
 async function startBackendOn(t: Test, url: string) {
-  const { startBackend } = await import('../helpers/backend.js')
   const backend = await startBackend(created, Number(new URL(url).port))
   t.teardown(() => backend.close())
   return backend
@@ -191,7 +188,7 @@ t.test('retry protection off: every copy is forwarded', async (t) => {
 
 /** `payments-gate serve` in a process of its own, on a free port, in front of `target`, with `args`; stopped when the test ends. */
 async function gatewayProcess(t: Test, target: string, args: string[]): Promise<string> {
-  const credentials = await credentialsFile(t.testdir())
+  const credentials = await writeCredentials(t.testdir())
   const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, ...args])
   t.teardown(async () => {
     run.child.kill('SIGTERM')
@@ -204,7 +201,6 @@ async function gatewayProcess(t: Test, target: string, args: string[]): Promise<
 t.test('Redis: two gateway processes on one Redis share the keys', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
-  const { startBackend } = await import('../helpers/backend.js')
   const backend = await startBackend(slowly(50))
   t.teardown(() => backend.close())
   const [a, b] = await Promise.all([gatewayProcess(t, backend.url, ['--idempotency', redis.url]), gatewayProcess(t, backend.url, ['--idempotency', redis.url])])
@@ -263,7 +259,6 @@ t.test('Redis unreachable with --idempotency-failure open: forwarded unprotected
 t.test('serve: a store failure is a log line and a metric', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
-  const { startBackend } = await import('../helpers/backend.js')
   const backend = await startBackend()
   t.teardown(() => backend.close())
   const stdout = new PassThrough()
@@ -275,7 +270,7 @@ t.test('serve: a store failure is a log line and a metric', async (t) => {
       listen: { host: '127.0.0.1', port: 0 },
       target: new URL(backend.url),
       policies: 'policies',
-      credentials: await credentialsFile(t.testdir()),
+      credentials: await writeCredentials(t.testdir()),
       vendor: 'example',
       basePath: '',
       bodyLimit: 65536,
@@ -296,7 +291,7 @@ t.test('serve: a store failure is a log line and a metric', async (t) => {
 t.test('Redis: the failed-login throttle is shared, ten wrong passwords across the fleet lock the user out', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
-  const credentials = await credentialsFile(t.testdir())
+  const credentials = await writeCredentials(t.testdir())
   const a = await startGateway(t, { gate: { idempotency: redis.url, credentials } })
   const b = await startGateway(t, { target: a.backend.url, gate: { idempotency: redis.url, credentials } })
   const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }

@@ -1,8 +1,8 @@
 import { connect } from 'node:net'
 import t from 'tap'
-import { watchCrashes } from '../helpers/crashes.js'
-import { AUTH, scanLogsForCards, startGateway } from '../helpers/gateway.js'
-import { CONTENT_TYPE, SALE_PATH } from '../helpers/payments.js'
+import { AUTH, REQUEST_TYPE, SALE_PATH } from '../helpers/fixtures.js'
+import { scanLogsForCards, watchCrashes } from '../helpers/logs.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 /**
  * Request smuggling shapes beyond those of below-http.test.ts, on raw
@@ -64,7 +64,7 @@ const refused: Record<string, string> = {
   'a header line starting with white space': post('/x', ' Transfer-Encoding: chunked\r\n', chunkedHello),
   'Transfer-Encoding with Content-Length on a payment': post(
     SALE_PATH,
-    `Authorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: 40\r\nTransfer-Encoding: chunked\r\n`,
+    `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: 40\r\nTransfer-Encoding: chunked\r\n`,
     `0\r\n\r\n${HIDDEN}`,
   ),
   'Content-Length: 5, 5': post('/x', 'Content-Length: 5, 5\r\n', 'hello'),
@@ -125,7 +125,7 @@ t.test('more headers than maxHeadersCount, Transfer-Encoding last: one request, 
 
 t.test('more headers than maxHeadersCount on a payment, Content-Length last: the body is read by its length and refused', async (t) => {
   const body = `{}${HIDDEN}`
-  const head = `Authorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\n${junk}Content-Length: ${body.length}\r\n`
+  const head = `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\n${junk}Content-Length: ${body.length}\r\n`
   const answer = await exchange(post(SALE_PATH, head, body))
   t.same(answer.statuses, [400])
   t.same(answer.errorNames, ['bodyIsNotJson'])
@@ -134,7 +134,7 @@ t.test('more headers than maxHeadersCount on a payment, Content-Length last: the
 
 t.test('more headers than maxHeadersCount with Authorization beyond them: 401, and the unread body is not parsed as a request', async (t) => {
   const body = `{}${HIDDEN}`
-  const head = `Content-Type: ${CONTENT_TYPE}\r\n${junk}Authorization: ${AUTH}\r\nContent-Length: ${body.length}\r\n`
+  const head = `Content-Type: ${REQUEST_TYPE}\r\n${junk}Authorization: ${AUTH}\r\nContent-Length: ${body.length}\r\n`
   const answer = await exchange(post(SALE_PATH, head, body))
   t.same(answer.statuses, [401])
   t.same(answer.backend, [])
@@ -142,7 +142,7 @@ t.test('more headers than maxHeadersCount with Authorization beyond them: 401, a
 
 t.test('a request hidden in a payment body: bodyIsNotJson, nothing forwarded', async (t) => {
   const body = `{"transactionReference":"x"}\r\n\r\n${HIDDEN}`
-  const answer = await exchange(post(SALE_PATH, `Authorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: ${body.length}\r\n`, body))
+  const answer = await exchange(post(SALE_PATH, `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n`, body))
   t.same(answer.statuses, [400])
   t.same(answer.errorNames, ['bodyIsNotJson'])
   t.same(answer.backend, [])
@@ -150,7 +150,7 @@ t.test('a request hidden in a payment body: bodyIsNotJson, nothing forwarded', a
 
 t.test('a refusal before the body is read closes the connection: a request pipelined after the body is never handled', async (t) => {
   const body = HIDDEN
-  const answer = await exchange(post(SALE_PATH, `Authorization: Basic eDp5\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: ${body.length}\r\n`, body, false) + HIDDEN)
+  const answer = await exchange(post(SALE_PATH, `Authorization: Basic eDp5\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n`, body, false) + HIDDEN)
   t.same(answer.statuses, [401])
   t.same(answer.backend, [])
 })

@@ -1,11 +1,10 @@
 import { connect, type Socket } from 'node:net'
 import t from 'tap'
-import { startBackend, type Backend } from '../helpers/backend.js'
-import { paymentHeaders, send } from '../helpers/client.js'
-import { watchCrashes } from '../helpers/crashes.js'
-import { AUTH, loggedRequests, startGateway, type Started } from '../helpers/gateway.js'
-import { loadSales, statusCounts, until, waitFor } from '../helpers/load.js'
-import { CONTENT_TYPE, SALE_PATH, saleBody } from '../helpers/payments.js'
+import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
+import { loadSales, paymentHeaders, send, statusCounts, until, waitFor } from '../helpers/http.js'
+import { loggedRequests, watchCrashes } from '../helpers/logs.js'
+import { type Backend, startBackend } from '../helpers/servers.js'
+import { type Started, startGateway } from '../helpers/surfaces.js'
 
 /**
  * Faults under load, bounded (a few seconds, a few connections each): the
@@ -53,7 +52,7 @@ t.test('1,000 uploads cut mid-body: nothing forwarded, every socket released', a
   const baseline = await connections(started)
   const body = JSON.stringify(saleBody())
   const head = (i: number) =>
-    `POST ${SALE_PATH}?cut=${i} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: ${body.length}\r\n\r\n`
+    `POST ${SALE_PATH}?cut=${i} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n\r\n`
   const cut = (i: number) =>
     new Promise<void>((resolve) => {
       const socket: Socket = connect(started.port, '127.0.0.1', () => {
@@ -111,7 +110,7 @@ t.test('slow clients are closed by the timeouts while normal traffic goes on', a
   const slowBodies = Array.from({ length: 10 }, () =>
     trickle(
       started.port,
-      `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: ${body.length}\r\n\r\n`,
+      `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n\r\n`,
       body,
     ),
   )

@@ -1,8 +1,8 @@
 import t from 'tap'
-import { keepAliveSender, paymentHeaders, type SendOptions } from '../helpers/client.js'
-import { watchCrashes } from '../helpers/crashes.js'
-import { startGateway } from '../helpers/gateway.js'
-import { basic, saleBody } from '../helpers/payments.js'
+import { basic, saleBody } from '../helpers/fixtures.js'
+import { keepAliveSender, paymentHeaders, type SendOptions } from '../helpers/http.js'
+import { watchCrashes } from '../helpers/logs.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 /**
  * No loss, no duplicates: N requests at once, each with its own

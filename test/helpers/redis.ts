@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { connect, createServer, type AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import type { Test } from 'tap'
+import { freePort } from './servers.js'
 
 export interface RedisServer {
   /** `redis://127.0.0.1:PORT/0` */
@@ -22,14 +23,6 @@ const MISSING =
 /** Whether `redis-server` can be run on this machine. */
 function haveRedis(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error === undefined
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
 }
 
 /** Whether a Redis on the port answers PING with PONG. */

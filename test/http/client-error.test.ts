@@ -14,7 +14,7 @@ function socket(extra: Record<string, unknown> = {}) {
   return { stream, written }
 }
 
-t.test('parser and timeout codes map to the error names of CONTRACT.md', async (t) => {
+t.test('parser and timeout codes map to the error names of docs/checks.md (Refusals below HTTP)', async (t) => {
   t.equal(clientErrorName('HPE_HEADER_OVERFLOW'), 'headersAreTooLarge')
   t.equal(clientErrorName('ERR_HTTP_REQUEST_TIMEOUT'), 'requestTimedOut')
   t.equal(clientErrorName('HPE_HEADERS_TIMEOUT'), 'requestTimedOut')

@@ -1,16 +1,10 @@
 import { EventEmitter } from 'node:events'
-import { createServer, type Server, type ServerResponse } from 'node:http'
-import { connect, type AddressInfo } from 'node:net'
-import express from 'express'
-import Fastify from 'fastify'
+import type { ServerResponse } from 'node:http'
+import { connect } from 'node:net'
 import t, { type Test } from 'tap'
-import { createGate, type Gate } from '../../lib/gate.js'
 import { inTurn } from '../../lib/http/pipelining.js'
-import { createGateway } from '../../lib/surfaces/proxy/server.js'
-import { startBackend } from '../helpers/backend.js'
-import { saleBody } from '../helpers/case-bodies.js'
-import { basic, GATE_OPTIONS, PASSWORD, POLICIES_DIR, REQUEST_TYPE, SALE_PATH, USERNAME, writeCredentials } from '../helpers/cases.js'
-import { captureLogger } from '../helpers/gateway.js'
+import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
+import { everyEmbedding, type Embedding } from '../helpers/surfaces.js'
 
 /** A response as node hands it to a request handler: maybe a socket, and a `socket` event when one comes. */
 function response(socket: { writableEnded: boolean; destroyed: boolean } | null): ServerResponse & EventEmitter {
@@ -53,7 +47,7 @@ t.test('a request whose connection is closing is dropped', async (t) => {
 function payment(transactionReference: string, close = false): string {
   const body = JSON.stringify(saleBody({ transactionReference }))
   const connection = close ? 'Connection: close\r\n' : ''
-  return `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\n${connection}Authorization: ${basic(USERNAME, PASSWORD)}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  return `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\n${connection}Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
 }
 const body = JSON.stringify(saleBody())
 const valid = payment('pipelined-1')
@@ -72,58 +66,9 @@ function exchange(port: number, requests: string): Promise<string> {
   })
 }
 
-interface Host {
-  name: string
-  port: number
-  handled: () => number
-  close: () => Promise<void>
-}
-
-async function listening(server: Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return (server.address() as AddressInfo).port
-}
-
-function closing(server: Server): () => Promise<void> {
-  return () => new Promise((resolve) => {
-    server.closeAllConnections()
-    server.close(() => resolve())
-  })
-}
-
-/** One gate mounted in all four ways, each counting the payments it handled; closed when the test ends. */
-async function hosts(t: Test): Promise<Host[]> {
-  const gate = await createGate({ ...GATE_OPTIONS, policies: POLICIES_DIR, credentials: await writeCredentials(t.testdir()) })
-  t.teardown(() => gate.close())
-  const all = await mounted(gate)
-  t.teardown(async () => {
-    for (const host of all) await host.close()
-  })
-  return all
-}
-
-async function mounted(gate: Gate): Promise<Host[]> {
-  let node = 0
-  const nodeServer = createServer(gate.handler((_req, res) => (node++, res.writeHead(201).end())))
-  let viaExpress = 0
-  const app = express()
-  app.use(gate.express())
-  app.post(SALE_PATH, (_req, res) => (viaExpress++, res.status(201).end()))
-  const expressServer = createServer(app)
-  let viaFastify = 0
-  const fastify = Fastify()
-  await fastify.register(gate.fastify)
-  fastify.post(SALE_PATH, async (_request, reply) => (viaFastify++, reply.code(201).send()))
-  await fastify.listen({ port: 0, host: '127.0.0.1' })
-  const backend = await startBackend()
-  const gateway = createGateway({ gate, target: backend.url, logger: captureLogger() })
-  const { port } = await gateway.listen(0, '127.0.0.1')
-  return [
-    { name: 'node', port: await listening(nodeServer), handled: () => node, close: closing(nodeServer) },
-    { name: 'express', port: await listening(expressServer), handled: () => viaExpress, close: closing(expressServer) },
-    { name: 'fastify', port: (fastify.server.address() as AddressInfo).port, handled: () => viaFastify, close: () => fastify.close() },
-    { name: 'proxy', port, handled: () => backend.received.length, close: async () => (await gateway.drain(0), await backend.close()) },
-  ]
+/** One gate mounted in all four ways, each counting what reached its application; closed when the test ends. */
+async function hosts(t: Test): Promise<Embedding[]> {
+  return (await everyEmbedding(t)).embeddings
 }
 
 t.test('a payment pipelined behind a closing refusal is never handled', async (t) => {

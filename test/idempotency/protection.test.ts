@@ -5,7 +5,7 @@ import { createRetryProtection, OVERSIZED_ANSWER, type Guard, type Ticket } from
 import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import type { PaymentRequest } from '../../lib/schema/payment.js'
 import type { BackendOutcome } from '../../lib/surfaces/proxy/forward.js'
-import { saleBody } from '../helpers/bodies.js'
+import { saleBody } from '../helpers/fixtures.js'
 
 function passed(reference = 'order-1', entity = 'default', amount = 250): { passed: Passed; payload: Buffer } {
   const document = saleBody() as PaymentRequest

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { join } from 'node:path'
 import { entityOfFile, loadPolicyDir, loadPolicyFile } from '../../lib/policy/load.js'
-import { policyJson } from '../helpers/policies.js'
+import { policyJson } from '../helpers/fixtures.js'
 
 t.test('entityOfFile is the name without .json', async (t) => {
   t.equal(entityOfFile('/etc/policies/shop-1.json'), 'shop-1')

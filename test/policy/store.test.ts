@@ -3,7 +3,7 @@ import { rename, rm, symlink, writeFile, mkdir, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { watchPolicies, type PolicyStore, type ReloadOutcome, type WatchPoliciesOptions } from '../../lib/policy/store.js'
-import { policyJson } from '../helpers/policies.js'
+import { policyJson } from '../helpers/fixtures.js'
 
 /** Polls until `condition` holds; fails the test after two seconds (the contract says within a second). */
 async function eventually(condition: () => boolean): Promise<void> {

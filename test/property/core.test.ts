@@ -2,10 +2,9 @@ import fc from 'fast-check'
 import t from 'tap'
 import { serializeError } from '../../lib/errors.js'
 import { buildChecks, type Verdict } from '../../lib/checks/index.js'
-import { bytes, recurringBody, saleBody } from '../helpers/bodies.js'
+import { bytes, policies, recurringBody, saleBody } from '../helpers/fixtures.js'
 import { HUGE_FIELDS, HUGE_VALUES, runs, setPath } from '../helpers/fuzz.js'
 import { ajvRecurring, ajvSale, isErrorBody } from '../helpers/oracle.js'
-import { policies } from '../helpers/policies.js'
 
 /**
  * Hostile bodies through the pure core. Properties: no exception; every

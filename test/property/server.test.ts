@@ -1,12 +1,11 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { bytes, recurringBody, saleBody } from '../helpers/bodies.js'
-import { keepAliveSender, paymentHeaders } from '../helpers/client.js'
-import { watchCrashes } from '../helpers/crashes.js'
+import { bytes, RECURRING_PATH, recurringBody, SALE_PATH, saleBody } from '../helpers/fixtures.js'
 import { HUGE_FIELDS, HUGE_VALUES, runs, setPath } from '../helpers/fuzz.js'
-import { scanLogsForCards, startGateway } from '../helpers/gateway.js'
+import { keepAliveSender, paymentHeaders } from '../helpers/http.js'
+import { scanLogsForCards, watchCrashes } from '../helpers/logs.js'
 import { ajvRecurring, ajvSale, isErrorBody } from '../helpers/oracle.js'
-import { RECURRING_PATH, SALE_PATH } from '../helpers/payments.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 /**
  * The core's hostile bodies (test/property/core.test.ts) again, this time as

@@ -4,7 +4,7 @@ import { compileSchema } from '../../lib/schema/compile.js'
 import { mapErrors } from '../../lib/schema/error-map.js'
 import { REQUEST_SCHEMAS, type Operation } from '../../lib/schema/payment.js'
 import { TypeCompiler } from '../../lib/schema/typebox.js'
-import { recurringBody, saleBody, TEST_PAN } from '../helpers/bodies.js'
+import { recurringBody, saleBody, TEST_PAN } from '../helpers/fixtures.js'
 import { setPath } from '../helpers/fuzz.js'
 import { ajvRecurring, ajvSale } from '../helpers/oracle.js'
 

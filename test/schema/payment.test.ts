@@ -1,8 +1,7 @@
 import t from 'tap'
 import { buildChecks } from '../../lib/checks/index.js'
-import { bytes } from '../helpers/bodies.js'
-import { FIELD_RULE_CASES, VALID_EDGE_CASES } from '../helpers/field-rules.js'
-import { policies } from '../helpers/policies.js'
+import { FIELD_RULE_CASES, VALID_EDGE_CASES } from '../helpers/cases.js'
+import { bytes, policies } from '../helpers/fixtures.js'
 
 const features = { dynamicMcc: true, paymentFacilitator: false, moto: true, debtRepayment: true }
 const paymentInstruments = ['card/plain', 'card/token', 'card/network-token']

@@ -2,10 +2,14 @@ import t from 'tap'
 import express from 'express'
 import type { GateLogger } from '../../lib/surfaces/shared.js'
 import { isClientError } from '../../lib/surfaces/shared.js'
+import { SCRYPT_DEFAULTS } from '../../lib/defaults.js'
 import { reject, serializeError } from '../../lib/errors.js'
-import { CASES, SALE_PATH } from '../helpers/cases.js'
-import { abortMidBody, closedOnServer, send } from '../helpers/embeddings.js'
-import { memoryLogger, serveOnLoopback as serve, testGate } from '../helpers/gate.js'
+import { CASES } from '../helpers/cases.js'
+import { SALE_PATH, writeCredentials } from '../helpers/fixtures.js'
+import { abortMidBody, send } from '../helpers/http.js'
+import { memoryLogger } from '../helpers/logs.js'
+import { closedOnServer, serveOnLoopback as serve } from '../helpers/servers.js'
+import { testGate } from '../helpers/surfaces.js'
 
 const CLEAN = CASES[0]!
 const INTERNAL = serializeError(reject('internalErrorOccurred').body)
@@ -41,7 +45,8 @@ t.test('express.json() in front is harmless: it does not take the v6 media type'
 })
 
 t.test('a client that leaves mid-body: the application is not called', async (t) => {
-  const gate = await testGate(t)
+  // The real scrypt cost, so that the client can leave while the first password check still runs.
+  const gate = await testGate(t, { credentials: await writeCredentials(t.testdir(), SCRYPT_DEFAULTS) })
   const app = express()
   app.use(gate.express())
   let calls = 0

@@ -3,10 +3,13 @@ import { Agent } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { GateLogger } from '../../lib/surfaces/shared.js'
+import { SCRYPT_DEFAULTS } from '../../lib/defaults.js'
 import { reject, serializeError } from '../../lib/errors.js'
-import { BODY_LIMIT, CASES, REQUEST_TYPE, SALE_PATH } from '../helpers/cases.js'
-import { abortMidBody, fastifyApp, send } from '../helpers/embeddings.js'
-import { memoryLogger, testGate } from '../helpers/gate.js'
+import { CASES } from '../helpers/cases.js'
+import { BODY_LIMIT, REQUEST_TYPE, SALE_PATH, writeCredentials } from '../helpers/fixtures.js'
+import { abortMidBody, send } from '../helpers/http.js'
+import { memoryLogger } from '../helpers/logs.js'
+import { fastifyApp, testGate } from '../helpers/surfaces.js'
 
 const CLEAN = CASES[0]!
 const INTERNAL = serializeError(reject('internalErrorOccurred').body)
@@ -56,7 +59,8 @@ t.test('another route that takes the v6 media type gets plain JSON, without the 
 })
 
 t.test('a client that leaves mid-body: the handler is not called', async (t) => {
-  const gate = await testGate(t)
+  // The real scrypt cost, so that the client can leave while the first password check still runs.
+  const gate = await testGate(t, { credentials: await writeCredentials(t.testdir(), SCRYPT_DEFAULTS) })
   const app = Fastify()
   await app.register(gate.fastify)
   let calls = 0

@@ -1,12 +1,17 @@
 import t from 'tap'
 import type { GateLogger } from '../../lib/surfaces/shared.js'
+import { SCRYPT_DEFAULTS } from '../../lib/defaults.js'
 import { serializeError, reject } from '../../lib/errors.js'
-import { CASES, SALE_PATH } from '../helpers/cases.js'
-import { abortMidBody, closedOnServer, send } from '../helpers/embeddings.js'
-import { memoryLogger, serveOnLoopback as serve, testGate } from '../helpers/gate.js'
+import { CASES } from '../helpers/cases.js'
+import { SALE_PATH, writeCredentials } from '../helpers/fixtures.js'
+import { abortMidBody, send } from '../helpers/http.js'
+import { memoryLogger } from '../helpers/logs.js'
+import { closedOnServer, serveOnLoopback as serve } from '../helpers/servers.js'
+import { testGate } from '../helpers/surfaces.js'
 
 t.test('a client that leaves mid-body gets nothing and the application is not called', async (t) => {
-  const gate = await testGate(t)
+  // The real scrypt cost, so that the client can leave while the first password check still runs.
+  const gate = await testGate(t, { credentials: await writeCredentials(t.testdir(), SCRYPT_DEFAULTS) })
   let calls = 0
   const { server, port, agent } = await serve(t, gate.handler((_req, res) => {
       calls++

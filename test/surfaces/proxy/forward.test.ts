@@ -5,10 +5,8 @@ import { backendPaths } from '../../../lib/surfaces/proxy/backend-path.js'
 import { GatewayResponse, track, type Exchange } from '../../../lib/surfaces/proxy/exchange.js'
 import { faultKind } from '../../../lib/surfaces/proxy/faults.js'
 import { createForwarder, type BackendOutcome, type ForwarderOptions } from '../../../lib/surfaces/proxy/forward.js'
-import { startBackend, type Answer } from '../../helpers/backend.js'
-import { send } from '../../helpers/client.js'
-import { until } from '../../helpers/load.js'
-import { created, startRawBackend } from '../../helpers/raw-backend.js'
+import { send, until } from '../../helpers/http.js'
+import { type Answer, createdBytes, startBackend, startRawBackend } from '../../helpers/servers.js'
 
 /**
  * The payment engine on its own (undici): every request's body forwarded as a
@@ -249,7 +247,7 @@ t.test('a client slower than the backend: undici waits for it, and the body arri
 })
 
 t.test('informational 1xx answers are skipped, the final one relayed', async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.write(`HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n${created()}`))
+  const backend = await startRawBackend(t, (socket) => socket.write(`HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n${createdBytes()}`))
   const host = await startHost(t, backend.url)
   const reply = await pay(host)
   t.equal(reply.status, 201)
@@ -258,7 +256,7 @@ t.test('informational 1xx answers are skipped, the final one relayed', async (t)
 })
 
 t.test('a header named in any of several Connection headers is dropped', async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.write(created('Connection: keep-alive\r\nX-Private: no\r\nConnection: x-private\r\nX-Public: yes\r\n')))
+  const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Connection: keep-alive\r\nX-Private: no\r\nConnection: x-private\r\nX-Public: yes\r\n')))
   const host = await startHost(t, backend.url)
   const reply = await pay(host)
   t.equal(reply.status, 201)

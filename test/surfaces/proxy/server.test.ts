@@ -1,10 +1,11 @@
 import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
-import { paymentHeaders, send } from '../../helpers/client.js'
+import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../../helpers/fixtures.js'
+import { paymentHeaders, send } from '../../helpers/http.js'
+import { captureLogger, loggedRequests, logLines, scanLogsForCards } from '../../helpers/logs.js'
+import { startGateway } from '../../helpers/surfaces.js'
 import { createGateway } from '../../../lib/surfaces/proxy/server.js'
-import { AUTH, captureLogger, loggedRequests, logLines, scanLogsForCards, startGateway } from '../../helpers/gateway.js'
-import { CONTENT_TYPE, SALE_PATH, saleBody } from '../../helpers/payments.js'
 
 /** Writes raw bytes on a new connection and reads until the server closes it. */
 function rawUntilClosed(port: number, bytes: string): Promise<string> {
@@ -56,7 +57,7 @@ t.test('drain: a request that arrives on an open connection meanwhile gets 503 s
   socket.on('data', (chunk: Buffer) => chunks.push(chunk))
   const closed = new Promise((resolve) => socket.on('close', resolve))
   const body = JSON.stringify(saleBody())
-  const head = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`
+  const head = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`
   let requests = 0
   gateway.server.on('request', () => requests++)
   socket.write(head + body)
@@ -151,7 +152,7 @@ t.test('requests pipelined behind an answer that closes the connection are never
   const { backend, port } = await startGateway(t)
   const before = logLines.length
   const hidden = 'POST /other HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}'
-  const refused = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\nContent-Type: ${CONTENT_TYPE}\r\nContent-Length: 2\r\n\r\n{}`
+  const refused = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: 2\r\n\r\n{}`
   const text = await rawUntilClosed(port, refused + hidden + hidden)
   t.match(text, /^HTTP\/1.1 401 Unauthorized[^]*\r\nConnection: close\r\n/i)
   t.equal(text.match(/HTTP\/1.1/g)?.length, 1, 'one answer')

@@ -1,0 +1,132 @@
+/** The clients of the tests: one HTTP sender, raw bytes on a socket, a bounded load run, and waiting. */
+import { Agent, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
+import { connect } from 'node:net'
+import autocannon, { type Result } from 'autocannon'
+import type { Test } from 'tap'
+import { AUTH, REQUEST_TYPE, RESPONSE_TYPE, SALE_PATH, saleBody } from './fixtures.js'
+
+export interface Reply {
+  readonly status: number
+  readonly headers: IncomingHttpHeaders
+  readonly body: Buffer
+  /** The body as UTF-8 text. */
+  readonly text: string
+  /** The body parsed, when it is JSON. */
+  readonly json: any
+}
+
+export interface SendOptions {
+  /** POST unless given. */
+  method?: string
+  /** The sale's path unless given. */
+  path?: string
+  headers?: OutgoingHttpHeaders
+  /** An object is sent as JSON. */
+  body?: string | Buffer | object
+  /** Send the body chunked, in two chunks, without Content-Length. */
+  chunked?: boolean
+}
+
+/**
+ * One request to `target` (a base URL, or a loopback port) and its whole
+ * answer. Without an agent it goes on a fresh connection; with a keep-alive
+ * agent, a `Connection: close` in the answer shows.
+ */
+export function send(target: string | number, options: SendOptions = {}, agent: Agent | false = false): Promise<Reply> {
+  const base = typeof target === 'number' ? `http://127.0.0.1:${target}` : target
+  const { body } = options
+  const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
+  const headers = options.chunked === true ? { ...options.headers, 'transfer-encoding': 'chunked' } : options.headers
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}${options.path ?? SALE_PATH}`, { method: options.method ?? 'POST', headers, agent }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('error', reject)
+      res.on('end', () => {
+        const bytes = Buffer.concat(chunks)
+        const text = bytes.toString('utf8')
+        let json: unknown
+        try {
+          json = JSON.parse(text)
+        } catch {
+          json = undefined
+        }
+        resolve({ status: res.statusCode as number, headers: res.headers, body: bytes, text, json })
+      })
+    })
+    req.on('error', reject)
+    if (options.chunked === true && payload !== undefined && payload.length > 0) {
+      const bytes = Buffer.from(payload)
+      const half = bytes.length >> 1
+      req.write(bytes.subarray(0, half))
+      req.end(bytes.subarray(half))
+    } else req.end(payload)
+  })
+}
+
+/** `send` over a few kept-alive connections, for many requests in a row; the connections close when the test ends. */
+export function keepAliveSender(t: Test, base: string, maxSockets = 8): (options: SendOptions) => Promise<Reply> {
+  const agent = new Agent({ keepAlive: true, maxSockets })
+  t.teardown(() => agent.destroy())
+  return (options) => send(base, options, agent)
+}
+
+/** A keep-alive agent, destroyed when the test ends. */
+export function keepAliveAgent(t: Test): Agent {
+  const agent = new Agent({ keepAlive: true })
+  t.teardown(() => agent.destroy())
+  return agent
+}
+
+/** The headers of a well-formed payment request. */
+export function paymentHeaders(extra: OutgoingHttpHeaders = {}): OutgoingHttpHeaders {
+  return { authorization: AUTH, 'content-type': REQUEST_TYPE, accept: RESPONSE_TYPE, ...extra }
+}
+
+export interface RawOptions {
+  /** Do not half-close after writing: the server decides when the connection ends. */
+  keepOpen?: boolean
+  /** Destroy the connection this many milliseconds after writing, as a client that leaves. */
+  destroyAfter?: number
+}
+
+/** Writes raw bytes on a new connection and collects everything the server sends until the connection closes. */
+export function raw(port: number, bytes: string | Buffer, options: RawOptions = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    const chunks: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' ? undefined : reject(error)))
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
+    socket.write(bytes)
+    if (options.destroyAfter !== undefined) setTimeout(() => socket.destroy(), options.destroyAfter)
+    else if (options.keepOpen !== true) socket.end()
+  })
+}
+
+/** Sends the head of a request and part of its declared body, then hangs up. */
+export async function abortMidBody(port: number, path: string, headers: Readonly<Record<string, string>>): Promise<void> {
+  const lines = Object.entries({ ...headers, host: 'localhost', 'content-length': '1000' }).map(([name, value]) => `${name}: ${value}`)
+  await raw(port, `POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n{"transactionReference":`, { destroyAfter: 20 })
+}
+
+/** A bounded autocannon run of valid sales: `duration` seconds, few connections. */
+export function loadSales(url: string, duration: number, connections = 4): Promise<Result> {
+  const headers = { authorization: AUTH, 'content-type': REQUEST_TYPE, accept: RESPONSE_TYPE }
+  return autocannon({ url, connections, duration, timeout: 5, requests: [{ method: 'POST', path: SALE_PATH, headers, body: JSON.stringify(saleBody()) }] })
+}
+
+/** How many answers had each status, e.g. `{ 201: 900, 503: 12 }`. */
+export function statusCounts(result: Result): Record<string, number> {
+  return Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]))
+}
+
+export function waitFor(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** Polls until the predicate holds, at most `ms`; the caller asserts the outcome. */
+export async function until(predicate: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await waitFor(10)) if (await predicate()) return true
+  return predicate()
+}
