@@ -7,8 +7,10 @@ const built = new URL('../dist/gate.js', import.meta.url)
 
 /** The benchmark's own command in a child, outside the coverage of the tests: no timing is asserted, only what it prints. */
 function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  // tap's process tracking would count the benchmark's own files into the coverage of lib/.
-  const env = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
+  // tap's process tracking would count the benchmark's own files into the coverage of lib/, and so
+  // would node itself, for the built files mapped back to lib/ by their source maps: neither records.
+  const { NODE_V8_COVERAGE: _, ...inherited } = process.env
+  const env = { ...inherited, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
   const child = spawn(process.execPath, ['bench/run.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import {
+  closing,
   ERRORS,
   FIELD_ERRORS,
   fieldError,
@@ -62,4 +63,12 @@ t.test('the serializer writes what JSON.stringify would, in the spec\'s field or
     t.ok(isErrorBody(JSON.parse(text)))
     t.ok(text.startsWith('{"errorName":'))
   }
+})
+
+t.test('closing: the same refusal with Connection: close, made once', async (t) => {
+  const refusal = reject('bodyIsTooLarge')
+  const closed = closing(refusal)
+  t.equal(closed.close, true)
+  t.equal(refusal.close, undefined, 'the original is left as it was')
+  t.equal(closing(closed), closed, 'an answer already closing is returned as it is')
 })

@@ -1,5 +1,7 @@
 import t from 'tap'
 import { createGate, type Gate } from '../lib/gate.js'
+import { MemoryIdempotencyStore } from '../lib/idempotency/memory.js'
+import { OVERSIZED_ANSWER } from '../lib/idempotency/protection.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES } from './helpers/cases.js'
 import { TEST_PAN } from './helpers/fixtures.js'
@@ -84,6 +86,32 @@ t.test('own policy source and authenticator; close is a no-op without a watched 
   t.equal(gate.checks.bodyLimit, 65536)
   t.equal(gate.checks.mediaTypes.request, 'application/vnd.example.payments-v6+json')
   gate.close()
+})
+
+t.test('retry protection: a store of your own is used and closed with the gate; off leaves none', async (t) => {
+  const store = new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER })
+  let closed = false
+  const own = Object.assign(store, { close: async () => void (closed = true) })
+  const options = { policies: new Map(), credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } }
+  const gate = await createGate({ ...options, idempotency: own })
+  t.ok(gate.retryProtection)
+  await gate.close()
+  t.ok(closed, 'closed with the gate')
+  const off = await createGate({ ...options, idempotency: 'off' })
+  t.equal(off.retryProtection, undefined)
+  await off.close()
+})
+
+t.test('a gate that cannot start releases its store, and a bad store spec stops it', async (t) => {
+  const dir = t.testdir({ 'bad.json': '{"users": 1}' })
+  let closed = false
+  const store = Object.assign(new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER }), {
+    close: async () => void (closed = true),
+  })
+  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: store }), { code: 'ECREDENTIALS' })
+  t.ok(closed, 'the store is closed when start-up fails')
+  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: 'off' }), { code: 'ECREDENTIALS' })
+  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: 'mongodb://x' }), { code: 'EIDEMPOTENCY' })
 })
 
 scanLogsForCards(t)

@@ -49,6 +49,8 @@ t.test('bad values are refused with the flag named', async (t) => {
     [[...required, '--timeout', '0'], /--timeout must be at least 1 ms/],
     [[...required, '--workers', '0'], /--workers must be at least 1/],
     [[...required, '--vendor', 'a/b'], /--vendor must be a media type name/],
+    [[...required, '--idempotency-ttl', '0'], /--idempotency-ttl must be at least 1 second/],
+    [[...required, '--idempotency-failure', 'maybe'], /--idempotency-failure must be closed or open, got "maybe"/],
   ]
   for (const [args, message] of cases) t.throws(() => parseServeOptions(args, {}), { message }, args.join(' '))
   t.throws(() => parseServeOptions([...required, '--nope'], {}), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })

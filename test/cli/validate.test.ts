@@ -5,6 +5,7 @@ import t from 'tap'
 import { main } from '../../lib/cli/main.js'
 import { FIELD_RULE_CASES } from '../helpers/cases.js'
 import { bytes, policyFile, saleBody } from '../helpers/fixtures.js'
+import { until } from '../helpers/http.js'
 
 async function run(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
   const io = { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), env: {} }
@@ -94,6 +95,8 @@ t.test('help and unknown commands', async (t) => {
 t.test('an unexpected failure is not swallowed as a usage error', async (t) => {
   const io = { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), env: {} }
   const running = main(['validate', '--operation', 'sale', '--policies', policies, '-'], io)
-  setTimeout(() => io.stdin.destroy(new Error('stdin broke')), 20)
+  // Broken once the command reads it, however long loading the policies took first.
+  await until(() => io.stdin.listenerCount('readable') + io.stdin.listenerCount('data') > 0)
+  io.stdin.destroy(new Error('stdin broke'))
   await t.rejects(running, /stdin broke/)
 })

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { paymentHeaders, send } from '../helpers/client.js'
-import { startGateway } from '../helpers/gateway.js'
-import { saleBody } from '../helpers/payments.js'
+import { saleBody } from '../helpers/fixtures.js'
+import { paymentHeaders, send } from '../helpers/http.js'
+import { startGateway } from '../helpers/surfaces.js'
 
 /**
  * Another spelling of a payment path is no way around the checks

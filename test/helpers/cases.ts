@@ -171,6 +171,15 @@ export const FIELD_RULE_CASES: FieldRuleCase[] = [
   { name: 'instrument a string', operation: 'sale', body: sale((b) => (b.instruction.paymentInstrument = 'card')), expected: [['fieldMustBeObject', '$.instruction.paymentInstrument']] },
   { name: 'facilitator without its required fields', operation: 'sale', body: sale((b) => (b.merchant.paymentFacilitator = { isoId: 'i' })), expected: [['fieldIsMissing', '$.merchant.paymentFacilitator.pfId'], ['fieldIsMissing', '$.merchant.paymentFacilitator.subMerchant']] },
   { name: 'scheme without reference', operation: 'sale', body: sale((b) => (b.instruction.scheme = {})), expected: [['fieldIsMissing', '$.instruction.scheme.reference']] },
+  {
+    name: 'a missing member beside an incomplete plain card: the card variant is reported under its parent',
+    operation: 'sale',
+    body: sale((b) => {
+      delete b.instruction.value
+      b.instruction.paymentInstrument = { type: 'card/plain', cardExpiryDate: { month: 1, year: 2030 } }
+    }),
+    expected: [['fieldIsMissing', '$.instruction.value'], ['fieldIsMissing', '$.instruction.paymentInstrument.cardNumber']],
+  },
   { name: 'optional string null', operation: 'sale', body: sale((b) => (b.instruction.narrative.line2 = null)), expected: [['fieldMustBeString', '$.instruction.narrative.line2']] },
   {
     name: 'several problems, each once',
