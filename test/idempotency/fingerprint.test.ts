@@ -5,7 +5,7 @@ import { idempotencyKey } from '../../lib/idempotency/key.js'
 t.test('fingerprint: a SHA-256 digest that differs by operation and by byte', async (t) => {
   const body = Buffer.from('{"transactionReference":"t-1","amount":100}')
   const print = fingerprint('authorize', body)
-  t.match(print, /^[A-Za-z0-9+/]{43}=$/, '32 bytes in base64')
+  t.match(print, /^authorize [A-Za-z0-9+/]{43}=$/, 'the operation, then 32 bytes in base64')
   t.equal(fingerprint('authorize', Buffer.from(body)), print, 'stable')
   t.not(fingerprint('sale', body), print, 'by operation')
   const changed = Buffer.from(body)
