@@ -102,6 +102,12 @@ t.test('retry protection: a store of your own is used and closed with the gate; 
   await off.close()
 })
 
+t.test('without policies, the folder ./policies is loaded and watched', async (t) => {
+  const gate = await createGate({ credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } })
+  t.teardown(() => gate.close())
+  t.ok(gate.policies.get('default'), 'the sample policy of the working folder')
+})
+
 t.test('a gate that cannot start releases its store, and a bad store spec stops it', async (t) => {
   const dir = t.testdir({ 'bad.json': '{"users": 1}' })
   let closed = false

@@ -108,18 +108,14 @@ function walk(node: Guide, value: unknown, path: string, found: ValueError[]): v
   addPrefixed(node.errors(value), path, found)
 }
 
-/** TypeBox's errors of a node, with the node's own path put in front of theirs (and of a union's variants', read only if asked for). */
+/**
+ * TypeBox's errors of a node, with the node's own path put in front of theirs.
+ * A union's variant errors (`error.errors`) keep their own paths: they are
+ * read only for a discriminated union holding an object (error-map.ts), and
+ * the walk never reports such a union whole, it walks into the variant.
+ */
 function addPrefixed(errors: Iterable<ValueError>, prefix: string, found: ValueError[]): void {
-  for (const error of errors) found.push(prefix === '' ? error : prefixed(error, prefix))
-}
-
-function prefixed(error: ValueError, prefix: string): ValueError {
-  const variants = error.errors.map((variant) => ({
-    *[Symbol.iterator]() {
-      for (const nested of variant) yield prefixed(nested, prefix)
-    },
-  }))
-  return { ...error, path: prefix + error.path, errors: variants } as unknown as ValueError
+  for (const error of errors) found.push(prefix === '' ? error : { ...error, path: prefix + error.path })
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
