@@ -35,6 +35,14 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
   t.match(env, { listen: { host: '::1', port: 8443 }, credentials: '/etc/gate/credentials.json', bodyLimit: 1024 })
   t.ok(env.workers >= 1)
   t.equal(envName('base-path'), 'PAYMENTS_GATE_BASE_PATH')
+  t.match(parseServeOptions(required, {}), { idempotency: 'memory', idempotencyTtl: 86400, idempotencyFailure: 'closed' }, 'retry protection by default')
+  const protection = parseServeOptions(required, {
+    PAYMENTS_GATE_IDEMPOTENCY: 'redis://redis:6379/1',
+    PAYMENTS_GATE_IDEMPOTENCY_TTL: '3600',
+    PAYMENTS_GATE_IDEMPOTENCY_FAILURE: 'open',
+  })
+  t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open' }, 'and from the variables')
+  t.match(parseServeOptions([...required, '--idempotency', 'off'], { PAYMENTS_GATE_IDEMPOTENCY: 'memory' }), { idempotency: 'off' }, 'a flag wins')
 })
 
 t.test('bad values are refused with the flag named', async (t) => {
