@@ -1,5 +1,5 @@
 // `npm run soak [-- --quick]`: a bounded run of mixed requests against the built gateway in a child
-// process, with its RSS and heap after a full GC at intervals, and the growth after warm-up.
+// process, with its RSS and heap after a full GC at intervals, and the growth over the second half.
 // Exits 1 when an answer was missing or unexpected, or when RSS grew by more than the target.
 import { fork } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -119,7 +119,10 @@ try {
     const last = samples.at(-1)
     log(`${sent} requests: RSS ${mb(last.rss).toFixed(1)} MB, heap used ${mb(last.heapUsed).toFixed(1)} MB`)
   }
-  const warm = samples[1]
+  // Growth is measured over the second half of the run: in the first, the gateway's retry-protection
+  // store fills up to its bound with every payment, by design (docs/idempotency.md); a leak goes on
+  // growing after that, a bounded cache does not.
+  const warm = samples[Math.floor((samples.length - 1) / 2)]
   const last = samples.at(-1)
   const growth = { rss: mb(last.rss - warm.rss), heap: mb(last.heapUsed - warm.heapUsed) }
   const seconds = (performance.now() - startedAt) / 1000
@@ -136,7 +139,7 @@ try {
     '| ---: | ---: | ---: |',
     ...samples.map((s) => `| ${s.requests} | ${mb(s.rss).toFixed(1)} | ${mb(s.heapUsed).toFixed(1)} |`),
     '',
-    `Growth after warm-up (from ${warm.requests} to ${last.requests} requests): RSS ${growth.rss.toFixed(1)} MB, heap used ${growth.heap.toFixed(1)} MB (target: RSS < ${TARGET_GROWTH_MB} MB).`,
+    `Growth over the second half (from ${warm.requests} to ${last.requests} requests): RSS ${growth.rss.toFixed(1)} MB, heap used ${growth.heap.toFixed(1)} MB (target: RSS < ${TARGET_GROWTH_MB} MB).`,
     '',
   ].join('\n')
   process.stdout.write(report)
