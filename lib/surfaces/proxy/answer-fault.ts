@@ -4,9 +4,9 @@ import type { Exchange } from './exchange.js'
 import { faultAnswer, type FaultKind } from './faults.js'
 
 /**
- * Tells the client that the backend failed, and the record why: the
- * contract's 503 or 500 while nothing of an answer has gone out, else a cut
- * connection (sendRejection), the only honest end of a truncated answer.
+ * Tells the client that the backend failed, and the record why: 503 or 500
+ * (docs/backend-faults.md) while nothing of an answer has gone out, else a
+ * cut connection (sendRejection), the only honest end of a truncated answer.
  */
 export function answerFault(res: ServerResponse, exchange: Exchange, kind: FaultKind): void {
   exchange.backendError = kind

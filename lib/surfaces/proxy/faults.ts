@@ -9,15 +9,15 @@ export class BackendTimeout extends Error {
   }
 }
 
+/** How a call to the backend failed. */
+export type FaultKind = Exclude<BackendErrorKind, 'serverError'>
+
 /**
  * Which failure an error code means, for both engines (node's sockets for
  * the pass-through, undici for payments). `refused`: raised before a
  * connection exists, so nothing was sent. `timeout`: the backend stayed
  * silent past `--timeout`. Any other code, once connected, is a `reset`.
  */
-/** How a call to the backend failed. */
-export type FaultKind = Exclude<BackendErrorKind, 'serverError'>
-
 const FAULTS = new Map<string, FaultKind>([
   ['ECONNREFUSED', 'refused'],
   ['ENOTFOUND', 'refused'],
