@@ -98,6 +98,14 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
   retryAfterSeconds: 1,
 } as const)
 
+/** The JSON log lines of `serve` (docs/logs-and-metrics.md). */
+export const LOG_DEFAULTS = Object.freeze({
+  /** Lines are gathered until this many bytes wait, then written with one system call. */
+  bufferBytes: 4096,
+  /** What waits is written at least this often, in ms, so that a quiet gateway's lines are not held back. */
+  flushIntervalMs: 200,
+})
+
 /** The media types of the v6 API for a vendor. */
 export interface MediaTypes {
   /** `application/vnd.<vendor>.payments-v6+json` */

@@ -30,5 +30,5 @@ export { compilePolicy, staticPolicies, type Policy, type PolicyFile, type Polic
 export { watchPolicies, type PolicyStore, type WatchPoliciesOptions } from './policy/store.js'
 export type { Operation, PaymentRequest, RecurringRequest, SaleRequest } from './schema/payment.js'
 export { buildOpenApi, type OpenApiOptions } from './openapi.js'
-export { createLogger, type Logger } from './log.js'
+export { createLogDestination, createLogger, type Logger } from './log.js'
 export { createMetrics, type Metrics } from './metrics.js'

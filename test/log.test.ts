@@ -1,6 +1,11 @@
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { createLogger, isoTime } from '../lib/log.js'
+import { LOG_DEFAULTS } from '../lib/defaults.js'
+import { createLogDestination, createLogger, isoTime } from '../lib/log.js'
 
 t.test('every line the logger writes is masked, wherever the number sits, and has no epoch timestamp', async (t) => {
   const lines: string[] = []
@@ -30,4 +35,38 @@ t.test('the timestamp is the ISO time of the moment, within one second and acros
     t.equal(isoTime(now), `,"time":"${new Date(now).toISOString()}"`, new Date(now).toISOString())
   }
   t.match(JSON.parse(`{${isoTime().slice(1)}}`).time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+})
+
+t.test('the default destination gathers lines into batches: written at the interval, or at once by flush', async (t) => {
+  const file = join(t.testdir(), 'lines.log')
+  const destination = createLogDestination(file)
+  const logger = createLogger({ destination })
+  t.teardown(() => (destination as unknown as { end(): void }).end())
+  await sleep(50)
+  logger.info({ n: 1 }, 'first')
+  logger.info({ n: 2 }, 'second')
+  t.equal(readFileSync(file, 'utf8'), '', 'two short lines wait in the buffer')
+  await sleep(LOG_DEFAULTS.flushIntervalMs * 3)
+  t.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 2, 'the interval wrote them')
+  logger.info({ n: 3 }, 'third')
+  await new Promise<void>((resolve) => logger.flush(() => resolve()))
+  t.match(readFileSync(file, 'utf8'), /"msg":"third"/, 'flush wrote the third at once')
+  logger.info({ filler: 'x'.repeat(LOG_DEFAULTS.bufferBytes) }, 'large')
+  await sleep(50)
+  t.match(readFileSync(file, 'utf8'), /"msg":"large"/, 'a full buffer is written without waiting for the interval')
+})
+
+t.test('a process that crashes still writes the lines it had gathered', async (t) => {
+  const file = join(t.testdir(), 'crash.log')
+  const script = `
+    const { createLogger, createLogDestination } = await import('./lib/log.ts')
+    const destination = createLogDestination(process.env.LOG_FILE)
+    destination.on('ready', () => {
+      createLogger({ destination }).info({ request: 1 }, 'before the crash')
+      throw new Error('crash')
+    })`
+  const child = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', script], { env: { ...process.env, LOG_FILE: file }, stdio: 'ignore' })
+  const code = await new Promise((resolve) => child.once('exit', resolve))
+  t.not(code, 0, 'it crashed')
+  t.match(readFileSync(file, 'utf8'), /"msg":"before the crash"/)
 })

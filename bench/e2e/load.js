@@ -14,10 +14,10 @@ function fresh(body) {
 }
 
 /** One autocannon round; resolves to req/s, latencies (ms) and the status counts. */
-export function round(url, { body, headers, connections, seconds }) {
+export function round(url, { body, headers, connections, seconds, rate }) {
   return new Promise((resolve, reject) => {
     autocannon(
-      { url, method: 'POST', headers, requests: fresh(body), connections, pipelining: 1, duration: seconds, timeout: 10 },
+      { url, method: 'POST', headers, requests: fresh(body), connections, pipelining: 1, duration: seconds, timeout: 10, ...(rate ? { overallRate: rate } : {}) },
       (error, result) => {
         if (error) return reject(error)
         const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count]))

@@ -1,7 +1,7 @@
 // The one place where the bench builds payments-gate: every gateway child ((c), (c0), (cr), (d), the
 // ladders' gateway steps, the soak) calls startGateway, so a change in how the gateway is assembled is made
 // here once. It is set up as `payments-gate serve` sets it up: a credential store (scrypt hash, cached),
-// the sample policy, JSON request logs to /dev/null written asynchronously, and Prometheus metrics.
+// the sample policy, JSON request logs to /dev/null through the logger's own destination, and Prometheus metrics.
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -13,7 +13,7 @@ import pino from 'pino'
  * `--baseline` rows measure an earlier build side by side with this one.
  */
 export const gatePackage = await import(process.env.BENCH_DIST ? pathToFileURL(resolve(process.env.BENCH_DIST, 'index.js')).href : 'payments-gate')
-const { CredentialStore, compilePolicy, createGate, createGateway, createLogger, createMetrics, staticPolicies } = gatePackage
+const { CredentialStore, compilePolicy, createGate, createGateway, createLogDestination, createLogger, createMetrics, staticPolicies } = gatePackage
 
 /** What BENCH_IDEMPOTENCY may say: the store of retry protection, as `--idempotency` takes it. */
 export const IDEMPOTENCY = /^(memory|off|redis:\/\/.+)$/
@@ -33,10 +33,15 @@ export function buildGate({ users, idempotency = 'memory' }) {
   return createGate({ policies: staticPolicies([loadPolicy()]), credentials: new CredentialStore(JSON.parse(users)), vendor: 'example', idempotency })
 }
 
+/** The gateway's own log destination, to /dev/null; a build from before it existed (`--baseline`) gets pino's asynchronous destination, as it did then. */
+function logDestination() {
+  return createLogDestination ? createLogDestination('/dev/null') : pino.destination({ dest: '/dev/null', sync: false })
+}
+
 /** A gateway (not yet listening) in front of `target`, built as `payments-gate serve` builds it. */
 export async function startGateway({ target, users, idempotency = 'memory', logs = true, metrics = true }) {
   const gate = await buildGate({ users, idempotency })
-  const logger = logs ? createLogger({ destination: pino.destination({ dest: '/dev/null', sync: false }) }) : createLogger({ level: 'silent' })
+  const logger = logs ? createLogger({ destination: logDestination() }) : createLogger({ level: 'silent' })
   return createGateway({ gate, target, logger, metrics: metrics ? createMetrics() : undefined })
 }
 

@@ -30,9 +30,9 @@ export async function readAll(stream: Readable): Promise<Buffer> {
  * Where a command's JSON log lines go. Node writes to `process.stdout`
  * synchronously when it is a file or a pipe (node's docs, "A note on process
  * I/O"): one system call per line, on the request's path. So the real stdout
- * gets pino's asynchronous destination instead (undefined here: the logger's
- * default), which batches lines and is flushed on drain and at exit; a
- * stream given by a caller (the tests) is used as it is.
+ * gets the logger's default instead (undefined here: `createLogDestination`),
+ * which writes lines in batches; a stream given by a caller (the tests) is
+ * used as it is.
  */
 export function logDestination(io: Io): DestinationStream | undefined {
   return io.stdout === process.stdout ? undefined : io.stdout
