@@ -14,10 +14,10 @@ function fresh(body) {
 }
 
 /** One autocannon round; resolves to req/s, latencies (ms) and the status counts. */
-export function round(url, { body, headers, connections, seconds, rate }) {
+export function round(url, { body, headers, connections, seconds }) {
   return new Promise((resolve, reject) => {
     autocannon(
-      { url, method: 'POST', headers, requests: fresh(body), connections, pipelining: 1, duration: seconds, timeout: 10, ...(rate ? { overallRate: rate } : {}) },
+      { url, method: 'POST', headers, requests: fresh(body), connections, pipelining: 1, duration: seconds, timeout: 10 },
       (error, result) => {
         if (error) return reject(error)
         const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count]))
