@@ -89,7 +89,12 @@ export async function runE2E({ quick, rounds, profileDir, log }) {
     }
 
     log(`e2e: serial probe, ${s.serialCount} requests per target on one connection`)
-    for (const t of live) t.serial = await serial(t.url, { body: bodies[t.body], headers, count: s.serialCount, warmup: s.serialWarmup })
+    for (const t of live) {
+      await serial(t.url, { body: bodies[t.body], headers, count: s.serialWarmup, warmup: 0 })
+      const before = await cpu(t.child)
+      t.serial = await serial(t.url, { body: bodies[t.body], headers, count: s.serialCount, warmup: 0 })
+      t.serial.cpuUs = ((await cpu(t.child)) - before) / s.serialCount
+    }
     return { settings: s, targets: targets.map(summarize), memory, profiled }
   } finally {
     await stopAll()

@@ -7,7 +7,7 @@ import { ACCESS_DENIED, checkEntityAccess, type Authenticator, type Principal } 
 import { checkSize, parseBody } from './body.js'
 import { buildAcceptCheck, buildContentTypeCheck, type Headers } from './headers.js'
 import { applyPolicy } from './policy.js'
-import { buildRouter, normalizeBasePath } from './route.js'
+import { buildRouter, normalizeBasePath, routeFor } from './route.js'
 
 /** What the checks are built from: the parts of the gate's options they read. */
 export interface ChecksOptions {
@@ -43,6 +43,8 @@ export type Verdict = Passed | Rejection
 export interface Checks {
   readonly mediaTypes: MediaTypes
   readonly bodyLimit: number
+  /** The operation whose path `url` names (whatever the method), or undefined for a path that is not ours. */
+  operationOf(url: string | undefined): Operation | undefined
   /** The operation a request addresses, a 405, or undefined for a path that is not ours. */
   route(method: string | undefined, url: string | undefined): Operation | Rejection | undefined
   /** Check 1. */
@@ -59,7 +61,7 @@ export function buildChecks(options: ChecksOptions): Checks {
   const types = mediaTypes(options.vendor ?? DEFAULTS.vendor)
   const bodyLimit = options.bodyLimit ?? DEFAULTS.bodyLimit
   const { policies, authenticator } = options
-  const route = buildRouter(normalizeBasePath(options.basePath ?? DEFAULTS.basePath))
+  const operationOf = buildRouter(normalizeBasePath(options.basePath ?? DEFAULTS.basePath))
   const contentType = buildContentTypeCheck(types)
   const accept = buildAcceptCheck(types)
   const schemas = new Map<Operation, CompiledSchema<PaymentRequest>>()
@@ -91,7 +93,8 @@ export function buildChecks(options: ChecksOptions): Checks {
   return {
     mediaTypes: types,
     bodyLimit,
-    route,
+    operationOf,
+    route: (method, url) => routeFor(method, operationOf(url)),
     authenticate: (authorization) => (authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization)),
     checkHead,
     checkBody,

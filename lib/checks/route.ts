@@ -29,13 +29,13 @@ export function canonicalPath(path: string): string {
 }
 
 /**
- * Which operation a request addresses: the operation for a POST to one of the
- * two paths, or to another spelling of one (canonicalPath), a 405 for another
- * method there, undefined for any other path (forwarded untouched). The query
- * string does not take part. The exact path is looked up first, so a payment
- * pays nothing for the other spellings.
+ * Which operation a path addresses, whatever the method: the operation for one
+ * of the two paths or another spelling of one (canonicalPath), undefined for
+ * any other path (forwarded untouched). The query string does not take part.
+ * The exact path is looked up first, so a payment pays nothing for the other
+ * spellings.
  */
-export function buildRouter(basePath: string): (method: string | undefined, url: string | undefined) => Operation | Rejection | undefined {
+export function buildRouter(basePath: string): (url: string | undefined) => Operation | undefined {
   const routes = new Map<string, Operation>()
   const spellings = new Map<string, Operation>()
   for (const operation of OPERATIONS) {
@@ -43,13 +43,17 @@ export function buildRouter(basePath: string): (method: string | undefined, url:
     routes.set(path, operation)
     spellings.set(canonicalPath(path), operation)
   }
-  return (method, url = '/') => {
+  return (url = '/') => {
     const query = url.indexOf('?')
     const path = query === -1 ? url : url.slice(0, query)
-    const operation = routes.get(path) ?? spellings.get(canonicalPath(path))
-    if (operation === undefined) return undefined
-    return method === 'POST' ? operation : METHOD_NOT_ALLOWED
+    return routes.get(path) ?? spellings.get(canonicalPath(path))
   }
+}
+
+/** The route of a request to `operation`'s path: the operation for a POST, a 405 for another method; undefined for a path not ours. */
+export function routeFor(method: string | undefined, operation: Operation | undefined): Operation | Rejection | undefined {
+  if (operation === undefined) return undefined
+  return method === 'POST' ? operation : METHOD_NOT_ALLOWED
 }
 
 /** A base path as given on the command line: leading slash, no trailing slash, `/` meaning none. */

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Principal } from '../checks/auth.js'
 import type { Checks, Verdict } from '../checks/index.js'
+import { routeFor } from '../checks/route.js'
 import { closing, type Rejection } from '../errors.js'
 import type { Operation } from '../schema/payment.js'
 import { ABORTED, readBody } from './read-body.js'
@@ -27,10 +28,16 @@ export interface Admitted {
  * cheap checks come first, so most bad requests are refused before their body
  * is read. `beforeBody` runs once the head has passed, right before the body
  * is read: the proxy answers `Expect: 100-continue` there, so that a refused
- * client never sends its body.
+ * client never sends its body. A caller that already looked up the path's
+ * operation (the proxy, for its metrics label) passes it in.
  */
-export async function screen(checks: Checks, req: IncomingMessage, beforeBody?: () => void): Promise<Screened> {
-  const head = await screenHead(checks, req)
+export async function screen(
+  checks: Checks,
+  req: IncomingMessage,
+  beforeBody?: () => void,
+  operationOfPath: Operation | undefined = checks.operationOf(req.url),
+): Promise<Screened> {
+  const head = await screenHead(checks, req, operationOfPath)
   if (head === undefined || !head.ok) return head
   beforeBody?.()
   return screenBody(checks, req, head)
@@ -41,8 +48,12 @@ export async function screen(checks: Checks, req: IncomingMessage, beforeBody?: 
  * route, BasicAuth, headers. For hosts that read the body themselves later
  * (Fastify's content-type parser).
  */
-export async function screenHead(checks: Checks, req: IncomingMessage): Promise<Admitted | Rejection | undefined> {
-  const operation = checks.route(req.method, req.url)
+export async function screenHead(
+  checks: Checks,
+  req: IncomingMessage,
+  operationOfPath: Operation | undefined = checks.operationOf(req.url),
+): Promise<Admitted | Rejection | undefined> {
+  const operation = routeFor(req.method, operationOfPath)
   if (operation === undefined) return undefined
   const unread = hasBody(req)
   if (typeof operation !== 'string') return refused(operation, unread)

@@ -1,19 +1,26 @@
 import t from 'tap'
-import { buildRouter, canonicalPath, normalizeBasePath } from '../../lib/checks/route.js'
+import { buildRouter, canonicalPath, normalizeBasePath, routeFor } from '../../lib/checks/route.js'
+import type { Operation } from '../../lib/schema/payment.js'
+
+/** The router and the method check together, as the checks route a request. */
+function router(basePath: string) {
+  const operationOf = buildRouter(basePath)
+  return (method: string, url: string | undefined) => routeFor(method, operationOf(url))
+}
 
 t.test('POST to the two paths names the operation', async (t) => {
-  const route = buildRouter('')
+  const route = router('')
   t.equal(route('POST', '/payments/sales/migrateCardOnFile'), 'sale')
   t.equal(route('POST', '/payments/authorizations/migrateRecurring?x=1'), 'recurring')
 })
 
 t.test('another method on those paths is 405 with Allow: POST', async (t) => {
-  const refused = buildRouter('')('GET', '/payments/sales/migrateCardOnFile')
+  const refused = router('')('GET', '/payments/sales/migrateCardOnFile')
   t.match(refused, { ok: false, status: 405, body: { errorName: 'methodIsNotAllowed' }, headers: { Allow: 'POST' } })
 })
 
 t.test('any other path is not ours', async (t) => {
-  const route = buildRouter('/api')
+  const route = router('/api')
   t.equal(route('POST', '/payments/sales/migrateCardOnFile'), undefined)
   t.equal(route('POST', '/api/payments/sales'), undefined)
   t.equal(route('POST', '/api/payments/sales/migrateCardOnFileX'), undefined)
@@ -24,7 +31,7 @@ t.test('any other path is not ours', async (t) => {
 })
 
 t.test('other spellings of an operation path are that operation: a lenient backend router would take them as one', async (t) => {
-  const route = buildRouter('/api')
+  const route = router('/api')
   for (const path of [
     '/api/payments/sales/migrateCardOnFile/',
     '/api/payments/sales/migratecardonfile',
@@ -42,6 +49,15 @@ t.test('other spellings of an operation path are that operation: a lenient backe
   }
   t.match(route('GET', '/api/payments/sales/migrateCardOnFile/'), { status: 405 }, 'another method there is a 405 as well')
   t.equal(route('POST', '/api/payments/sales/migrate%ZZCardOnFile'), undefined, 'a malformed escape compares as sent')
+})
+
+t.test('the operation of a path is the same whatever the method: the proxy labels a 405 with it', async (t) => {
+  const operationOf = buildRouter('')
+  t.equal(operationOf('/payments/sales/migrateCardOnFile'), 'sale')
+  t.equal(operationOf('/payments/sales/migrateCardOnFile/'), 'sale')
+  t.equal(operationOf('/elsewhere'), undefined)
+  t.equal(routeFor('DELETE', 'sale' as Operation), routeFor('GET', 'sale'), 'one 405 for every other method')
+  t.equal(routeFor('POST', undefined), undefined)
 })
 
 t.test('canonicalPath', async (t) => {

@@ -12,6 +12,7 @@ import { screen } from '../../http/screen.js'
 import type { Logger } from '../../log.js'
 import type { RecordedAnswer } from '../../idempotency/store.js'
 import type { Metrics } from '../../metrics.js'
+import type { Operation } from '../../schema/payment.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
 
@@ -92,12 +93,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     writeAnswer(res, answerOf(rejection))
   }
 
-  async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, expectsContinue: boolean): Promise<void> {
+  async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, operation: Operation | undefined, expectsContinue: boolean): Promise<void> {
     if (state.draining) {
       refuse(res, exchange, DRAINING)
       return
     }
-    const screened = await screen(checks, req, expectsContinue ? () => res.writeContinue() : undefined)
+    const screened = await screen(checks, req, expectsContinue ? () => res.writeContinue() : undefined, operation)
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()
@@ -138,11 +139,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const closeIdle = () => server.closeIdleConnections()
 
   function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
-    // Labels only: the route itself is decided inside screen().
-    const operation = checks.route('POST', req.url) ?? 'other'
-    const exchange = track(res, state, operation as string)
+    // Looked up once: the label of the log line and metrics (a 405 keeps its operation's), and screen()'s route.
+    const operation = checks.operationOf(req.url)
+    const exchange = track(res, state, operation ?? 'other')
     res.on('close', onClose)
-    handle(req, res, exchange, expectsContinue).catch((error: unknown) => {
+    handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
       refuse(res, exchange, INTERNAL_ERROR)
     })
