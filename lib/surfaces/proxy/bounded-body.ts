@@ -10,8 +10,14 @@ export class BoundedBody {
     if (this.size <= this.limit) this.chunks.push(chunk)
   }
 
-  /** The whole body, or `undefined` once it went past the limit. */
+  /**
+   * The whole body, or `undefined` once it went past the limit. A body that
+   * came in one chunk (most answers) is that chunk, not a copy: whoever keeps
+   * it for long copies it into memory of its own anyway (the memory store of
+   * retry protection), so copying here as well would copy it twice.
+   */
   bytes(): Buffer | undefined {
-    return this.size <= this.limit ? Buffer.concat(this.chunks, this.size) : undefined
+    if (this.size > this.limit) return undefined
+    return this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.size)
   }
 }
