@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import { answerBytes, keptAnswer } from './answer-size.js'
+import { keptAnswer } from './answer-size.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
 
@@ -12,36 +12,46 @@ export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
   now?: () => number
 }
 
+/**
+ * One key's entry: its owner's token, the fingerprint, and once recorded the
+ * answer as one string: the JSON of [status, headers], a line feed
+ * (JSON.stringify writes none), then the body's bytes as latin1 (one
+ * character a byte, so any bytes round-trip). Tens of thousands of entries
+ * live in the old generation, and every major GC walks each object they hold:
+ * an answer kept as objects (its header list, each header string, a Buffer
+ * and its ArrayBuffer) made some sixteen objects an entry, this makes four,
+ * and the store holds twice as many payments in the same bytes.
+ */
 interface Entry {
-  readonly fingerprint: string
   readonly token: string
+  readonly fingerprint: string
   /** Undefined while the claim is in flight. */
-  readonly answer: RecordedAnswer | undefined
+  readonly answer: string | undefined
+}
+
+function encode(answer: RecordedAnswer): string {
+  return `${JSON.stringify([answer.status, answer.headers])}\n${answer.body.toString('latin1')}`
+}
+
+function decode(answer: string): RecordedAnswer {
+  const end = answer.indexOf('\n')
+  const [status, headers] = JSON.parse(answer.slice(0, end)) as [number, string[]]
+  return { status, headers, body: Buffer.from(answer.slice(end + 1), 'latin1') }
 }
 
 /**
- * A body kept for a day gets memory of its own: a small Buffer is a slice of
- * node's shared 8 KiB allocation pool, and keeping the slice keeps the whole
- * slab, with whatever else was allocated in it, for as long as the entry lives.
+ * What an entry holds in memory besides the characters of its key,
+ * fingerprint and answer, measured (a process with 50,000 entries, after a
+ * full GC): its objects, the token, and the cache's own bookkeeping. Counted so that `maxBytes` bounds
+ * what the process really holds, not just the payload.
  */
-function ownCopy(body: Buffer): Buffer {
-  const copy = Buffer.allocUnsafeSlow(body.length)
-  body.copy(copy)
-  return copy
-}
-
-/**
- * What an entry holds in memory besides the bytes of its strings and body,
- * measured (a process with 50,000 entries, after a full GC): its objects, the
- * token, the answer's Buffer and the cache's own bookkeeping. Counted so that
- * `maxBytes` bounds what the process really holds, not just the payload.
- */
-const ENTRY_OVERHEAD = 1024
-/** The same for each header name or value kept: a string object of its own. */
-const HEADER_OVERHEAD = 32
+const ENTRY_OVERHEAD = 360
 
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
+
+/** The bytes an entry takes: its strings are one byte a character (latin1, and JSON of latin1). */
+const sizeOf = (key: string, fingerprint: string, answer: string) => ENTRY_OVERHEAD + key.length + fingerprint.length + answer.length
 
 /**
  * The store of one process: synchronous, so a payment pays no promise for it.
@@ -59,11 +69,6 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.#entries = new LRUCache<string, Entry>({
       max: options.maxEntries ?? IDEMPOTENCY_DEFAULTS.maxEntries,
       maxSize: options.maxBytes ?? IDEMPOTENCY_DEFAULTS.maxBytes,
-      sizeCalculation: (entry, key) =>
-        ENTRY_OVERHEAD +
-        key.length +
-        entry.fingerprint.length +
-        (entry.answer === undefined ? 0 : answerBytes(entry.answer) + HEADER_OVERHEAD * entry.answer.headers.length),
       // ttlResolution 0: read the clock on each look-up rather than arm a timer to memoize it.
       ttlResolution: 0,
       perf: { now },
@@ -79,19 +84,18 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const entry = this.#entries.get(key)
     if (entry === undefined) {
       const token = String(++this.#sequence)
-      this.#entries.set(key, { fingerprint, token, answer: undefined }, { ttl: this.#options.inFlightMs })
+      this.#entries.set(key, { token, fingerprint, answer: undefined }, { ttl: this.#options.inFlightMs, size: sizeOf(key, fingerprint, '') })
       return { state: 'claimed', token }
     }
     if (entry.answer === undefined) return CLAIMED_ELSEWHERE
-    return entry.fingerprint === fingerprint ? { state: 'recorded', answer: entry.answer } : MISMATCH
+    return entry.fingerprint === fingerprint ? { state: 'recorded', answer: decode(entry.answer) } : MISMATCH
   }
 
   record(key: string, token: string, answer: RecordedAnswer): void {
     const entry = this.#owned(key, token)
     if (entry === undefined) return
-    const kept = keptAnswer(answer, this.#options)
-    const answerKept = { status: kept.status, headers: kept.headers, body: ownCopy(kept.body) }
-    this.#entries.set(key, { fingerprint: entry.fingerprint, token, answer: answerKept }, { ttl: this.#options.ttlMs })
+    const kept = encode(keptAnswer(answer, this.#options))
+    this.#entries.set(key, { token, fingerprint: entry.fingerprint, answer: kept }, { ttl: this.#options.ttlMs, size: sizeOf(key, entry.fingerprint, kept) })
   }
 
   release(key: string, token: string): void {

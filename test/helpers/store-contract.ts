@@ -11,11 +11,11 @@ export interface StoreUnderTest {
 
 export type MakeStore = (t: Test, options: Pick<IdempotencyStoreOptions, 'ttlMs' | 'inFlightMs'>) => Promise<StoreUnderTest>
 
-/** Bytes that are not UTF-8, so a replay that decoded and re-encoded the body would show. */
+/** Bytes that are not UTF-8, a line feed, a quote and a backslash, so a replay that decoded, re-encoded or escaped the body would show. */
 export const ANSWER: RecordedAnswer = Object.freeze({
   status: 201,
   headers: ['Content-Type', 'application/vnd.example.payments-v6.hal+json', 'Set-Cookie', 'a=1', 'Set-Cookie', 'b=2', 'X-Note', 'café'],
-  body: Buffer.concat([Buffer.from('{"outcome":"authorized"}'), Buffer.from([0x00, 0xff, 0xfe, 0x80, 0xc3, 0x28])]),
+  body: Buffer.concat([Buffer.from('{"outcome":"authorized"}'), Buffer.from([0x00, 0xff, 0xfe, 0x80, 0xc3, 0x28, 0x0a, 0x0d, 0x22, 0x5c])]),
 })
 
 export const OVERSIZED: RecordedAnswer = Object.freeze({

@@ -29,7 +29,7 @@ t.test('the entry bound evicts the least recently used key', async (t) => {
 })
 
 t.test('the byte bound evicts: recorded answers count by their size', async (t) => {
-  // Each entry counts its body and what its objects take besides (about 1 KiB): two fit in 12,000 bytes, three do not.
+  // Each entry counts its body, its key, fingerprint and headers, and a few hundred bytes of bookkeeping: two fit in 12,000 bytes, three do not.
   const store = new MemoryIdempotencyStore({ ...OPTIONS, maxBytes: 12_000, maxAnswerBytes: 8_000 })
   record(store, 'a', Buffer.alloc(4_000))
   record(store, 'b', Buffer.alloc(4_000))
@@ -38,4 +38,13 @@ t.test('the byte bound evicts: recorded answers count by their size', async (t) 
   t.equal(store.size, 2, 'one went')
   t.equal(store.claim('a', 'f').state, 'claimed', 'the oldest was evicted')
   t.equal(store.claim('c', 'f').state, 'recorded')
+})
+
+t.test("a recorded answer is the store's own copy: the buffer it came in may be reused", async (t) => {
+  const store = new MemoryIdempotencyStore(OPTIONS)
+  const body = Buffer.from(ANSWER.body)
+  record(store, 'k', body)
+  body.fill(0)
+  const claim = store.claim('k', 'f')
+  t.equal(claim.state === 'recorded' && claim.answer.body.toString('hex'), ANSWER.body.toString('hex'))
 })

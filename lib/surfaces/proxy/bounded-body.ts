@@ -13,8 +13,8 @@ export class BoundedBody {
   /**
    * The whole body, or `undefined` once it went past the limit. A body that
    * came in one chunk (most answers) is that chunk, not a copy: whoever keeps
-   * it for long copies it into memory of its own anyway (the memory store of
-   * retry protection), so copying here as well would copy it twice.
+   * it for long copies it anyway (the memory store of retry protection keeps
+   * it as a string), so copying here as well would copy it twice.
    */
   bytes(): Buffer | undefined {
     if (this.size > this.limit) return undefined
