@@ -46,8 +46,11 @@ export function fixedCount(url, { body, headers, connections, count }) {
 /**
  * One keep-alive connection, `count` requests one after the other, each timed
  * with hrtime: latency in microseconds, below autocannon's 1 ms resolution.
+ * With `cpu` (resolves to the server's CPU time so far, in microseconds), the
+ * requests are taken in `chunks` and `cpuUs` is the median chunk's server CPU
+ * per request: a stall of the shared machine spoils one chunk, not the figure.
  */
-export async function serial(url, { body, headers, count, warmup }) {
+export async function serial(url, { body, headers, count, warmup, cpu, chunks = 1 }) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   const target = new URL(url)
   const next = freshBodies(body)
@@ -69,16 +72,30 @@ export async function serial(url, { body, headers, count, warmup }) {
     for (let i = 0; i < warmup; i++) await once()
     const times = new Float64Array(count)
     const statuses = {}
+    const perChunk = Math.ceil(count / chunks)
+    const chunkCpu = []
+    let before = await cpu?.()
     for (let i = 0; i < count; i++) {
       const { us, status } = await once()
       times[i] = us
       statuses[status] = (statuses[status] ?? 0) + 1
+      if (cpu !== undefined && ((i + 1) % perChunk === 0 || i + 1 === count)) {
+        const now = await cpu()
+        chunkCpu.push((now - before) / ((i % perChunk) + 1))
+        before = now
+      }
     }
     times.sort()
-    return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), count, statuses }
+    const cpuUs = chunkCpu.length === 0 ? undefined : median(chunkCpu)
+    return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), count, statuses, cpuUs }
   } finally {
     agent.destroy()
   }
+}
+
+function median(values) {
+  const sorted = [...values].sort((x, y) => x - y)
+  return sorted[Math.floor(sorted.length / 2)]
 }
 
 function percentile(sorted, q) {

@@ -94,7 +94,7 @@ export function e2eSection(e2e) {
     '',
     table(['target', 'p50 us', 'p99 us', 'p50 over (b) us', 'server CPU us/req'], serialRows),
     '',
-    'One request at a time, nothing is batched: each request pays its own system calls and event-loop wake-ups, as on a gateway far from saturation. Its server CPU per request moves less between runs than the rounds above do.',
+    'One request at a time, nothing is batched: each request pays its own system calls and event-loop wake-ups, as on a gateway far from saturation. Server CPU per request is the median of five chunks of the requests.',
     '',
     table(['ratio of server CPU per request, one request at a time', 'value'], serialRatios),
     '',
