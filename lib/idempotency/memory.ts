@@ -19,8 +19,8 @@ export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
  * character a byte, so any bytes round-trip). Tens of thousands of entries
  * live in the old generation, and every major GC walks each object they hold:
  * an answer kept as objects (its header list, each header string, a Buffer
- * and its ArrayBuffer) made some sixteen objects an entry, this makes four,
- * and the store holds twice as many payments in the same bytes.
+ * and its ArrayBuffer) made some sixteen objects an entry, this makes a
+ * handful, and the store holds twice as many payments in the same bytes.
  */
 interface Entry {
   readonly token: string
