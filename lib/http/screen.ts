@@ -28,16 +28,12 @@ export interface Admitted {
  * cheap checks come first, so most bad requests are refused before their body
  * is read. `beforeBody` runs once the head has passed, right before the body
  * is read: the proxy answers `Expect: 100-continue` there, so that a refused
- * client never sends its body. A caller that already looked up the path's
- * operation (the proxy, for its metrics label) passes it in.
+ * client never sends its body. `operation` is the operation of the request's
+ * path (`checks.operationOf(req.url)`), looked up once by the caller: the
+ * proxy labels its logs and metrics with it too.
  */
-export async function screen(
-  checks: Checks,
-  req: IncomingMessage,
-  beforeBody?: () => void,
-  operationOfPath: Operation | undefined = checks.operationOf(req.url),
-): Promise<Screened> {
-  const head = await screenHead(checks, req, operationOfPath)
+export async function screen(checks: Checks, req: IncomingMessage, operation: Operation | undefined, beforeBody?: () => void): Promise<Screened> {
+  const head = await screenHead(checks, req, operation)
   if (head === undefined || !head.ok) return head
   beforeBody?.()
   return screenBody(checks, req, head)
@@ -46,13 +42,9 @@ export async function screen(
 /**
  * The first half of `screen`, everything decided before the body is read:
  * route, BasicAuth, headers. For hosts that read the body themselves later
- * (Fastify's content-type parser).
+ * (Fastify's content-type parser). `operationOfPath` as `screen` takes it.
  */
-export async function screenHead(
-  checks: Checks,
-  req: IncomingMessage,
-  operationOfPath: Operation | undefined = checks.operationOf(req.url),
-): Promise<Admitted | Rejection | undefined> {
+export async function screenHead(checks: Checks, req: IncomingMessage, operationOfPath: Operation | undefined): Promise<Admitted | Rejection | undefined> {
   const operation = routeFor(req.method, operationOfPath)
   if (operation === undefined) return undefined
   const unread = hasBody(req)

@@ -29,7 +29,7 @@ const BODY_ALREADY_READ_ANSWER = answerOf(reject('internalErrorOccurred', { mess
  */
 export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestHandler {
   return (req, res, next) => inTurn(res, () => {
-    screenHead(checks, req)
+    screenHead(checks, req, checks.operationOf(req.url))
       .then(async (head) => {
         if (head === undefined) return next()
         if (!head.ok) return writeAnswer(res, answerOf(head))

@@ -64,7 +64,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
       await new Promise<void>((resolve) => inTurn(reply.raw, resolve))
       let head
       try {
-        head = await screenHead(checks, request.raw)
+        head = await screenHead(checks, request.raw, checks.operationOf(request.raw.url))
       } catch (error) {
         return internal(reply, error)
       }

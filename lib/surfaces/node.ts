@@ -17,7 +17,7 @@ export type NodeNext = (req: IncomingMessage, res: ServerResponse, passed: Passe
 export function nodeHandler(checks: Checks, next: NodeNext, logger?: GateLogger): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) =>
     inTurn(res, () => {
-      screen(checks, req).then(
+      screen(checks, req, checks.operationOf(req.url)).then(
         (outcome) => {
           if (outcome === ABORTED) return
           if (outcome === undefined || outcome.ok) next(req, res, outcome)

@@ -98,7 +98,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, DRAINING)
       return
     }
-    const screened = await screen(checks, req, expectsContinue ? () => res.writeContinue() : undefined, operation)
+    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined)
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()

@@ -163,3 +163,13 @@ t.test('requests pipelined behind an answer that closes the connection are never
 })
 
 scanLogsForCards(t)
+
+t.test("each request's path is looked up once, for the label and the checks, also a path passed through", async (t) => {
+  const { gate, url } = await startGateway(t)
+  const looked: (string | undefined)[] = []
+  const operationOf = gate.checks.operationOf
+  Object.assign(gate.checks, { operationOf: (path: string | undefined) => (looked.push(path), operationOf(path)) })
+  t.equal((await send(url, { method: 'GET', path: '/health/' })).status, 201)
+  t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+  t.same(looked, ['/health/', SALE_PATH])
+})
