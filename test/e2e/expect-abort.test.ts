@@ -2,7 +2,7 @@ import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
 import { AUTH, basic, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
-import { paymentHeaders } from '../helpers/http.js'
+import { paymentHeaders, until } from '../helpers/http.js'
 import { loggedRequests, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
@@ -62,9 +62,6 @@ t.test('Expect: 100-continue on another path: the gateway sends the 100 and stre
   t.equal(backend.received[0]?.headers.expect, undefined)
 })
 
-async function until(predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 10))
-}
 
 t.test('an upload aborted mid-body is not forwarded', async (t) => {
   const path = `${SALE_PATH}?aborted=1`

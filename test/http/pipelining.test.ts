@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events'
 import type { ServerResponse } from 'node:http'
-import { connect } from 'node:net'
 import t, { type Test } from 'tap'
 import { inTurn } from '../../lib/http/pipelining.js'
 import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
+import { raw } from '../helpers/http.js'
 import { everyEmbedding, type Embedding } from '../helpers/surfaces.js'
 
 /** A response as node hands it to a request handler: maybe a socket, and a `socket` event when one comes. */
@@ -55,16 +55,8 @@ const lastOnConnection = payment('pipelined-2', true)
 // No credentials and an unread body: refused with `Connection: close`.
 const refused = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
 
-function exchange(port: number, requests: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    // Written, not ended: node aborts pending requests of a client that half-closes.
-    const socket = connect(port, '127.0.0.1', () => socket.write(requests))
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', reject)
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString()))
-  })
-}
+/** Written, not ended: node aborts the pending requests of a client that half-closes. */
+const exchange = (port: number, requests: string) => raw(port, requests, { keepOpen: true })
 
 /** One gate mounted in all four ways, each counting what reached its application; closed when the test ends. */
 async function hosts(t: Test): Promise<Embedding[]> {

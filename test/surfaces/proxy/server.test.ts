@@ -2,25 +2,10 @@ import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
 import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../../helpers/fixtures.js'
-import { paymentHeaders, send } from '../../helpers/http.js'
+import { paymentHeaders, raw, send, until } from '../../helpers/http.js'
 import { captureLogger, loggedRequests, logLines, scanLogsForCards } from '../../helpers/logs.js'
 import { startGateway } from '../../helpers/surfaces.js'
 import { createGateway } from '../../../lib/surfaces/proxy/server.js'
-
-/** Writes raw bytes on a new connection and reads until the server closes it. */
-function rawUntilClosed(port: number, bytes: string): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    const chunks: Buffer[] = []
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
-    socket.write(bytes)
-  })
-}
-
-async function until(predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 300 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 10))
-}
 
 t.test('drain: stops accepting, lets every request in flight finish, then closes', async (t) => {
   const { gateway, backend, url, port } = await startGateway(t)
@@ -145,7 +130,7 @@ t.test('pipelined requests are handled in turn, each once its predecessor is ans
       res.writeHead(200, { 'content-length': '2' }).end('ok')
     }, req.url === '/slow' ? 30 : 0)
   }
-  const text = await rawUntilClosed(port, `GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /fast HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`)
+  const text = await raw(port, `GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /fast HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`, { keepOpen: true })
   t.equal(text.match(/HTTP\/1.1 200 OK/g)?.length, 2)
   t.same(events, ['arrived /slow', 'answered /slow', 'arrived /fast', 'answered /fast'])
 })
@@ -155,7 +140,7 @@ t.test('requests pipelined behind an answer that closes the connection are never
   const before = logLines.length
   const hidden = 'POST /other HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}'
   const refused = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: Basic eDp5\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: 2\r\n\r\n{}`
-  const text = await rawUntilClosed(port, refused + hidden + hidden)
+  const text = await raw(port, refused + hidden + hidden, { keepOpen: true })
   t.match(text, /^HTTP\/1.1 401 Unauthorized[^]*\r\nConnection: close\r\n/i)
   t.equal(text.match(/HTTP\/1.1/g)?.length, 1, 'one answer')
   t.equal(backend.started, 0, 'the requests behind it never reached the backend')
