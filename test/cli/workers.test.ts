@@ -24,6 +24,8 @@ t.test('--workers: N processes on one port, admin with summed metrics, a dead wo
   for (let i = 0; i < 4; i++) t.equal((await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
   const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text()
   t.match(metrics, /payments_gate_requests_total\{[^}]*status="201"[^}]*} 4/)
+  // Log lines are written in batches, up to 200 ms after they were logged (docs/logs-and-metrics.md): wait for both.
+  await run.waitFor(/("msg":"gateway listening"[^]*){2}/)
   const pids = [...run.output().stdout.matchAll(/"pid":(\d+),"listen"/g)].map((match) => Number(match[1]))
   t.equal(pids.length, 2)
   process.kill(pids[0] as number, 'SIGKILL')
