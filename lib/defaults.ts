@@ -101,7 +101,13 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
 /** The JSON log lines of `serve` (docs/logs-and-metrics.md). */
 export const LOG_DEFAULTS = Object.freeze({
   /** Lines are gathered until this many bytes wait, then written with one system call. */
-  bufferBytes: 4096,
+  bufferBytes: 3072,
+  /**
+   * The largest write: whole lines, never more than PIPE_BUF (4096 on Linux).
+   * POSIX keeps a write of at most PIPE_BUF bytes to a pipe whole, never mixed
+   * with another process's writes: the workers of `--workers` share one stdout.
+   */
+  writeBytes: 4096,
   /** What waits is written at least this often, in ms, so that a quiet gateway's lines are not held back. */
   flushIntervalMs: 200,
 })

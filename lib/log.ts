@@ -23,7 +23,8 @@ export function isoTime(now = Date.now()): string {
 
 /**
  * Where the JSON lines go by default (`dest`: a file descriptor or a path):
- * pino's asynchronous destination, gathering lines into writes of a few KiB.
+ * pino's asynchronous destination, gathering lines into writes of a few KiB,
+ * each at most PIPE_BUF bytes of whole lines (LOG_DEFAULTS.writeBytes).
  * Written one by one, each line cost a write of its own handed to libuv's
  * thread pool and woke the event loop again when it was done: on a gateway
  * that is not saturated, more CPU than the rest of the log line
@@ -33,7 +34,13 @@ export function isoTime(now = Date.now()): string {
  * registers the destination for it).
  */
 export function createLogDestination(dest: string | number = 1): DestinationStream {
-  return pino.destination({ dest, sync: false, minLength: LOG_DEFAULTS.bufferBytes, periodicFlush: LOG_DEFAULTS.flushIntervalMs })
+  return pino.destination({
+    dest,
+    sync: false,
+    minLength: LOG_DEFAULTS.bufferBytes,
+    maxWrite: LOG_DEFAULTS.writeBytes,
+    periodicFlush: LOG_DEFAULTS.flushIntervalMs,
+  })
 }
 
 /**

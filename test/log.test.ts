@@ -70,3 +70,12 @@ t.test('a process that crashes still writes the lines it had gathered', async (t
   t.not(code, 0, 'it crashed')
   t.match(readFileSync(file, 'utf8'), /"msg":"before the crash"/)
 })
+
+t.test('each write of the default destination is whole lines of at most PIPE_BUF bytes, so processes sharing one pipe never interleave', async (t) => {
+  const file = join(t.testdir(), 'writes.log')
+  const destination = createLogDestination(file) as unknown as { maxWrite: number; minLength: number; end(): void }
+  t.teardown(() => destination.end())
+  t.equal(destination.maxWrite, LOG_DEFAULTS.writeBytes)
+  t.equal(LOG_DEFAULTS.writeBytes, 4096, 'POSIX PIPE_BUF on Linux')
+  t.ok(destination.minLength < destination.maxWrite, 'a write starts before a batch could outgrow it')
+})
