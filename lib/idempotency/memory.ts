@@ -42,8 +42,10 @@ function decode(answer: string): RecordedAnswer {
 /**
  * What an entry holds in memory besides the characters of its key,
  * fingerprint and answer, measured (a process with 50,000 entries, after a
- * full GC): its objects, the token, and the cache's own bookkeeping. Counted so that `maxBytes` bounds
- * what the process really holds, not just the payload.
+ * full GC): its objects, the token, and the cache's own bookkeeping. Counted
+ * so that `maxBytes` bounds what the process really holds, not just the
+ * payload. The answer, a string, is also the store's own copy: it never
+ * keeps a slice of node's shared buffer pool alive.
  */
 const ENTRY_OVERHEAD = 360
 
