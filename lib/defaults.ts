@@ -98,16 +98,23 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
   retryAfterSeconds: 1,
 } as const)
 
-/** The JSON log lines of `serve` (docs/logs-and-metrics.md). */
+/**
+ * The JSON log lines of `serve` (docs/logs-and-metrics.md): lines are gathered
+ * until `bufferBytes` wait, then written with one system call of whole lines,
+ * at most `writeBytes`.
+ */
 export const LOG_DEFAULTS = Object.freeze({
-  /** Lines are gathered until this many bytes wait, then written with one system call. */
-  bufferBytes: 3072,
   /**
-   * The largest write: whole lines, never more than PIPE_BUF (4096 on Linux).
-   * POSIX keeps a write of at most PIPE_BUF bytes to a pipe whole, never mixed
-   * with another process's writes: the workers of `--workers` share one stdout.
+   * One process writing alone: large batches, so that a busy gateway hands
+   * libuv's thread pool one write per hundred-odd lines, not one per few.
    */
-  writeBytes: 4096,
+  alone: Object.freeze({ bufferBytes: 32768, writeBytes: 65536 }),
+  /**
+   * Processes sharing one pipe (the workers of `--workers` share stdout):
+   * every write at most PIPE_BUF (4096 on Linux), which POSIX keeps whole,
+   * never mixed with another process's writes.
+   */
+  shared: Object.freeze({ bufferBytes: 3072, writeBytes: 4096 }),
   /** What waits is written at least this often, in ms, so that a quiet gateway's lines are not held back. */
   flushIntervalMs: 200,
 })

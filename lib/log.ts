@@ -21,26 +21,46 @@ export function isoTime(now = Date.now()): string {
   return `,"time":"${secondText}${String(now % 1000).padStart(3, '0')}Z"`
 }
 
+/** How the lines of a destination are written. */
+export interface LogDestinationOptions {
+  /**
+   * Other processes write to the same pipe (the workers of `--workers` share
+   * stdout): each write is then at most PIPE_BUF bytes of whole lines, so
+   * that their lines never mix (LOG_DEFAULTS.shared). Default false.
+   */
+  shared?: boolean
+}
+
 /**
  * Where the JSON lines go by default (`dest`: a file descriptor or a path):
- * pino's asynchronous destination, gathering lines into writes of a few KiB,
- * each at most PIPE_BUF bytes of whole lines (LOG_DEFAULTS.writeBytes).
- * Written one by one, each line cost a write of its own handed to libuv's
- * thread pool and woke the event loop again when it was done: on a gateway
- * that is not saturated, more CPU than the rest of the log line
+ * pino's asynchronous destination (sonic-boom), gathering whole lines into
+ * batches (LOG_DEFAULTS). Written one by one, each line cost a write of its
+ * own handed to libuv's thread pool, and woke the event loop again when it
+ * was done; large batches make that once per hundred-odd lines
  * (docs/performance.md). The lines still waiting are written every
  * `flushIntervalMs`, by `logger.flush()` (serve does on SIGTERM, after the
  * drain), and synchronously when the process exits, a crash included (pino
  * registers the destination for it).
+ *
+ * sonic-boom is run on bytes (`contentMode: 'buffer'`), each line turned into
+ * a Buffer as it comes: fed text, it measures the whole batch waiting
+ * (`Buffer.byteLength`) for every line it adds, a cost that grows with the
+ * batch; fed bytes, it keeps the counts.
  */
-export function createLogDestination(dest: string | number = 1): DestinationStream {
-  return pino.destination({
+export function createLogDestination(dest: string | number = 1, options: LogDestinationOptions = {}): DestinationStream {
+  const sizes = options.shared === true ? LOG_DEFAULTS.shared : LOG_DEFAULTS.alone
+  const destination = pino.destination({
     dest,
     sync: false,
-    minLength: LOG_DEFAULTS.bufferBytes,
-    maxWrite: LOG_DEFAULTS.writeBytes,
+    contentMode: 'buffer',
+    minLength: sizes.bufferBytes,
+    maxWrite: sizes.writeBytes,
     periodicFlush: LOG_DEFAULTS.flushIntervalMs,
   })
+  // In buffer mode sonic-boom's `write` takes bytes; its type declares text only.
+  const writeBytes = destination.write.bind(destination) as unknown as (bytes: Buffer) => boolean
+  destination.write = (line: string) => writeBytes(Buffer.from(line))
+  return destination
 }
 
 /**

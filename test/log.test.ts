@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { DestinationStream } from 'pino'
 import t from 'tap'
 import { LOG_DEFAULTS } from '../lib/defaults.js'
 import { createLogDestination, createLogger, isoTime } from '../lib/log.js'
@@ -51,7 +52,7 @@ t.test('the default destination gathers lines into batches: written at the inter
   logger.info({ n: 3 }, 'third')
   await new Promise<void>((resolve) => logger.flush(() => resolve()))
   t.match(readFileSync(file, 'utf8'), /"msg":"third"/, 'flush wrote the third at once')
-  logger.info({ filler: 'x'.repeat(LOG_DEFAULTS.bufferBytes) }, 'large')
+  logger.info({ filler: 'x'.repeat(LOG_DEFAULTS.alone.bufferBytes) }, 'large')
   await sleep(50)
   t.match(readFileSync(file, 'utf8'), /"msg":"large"/, 'a full buffer is written without waiting for the interval')
 })
@@ -71,11 +72,38 @@ t.test('a process that crashes still writes the lines it had gathered', async (t
   t.match(readFileSync(file, 'utf8'), /"msg":"before the crash"/)
 })
 
-t.test('each write of the default destination is whole lines of at most PIPE_BUF bytes, so processes sharing one pipe never interleave', async (t) => {
+t.test('a destination shared with other processes writes whole lines of at most PIPE_BUF bytes at a time, so their lines never interleave', async (t) => {
   const file = join(t.testdir(), 'writes.log')
-  const destination = createLogDestination(file) as unknown as { maxWrite: number; minLength: number; end(): void }
-  t.teardown(() => destination.end())
-  t.equal(destination.maxWrite, LOG_DEFAULTS.writeBytes)
-  t.equal(LOG_DEFAULTS.writeBytes, 4096, 'POSIX PIPE_BUF on Linux')
-  t.ok(destination.minLength < destination.maxWrite, 'a write starts before a batch could outgrow it')
+  const shared = createLogDestination(file, { shared: true }) as unknown as { maxWrite: number; minLength: number; end(): void }
+  const alone = createLogDestination(file) as unknown as { maxWrite: number; minLength: number; end(): void }
+  t.teardown(() => {
+    shared.end()
+    alone.end()
+  })
+  t.equal(shared.maxWrite, LOG_DEFAULTS.shared.writeBytes)
+  t.equal(LOG_DEFAULTS.shared.writeBytes, 4096, 'POSIX PIPE_BUF on Linux')
+  t.equal(alone.maxWrite, LOG_DEFAULTS.alone.writeBytes, 'a process writing alone makes larger writes')
+  t.ok(alone.maxWrite > shared.maxWrite)
+  for (const destination of [shared, alone]) t.ok(destination.minLength < destination.maxWrite, 'a write starts before a batch could outgrow it')
+})
+
+t.test('lines go out byte for byte, in order, whatever their characters, across batches', async (t) => {
+  const file = join(t.testdir(), 'bytes.log')
+  const destination = createLogDestination(file) as unknown as DestinationStream & { end(): void; once(event: 'close', listener: () => void): void }
+  const logger = createLogger({ destination })
+  await sleep(50)
+  const texts = ['plain', 'Müller ße', '支付 网关', 'emoji 💳', 'quote " and backslash \\', 'x'.repeat(5000)]
+  const count = Math.ceil((LOG_DEFAULTS.alone.writeBytes * 3) / 500)
+  for (let i = 0; i < count; i++) logger.info({ i, text: texts[i % texts.length] }, 'line')
+  // end() writes every batch before it closes (flush(cb) may call back while the tail of a batch still waits).
+  await new Promise<void>((resolve) => {
+    destination.once('close', resolve)
+    destination.end()
+  })
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as { i: number; text: string })
+  t.equal(lines.length, count, 'every line, none cut')
+  t.same(
+    lines.map((line) => [line.i, line.text]),
+    Array.from({ length: count }, (_, i) => [i, texts[i % texts.length]]),
+  )
 })

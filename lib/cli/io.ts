@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream'
 import type { DestinationStream } from 'pino'
+import { createLogDestination } from '../log.js'
 
 /** What a subcommand may touch: its streams and environment, so tests run it in-process. */
 export interface Io {
@@ -30,10 +31,10 @@ export async function readAll(stream: Readable): Promise<Buffer> {
  * Where a command's JSON log lines go. Node writes to `process.stdout`
  * synchronously when it is a file or a pipe (node's docs, "A note on process
  * I/O"): one system call per line, on the request's path. So the real stdout
- * gets the logger's default instead (undefined here: `createLogDestination`),
- * which writes lines in batches; a stream given by a caller (the tests) is
- * used as it is.
+ * gets the logger's own destination instead, which writes lines in batches,
+ * `shared` when other processes write to the same stdout (`--workers`); a
+ * stream given by a caller (the tests) is used as it is.
  */
-export function logDestination(io: Io): DestinationStream | undefined {
-  return io.stdout === process.stdout ? undefined : io.stdout
+export function logDestination(io: Io, shared: boolean): DestinationStream {
+  return io.stdout === process.stdout ? createLogDestination(1, { shared }) : io.stdout
 }

@@ -38,7 +38,7 @@ export interface Serving {
  * port in use throws before anything listens on the gateway's port.
  */
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
-  const logger = createLogger({ destination: logDestination(io) })
+  const logger = createLogger({ destination: logDestination(io, cluster.isWorker) })
   const metrics = createMetrics()
   let gateway: Gateway | undefined
   let admin: Admin | undefined

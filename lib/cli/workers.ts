@@ -19,7 +19,7 @@ export const WORKER_READY = 'payments-gate:ready'
  */
 export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
   await (await createGate(options)).close()
-  const logger = createLogger({ destination: logDestination(io) })
+  const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false
