@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Registry, collectDefaultMetrics, type Histogram } from 'prom-client'
 
 /** What went wrong with a forwarded request: no connection, no answer in time, a cut connection, or a 5xx answer. */
 export type BackendErrorKind = 'refused' | 'timeout' | 'reset' | 'serverError'
@@ -26,19 +26,19 @@ const RETRY_PROTECTION_OUTCOMES = ['claimed', 'replayed', 'inProgress', 'already
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry()
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'payments_gate_' })
-  const requests = new Counter({
+  const requests = new RequestCounts()
+  new Counter({
     name: 'payments_gate_requests_total',
     help: 'Requests answered, by operation, status and errorName.',
     labelNames: ['operation', 'status', 'errorName'] as const,
     registers: [registry],
+    collect() {
+      this.reset()
+      for (const { labels, count } of requests.counts) this.inc(labels, count)
+    },
   })
-  const duration = new Histogram({
-    name: 'payments_gate_request_duration_seconds',
-    help: 'Time from the request to the end of its answer, by operation.',
-    labelNames: ['operation'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry],
-  })
+  // The histogram's own shape, as prom-client's Histogram reports it (test/metrics.test.ts compares both).
+  registry.registerMetric(new DurationHistogram(requests) as unknown as Histogram)
   const backendErrors = new Counter({
     name: 'payments_gate_backend_errors_total',
     help: 'Forwarded requests without a usable backend answer, by kind.',
@@ -67,24 +67,110 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
     registers: [registry],
   })
-  // prom-client hashes the label values on every call; the few label sets a
-  // gateway sees (operations x statuses x error names) are looked up once.
-  const counted = new Map<string, { inc(): void }>()
-  const timed = new Map<string, { observe(value: number): void }>()
   return {
     registry,
-    request(operation, status, errorName, seconds) {
-      const key = `${operation} ${status} ${errorName}`
-      let count = counted.get(key)
-      if (count === undefined) counted.set(key, (count = requests.labels(operation, String(status), errorName ?? 'none')))
-      count.inc()
-      let time = timed.get(operation)
-      if (time === undefined) timed.set(operation, (time = duration.labels(operation)))
-      time.observe(seconds)
-    },
+    request: (operation, status, errorName, seconds) => requests.add(operation, status, errorName ?? 'none', seconds),
     backendError: (kind) => backendErrors.inc({ kind }),
     policyReload: (ok) => reloads.inc({ outcome: ok ? 'ok' : 'failed' }),
     retryProtection: (outcome) => protectedBy[outcome].inc(),
     storeError: () => storeErrors.inc(),
+  }
+}
+
+/** The upper bounds of the request duration histogram, in seconds. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const
+
+/** The requests of one label set of `payments_gate_requests_total`. */
+interface Count {
+  readonly labels: Readonly<Record<'operation' | 'status' | 'errorName', string>>
+  count: number
+}
+
+/** What the requests of one operation added up to. */
+interface OperationCells {
+  readonly operation: string
+  /** Status, then errorName, to the count. */
+  readonly statuses: Map<number, Map<string, Count>>
+  /** Requests by duration bucket, not cumulated; the last is over the largest bound. */
+  readonly buckets: number[]
+  sum: number
+  count: number
+}
+
+/**
+ * Every request's counts and duration, as plain numbers, handed to prom-client
+ * only when the metrics are read. prom-client's own `inc` and `observe` build
+ * and hash a label set on every call and key the buckets by their bounds as
+ * strings: about a microsecond and a half a request in a tight loop
+ * (docs/performance.md), on every request, where this costs a few map look-ups.
+ */
+class RequestCounts {
+  readonly operations = new Map<string, OperationCells>()
+  /** Every count, in the order its label set was first seen (prom-client's order). */
+  readonly counts: Count[] = []
+
+  add(operation: string, status: number, errorName: string, seconds: number): void {
+    let cells = this.operations.get(operation)
+    if (cells === undefined) {
+      cells = { operation, statuses: new Map(), buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0), sum: 0, count: 0 }
+      this.operations.set(operation, cells)
+    }
+    let names = cells.statuses.get(status)
+    if (names === undefined) cells.statuses.set(status, (names = new Map()))
+    let counted = names.get(errorName)
+    if (counted === undefined) {
+      counted = { labels: { operation, status: String(status), errorName }, count: 0 }
+      names.set(errorName, counted)
+      this.counts.push(counted)
+    }
+    counted.count++
+    let bucket = 0
+    while (bucket < DURATION_BUCKETS.length && seconds > (DURATION_BUCKETS[bucket] as number)) bucket++
+    ;(cells.buckets[bucket] as number)++
+    cells.sum += seconds
+    cells.count++
+  }
+
+  reset(): void {
+    this.operations.clear()
+    this.counts.length = 0
+  }
+}
+
+/** One line of a histogram: a bucket, the sum or the count, as prom-client's registry reads them. */
+interface HistogramValue {
+  readonly labels: Readonly<Record<string, string | number>>
+  readonly value: number
+  readonly metricName: string
+}
+
+/** `payments_gate_request_duration_seconds`, read from the counts: a metric of the registry like prom-client's Histogram. */
+class DurationHistogram {
+  readonly name = 'payments_gate_request_duration_seconds'
+  readonly help = 'Time from the request to the end of its answer, by operation.'
+  readonly type = 'histogram'
+  readonly aggregator = 'sum'
+  readonly #counts: RequestCounts
+
+  constructor(counts: RequestCounts) {
+    this.#counts = counts
+  }
+
+  async get(): Promise<{ name: string; help: string; type: string; values: HistogramValue[]; aggregator: string }> {
+    const values: HistogramValue[] = []
+    for (const { operation, buckets, sum, count } of this.#counts.operations.values()) {
+      let cumulated = 0
+      for (let i = 0; i <= DURATION_BUCKETS.length; i++) {
+        cumulated += buckets[i] as number
+        values.push({ labels: { le: DURATION_BUCKETS[i] ?? '+Inf', operation }, value: cumulated, metricName: `${this.name}_bucket` })
+      }
+      values.push({ labels: { operation }, value: sum, metricName: `${this.name}_sum` })
+      values.push({ labels: { operation }, value: count, metricName: `${this.name}_count` })
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator }
+  }
+
+  reset(): void {
+    this.#counts.reset()
   }
 }

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { register } from 'prom-client'
-import { createMetrics } from '../lib/metrics.js'
+import { AggregatorRegistry, Counter, Histogram, Registry, register } from 'prom-client'
+import { createMetrics, type Metrics } from '../lib/metrics.js'
 
 t.test('metrics live on their own registry, with the process metrics by default', async (t) => {
   const metrics = createMetrics()
@@ -23,4 +23,67 @@ t.test('two gateways in one process do not collide', async (t) => {
   a.request('sale', 400, 'bodyIsEmpty', 0)
   t.notMatch(await b.registry.metrics(), /bodyIsEmpty/)
   t.notMatch(await a.registry.metrics(), /process_cpu/)
+})
+
+/** The two request metrics as prom-client's own Counter and Histogram keep them: what the gateway's must match. */
+function referenceMetrics(): Pick<Metrics, 'registry' | 'request'> {
+  const registry = new Registry()
+  const requests = new Counter({ name: 'payments_gate_requests_total', help: 'Requests answered, by operation, status and errorName.', labelNames: ['operation', 'status', 'errorName'], registers: [registry] })
+  const duration = new Histogram({
+    name: 'payments_gate_request_duration_seconds',
+    help: 'Time from the request to the end of its answer, by operation.',
+    labelNames: ['operation'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  })
+  return {
+    registry,
+    request(operation, status, errorName, seconds) {
+      requests.inc({ operation, status: String(status), errorName: errorName ?? 'none' })
+      duration.observe({ operation }, seconds)
+    },
+  }
+}
+
+const REQUEST_METRICS = /^payments_gate_request(s_total|_duration_seconds)$/
+
+/** The text of the two request metrics. */
+async function requestMetricsText(registry: Registry): Promise<string> {
+  const names = (await registry.getMetricsAsJSON()).map((metric) => metric.name).filter((name) => REQUEST_METRICS.test(name))
+  return (await Promise.all(names.map((name) => registry.getSingleMetricAsString(name)))).join('\n\n')
+}
+
+t.test('requests are counted and timed exactly as prom-client counts and times them: the same text, the same JSON, the same sums across workers', async (t) => {
+  const requests: Parameters<Metrics['request']>[] = [
+    ['sale', 201, undefined, 0.0031],
+    ['sale', 201, undefined, 0.005],
+    ['sale', 400, 'bodyDoesNotMatchSchema', 0.0004],
+    ['recurring', 201, undefined, 0.001],
+    ['other', 502, undefined, 31],
+    ['sale', 0, undefined, 0],
+    ['unrouted', 400, 'requestIsMalformed', 30],
+    ['sale', 201, undefined, 2.5000001],
+  ]
+  const ours = [createMetrics({ defaultMetrics: false }), createMetrics({ defaultMetrics: false })]
+  const theirs = [referenceMetrics(), referenceMetrics()]
+  requests.forEach((request, i) => {
+    ours[i % 2]?.request(...request)
+    theirs[i % 2]?.request(...request)
+  })
+  const json = async (registry: Registry) =>
+    (await registry.getMetricsAsJSON())
+      .filter((metric) => REQUEST_METRICS.test(metric.name))
+      .map(({ name, type, aggregator, values }) => ({ name, type, aggregator, values: values.map(({ labels, value }) => ({ labels, value })) }))
+  for (const i of [0, 1]) {
+    const [mine, reference] = [ours[i]?.registry, theirs[i]?.registry] as [Registry, Registry]
+    t.equal(await requestMetricsText(mine), await requestMetricsText(reference), `process ${i}: the text`)
+    t.same(await json(mine), await json(reference), `process ${i}: the JSON`)
+  }
+  const summed = async (registries: Registry[]) => requestMetricsText(AggregatorRegistry.aggregate(await Promise.all(registries.map((registry) => registry.getMetricsAsJSON()))))
+  const sum = await summed(ours.map((metrics) => metrics.registry))
+  t.equal(sum, await summed(theirs.map((metrics) => metrics.registry)), 'summed across processes, as --workers sums them')
+  t.match(sum, /payments_gate_request_duration_seconds_count\{operation="sale"} 5\n/)
+  t.match(sum, /payments_gate_requests_total\{operation="sale",status="201",errorName="none"} 3\n/)
+  ours[0]?.registry.resetMetrics()
+  t.notMatch(await ours[0]?.registry.metrics(), /operation="sale"/, 'a reset of the registry forgets the requests')
 })
