@@ -10,14 +10,14 @@ import { OptionalKind, ValueErrorType, type TObject, type TSchema, type ValueErr
  * first error at a path is kept, and nothing below a path already reported
  * (a missing object reports the object, not each of its children).
  */
-export function mapErrors(errors: Iterable<ValueError>, document: unknown): FieldError[] {
+export function mapErrors(errors: Iterable<ValueError | LocatedError>, document: unknown): FieldError[] {
   const items: FieldError[] = []
   const reported: string[] = []
   collect(errors, document, items, reported)
   return items
 }
 
-function collect(errors: Iterable<ValueError>, document: unknown, items: FieldError[], reported: string[]): void {
+function collect(errors: Iterable<ValueError | LocatedError>, document: unknown, items: FieldError[], reported: string[]): void {
   for (const error of errors) {
     if (isCovered(error.path, reported)) continue
     if (error.type === ValueErrorType.Union) {
@@ -29,13 +29,20 @@ function collect(errors: Iterable<ValueError>, document: unknown, items: FieldEr
     }
     reported.push(error.path)
     const [errorName, message] = describe(error)
-    items.push({ errorName, message, jsonPath: pointerToJsonPath(error.path, document) })
+    items.push({ errorName, message, jsonPath: 'jsonPath' in error ? error.jsonPath : pointerToJsonPath(error.path, document) })
   }
 }
 
+/** A problem whose JSONPath the walk that found it already knows (schema/compile.ts). */
+export interface LocatedError extends ValueError {
+  readonly jsonPath: string
+}
+
+const SLASH = 0x2f
+
 function isCovered(path: string, reported: readonly string[]): boolean {
   for (const done of reported) {
-    if (path === done || path.startsWith(`${done}/`)) return true
+    if (path === done || (path.startsWith(done) && path.charCodeAt(done.length) === SLASH)) return true
   }
   return false
 }
