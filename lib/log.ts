@@ -6,19 +6,25 @@ export type { Logger } from 'pino'
 
 let second = Number.NaN
 let secondText = ''
+let millisecond = Number.NaN
+let millisecondText = ''
 
 /**
  * pino's `isoTime` formats a new Date for every line; a gateway writes
- * thousands of lines a second, so the text up to the second is kept and only
+ * thousands of lines a second, many in the same millisecond, so the text of
+ * the last millisecond is kept, and the text up to the second, to which only
  * the milliseconds are added.
  */
 export function isoTime(now = Date.now()): string {
+  if (now === millisecond) return millisecondText
   const current = Math.floor(now / 1000)
   if (current !== second) {
     second = current
     secondText = new Date(current * 1000).toISOString().slice(0, 20)
   }
-  return `,"time":"${secondText}${String(now % 1000).padStart(3, '0')}Z"`
+  millisecond = now
+  millisecondText = `,"time":"${secondText}${String(now % 1000).padStart(3, '0')}Z"`
+  return millisecondText
 }
 
 /** How the lines of a destination are written. */
