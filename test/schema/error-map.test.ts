@@ -76,3 +76,19 @@ t.test('a union of non-string literals reports a bad value, not a type', async (
   const schema = Type.Object({ v: Type.Union([Type.Literal(1), Type.Literal(2)]) })
   t.strictSame(errorsOf(schema, { v: 'x' }).map(([name]) => name), ['fieldHasInvalidValue'])
 })
+
+t.test('a member whose name begins with another member\'s name is reported on its own; a problem under a reported member is not', async (t) => {
+  const schema = Type.Object({ a: Type.Object({ x: Type.String() }), ab: Type.String(), 'a/b': Type.Optional(Type.String()) })
+  t.strictSame(
+    errorsOf(schema, { a: 1, ab: 2, 'a/b': 3 }).map(([name, path]) => [name, path]),
+    [
+      ['fieldMustBeObject', '$.a'],
+      ['fieldMustBeString', '$.ab'],
+      ['fieldMustBeString', "$['a/b']"],
+    ],
+  )
+  t.strictSame(errorsOf(schema, { ab: 2 }).map(([name, path]) => [name, path]), [
+    ['fieldIsMissing', '$.a'],
+    ['fieldMustBeString', '$.ab'],
+  ])
+})
