@@ -27,6 +27,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   const registry = new Registry()
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'payments_gate_' })
   const requests = new RequestCounts()
+  // Kept by the registry, which calls collect() on each read: the counter is filled from the counts then.
   new Counter({
     name: 'payments_gate_requests_total',
     help: 'Requests answered, by operation, status and errorName.',
