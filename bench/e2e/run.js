@@ -228,6 +228,7 @@ function summarize(t) {
     p50: median(t.rounds.map((r) => r.p50)),
     p99: median(t.rounds.map((r) => r.p99)),
     cpuUs: median(t.rounds.map((r) => r.cpuUs)),
+    cpuRounds: t.rounds.map((r) => r.cpuUs),
     sidecarCpuUs: t.sidecar ? median(t.rounds.map((r) => r.sidecarCpuUs)) : undefined,
     unexpected,
     serial: t.serial,

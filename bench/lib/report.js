@@ -154,10 +154,25 @@ const LADDER_TITLES = {
 }
 
 /**
+ * What `x` adds to `y`, the two measured in the same rounds: the median over the rounds of x's CPU per
+ * request minus y's in that round, and in how many rounds x cost more. A difference of the two medians
+ * would subtract figures from different rounds, and on a shared machine a round moves by more than a
+ * step adds, while the two runs of one round are seconds apart.
+ */
+function paired(x, y) {
+  const differences = x.cpuRounds.map((cpu, i) => cpu - y.cpuRounds[i]).filter(Number.isFinite)
+  if (differences.length === 0) return 'n/a'
+  const sorted = differences.sort((p, q) => p - q)
+  const middle = sorted[Math.floor((sorted.length - 1) / 2)]
+  return `${delta(round1(middle), 0)} (higher in ${sorted.filter((d) => d > 0).length} of ${sorted.length})`
+}
+
+/**
  * `--ladder`: each ladder one step at a time, each step's server CPU per request and what it adds to the
- * step before. The reference row (b) adds nothing to anything; a `--baseline` row is compared with the
- * same row of this build instead. The last column relates each row to the ladder's yardstick: for valid
- * sales (b)'s CPU over the row's (as c/b in the targets), for refusals the row's CPU over the floor's.
+ * step before, paired round by round. The reference row (b) adds nothing to anything; a `--baseline` row
+ * is compared with the same row of this build instead. The last column relates each row to the ladder's
+ * yardstick: for valid sales (b)'s CPU over the row's (as c/b in the targets), for refusals the row's CPU
+ * over the floor's.
  */
 export function ladderSection(ladder) {
   const s = ladder.settings
@@ -168,19 +183,18 @@ export function ladderSection(ladder) {
     const last = key === 'valid' ? ['x/b (CPU of (b) / CPU of the row)'] : ['times the floor\'s CPU']
     const rows = steps.map((x) => {
       if (x.error) return [x.name, x.error, '', '', '']
-      const cpu = round1(x.cpuUs)
       let added = ''
       if (x.baselineOf !== undefined) {
         const current = live.find((y) => y.key === x.baselineOf)
-        added = current ? `${delta(cpu, round1(current.cpuUs))} over this build's` : ''
+        added = current ? `${paired(x, current)} over this build's` : ''
       } else if (!x.reference) {
         const before = climbing[climbing.indexOf(x) - 1]
-        added = before ? delta(cpu, round1(before.cpuUs)) : ''
+        added = before ? paired(x, before) : ''
       }
       const relative = key === 'valid' ? ratio(yardstick?.cpuUs, x.cpuUs) : ratio(x.cpuUs, yardstick?.cpuUs)
       return [x.name, num(x.rps), num(x.cpuUs), added, relative]
     })
-    return [`### ${LADDER_TITLES[key]}`, '', table(['step', 'req/s', 'server CPU us/req', 'us added by the step', ...last], rows)].join('\n')
+    return [`### ${LADDER_TITLES[key]}`, '', table(['step', 'req/s', 'server CPU us/req', 'us added by the step (paired rounds)', ...last], rows)].join('\n')
   })
   return [`## One step at a time (--ladder: ${s.rounds} alternating rounds of ${s.seconds} s per ladder, ${s.connections} connections, median round)`, '', sections.join('\n\n')].join('\n')
 }
