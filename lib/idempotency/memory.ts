@@ -21,6 +21,12 @@ export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
  * an answer kept as objects (its header list, each header string, a Buffer
  * and its ArrayBuffer) made some sixteen objects an entry, this makes a
  * handful, and the store holds twice as many payments in the same bytes.
+ *
+ * Both strings are kept flat, one object each. A string joined from pieces
+ * (a template, `+`) is a rope in V8, an object for the join and one for each
+ * piece, all copied out of the young generation and marked for as long as
+ * the entry lives: kept as ropes, they made a full store measurably dearer
+ * a payment, most of it in the GC's threads (docs/performance.md).
  */
 interface Entry {
   readonly token: string
@@ -29,9 +35,16 @@ interface Entry {
   readonly answer: string | undefined
 }
 
+const LINE_FEED = Buffer.from('\n')
+
+/** One flat string, made once from the bytes: header names and values are latin1 text, so their JSON is too. */
 function encode(answer: RecordedAnswer): string {
-  return `${JSON.stringify([answer.status, answer.headers])}\n${answer.body.toString('latin1')}`
+  const head = Buffer.from(JSON.stringify([answer.status, answer.headers]), 'latin1')
+  return Buffer.concat([head, LINE_FEED, answer.body]).toString('latin1')
 }
+
+/** The same text, as one flat string (the fingerprint is ASCII: `operation digest`, joined by its maker). */
+const flat = (text: string) => Buffer.from(text, 'latin1').toString('latin1')
 
 function decode(answer: string): RecordedAnswer {
   const end = answer.indexOf('\n')
@@ -41,13 +54,14 @@ function decode(answer: string): RecordedAnswer {
 
 /**
  * What an entry holds in memory besides the characters of its key,
- * fingerprint and answer, measured (a process with 50,000 entries, after a
- * full GC): its objects, the token, and the cache's own bookkeeping. Counted
- * so that `maxBytes` bounds what the process really holds, not just the
- * payload. The answer, a string, is also the store's own copy: it never
- * keeps a slice of node's shared buffer pool alive.
+ * fingerprint and answer: its objects, the token, and the cache's own
+ * bookkeeping (about 165 bytes, measured as the heap's growth from 10,000 to
+ * 50,000 entries after a full GC; test/idempotency/memory.test.ts checks
+ * that this covers it). Counted so that `maxBytes` bounds what the process
+ * really holds, not just the payload. The answer, a string, is also the
+ * store's own copy: it never keeps a slice of node's shared buffer pool alive.
  */
-const ENTRY_OVERHEAD = 360
+const ENTRY_OVERHEAD = 200
 
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
@@ -82,11 +96,16 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return this.#entries.size
   }
 
+  /** The bytes they are counted as, against `maxBytes`. */
+  get bytes(): number {
+    return this.#entries.calculatedSize
+  }
+
   claim(key: string, fingerprint: string): Claim {
     const entry = this.#entries.get(key)
     if (entry === undefined) {
       const token = String(++this.#sequence)
-      this.#entries.set(key, { token, fingerprint, answer: undefined }, { ttl: this.#options.inFlightMs, size: sizeOf(key, fingerprint, '') })
+      this.#entries.set(key, { token, fingerprint: flat(fingerprint), answer: undefined }, { ttl: this.#options.inFlightMs, size: sizeOf(key, fingerprint, '') })
       return { state: 'claimed', token }
     }
     if (entry.answer === undefined) return CLAIMED_ELSEWHERE
