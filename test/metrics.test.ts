@@ -87,3 +87,26 @@ t.test('requests are counted and timed exactly as prom-client counts and times t
   ours[0]?.registry.resetMetrics()
   t.notMatch(await ours[0]?.registry.metrics(), /operation="sale"/, 'a reset of the registry forgets the requests')
 })
+
+t.test("retry protection's outcomes are counted exactly as prom-client's Counter counts them, and a reset forgets them", async (t) => {
+  const outcomes = ['claimed', 'claimed', 'replayed', 'claimed', 'storeUnavailable', 'inProgress', 'replayed'] as const
+  const ours = [createMetrics({ defaultMetrics: false }), createMetrics({ defaultMetrics: false })]
+  const theirs = [new Registry(), new Registry()]
+  const counters = theirs.map(
+    (registry) =>
+      new Counter({ name: 'payments_gate_retry_protection_total', help: 'Payments that passed every check, by what retry protection did with them.', labelNames: ['outcome'], registers: [registry] }),
+  )
+  outcomes.forEach((outcome, i) => {
+    ours[i % 2]?.retryProtection(outcome)
+    counters[i % 2]?.inc({ outcome })
+  })
+  const text = (registry: Registry) => registry.getSingleMetricAsString('payments_gate_retry_protection_total')
+  for (const i of [0, 1]) t.equal(await text(ours[i]?.registry as Registry), await text(theirs[i] as Registry), `process ${i}: the text`)
+  const summed = async (registries: Registry[]) =>
+    AggregatorRegistry.aggregate(await Promise.all(registries.map((registry) => registry.getMetricsAsJSON()))).getSingleMetricAsString('payments_gate_retry_protection_total')
+  const sum = await summed(ours.map((metrics) => metrics.registry))
+  t.equal(sum, await summed(theirs), 'summed across processes, as --workers sums them')
+  t.match(sum, /payments_gate_retry_protection_total\{outcome="claimed"} 3\n/)
+  ours[0]?.registry.resetMetrics()
+  t.notMatch(await ours[0]?.registry.metrics(), /outcome=/, 'a reset of the registry forgets the outcomes')
+})
