@@ -25,8 +25,8 @@ export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
  * Both strings are kept flat, one object each. A string joined from pieces
  * (a template, `+`) is a rope in V8, an object for the join and one for each
  * piece, all copied out of the young generation and marked for as long as
- * the entry lives: kept as ropes, they made a full store measurably dearer
- * a payment, most of it in the GC's threads (docs/performance.md).
+ * the entry lives: kept as ropes, they more than doubled what an entry holds
+ * besides its characters (ENTRY_OVERHEAD; docs/performance.md).
  */
 interface Entry {
   readonly token: string
