@@ -26,18 +26,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   const registry = new Registry()
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'payments_gate_' })
   const requests = new RequestCounts()
-  // Kept by the registry, which calls collect() on each read: the counter is filled from the counts then.
-  new Counter({
-    name: 'payments_gate_requests_total',
-    help: 'Requests answered, by operation, status and errorName.',
-    labelNames: ['operation', 'status', 'errorName'] as const,
-    registers: [registry],
-    collect() {
-      this.reset()
-      for (const { labels, count } of requests.counts) this.inc(labels, count)
-    },
-  })
-  // The histogram's own shape, as prom-client's Histogram reports it (test/metrics.test.ts compares both).
+  // Each as prom-client's Counter and Histogram report themselves (test/metrics.test.ts compares them).
+  registry.registerMetric(new PlainCounter('payments_gate_requests_total', 'Requests answered, by operation, status and errorName.', requests) as unknown as Counter)
   registry.registerMetric(new DurationHistogram(requests) as unknown as Histogram)
   const backendErrors = new Counter({
     name: 'payments_gate_backend_errors_total',
@@ -51,8 +41,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     labelNames: ['outcome'] as const,
     registers: [registry],
   })
-  const retryProtection = new OutcomeCounter()
-  registry.registerMetric(retryProtection as unknown as Counter)
+  const retryProtection = new OutcomeCounts()
+  registry.registerMetric(
+    new PlainCounter('payments_gate_retry_protection_total', 'Payments that passed every check, by what retry protection did with them.', retryProtection) as unknown as Counter,
+  )
   const storeErrors = new Counter({
     name: 'payments_gate_store_errors_total',
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
@@ -71,10 +63,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
 /** The upper bounds of the request duration histogram, in seconds. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const
 
-/** The requests of one label set of `payments_gate_requests_total`. */
+/** The count of one label set of a counter. */
 interface Count {
-  readonly labels: Readonly<Record<'operation' | 'status' | 'errorName', string>>
+  readonly labels: Readonly<Record<string, string>>
   count: number
+}
+
+/** Counts kept as plain numbers: every label set's, in the order first seen (prom-client's order). */
+interface Counts {
+  readonly counts: readonly Count[]
+  reset(): void
 }
 
 /** What the requests of one operation added up to. */
@@ -95,7 +93,7 @@ interface OperationCells {
  * strings: about a microsecond and a half a request in a tight loop
  * (docs/performance.md), on every request, where this costs a few map look-ups.
  */
-class RequestCounts {
+class RequestCounts implements Counts {
   readonly operations = new Map<string, OperationCells>()
   /** Every count, in the order its label set was first seen (prom-client's order). */
   readonly counts: Count[] = []
@@ -166,28 +164,48 @@ class DurationHistogram {
   }
 }
 
-/**
- * `payments_gate_retry_protection_total`, one count a payment kept as a plain
- * number, like the request metrics (RequestCounts), and read by the registry
- * as it reads prom-client's Counter: outcomes in the order first seen.
- */
-class OutcomeCounter {
-  readonly name = 'payments_gate_retry_protection_total'
-  readonly help = 'Payments that passed every check, by what retry protection did with them.'
-  readonly type = 'counter'
-  readonly aggregator = 'sum'
-  readonly #counts = new Map<RetryProtectionOutcome, number>()
+/** Retry protection's outcomes, one count a payment (docs/idempotency.md). */
+class OutcomeCounts implements Counts {
+  readonly counts: Count[] = []
+  readonly #byOutcome = new Map<RetryProtectionOutcome, Count>()
 
   inc(outcome: RetryProtectionOutcome): void {
-    this.#counts.set(outcome, (this.#counts.get(outcome) ?? 0) + 1)
+    let counted = this.#byOutcome.get(outcome)
+    if (counted === undefined) {
+      counted = { labels: { outcome }, count: 0 }
+      this.#byOutcome.set(outcome, counted)
+      this.counts.push(counted)
+    }
+    counted.count++
   }
 
-  async get(): Promise<{ name: string; help: string; type: string; values: { labels: { outcome: string }; value: number }[]; aggregator: string }> {
-    const values = [...this.#counts].map(([outcome, value]) => ({ labels: { outcome }, value }))
+  reset(): void {
+    this.#byOutcome.clear()
+    this.counts.length = 0
+  }
+}
+
+/**
+ * A counter of the registry read from counts kept as plain numbers: updated
+ * with a map look-up on the hot path, handed over only when the metrics are
+ * read, the same text and JSON as prom-client's Counter.
+ */
+class PlainCounter {
+  readonly type = 'counter'
+  readonly aggregator = 'sum'
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly source: Counts,
+  ) {}
+
+  async get(): Promise<{ name: string; help: string; type: string; values: { labels: Count['labels']; value: number }[]; aggregator: string }> {
+    const values = this.source.counts.map(({ labels, count }) => ({ labels, value: count }))
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator }
   }
 
   reset(): void {
-    this.#counts.clear()
+    this.source.reset()
   }
 }
