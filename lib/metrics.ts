@@ -27,7 +27,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'payments_gate_' })
   const requests = new RequestCounts()
   // Each as prom-client's Counter and Histogram report themselves (test/metrics.test.ts compares them).
-  registry.registerMetric(new PlainCounter('payments_gate_requests_total', 'Requests answered, by operation, status and errorName.', requests) as unknown as Counter)
+  registry.registerMetric(new PlainCounter('payments_gate_requests_total', 'Requests answered, by operation, status and error_name.', requests) as unknown as Counter)
   registry.registerMetric(new DurationHistogram(requests) as unknown as Histogram)
   const backendErrors = new Counter({
     name: 'payments_gate_backend_errors_total',
@@ -108,7 +108,7 @@ class RequestCounts implements Counts {
     if (names === undefined) cells.statuses.set(status, (names = new Map()))
     let counted = names.get(errorName)
     if (counted === undefined) {
-      counted = { labels: { operation, status: String(status), errorName }, count: 0 }
+      counted = { labels: { operation, status: String(status), error_name: errorName }, count: 0 }
       names.set(errorName, counted)
       this.counts.push(counted)
     }

@@ -9,7 +9,7 @@ t.test('metrics live on their own registry, with the process metrics by default'
   metrics.policyReload(true)
   metrics.policyReload(false)
   const text = await metrics.registry.metrics()
-  t.match(text, /payments_gate_requests_total\{operation="sale",status="201",errorName="none"} 1/)
+  t.match(text, /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 1/)
   t.match(text, /payments_gate_backend_errors_total\{kind="timeout"} 1/)
   t.match(text, /payments_gate_policy_reloads_total\{outcome="ok"} 1/)
   t.match(text, /payments_gate_policy_reloads_total\{outcome="failed"} 1/)
@@ -28,7 +28,7 @@ t.test('two gateways in one process do not collide', async (t) => {
 /** The two request metrics as prom-client's own Counter and Histogram keep them: what the gateway's must match. */
 function referenceMetrics(): Pick<Metrics, 'registry' | 'request'> {
   const registry = new Registry()
-  const requests = new Counter({ name: 'payments_gate_requests_total', help: 'Requests answered, by operation, status and errorName.', labelNames: ['operation', 'status', 'errorName'], registers: [registry] })
+  const requests = new Counter({ name: 'payments_gate_requests_total', help: 'Requests answered, by operation, status and error_name.', labelNames: ['operation', 'status', 'error_name'], registers: [registry] })
   const duration = new Histogram({
     name: 'payments_gate_request_duration_seconds',
     help: 'Time from the request to the end of its answer, by operation.',
@@ -39,7 +39,7 @@ function referenceMetrics(): Pick<Metrics, 'registry' | 'request'> {
   return {
     registry,
     request(operation, status, errorName, seconds) {
-      requests.inc({ operation, status: String(status), errorName: errorName ?? 'none' })
+      requests.inc({ operation, status: String(status), error_name: errorName ?? 'none' })
       duration.observe({ operation }, seconds)
     },
   }
@@ -83,7 +83,7 @@ t.test('requests are counted and timed exactly as prom-client counts and times t
   const sum = await summed(ours.map((metrics) => metrics.registry))
   t.equal(sum, await summed(theirs.map((metrics) => metrics.registry)), 'summed across processes, as --workers sums them')
   t.match(sum, /payments_gate_request_duration_seconds_count\{operation="sale"} 5\n/)
-  t.match(sum, /payments_gate_requests_total\{operation="sale",status="201",errorName="none"} 3\n/)
+  t.match(sum, /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 3\n/)
   ours[0]?.registry.resetMetrics()
   t.notMatch(await ours[0]?.registry.metrics(), /operation="sale"/, 'a reset of the registry forgets the requests')
 })

@@ -101,9 +101,9 @@ t.test('metrics count requests by operation, status and errorName', async (t) =>
   await send(url, { method: 'GET', path: '/health' })
   await send(url, { method: 'GET', path: '/payments/authorizations/migrateRecurring/' })
   const text = await metrics.registry.metrics()
-  t.match(text, /payments_gate_requests_total\{operation="sale",status="401",errorName="accessDenied"} 1/)
-  t.match(text, /payments_gate_requests_total\{operation="recurring",status="405",errorName="methodIsNotAllowed"} 1/, 'a 405 keeps the operation of its path')
-  t.match(text, /payments_gate_requests_total\{operation="other",status="201",errorName="none"} 1/)
+  t.match(text, /payments_gate_requests_total\{operation="sale",status="401",error_name="accessDenied"} 1/)
+  t.match(text, /payments_gate_requests_total\{operation="recurring",status="405",error_name="methodIsNotAllowed"} 1/, 'a 405 keeps the operation of its path')
+  t.match(text, /payments_gate_requests_total\{operation="other",status="201",error_name="none"} 1/)
   t.match(text, /payments_gate_request_duration_seconds_count\{operation="sale"} 1/)
 })
 
