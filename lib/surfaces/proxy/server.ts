@@ -156,9 +156,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     const refusal = answerClientError(error, socket)
     if (refusal === undefined) return
-    const { status, body } = refusal
-    metrics?.request('unrouted', status, body.errorName, 0)
-    logger.info({ status, errorName: body.errorName, code: error.code }, 'refused below HTTP')
+    const { status, errorName } = refusal
+    metrics?.request('unrouted', status, errorName, 0)
+    logger.info({ status, errorName, code: error.code }, 'refused below HTTP')
   })
 
   return {
