@@ -13,9 +13,10 @@ import { stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
+type DefaultedFlags = RetryProtectionFlags | 'trustProxy'
 
-/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection as its defaults unless given. */
-export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | RetryProtectionFlags>, Partial<Pick<ServeOptions, RetryProtectionFlags>> {
+/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection and `trustProxy` as their defaults unless given. */
+export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | DefaultedFlags>, Partial<Pick<ServeOptions, DefaultedFlags>> {
   readonly credentials: string | Authenticator
   /** How long a drain waits for requests in flight, in ms. Default 10000. */
   readonly graceMs?: number
@@ -57,7 +58,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       onStoreError: storeErrorReporter(logger, metrics),
     })
     try {
-      const started = createGateway({ gate, target: setup.target, logger, metrics })
+      const started = createGateway({ gate, target: setup.target, logger, metrics, trustProxy: setup.trustProxy })
       const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
       gateway = started
       logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
