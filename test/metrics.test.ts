@@ -6,15 +6,36 @@ t.test('metrics live on their own registry, with the process metrics by default'
   const metrics = createMetrics()
   metrics.request('sale', 201, undefined, 0.01)
   metrics.backendError('timeout')
-  metrics.policyReload(true)
-  metrics.policyReload(false)
   const text = await metrics.registry.metrics()
   t.match(text, /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 1/)
   t.match(text, /payments_gate_backend_errors_total\{kind="timeout"} 1/)
-  t.match(text, /payments_gate_policy_reloads_total\{outcome="ok"} 1/)
-  t.match(text, /payments_gate_policy_reloads_total\{outcome="failed"} 1/)
   t.match(text, /payments_gate_process_cpu_seconds_total/)
   t.equal(await register.getSingleMetricAsString('payments_gate_requests_total').catch(() => 'absent'), 'absent')
+})
+
+t.test('reloads: ok when something applied, failed once per refused version, and a gauge of what is refused now', async (t) => {
+  const metrics = createMetrics({ defaultMetrics: false })
+  const text = () => metrics.registry.metrics()
+  t.match(await text(), /payments_gate_policy_files_refused 0\n/)
+  t.match(await text(), /payments_gate_credentials_file_refused 0\n/)
+  t.notMatch(await text(), /reloads_total\{/, 'no reload counted before one happens')
+  metrics.policyReload({ applied: true, refused: [], refusedNow: 0 })
+  const refused = [
+    { file: 'p/a.json', reason: 'not JSON' },
+    { file: 'p/b.json', reason: 'not JSON' },
+  ]
+  metrics.policyReload({ applied: false, refused, refusedNow: 2 })
+  metrics.policyReload({ applied: true, refused: [], refusedNow: 1 })
+  metrics.credentialsReload({ applied: false, refused: [{ file: 'c.json', reason: 'ENOENT' }], refusedNow: 1 })
+  const after = await text()
+  t.match(after, /payments_gate_policy_reloads_total\{outcome="ok"} 2\n/)
+  t.match(after, /payments_gate_policy_reloads_total\{outcome="failed"} 2\n/)
+  t.match(after, /payments_gate_policy_files_refused 1\n/)
+  t.notMatch(after, /payments_gate_credentials_reloads_total\{outcome="ok"}/)
+  t.match(after, /payments_gate_credentials_reloads_total\{outcome="failed"} 1\n/)
+  t.match(after, /payments_gate_credentials_file_refused 1\n/)
+  const workers = AggregatorRegistry.aggregate([await metrics.registry.getMetricsAsJSON(), await metrics.registry.getMetricsAsJSON()])
+  t.match(await workers.metrics(), /payments_gate_policy_files_refused 1\n/, 'with --workers, the files refused in every process are counted once')
 })
 
 t.test('two gateways in one process do not collide', async (t) => {

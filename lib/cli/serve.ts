@@ -9,7 +9,7 @@ import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
 import { EXIT_OK, UsageError, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
-import { stopSignal } from './signals.js'
+import { reloadSignal, stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
@@ -54,7 +54,8 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     const gate = await createGate({
       ...setup,
       logger,
-      onPolicyReload: (outcome) => metrics.policyReload(outcome.ok),
+      onPolicyReload: (outcome) => metrics.policyReload(outcome),
+      onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
       onStoreError: storeErrorReporter(logger, metrics),
     })
     try {
@@ -89,6 +90,14 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   }
 }
 
+/** What SIGHUP does to a gateway: its policies and credentials read again at once. */
+function reloader({ gate, logger }: Serving): () => void {
+  return () => {
+    logger.info('SIGHUP: reloading policies and credentials')
+    void gate.reload()
+  }
+}
+
 /** How often at most a failing store is logged: a down Redis fails every request and every reconnection attempt. */
 const STORE_ERROR_LOG_INTERVAL_MS = 1000
 
@@ -116,18 +125,21 @@ async function bind(flag: string, listen: () => Promise<AddressInfo>): Promise<A
 export const run: Command = async (args, io) => {
   const options = parseServeOptions(args, io.env)
   const stop = stopSignal()
-  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop)
-  if (cluster.isWorker) return runWorker(options, io, stop)
+  const onReload = reloadSignal()
+  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop, onReload)
+  if (cluster.isWorker) return runWorker(options, io, stop, onReload)
   const serving = await startServing(options, io)
+  onReload(reloader(serving))
   await stop
   await serving.stop()
   return EXIT_OK
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
-async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
+async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>, onReload: (reload: () => void) => void): Promise<number> {
   try {
     const serving = await startServing(options, io, false)
+    onReload(reloader(serving))
     // The primary's /metrics asks every worker over IPC: constructing an AggregatorRegistry is what
     // makes prom-client answer those requests here, from this worker's own registry.
     new AggregatorRegistry()
