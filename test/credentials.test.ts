@@ -420,6 +420,8 @@ t.test('a check running while the users are replaced answers as the users now in
   const old = users.authenticate(basic('shop-1', 's3cret'))
   const renewed = users.authenticate(basic('shop-1', 'rotated'))
   const gone = users.authenticate(basic('zoë', 'pässword'))
+  // One turn of the microtask queue: each check has taken its user and started hashing (on the thread pool).
+  await Promise.resolve()
   users.replace([{ username: 'shop-1', password: rotated, entities: ['default'] }])
   t.equal(await old, ACCESS_DENIED, 'the old password, checked against the old hash, is refused once the new one is in force')
   t.ok(isPrincipal(await renewed), 'the new password, started before the switch, is accepted')
@@ -503,6 +505,16 @@ t.test('watchCredentials: back to the very text in force after a refused version
   await users.reload()
   t.same(log.outcomes[3], { applied: true, refused: [], refusedNow: 0 })
   t.equal(log.lines.filter((line) => line.message === 'credentials reloaded').length, 2)
+})
+
+t.test('watchCredentials: re-reads that find the file as it was report nothing', async (t) => {
+  const dir = t.testdir({ 'credentials.json': await credentialsText({ u: 'pw' }) })
+  const log = watching()
+  const users = await watchCredentials(join(dir, 'credentials.json'), { ...log.options, rescanMs: 10 })
+  t.teardown(() => users.close())
+  await sleep(150)
+  t.same(log.outcomes, [])
+  t.same(log.lines, [])
 })
 
 t.test("watchCredentials: an editor's rename and a Kubernetes Secret's ..data swap are both picked up", async (t) => {

@@ -34,9 +34,10 @@ function portOf(host: string | undefined): string {
  */
 export function clientAddress(req: IncomingMessage, trustedHops: number): string | undefined {
   const peer = req.socket.remoteAddress
+  if (trustedHops === 0) return peer
   // node joins repeated X-Forwarded-For lines into one string, with ", ".
   const header = req.headers['x-forwarded-for'] as string | undefined
-  if (trustedHops === 0 || header === undefined) return peer
+  if (header === undefined) return peer
   let end = header.length
   for (let hop = 1; hop < trustedHops; hop++) {
     end = header.lastIndexOf(',', end - 1)
