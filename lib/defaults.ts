@@ -42,6 +42,8 @@ export const DEFAULTS = Object.freeze({
   errorBodyLimit: 65536,
   /** How long a drain waits for the requests in flight, in ms. */
   graceMs: 10000,
+  /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed (docs/logs-and-metrics.md). */
+  trustProxy: 0,
 })
 
 /** The cost of new password hashes (`payments-gate hash-password`): scrypt's N, r and p. */

@@ -3,7 +3,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
-import { loadCredentials } from './credentials.js'
+import { watchCredentials, type WatchedCredentials } from './credentials.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
@@ -13,11 +13,12 @@ import { RedisIdempotencyStore } from './idempotency/redis.js'
 import type { IdempotencyStore } from './idempotency/store.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
 import type { PolicySource } from './policy/policy.js'
-import { watchPolicies, type PolicyStore, type ReloadOutcome } from './policy/store.js'
+import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin, type FastifyGateOptions } from './surfaces/fastify.js'
 import { nodeHandler, type NodeNext } from './surfaces/node.js'
 import type { GateLogger } from './surfaces/shared.js'
+import type { ReloadOutcome } from './watch.js'
 
 /**
  * The options of `createGate`, the same as `payments-gate serve`'s (docs/cli.md).
@@ -26,7 +27,7 @@ import type { GateLogger } from './surfaces/shared.js'
 export interface GateOptions {
   /** A folder of `<entity>.json` policy files, loaded and then watched; or your own source of policies. Default `./policies`. */
   policies?: string | PolicySource
-  /** A credentials file (`{"users": [...]}` with hashes from `payments-gate hash-password`); or your own authenticator. */
+  /** A credentials file (`{"users": [...]}` with hashes from `payments-gate hash-password`), loaded and then watched; or your own authenticator. */
   credentials: string | Authenticator
   /** The `<vendor>` in the media types. Default `example`. */
   vendor?: string
@@ -34,10 +35,12 @@ export interface GateOptions {
   basePath?: string
   /** Largest body read, in bytes. Default 65536. */
   bodyLimit?: number
-  /** A pino logger for policy reloads, refused policy files and internal errors. Default: silent. */
+  /** A pino logger for reloads, refused policy and credentials files, and internal errors. Default: silent. */
   logger?: GateLogger
-  /** Called after every reload of a watched policy folder (the gateway counts them in its metrics). */
+  /** Told what a reload of the watched policy folder did (the gateway counts it in its metrics). */
   onPolicyReload?: (outcome: ReloadOutcome) => void
+  /** Told what a reload of the watched credentials file did. */
+  onCredentialsReload?: (outcome: ReloadOutcome) => void
   /** How long the backend may stay silent, in ms; retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
   timeout?: number
   /**
@@ -87,13 +90,15 @@ export interface Gate {
   readonly fastify: FastifyPluginCallback<FastifyGateOptions>
   /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
-  /** Stops watching the policy folder and releases what the gate holds. */
+  /** Re-reads the watched policy folder and credentials file now, as SIGHUP asks; resolves once what was read is in force. */
+  reload(): Promise<void>
+  /** Stops watching the policy folder and the credentials file, and releases what the gate holds. */
   close(): Promise<void>
 }
 
 /**
  * The one place that wires payments-gate: loads the credentials and the
- * policies (and watches them), builds the checks once, and offers them as
+ * policies (and watches both), builds the checks once, and offers them as
  * handler, middleware and plugin. The proxy (`createGateway`), the `serve`
  * command, its workers, the benchmarks and the tests all build through here.
  */
@@ -110,15 +115,17 @@ export async function createGate(options: GateOptions): Promise<Gate> {
           onError: onStoreError,
         })
       : idempotency
+  let users: WatchedCredentials | undefined
   try {
     // With Redis, ten wrong passwords are ten across the fleet, not ten per gateway (docs/credentials.md).
     const throttle = keys instanceof RedisIdempotencyStore ? new RedisLoginThrottle(keys.redis, { onError: onStoreError }) : undefined
     if (keys instanceof RedisIdempotencyStore) await keys.ready()
-    const authenticator = typeof options.credentials === 'string' ? await loadCredentials(options.credentials, { throttle }) : options.credentials
+    if (typeof options.credentials === 'string') users = await watchCredentials(options.credentials, { throttle, logger, onReload: options.onCredentialsReload })
     const source = options.policies ?? DEFAULTS.policies
     const store = typeof source === 'string' ? await watchPolicies(source, { logger, onReload: options.onPolicyReload }) : undefined
-    return assemble(options, authenticator, store ?? (source as PolicySource), store, timeout, keys)
+    return assemble(options, users ?? (options.credentials as Authenticator), users, store ?? (source as PolicySource), store, timeout, keys)
   } catch (error) {
+    users?.close()
     await keys?.close()
     throw error
   }
@@ -127,6 +134,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
 function assemble(
   options: GateOptions,
   authenticator: Authenticator,
+  users: WatchedCredentials | undefined,
   policies: PolicySource,
   store: PolicyStore | undefined,
   timeout: number,
@@ -146,8 +154,12 @@ function assemble(
     expressErrorHandler: () => expressErrorHandler(logger),
     fastify: fastifyPlugin(checks, logger),
     errors: sendError,
+    async reload() {
+      await Promise.all([store?.reload(), users?.reload()])
+    },
     async close() {
       store?.close()
+      users?.close()
       await retryProtection?.close()
     },
   }

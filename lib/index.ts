@@ -25,9 +25,19 @@ export {
   type RejectOptions,
 } from './errors.js'
 export type { Authenticator, Principal } from './checks/auth.js'
-export { CredentialStore, hashPassword, loadCredentials, type CredentialStoreOptions, type UserCredentials } from './credentials.js'
+export {
+  CredentialStore,
+  hashPassword,
+  loadCredentials,
+  watchCredentials,
+  type CredentialStoreOptions,
+  type UserCredentials,
+  type WatchCredentialsOptions,
+  type WatchedCredentials,
+} from './credentials.js'
 export { compilePolicy, staticPolicies, type Policy, type PolicyFile, type PolicySource } from './policy/policy.js'
 export { watchPolicies, type PolicyStore, type WatchPoliciesOptions } from './policy/store.js'
+export type { FileProblem, ReloadOutcome } from './watch.js'
 export type { Operation, PaymentRequest, RecurringRequest, SaleRequest } from './schema/payment.js'
 export { buildOpenApi, type OpenApiOptions } from './openapi.js'
 export { createLogDestination, createLogger, type Logger } from './log.js'

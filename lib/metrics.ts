@@ -1,4 +1,5 @@
-import { Counter, Registry, collectDefaultMetrics, type Histogram } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Histogram } from 'prom-client'
+import type { ReloadOutcome } from './watch.js'
 
 /** What went wrong with a forwarded request: no connection, no answer in time, a cut connection, or a 5xx answer. */
 export type BackendErrorKind = 'refused' | 'timeout' | 'reset' | 'serverError'
@@ -8,7 +9,10 @@ export interface Metrics {
   /** One finished request: its operation (`other` for a path passed through), status and errorName (`none` when it has none). */
   request(operation: string, status: number, errorName: string | undefined, seconds: number): void
   backendError(kind: BackendErrorKind): void
-  policyReload(ok: boolean): void
+  /** What a reload of the policy folder did (docs/logs-and-metrics.md). */
+  policyReload(outcome: ReloadOutcome): void
+  /** What a reload of the credentials file did. */
+  credentialsReload(outcome: ReloadOutcome): void
   /** What retry protection did with one payment (docs/idempotency.md). */
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
@@ -27,7 +31,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'payments_gate_' })
   const requests = new RequestCounts()
   // Each as prom-client's Counter and Histogram report themselves (test/metrics.test.ts compares them).
-  registry.registerMetric(new PlainCounter('payments_gate_requests_total', 'Requests answered, by operation, status and errorName.', requests) as unknown as Counter)
+  registry.registerMetric(new PlainCounter('payments_gate_requests_total', 'Requests answered, by operation, status and error_name.', requests) as unknown as Counter)
   registry.registerMetric(new DurationHistogram(requests) as unknown as Histogram)
   const backendErrors = new Counter({
     name: 'payments_gate_backend_errors_total',
@@ -35,12 +39,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     labelNames: ['kind'] as const,
     registers: [registry],
   })
-  const reloads = new Counter({
-    name: 'payments_gate_policy_reloads_total',
-    help: 'Policy folder reloads, by outcome (ok, or failed: the previous policy stays).',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-  })
+  const policyReload = reloadMetrics(
+    registry,
+    ['payments_gate_policy_reloads_total', 'Reloads of the policy folder'],
+    ['payments_gate_policy_files_refused', 'Policy files refused now, their last good policy in force.'],
+  )
+  const credentialsReload = reloadMetrics(
+    registry,
+    ['payments_gate_credentials_reloads_total', 'Reloads of the credentials file'],
+    ['payments_gate_credentials_file_refused', '1 while the credentials file is refused, its last good users in force.'],
+  )
   const retryProtection = new OutcomeCounts()
   registry.registerMetric(
     new PlainCounter('payments_gate_retry_protection_total', 'Payments that passed every check, by what retry protection did with them.', retryProtection) as unknown as Counter,
@@ -54,9 +62,31 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registry,
     request: (operation, status, errorName, seconds) => requests.add(operation, status, errorName ?? 'none', seconds),
     backendError: (kind) => backendErrors.inc({ kind }),
-    policyReload: (ok) => reloads.inc({ outcome: ok ? 'ok' : 'failed' }),
+    policyReload,
+    credentialsReload,
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
+  }
+}
+
+/**
+ * A watched file's two metrics: reloads that applied something (`ok`) or refused
+ * a new version of a file (`failed`), and a gauge of the files refused now, so
+ * an alert on a refused file lasts as long as the file is refused. With
+ * `--workers` every process holds the same files: the gauge is their largest.
+ */
+function reloadMetrics(registry: Registry, [counter, reloaded]: [string, string], [gauge, help]: [string, string]): (outcome: ReloadOutcome) => void {
+  const reloads = new Counter({
+    name: counter,
+    help: `${reloaded}, by outcome: ok (what is in force changed, or SIGHUP), failed (a new version refused; the last good one stays).`,
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  })
+  const refused = new Gauge({ name: gauge, help, aggregator: 'max', registers: [registry] })
+  return ({ applied, refused: problems, refusedNow }) => {
+    if (applied) reloads.inc({ outcome: 'ok' })
+    if (problems.length > 0) reloads.inc({ outcome: 'failed' }, problems.length)
+    refused.set(refusedNow)
   }
 }
 
@@ -108,7 +138,7 @@ class RequestCounts implements Counts {
     if (names === undefined) cells.statuses.set(status, (names = new Map()))
     let counted = names.get(errorName)
     if (counted === undefined) {
-      counted = { labels: { operation, status: String(status), errorName }, count: 0 }
+      counted = { labels: { operation, status: String(status), error_name: errorName }, count: 0 }
       names.set(errorName, counted)
       this.counts.push(counted)
     }

@@ -25,6 +25,8 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   /** How long a recorded answer is replayed, in seconds. */
   readonly idempotencyTtl: number
   readonly idempotencyFailure: 'closed' | 'open'
+  /** Proxies in front of the gateway: the log line's client address is the one the farthest of them added to `X-Forwarded-For`. */
+  readonly trustProxy: number
 }
 
 export const SERVE_FLAGS = [
@@ -41,13 +43,14 @@ export const SERVE_FLAGS = [
   'idempotency',
   'idempotency-ttl',
   'idempotency-failure',
+  'trust-proxy',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
 export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
-  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open]'
+  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open] [--trust-proxy N]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -119,5 +122,6 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     idempotency: value('idempotency') ?? IDEMPOTENCY_DEFAULTS.store,
     idempotencyTtl,
     idempotencyFailure,
+    trustProxy: number('trust-proxy', DEFAULTS.trustProxy),
   }
 }

@@ -9,13 +9,14 @@ import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
 import { EXIT_OK, UsageError, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
-import { stopSignal } from './signals.js'
+import { reloadSignal, stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
+type DefaultedFlags = RetryProtectionFlags | 'trustProxy'
 
-/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection as its defaults unless given. */
-export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | RetryProtectionFlags>, Partial<Pick<ServeOptions, RetryProtectionFlags>> {
+/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection and `trustProxy` as their defaults unless given. */
+export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | DefaultedFlags>, Partial<Pick<ServeOptions, DefaultedFlags>> {
   readonly credentials: string | Authenticator
   /** How long a drain waits for requests in flight, in ms. Default 10000. */
   readonly graceMs?: number
@@ -53,11 +54,12 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     const gate = await createGate({
       ...setup,
       logger,
-      onPolicyReload: (outcome) => metrics.policyReload(outcome.ok),
+      onPolicyReload: (outcome) => metrics.policyReload(outcome),
+      onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
       onStoreError: storeErrorReporter(logger, metrics),
     })
     try {
-      const started = createGateway({ gate, target: setup.target, logger, metrics })
+      const started = createGateway({ gate, target: setup.target, logger, metrics, trustProxy: setup.trustProxy })
       const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
       gateway = started
       logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
@@ -88,6 +90,14 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   }
 }
 
+/** What SIGHUP does to a gateway: its policies and credentials read again at once. */
+function reloader({ gate, logger }: Serving): () => void {
+  return () => {
+    logger.info('SIGHUP: reloading policies and credentials')
+    void gate.reload()
+  }
+}
+
 /** How often at most a failing store is logged: a down Redis fails every request and every reconnection attempt. */
 const STORE_ERROR_LOG_INTERVAL_MS = 1000
 
@@ -115,18 +125,21 @@ async function bind(flag: string, listen: () => Promise<AddressInfo>): Promise<A
 export const run: Command = async (args, io) => {
   const options = parseServeOptions(args, io.env)
   const stop = stopSignal()
-  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop)
-  if (cluster.isWorker) return runWorker(options, io, stop)
+  const onReload = reloadSignal()
+  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop, onReload)
+  if (cluster.isWorker) return runWorker(options, io, stop, onReload)
   const serving = await startServing(options, io)
+  onReload(reloader(serving))
   await stop
   await serving.stop()
   return EXIT_OK
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
-async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
+async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>, onReload: (reload: () => void) => void): Promise<number> {
   try {
     const serving = await startServing(options, io, false)
+    onReload(reloader(serving))
     // The primary's /metrics asks every worker over IPC: constructing an AggregatorRegistry is what
     // makes prom-client answer those requests here, from this worker's own registry.
     new AggregatorRegistry()

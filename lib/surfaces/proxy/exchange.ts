@@ -13,6 +13,8 @@ export interface Exchange {
   /** `sale`, `recurring`, or `other` for a path passed through. */
   readonly operation: string
   readonly started: number
+  /** Who called: the connection's peer, or behind trusted proxies the client they name (x-forwarded.ts). */
+  readonly remoteAddress: string | undefined
   entity: string | undefined
   user: string | undefined
   errorName: string | undefined
@@ -62,8 +64,8 @@ export interface Recorder {
 }
 
 /** Starts the record of a request; `record` writes it out when the response closes. */
-export function track(res: GatewayResponse, gateway: GatewayState, operation: string): Exchange {
-  const exchange: Exchange = { gateway, operation, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined }
+export function track(res: GatewayResponse, gateway: GatewayState, operation: string, remoteAddress: string | undefined): Exchange {
+  const exchange: Exchange = { gateway, operation, started: performance.now(), remoteAddress, entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined }
   res.exchange = exchange
   return exchange
 }
@@ -79,6 +81,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
   recorder.logger.info({
     method: res.req.method,
     path: res.req.url,
+    remoteAddress: exchange.remoteAddress,
     operation,
     entity: exchange.entity,
     user: exchange.user,

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
 import { reject, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
@@ -15,6 +15,7 @@ import type { Metrics } from '../../metrics.js'
 import type { Operation } from '../../schema/payment.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
+import { clientAddress } from './x-forwarded.js'
 
 /** The reverse proxy's options: the gate whose checks it runs, the backend, and its server's limits. */
 export interface GatewayOptions {
@@ -36,6 +37,8 @@ export interface GatewayOptions {
   keepAliveTimeout?: number
   /** Most connections open to the backend at once. Default 256. */
   maxSockets?: number
+  /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed, for the log line's `remoteAddress`. Default 0. */
+  trustProxy?: number
 }
 
 export interface Gateway {
@@ -69,6 +72,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { checks } = gate
   const recorder = { logger, metrics }
   const protection = gate.retryProtection
+  const trustProxy = options.trustProxy ?? DEFAULTS.trustProxy
   const forwarder = createForwarder({
     target: new URL(options.target),
     timeout: gate.timeout,
@@ -141,7 +145,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
     // Looked up once: the label of the log line and metrics (a 405 keeps its operation's), and screen()'s route.
     const operation = checks.operationOf(req.url)
-    const exchange = track(res, state, operation ?? 'other')
+    const exchange = track(res, state, operation ?? 'other', clientAddress(req, trustProxy))
     res.on('close', onClose)
     handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
@@ -154,11 +158,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   // With this listener node leaves `Expect: 100-continue` to us: the 100 is sent only once the head passed.
   server.on('checkContinue', (req: IncomingMessage, res: GatewayResponse) => inTurn(res, () => onRequest(req, res, true)))
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    // Read before the answer closes the socket, which forgets its peer.
+    const { remoteAddress } = socket as Socket
     const refusal = answerClientError(error, socket)
     if (refusal === undefined) return
-    const { status, body } = refusal
-    metrics?.request('unrouted', status, body.errorName, 0)
-    logger.info({ status, errorName: body.errorName, code: error.code }, 'refused below HTTP')
+    const { status, errorName } = refusal
+    metrics?.request('unrouted', status, errorName, 0)
+    logger.info({ status, errorName, code: error.code, remoteAddress }, 'refused below HTTP')
   })
 
   return {

@@ -23,7 +23,7 @@ async function startHost(t: Test, target: string, options: Partial<ForwarderOpti
   const outcomes: BackendOutcome[] = []
   const exchanges: Exchange[] = []
   const server = createServer<typeof IncomingMessage, typeof GatewayResponse>({ ServerResponse: GatewayResponse }, (req, res) => {
-    exchanges.push(track(res, { draining: false }, 'sale'))
+    exchanges.push(track(res, { draining: false }, 'sale', undefined))
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => forwarder.forward(req, res, Buffer.concat(chunks), (outcome) => outcomes.push(outcome)))
