@@ -1,16 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
+import type { Redis } from 'ioredis'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
 import { loadCredentials } from './credentials.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
-import { createIdempotencyStore } from './idempotency/create-store.js'
-import { createRetryProtection, OVERSIZED_ANSWER, type RetryProtection } from './idempotency/protection.js'
-import { RedisIdempotencyStore } from './idempotency/redis.js'
-import type { IdempotencyStore } from './idempotency/store.js'
+import { closeRedisClient, createRedisClient, whenReady } from './idempotency/redis-client.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
 import type { PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore, type ReloadOutcome } from './policy/store.js'
@@ -38,20 +36,17 @@ export interface GateOptions {
   logger?: GateLogger
   /** Called after every reload of a watched policy folder (the gateway counts them in its metrics). */
   onPolicyReload?: (outcome: ReloadOutcome) => void
-  /** How long the backend may stay silent, in ms; retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
+  /** How long the backend may stay silent, in ms; the proxy's retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
   timeout?: number
   /**
-   * Retry protection on `transactionReference` (docs/idempotency.md), run by the
-   * proxy: `memory` (this process, the default), `off`, a `redis://HOST:PORT[/DB]`
-   * URL shared by every replica (which also shares the failed-login throttle),
-   * or your own store.
+   * The Redis that shares the failed-login throttle among every replica
+   * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
+   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL, whose client
+   * the gate opens and closes, or an ioredis client of yours. Default: each
+   * process counts alone.
    */
-  idempotency?: 'memory' | 'off' | string | IdempotencyStore
-  /** How long a recorded answer is replayed, in seconds. Default 86400. */
-  idempotencyTtl?: number
-  /** When the store cannot be reached: `closed` refuses with 503 (the default), `open` forwards unprotected. */
-  idempotencyFailure?: 'closed' | 'open'
-  /** Told of every failure of the retry-protection store or the shared throttle (the gateway logs and counts them). */
+  throttleRedis?: string | Redis
+  /** Told of every failure of the shared throttle's Redis (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
 }
 
@@ -63,8 +58,6 @@ export interface Gate {
   readonly policies: PolicySource
   /** How long the backend may stay silent, in ms: the proxy's timeout. */
   readonly timeout: number
-  /** Retry protection, which the proxy runs around every forwarded payment; undefined when off. */
-  readonly retryProtection: RetryProtection | undefined
   /**
    * A `node:http` request handler: refusals are answered; every other request
    * goes to `next`, with the passed request (document, operation, entity,
@@ -87,7 +80,7 @@ export interface Gate {
   readonly fastify: FastifyPluginCallback<FastifyGateOptions>
   /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
-  /** Stops watching the policy folder and releases what the gate holds. */
+  /** Stops watching the policy folder and closes the throttle's Redis client when the gate opened it. */
   close(): Promise<void>
 }
 
@@ -100,26 +93,19 @@ export interface Gate {
 export async function createGate(options: GateOptions): Promise<Gate> {
   const { logger, onStoreError } = options
   const timeout = options.timeout ?? DEFAULTS.timeout
-  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
-  const keys =
-    typeof idempotency === 'string'
-      ? createIdempotencyStore(idempotency, {
-          ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-          inFlightMs: 2 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
-          oversizedAnswer: OVERSIZED_ANSWER,
-          onError: onStoreError,
-        })
-      : idempotency
+  // A URL's client is the gate's to close; a client given is the caller's.
+  const owned = typeof options.throttleRedis === 'string' ? createRedisClient(options.throttleRedis, { onError: onStoreError }) : undefined
+  const redis = owned ?? (options.throttleRedis as Redis | undefined)
   try {
     // With Redis, ten wrong passwords are ten across the fleet, not ten per gateway (docs/credentials.md).
-    const throttle = keys instanceof RedisIdempotencyStore ? new RedisLoginThrottle(keys.redis, { onError: onStoreError }) : undefined
-    if (keys instanceof RedisIdempotencyStore) await keys.ready()
+    const throttle = redis && new RedisLoginThrottle(redis, { onError: onStoreError })
+    if (owned !== undefined) await whenReady(owned, IDEMPOTENCY_DEFAULTS.commandTimeoutMs)
     const authenticator = typeof options.credentials === 'string' ? await loadCredentials(options.credentials, { throttle }) : options.credentials
     const source = options.policies ?? DEFAULTS.policies
     const store = typeof source === 'string' ? await watchPolicies(source, { logger, onReload: options.onPolicyReload }) : undefined
-    return assemble(options, authenticator, store ?? (source as PolicySource), store, timeout, keys)
+    return assemble(options, authenticator, store ?? (source as PolicySource), store, timeout, owned)
   } catch (error) {
-    await keys?.close()
+    if (owned !== undefined) await closeRedisClient(owned)
     throw error
   }
 }
@@ -130,17 +116,15 @@ function assemble(
   policies: PolicySource,
   store: PolicyStore | undefined,
   timeout: number,
-  keys: IdempotencyStore | undefined,
+  redis: Redis | undefined,
 ): Gate {
   const { logger } = options
   const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit })
   const express = expressMiddleware(checks, logger)
-  const retryProtection = keys && createRetryProtection({ store: keys, failure: options.idempotencyFailure, onStoreError: options.onStoreError })
   return {
     checks,
     policies,
     timeout,
-    retryProtection,
     handler: (next) => nodeHandler(checks, next, logger),
     express: () => express,
     expressErrorHandler: () => expressErrorHandler(logger),
@@ -148,7 +132,7 @@ function assemble(
     errors: sendError,
     async close() {
       store?.close()
-      await retryProtection?.close()
+      if (redis !== undefined) await closeRedisClient(redis)
     },
   }
 }

@@ -20,11 +20,13 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   readonly admin: Address | undefined
   /** Processes serving the port; 1 runs the gateway in this process. */
   readonly workers: number
-  /** Retry protection's store: `memory`, `off` or a `redis://` URL (docs/idempotency.md). */
+  /** Retry protection's store: `memory`, `off`, a `redis://` or `redis-sentinel://` URL (docs/idempotency.md). */
   readonly idempotency: string
   /** How long a recorded answer is replayed, in seconds. */
   readonly idempotencyTtl: number
   readonly idempotencyFailure: 'closed' | 'open'
+  /** Redis replicas that must acknowledge a claim or a record. */
+  readonly idempotencyReplicas: number
 }
 
 export const SERVE_FLAGS = [
@@ -41,13 +43,15 @@ export const SERVE_FLAGS = [
   'idempotency',
   'idempotency-ttl',
   'idempotency-failure',
+  'idempotency-replicas',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
 export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
-  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open]'
+  '[--idempotency memory|off|redis://HOST:PORT[/DB]|redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER] [--idempotency-ttl SECONDS] ' +
+  '[--idempotency-failure closed|open] [--idempotency-replicas N]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -119,5 +123,6 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     idempotency: value('idempotency') ?? IDEMPOTENCY_DEFAULTS.store,
     idempotencyTtl,
     idempotencyFailure,
+    idempotencyReplicas: number('idempotency-replicas', IDEMPOTENCY_DEFAULTS.replicas),
   }
 }

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing } from '../../lib/cli/serve.js'
-import type { GateOptions } from '../../lib/gate.js'
+import type { RetryProtectionOptions } from '../../lib/surfaces/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
@@ -25,8 +25,9 @@ function pay(url: string, body: object): Promise<Reply> {
   return send(url, { headers: paymentHeaders(), body })
 }
 
-async function protectedGateway(t: Test, gate: Partial<GateOptions> = {}, answer?: Answer): Promise<Started> {
-  return startGateway(t, { gate: { idempotency: 'memory', ...gate }, answer })
+async function protectedGateway(t: Test, options: RetryProtectionOptions & { timeout?: number } = {}, answer?: Answer): Promise<Started> {
+  const { timeout, ...protection } = options
+  return startGateway(t, { idempotency: 'memory', ...protection, gate: { timeout }, answer })
 }
 
 const slowly =
@@ -179,7 +180,7 @@ t.test('a recorded answer expires with its TTL: then the reference is free again
 })
 
 t.test('retry protection off: every copy is forwarded', async (t) => {
-  const { url, backend } = await startGateway(t, { gate: { idempotency: 'off' } })
+  const { url, backend } = await startGateway(t, { idempotency: 'off' })
   const payment = sale()
   await pay(url, payment)
   await pay(url, payment)
@@ -292,8 +293,8 @@ t.test('Redis: the failed-login throttle is shared, ten wrong passwords across t
   const redis = await startRedis(t)
   if (redis === undefined) return
   const credentials = await writeCredentials(t.testdir())
-  const a = await startGateway(t, { gate: { idempotency: redis.url, credentials } })
-  const b = await startGateway(t, { target: a.backend.url, gate: { idempotency: redis.url, credentials } })
+  const a = await startGateway(t, { idempotency: redis.url, gate: { throttleRedis: redis.url, credentials } })
+  const b = await startGateway(t, { target: a.backend.url, idempotency: redis.url, gate: { throttleRedis: redis.url, credentials } })
   const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }
   for (let i = 0; i < 10; i++) t.equal((await send(i % 2 === 0 ? a.url : b.url, { headers: wrong, body: sale() })).status, 401)
   t.equal((await pay(a.url, sale())).status, 401, 'locked out on A')
