@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
-import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
@@ -65,7 +65,11 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     })
     try {
       const started = createGateway({ ...setup, gate, target: setup.target, logger, metrics, onStoreError })
-      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
+      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
+        // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
+        await started.drain(0)
+        throw error
+      })
       gateway = started
       logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
       return {

@@ -38,7 +38,7 @@ t.test('gateway A killed after the backend received the payment: a retry on gate
   // --timeout 200: an in-flight window of 2 x 200 ms + 5 s.
   const args = ['--idempotency', redis.url, '--timeout', '200']
   const [a, b] = await Promise.all([gatewayProcess(t, backend.url, args), gatewayProcess(t, backend.url, args)])
-  const payment = { ...saleBody(), transactionReference: 'killed-mid-payment' }
+  const payment: Record<string, any> = { ...saleBody(), transactionReference: 'killed-mid-payment' }
   const first = pay(a.url, payment).catch((error: unknown) => error)
   t.ok(await until(() => backend.started === 1), 'the backend has the payment')
   a.run.child.kill('SIGKILL')

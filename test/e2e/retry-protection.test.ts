@@ -1,7 +1,8 @@
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing } from '../../lib/cli/serve.js'
-import type { RetryProtectionOptions } from '../../lib/surfaces/proxy/retry-protection.js'
+import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
+import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/surfaces/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
@@ -177,6 +178,20 @@ t.test('a recorded answer expires with its TTL: then the reference is free again
   const later = await pay(url, payment)
   t.equal(later.headers['idempotent-replayed'], undefined)
   t.equal(backend.received.length, 2)
+})
+
+t.test('a store of your own: used for every payment, and closed when the gateway drains', async (t) => {
+  let closed = false
+  const store = new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 60_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_ANSWER })
+  const own = Object.assign(store, { close: async () => void (closed = true) })
+  const { url, backend, gateway } = await startGateway(t, { idempotency: own })
+  const payment = sale()
+  t.equal((await pay(url, payment)).status, 201)
+  t.equal((await pay(url, payment)).headers['idempotent-replayed'], 'true')
+  t.equal(store.size, 1, 'the key is in your store')
+  t.equal(backend.received.length, 1)
+  await gateway.drain(0)
+  t.ok(closed, 'closed with the drain')
 })
 
 t.test('retry protection off: every copy is forwarded', async (t) => {
