@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing } from '../../lib/cli/serve.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
+import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/surfaces/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials } from '../helpers/fixtures.js'
@@ -235,6 +236,13 @@ t.test('Redis: two gateway processes on one Redis share the keys', async (t) => 
   const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? postA : postB)({ headers: paymentHeaders(), body: copies })))
   t.equal(backend.received.length, 2, 'of 40 copies split across both, one forwarded')
   t.same(new Set(replies.map((reply) => reply.status).filter((status) => status !== 201 && status !== 409)), new Set())
+
+  const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }
+  t.equal((await send(a as string, { headers: wrong, body: sale() })).status, 401)
+  const client = createRedisClient(redis.url)
+  t.teardown(() => client.disconnect())
+  t.ok(await whenReady(client, 5000))
+  t.same(await client.keys('payments-gate:login:*'), ['payments-gate:login:failures:shop-1'], "serve's --idempotency Redis also shares the failed-login throttle")
 })
 
 t.test('Redis stopped mid-run: fail closed, nothing forwarded twice, recovery without a restart', async (t) => {
