@@ -114,8 +114,7 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
   }
   const port = await freePort()
   const primary = options.replicaOf
-  // DEBUG SLEEP, for a replica that cannot answer in time (Debian refuses it otherwise).
-  const extra = ['--enable-debug-command', 'local', ...(primary === undefined ? [] : ['--replicaof', '127.0.0.1', String(primary.port)])]
+  const extra = primary === undefined ? [] : ['--replicaof', '127.0.0.1', String(primary.port)]
   let child: ChildProcess | undefined
   const end = async (signal: NodeJS.Signals) => {
     const running = child
