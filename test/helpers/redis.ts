@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import type { Test } from 'tap'
@@ -64,9 +65,16 @@ function pong(port: number): Promise<boolean> {
   })
 }
 
-function spawnRedis(port: number, extra: readonly string[]): ChildProcess {
-  // No persistence: nothing written to disk, and a restart comes back empty.
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...extra]
+/** A folder of its own for a server's files, removed when the test ends. */
+function scratch(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'payments-gate-redis-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildProcess {
+  // No persistence: a restart comes back empty. A replica still writes the copy it syncs from its primary: in `dir`.
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', dir, ...extra]
   return spawn('redis-server', args, { stdio: 'ignore' })
 }
 
@@ -113,6 +121,7 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
     return undefined
   }
   const port = await freePort()
+  const dir = scratch(t)
   const primary = options.replicaOf
   const extra = primary === undefined ? [] : ['--replicaof', '127.0.0.1', String(primary.port)]
   let child: ChildProcess | undefined
@@ -128,7 +137,7 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
   const stop = () => end('SIGTERM')
   const start = async () => {
     await stop()
-    child = spawnRedis(port, extra)
+    child = spawnRedis(port, dir, extra)
     await waitForPong(port, child)
     if (primary !== undefined && !(await eventually(() => ask(port, async (client) => (await client.info('replication')).includes('master_link_status:up'))))) {
       throw new Error(`the replica on port ${port} did not connect to its primary`)
@@ -149,13 +158,13 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
 
 /**
  * One `redis-server --sentinel` watching `primary`, on a free loopback port,
- * with a config file in a folder of the test (Sentinel rewrites it), quorum 1,
+ * with a config file in a folder of its own (Sentinel rewrites it), quorum 1,
  * and a primary seen as down after `downAfterMs`. Stopped when the test ends.
  */
 export async function startSentinel(t: Test, primary: RedisServer, downAfterMs = 1000): Promise<SentinelServer> {
   const port = await freePort()
   const master = 'payments'
-  const dir = t.testdir()
+  const dir = scratch(t)
   const config = join(dir, 'sentinel.conf')
   const lines = [
     `port ${port}`,
