@@ -1,16 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
+import type { Redis } from 'ioredis'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
 import { watchCredentials, type WatchedCredentials } from './credentials.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
-import { createIdempotencyStore } from './idempotency/create-store.js'
-import { createRetryProtection, OVERSIZED_ANSWER, type RetryProtection } from './idempotency/protection.js'
-import { RedisIdempotencyStore } from './idempotency/redis.js'
-import type { IdempotencyStore } from './idempotency/store.js'
+import { closeRedisClient, createRedisClient, whenReady } from './idempotency/redis-client.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
 import type { PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
@@ -41,20 +39,17 @@ export interface GateOptions {
   onPolicyReload?: (outcome: ReloadOutcome) => void
   /** Told what a reload of the watched credentials file did. */
   onCredentialsReload?: (outcome: ReloadOutcome) => void
-  /** How long the backend may stay silent, in ms; retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
+  /** How long the backend may stay silent, in ms; the proxy's retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
   timeout?: number
   /**
-   * Retry protection on `transactionReference` (docs/idempotency.md), run by the
-   * proxy: `memory` (this process, the default), `off`, a `redis://HOST:PORT[/DB]`
-   * URL shared by every replica (which also shares the failed-login throttle),
-   * or your own store.
+   * The Redis that shares the failed-login throttle among every replica
+   * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
+   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL, whose client
+   * the gate opens and closes, or an ioredis client of yours. Default: each
+   * process counts alone.
    */
-  idempotency?: 'memory' | 'off' | string | IdempotencyStore
-  /** How long a recorded answer is replayed, in seconds. Default 86400. */
-  idempotencyTtl?: number
-  /** When the store cannot be reached: `closed` refuses with 503 (the default), `open` forwards unprotected. */
-  idempotencyFailure?: 'closed' | 'open'
-  /** Told of every failure of the retry-protection store or the shared throttle (the gateway logs and counts them). */
+  throttleRedis?: string | Redis
+  /** Told of every failure of the shared throttle's Redis (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
 }
 
@@ -66,8 +61,6 @@ export interface Gate {
   readonly policies: PolicySource
   /** How long the backend may stay silent, in ms: the proxy's timeout. */
   readonly timeout: number
-  /** Retry protection, which the proxy runs around every forwarded payment; undefined when off. */
-  readonly retryProtection: RetryProtection | undefined
   /**
    * A `node:http` request handler: refusals are answered; every other request
    * goes to `next`, with the passed request (document, operation, entity,
@@ -92,7 +85,7 @@ export interface Gate {
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
   /** Re-reads the watched policy folder and credentials file now, as SIGHUP asks; resolves once what was read is in force. */
   reload(): Promise<void>
-  /** Stops watching the policy folder and the credentials file, and releases what the gate holds. */
+  /** Stops watching the policy folder and the credentials file, and closes the throttle's Redis client when the gate opened it. */
   close(): Promise<void>
 }
 
@@ -105,28 +98,21 @@ export interface Gate {
 export async function createGate(options: GateOptions): Promise<Gate> {
   const { logger, onStoreError } = options
   const timeout = options.timeout ?? DEFAULTS.timeout
-  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
-  const keys =
-    typeof idempotency === 'string'
-      ? createIdempotencyStore(idempotency, {
-          ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-          inFlightMs: 2 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
-          oversizedAnswer: OVERSIZED_ANSWER,
-          onError: onStoreError,
-        })
-      : idempotency
+  // A URL's client is the gate's to close; a client given is the caller's.
+  const owned = typeof options.throttleRedis === 'string' ? createRedisClient(options.throttleRedis, { onError: onStoreError }) : undefined
+  const redis = owned ?? (options.throttleRedis as Redis | undefined)
   let users: WatchedCredentials | undefined
   try {
     // With Redis, ten wrong passwords are ten across the fleet, not ten per gateway (docs/credentials.md).
-    const throttle = keys instanceof RedisIdempotencyStore ? new RedisLoginThrottle(keys.redis, { onError: onStoreError }) : undefined
-    if (keys instanceof RedisIdempotencyStore) await keys.ready()
+    const throttle = redis && new RedisLoginThrottle(redis, { onError: onStoreError })
+    if (owned !== undefined) await whenReady(owned, IDEMPOTENCY_DEFAULTS.commandTimeoutMs)
     if (typeof options.credentials === 'string') users = await watchCredentials(options.credentials, { throttle, logger, onReload: options.onCredentialsReload })
     const source = options.policies ?? DEFAULTS.policies
     const store = typeof source === 'string' ? await watchPolicies(source, { logger, onReload: options.onPolicyReload }) : undefined
-    return assemble(options, users ?? (options.credentials as Authenticator), users, store ?? (source as PolicySource), store, timeout, keys)
+    return assemble(options, users ?? (options.credentials as Authenticator), users, store ?? (source as PolicySource), store, timeout, owned)
   } catch (error) {
     users?.close()
-    await keys?.close()
+    if (owned !== undefined) await closeRedisClient(owned)
     throw error
   }
 }
@@ -138,17 +124,15 @@ function assemble(
   policies: PolicySource,
   store: PolicyStore | undefined,
   timeout: number,
-  keys: IdempotencyStore | undefined,
+  redis: Redis | undefined,
 ): Gate {
   const { logger } = options
   const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit })
   const express = expressMiddleware(checks, logger)
-  const retryProtection = keys && createRetryProtection({ store: keys, failure: options.idempotencyFailure, onStoreError: options.onStoreError })
   return {
     checks,
     policies,
     timeout,
-    retryProtection,
     handler: (next) => nodeHandler(checks, next, logger),
     express: () => express,
     expressErrorHandler: () => expressErrorHandler(logger),
@@ -160,7 +144,7 @@ function assemble(
     async close() {
       store?.close()
       users?.close()
-      await retryProtection?.close()
+      if (redis !== undefined) await closeRedisClient(redis)
     },
   }
 }

@@ -1,11 +1,14 @@
 import t from 'tap'
 import { createGate, type Gate } from '../lib/gate.js'
-import { MemoryIdempotencyStore } from '../lib/idempotency/memory.js'
-import { OVERSIZED_ANSWER } from '../lib/idempotency/protection.js'
+import { createServer } from 'node:http'
+import { createRedisClient } from '../lib/idempotency/redis-client.js'
+import { LOGIN_KEY_PREFIX } from '../lib/login-throttle-redis.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES } from './helpers/cases.js'
-import { TEST_PAN } from './helpers/fixtures.js'
-import { type Reply, send } from './helpers/http.js'
+import { basic, POLICIES_DIR, saleBody, TEST_PAN, USERNAME, writeCredentials } from './helpers/fixtures.js'
+import { paymentHeaders, type Reply, send } from './helpers/http.js'
+import { startRedis } from './helpers/redis.js'
+import { closeServer, listenOnLoopback } from './helpers/servers.js'
 import { scanLogsForCards } from './helpers/logs.js'
 import { type Echo, everyEmbedding } from './helpers/surfaces.js'
 
@@ -88,36 +91,32 @@ t.test('own policy source and authenticator; close is a no-op without a watched 
   gate.close()
 })
 
-t.test('retry protection: a store of your own is used and closed with the gate; off leaves none', async (t) => {
-  const store = new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER })
-  let closed = false
-  const own = Object.assign(store, { close: async () => void (closed = true) })
-  const options = { policies: new Map(), credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } }
-  const gate = await createGate({ ...options, idempotency: own })
-  t.ok(gate.retryProtection)
+t.test('throttleRedis: a client of yours shares the failed-login throttle of the middleware and stays open; a URL is opened and closed by the gate', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const credentials = await writeCredentials(t.testdir())
+  const client = createRedisClient(redis.url)
+  t.teardown(() => client.disconnect())
+  const gate = await createGate({ policies: POLICIES_DIR, credentials, throttleRedis: client })
+  const server = createServer(gate.handler((_req, res) => res.end()))
+  const port = await listenOnLoopback(server)
+  t.teardown(() => closeServer(server))
+  const wrong = await send(port, { path: '/payments/sales/migrateCardOnFile', headers: { ...paymentHeaders(), authorization: basic(USERNAME, 'wrong') }, body: saleBody() })
+  t.equal(wrong.status, 401)
+  t.same(await client.keys(`${LOGIN_KEY_PREFIX}*`), [`${LOGIN_KEY_PREFIX}failures:${USERNAME}`], 'the failure is counted in Redis')
   await gate.close()
-  t.ok(closed, 'closed with the gate')
-  const off = await createGate({ ...options, idempotency: 'off' })
-  t.equal(off.retryProtection, undefined)
-  await off.close()
+  t.equal(client.status, 'ready', 'a client given is the caller to close')
+  const owning = await createGate({ policies: POLICIES_DIR, credentials, throttleRedis: redis.url })
+  await owning.close()
+  const dir = t.testdir({ 'bad.json': '{"users": 1}' })
+  await t.rejects(createGate({ credentials: `${dir}/bad.json`, throttleRedis: redis.url }), { code: 'ECREDENTIALS' }, 'a gate that cannot start closes the client it opened')
+  await t.rejects(createGate({ credentials, throttleRedis: 'mongodb://x' }), { code: 'EIDEMPOTENCY' })
 })
 
 t.test('without policies, the folder ./policies is loaded and watched', async (t) => {
   const gate = await createGate({ credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } })
   t.teardown(() => gate.close())
   t.ok(gate.policies.get('default'), 'the sample policy of the working folder')
-})
-
-t.test('a gate that cannot start releases its store, and a bad store spec stops it', async (t) => {
-  const dir = t.testdir({ 'bad.json': '{"users": 1}' })
-  let closed = false
-  const store = Object.assign(new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER }), {
-    close: async () => void (closed = true),
-  })
-  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: store }), { code: 'ECREDENTIALS' })
-  t.ok(closed, 'the store is closed when start-up fails')
-  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: 'off' }), { code: 'ECREDENTIALS' })
-  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: 'mongodb://x' }), { code: 'EIDEMPOTENCY' })
 })
 
 scanLogsForCards(t)

@@ -20,13 +20,15 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   readonly admin: Address | undefined
   /** Processes serving the port; 1 runs the gateway in this process. */
   readonly workers: number
-  /** Retry protection's store: `memory`, `off` or a `redis://` URL (docs/idempotency.md). */
+  /** Retry protection's store: `memory`, `off`, a `redis://` or `redis-sentinel://` URL (docs/idempotency.md). */
   readonly idempotency: string
   /** How long a recorded answer is replayed, in seconds. */
   readonly idempotencyTtl: number
   readonly idempotencyFailure: 'closed' | 'open'
   /** Proxies in front of the gateway: the log line's client address is the one the farthest of them added to `X-Forwarded-For`. */
   readonly trustProxy: number
+  /** Redis replicas that must acknowledge a claim or a record. */
+  readonly idempotencyReplicas: number
 }
 
 export const SERVE_FLAGS = [
@@ -44,13 +46,15 @@ export const SERVE_FLAGS = [
   'idempotency-ttl',
   'idempotency-failure',
   'trust-proxy',
+  'idempotency-replicas',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
 export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
-  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open] [--trust-proxy N]'
+  '[--idempotency memory|off|redis://HOST:PORT[/DB]|redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER] [--idempotency-ttl SECONDS] ' +
+  '[--idempotency-failure closed|open] [--idempotency-replicas N] [--trust-proxy N]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -123,5 +127,6 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     idempotencyTtl,
     idempotencyFailure,
     trustProxy: number('trust-proxy', DEFAULTS.trustProxy),
+    idempotencyReplicas: number('idempotency-replicas', IDEMPOTENCY_DEFAULTS.replicas),
   }
 }

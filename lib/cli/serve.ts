@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
+import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
@@ -12,7 +14,7 @@ import { parseServeOptions, type ServeOptions } from './options.js'
 import { reloadSignal, stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
-type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
+type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas'
 type DefaultedFlags = RetryProtectionFlags | 'trustProxy'
 
 /** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection and `trustProxy` as their defaults unless given. */
@@ -51,16 +53,25 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     admin = listener
   }
   try {
+    const idempotency = setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+    checkIdempotencySpec(idempotency)
+    const onStoreError = storeErrorReporter(logger, metrics)
     const gate = await createGate({
       ...setup,
       logger,
       onPolicyReload: (outcome) => metrics.policyReload(outcome),
       onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
-      onStoreError: storeErrorReporter(logger, metrics),
+      // The Redis of retry protection also shares the failed-login throttle (docs/idempotency.md).
+      throttleRedis: idempotency.startsWith('redis') ? idempotency : undefined,
+      onStoreError,
     })
     try {
-      const started = createGateway({ gate, target: setup.target, logger, metrics, trustProxy: setup.trustProxy })
-      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
+      const started = createGateway({ ...setup, gate, target: setup.target, logger, metrics, onStoreError })
+      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
+        // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
+        await started.drain(0)
+        throw error
+      })
       gateway = started
       logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
       return {

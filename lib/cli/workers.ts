@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
 import { createGate } from '../gate.js'
+import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
 import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
@@ -18,6 +19,7 @@ export const WORKER_READY = 'payments-gate:ready'
  * worker, and on SIGTERM drains them all before exiting.
  */
 export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<unknown>, onReload: (reload: () => void) => void): Promise<number> {
+  checkIdempotencySpec(options.idempotency)
   await (await createGate(options)).close()
   const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()

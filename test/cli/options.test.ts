@@ -35,13 +35,15 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
   t.match(env, { listen: { host: '::1', port: 8443 }, credentials: '/etc/gate/credentials.json', bodyLimit: 1024 })
   t.ok(env.workers >= 1)
   t.equal(envName('base-path'), 'PAYMENTS_GATE_BASE_PATH')
-  t.match(parseServeOptions(required, {}), { idempotency: 'memory', idempotencyTtl: 86400, idempotencyFailure: 'closed' }, 'retry protection by default')
+  t.match(parseServeOptions(required, {}), { idempotency: 'memory', idempotencyTtl: 86400, idempotencyFailure: 'closed', idempotencyReplicas: 0 }, 'retry protection by default')
   const protection = parseServeOptions(required, {
     PAYMENTS_GATE_IDEMPOTENCY: 'redis://redis:6379/1',
     PAYMENTS_GATE_IDEMPOTENCY_TTL: '3600',
     PAYMENTS_GATE_IDEMPOTENCY_FAILURE: 'open',
+    PAYMENTS_GATE_IDEMPOTENCY_REPLICAS: '2',
   })
-  t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open' }, 'and from the variables')
+  t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open', idempotencyReplicas: 2 }, 'and from the variables')
+  t.match(parseServeOptions([...required, '--idempotency-replicas', '1'], {}), { idempotencyReplicas: 1 }, '--idempotency-replicas')
   t.match(parseServeOptions([...required, '--idempotency', 'off'], { PAYMENTS_GATE_IDEMPOTENCY: 'memory' }), { idempotency: 'off' }, 'a flag wins')
   t.match(parseServeOptions(required, {}), { trustProxy: 0 }, 'no proxy trusted by default')
   t.match(parseServeOptions([...required, '--trust-proxy', '2'], { PAYMENTS_GATE_TRUST_PROXY: '1' }), { trustProxy: 2 })
@@ -63,6 +65,7 @@ t.test('bad values are refused with the flag named', async (t) => {
     [[...required, '--idempotency-ttl', '0'], /--idempotency-ttl must be at least 1 second/],
     [[...required, '--idempotency-failure', 'maybe'], /--idempotency-failure must be closed or open, got "maybe"/],
     [[...required, '--trust-proxy', 'two'], /--trust-proxy must be a whole number/],
+    [[...required, '--idempotency-replicas', 'two'], /--idempotency-replicas must be a whole number/],
   ]
   for (const [args, message] of cases) t.throws(() => parseServeOptions(args, {}), { message }, args.join(' '))
   t.throws(() => parseServeOptions([...required, '--nope'], {}), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })

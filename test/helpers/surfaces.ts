@@ -44,11 +44,11 @@ export interface StartOptions extends Partial<Omit<GatewayOptions, 'gate'>> {
 export async function startGateway(t: Test, options: StartOptions = {}): Promise<Started> {
   const backend = await startBackend(options.answer)
   t.teardown(() => backend.close())
-  // Retry protection off unless a test asks for it: these tests send the same payment again on purpose.
-  const gate = await createGate({ policies: POLICIES_DIR, credentials: await testCredentials(), idempotency: 'off', ...options.gate })
+  const gate = await createGate({ policies: POLICIES_DIR, credentials: await testCredentials(), ...options.gate })
   t.teardown(() => gate.close())
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: false })
-  const gateway = createGateway({ target: backend.url, logger: captureLogger(), ...options, metrics, gate })
+  // Retry protection off unless a test asks for it: these tests send the same payment again on purpose.
+  const gateway = createGateway({ target: backend.url, logger: captureLogger(), idempotency: 'off', ...options, metrics, gate })
   const { port } = await gateway.listen(0, '127.0.0.1')
   t.teardown(() => gateway.drain(0))
   return { gate, gateway, backend, url: `http://127.0.0.1:${port}`, port, metrics }

@@ -2,9 +2,9 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
-import { ANSWER, OVERSIZED } from '../helpers/store-contract.js'
+import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
-const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED }
+const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN }
 
 function record(store: MemoryIdempotencyStore, key: string, body: Buffer): void {
   const claim = store.claim(key, 'f')

@@ -3,12 +3,12 @@ import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { startRedis } from '../helpers/redis.js'
-import { MAX_ANSWER_BYTES, OVERSIZED, storeContract } from '../helpers/store-contract.js'
+import { type MakeStore, MAX_ANSWER_BYTES, OVERSIZED, UNKNOWN, storeContract, unknownOutcomeContract } from '../helpers/store-contract.js'
 
 t.test('memory store', async (t) => {
   storeContract(t, async (t, options) => {
     let time = 1_000_000
-    const store = new MemoryIdempotencyStore({ ...options, maxAnswerBytes: MAX_ANSWER_BYTES, oversizedAnswer: OVERSIZED, now: () => time })
+    const store = new MemoryIdempotencyStore({ ...options, maxAnswerBytes: MAX_ANSWER_BYTES, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN, now: () => time })
     t.teardown(() => store.close())
     return { store, exact: true, advance: async (ms) => void (time += ms) }
   })
@@ -17,16 +17,18 @@ t.test('memory store', async (t) => {
 t.test('redis store', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
-  storeContract(t, async (t, options) => {
+  const make: MakeStore = async (t, options) => {
     const store = new RedisIdempotencyStore(createRedisClient(redis.url), {
       ...options,
       maxAnswerBytes: MAX_ANSWER_BYTES,
-      oversizedAnswer: OVERSIZED,
+      oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN,
     })
     t.teardown(() => store.close())
     t.ok(await store.ready(5000), 'connected')
     await store.redis.flushdb()
     // Redis expires a key when it is read after its time: wait the time and a little more.
     return { store, exact: false, advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms + 20)) }
-  })
+  }
+  storeContract(t, make)
+  unknownOutcomeContract(t, make)
 })

@@ -10,15 +10,15 @@ import { inTurn } from '../../http/pipelining.js'
 import { ABORTED } from '../../http/read-body.js'
 import { screen } from '../../http/screen.js'
 import type { Logger } from '../../log.js'
-import type { RecordedAnswer } from '../../idempotency/store.js'
 import type { Metrics } from '../../metrics.js'
 import type { Operation } from '../../schema/payment.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
+import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
 
-/** The reverse proxy's options: the gate whose checks it runs, the backend, and its server's limits. */
-export interface GatewayOptions {
+/** The reverse proxy's options: the gate whose checks it runs, the backend, retry protection, and its server's limits. */
+export interface GatewayOptions extends RetryProtectionOptions {
   /** The gate built by `createGate`: its checks screen every request. */
   gate: Gate
   /** The backend, an `http:` URL. */
@@ -45,11 +45,12 @@ export interface Gateway {
   readonly server: Server<typeof IncomingMessage, typeof GatewayResponse>
   /** Listening, and not draining: what `/readyz` reports. */
   readonly ready: boolean
+  /** Waits for retry protection's store (a Redis: until it answers, or its command timeout), then listens. */
   listen(port: number, host?: string): Promise<AddressInfo>
   /**
    * Stops accepting, answers 503 to new requests on open connections, lets
-   * the requests in flight finish, then closes. After `graceMs` the connections
-   * still open are cut.
+   * the requests in flight finish, then closes, retry protection's store included.
+   * After `graceMs` the connections still open are cut.
    */
   drain(graceMs?: number): Promise<void>
 }
@@ -58,27 +59,23 @@ const DRAINING = reject('serviceUnavailable', { close: true })
 const INTERNAL_ERROR = reject('internalErrorOccurred', { close: true })
 
 /**
- * A recorded answer, sent again as it was, marked as a replay (the IETF draft
- * "The Idempotency-Key HTTP Header Field"; docs/idempotency.md).
+ * The reverse proxy: every request is screened by the shared checks, then
+ * answered or forwarded once, payments under retry protection. Throws the
+ * one-line `EIDEMPOTENCY` error for a store spec it does not take.
  */
-function replay(res: GatewayResponse, answer: RecordedAnswer): void {
-  res.writeHead(answer.status, [...answer.headers, 'Idempotent-Replayed', 'true'])
-  res.end(answer.body)
-}
-
-/** The reverse proxy: every request is screened by the shared checks, then answered or forwarded once. */
 export function createGateway(options: GatewayOptions): Gateway {
   const { gate, logger, metrics } = options
   const { checks } = gate
   const recorder = { logger, metrics }
-  const protection = gate.retryProtection
   const trustProxy = options.trustProxy ?? DEFAULTS.trustProxy
+  const protectedPayments = options.idempotency !== 'off'
   const forwarder = createForwarder({
     target: new URL(options.target),
     timeout: gate.timeout,
     maxSockets: options.maxSockets,
-    keepAnswerBytes: protection === undefined ? undefined : IDEMPOTENCY_DEFAULTS.maxAnswerBytes,
+    keepAnswerBytes: protectedPayments ? IDEMPOTENCY_DEFAULTS.maxAnswerBytes : undefined,
   })
+  const payments = createPayments(forwarder, { ...options, timeout: gate.timeout, metrics })
   const server = createServer({
     ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.
@@ -115,23 +112,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     exchange.entity = screened.entity
     exchange.user = screened.principal?.username
-    const payload = Buffer.from(JSON.stringify(screened.document))
-    if (protection === undefined) {
-      forwarder.forward(req, res, payload)
-      return
-    }
-    let guarded = protection.guard(screened, payload)
-    if (guarded instanceof Promise) guarded = await guarded
-    exchange.retryProtection = guarded.outcome
-    metrics?.retryProtection(guarded.outcome)
-    if (guarded.kind === 'forward') {
-      const { ticket } = guarded
-      forwarder.forward(req, res, payload, ticket && ((outcome) => protection.settle(ticket, outcome)))
-    } else if (guarded.kind === 'replay') {
-      replay(res, guarded.answer)
-    } else {
-      refuse(res, exchange, guarded.rejection)
-    }
+    return payments.forward(req, res, exchange, screened, Buffer.from(JSON.stringify(screened.document)))
   }
 
   // One listener for every response (its `this`), so that no closure is made per request.
@@ -173,6 +154,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return listening && !state.draining
     },
     async listen(port, host) {
+      await payments.ready()
       const address = await listen(server, port, host)
       listening = true
       return address
@@ -186,7 +168,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           clearTimeout(cut)
           listening = false
           forwarder.close()
-          resolve()
+          resolve(payments.close())
         })
         server.closeIdleConnections()
       })

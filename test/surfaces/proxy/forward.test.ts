@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { backendPaths } from '../../../lib/surfaces/proxy/backend-path.js'
 import { GatewayResponse, track, type Exchange } from '../../../lib/surfaces/proxy/exchange.js'
 import { faultKind } from '../../../lib/surfaces/proxy/faults.js'
-import { createForwarder, type BackendOutcome, type ForwarderOptions } from '../../../lib/surfaces/proxy/forward.js'
+import { createForwarder, type BackendOutcome, type Forwarder, type ForwarderOptions } from '../../../lib/surfaces/proxy/forward.js'
 import { send, until } from '../../helpers/http.js'
 import { type Answer, createdBytes, startBackend, startRawBackend } from '../../helpers/servers.js'
 
@@ -14,6 +14,7 @@ import { type Answer, createdBytes, startBackend, startRawBackend } from '../../
  */
 interface Host {
   readonly url: string
+  readonly forwarder: Forwarder
   readonly outcomes: BackendOutcome[]
   readonly exchanges: Exchange[]
 }
@@ -37,7 +38,7 @@ async function startHost(t: Test, target: string, options: Partial<ForwarderOpti
         forwarder.close()
       }),
   )
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, outcomes, exchanges }
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, forwarder, outcomes, exchanges }
 }
 
 async function hostFor(t: Test, answer: Answer, options: Partial<ForwarderOptions> = {}) {
@@ -223,6 +224,22 @@ t.test('a client that leaves while its payment waits for a connection: never sen
   t.equal((await first).status, 201)
   t.ok(await until(() => host.outcomes.length === 2))
   t.same(host.outcomes[1], { kind: 'refused' }, 'the backend never got it')
+  t.equal(backend.started, 1, 'only the first payment reached the backend')
+})
+
+t.test('the pool closed while a payment waits for a connection: an error code the fault table does not name, yet never written, so refused', async (t) => {
+  const { host, backend } = await hostFor(t, () => undefined, { maxSockets: 1 })
+  const first = pay(host)
+  t.ok(await until(() => backend.started === 1), 'the one connection is busy')
+  const waiting = pay(host)
+  t.ok(await until(() => host.exchanges.length === 2), 'the second payment waits for it')
+  host.forwarder.close()
+  const reply = await waiting
+  t.equal(reply.status, 503, 'the payment certainly did not happen')
+  t.ok(await until(() => host.outcomes.length === 2))
+  t.same(host.outcomes.map((outcome) => outcome.kind).sort(), ['refused', 'reset'], 'the one written may have been received; the one waiting was never sent')
+  t.equal(faultKind(Object.assign(new Error('destroyed'), { code: 'UND_ERR_DESTROYED' })), 'reset', 'by its code alone it would be a reset')
+  t.equal((await first).status, 500)
   t.equal(backend.started, 1, 'only the first payment reached the backend')
 })
 
