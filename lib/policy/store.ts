@@ -1,6 +1,6 @@
-import { watch } from 'node:fs'
 import type { Logger } from 'pino'
 import { POLICY_WATCH_DEFAULTS } from '../defaults.js'
+import { watchFolder } from '../watch.js'
 import { entityOfFile, loadPolicyDir, type PolicyProblem } from './load.js'
 import type { Policy, PolicySource } from './policy.js'
 
@@ -56,12 +56,10 @@ function describe(policy: Policy): unknown[] {
 }
 
 /**
- * Loads every policy of a folder, then keeps them current. Any file event
- * re-reads the whole folder: that covers an editor's write-then-rename and a
- * Kubernetes ConfigMap's symlink swap alike, whatever file name the event
- * carries. The new policies replace the old ones as one snapshot, in one
- * assignment, so a request sees either the old or the new policy of an entity,
- * never a mix. A file that fails to load keeps its entity's last good policy.
+ * Loads every policy of a folder, then keeps them current: any file event
+ * re-reads the whole folder (lib/watch.ts). The new policies replace the old
+ * ones as one snapshot, in one assignment, so a request sees either the old or
+ * the new policy of an entity, never a mix. A file that fails to load keeps its entity's last good policy.
  */
 export async function watchPolicies(dir: string, options: WatchPoliciesOptions = {}): Promise<PolicyStore> {
   const { logger, onReload } = options
@@ -74,9 +72,6 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
     throw policyError(`${problem.file}: ${problem.reason}${more}`)
   }
   let current = snapshotOf(initial.policies)
-  let reloading = false
-  let again = false
-  let debounce: NodeJS.Timeout | undefined
   /** Problems already logged, so the periodic re-scan does not repeat a warning every second. */
   let reported = new Set<string>()
 
@@ -112,32 +107,13 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
     if (loaded.problems.length === 0) onReload?.({ ok: true })
   }
 
-  /** One reload at a time; events during a reload ask for one more after it. */
-  async function run(): Promise<void> {
-    if (reloading) {
-      again = true
-      return
-    }
-    reloading = true
-    do {
-      again = false
-      await reload()
-    } while (again)
-    reloading = false
-  }
-
-  function schedule(): void {
-    clearTimeout(debounce)
-    debounce = setTimeout(() => void run(), debounceMs)
-  }
-
-  const watcher = watch(dir, { persistent: false }, schedule)
-  // The watcher fails only when the OS refuses it (inotify limits): the periodic re-scan carries on, and
-  // a listener must exist or the error would end the process. No test can make the OS do that.
-  /* c8 ignore next */
-  watcher.on('error', (error) => logger?.warn({ dir, reason: error.message }, 'policy folder watch failed, re-scanning only'))
-  const rescan = setInterval(() => void run(), rescanMs)
-  rescan.unref()
+  const watcher = watchFolder(dir, reload, {
+    debounceMs,
+    rescanMs,
+    // Only when the OS refuses the watch (lib/watch.ts): no test can make it do that.
+    /* c8 ignore next */
+    onWatchError: (error) => logger?.warn({ dir, reason: error.message }, 'policy folder watch failed, re-scanning only'),
+  })
 
   return {
     get: (entity) => current.policies.get(entity),
@@ -147,10 +123,6 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
     get entities() {
       return current.entities
     },
-    close() {
-      watcher.close()
-      clearTimeout(debounce)
-      clearInterval(rescan)
-    },
+    close: () => watcher.close(),
   }
 }
