@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
+import type { BackendErrorSource } from './backend-errors/rules.js'
+import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
 import { loadCredentials } from './credentials.js'
@@ -53,6 +55,12 @@ export interface GateOptions {
   idempotencyFailure?: 'closed' | 'open'
   /** Told of every failure of the retry-protection store or the shared throttle (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
+  /**
+   * Rules naming the backend's error answers on the two operations, which the
+   * proxy applies (docs/backend-faults.md): a JSON file, loaded and then
+   * watched; or your own source. Default: names by status only.
+   */
+  backendErrors?: string | BackendErrorSource
 }
 
 /** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
@@ -65,6 +73,8 @@ export interface Gate {
   readonly timeout: number
   /** Retry protection, which the proxy runs around every forwarded payment; undefined when off. */
   readonly retryProtection: RetryProtection | undefined
+  /** The rules for the backend's error answers, which the proxy applies; undefined when none were given. */
+  readonly backendErrors: BackendErrorSource | undefined
   /**
    * A `node:http` request handler: refusals are answered; every other request
    * goes to `next`, with the passed request (document, operation, entity,
@@ -87,7 +97,7 @@ export interface Gate {
   readonly fastify: FastifyPluginCallback<FastifyGateOptions>
   /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
-  /** Stops watching the policy folder and releases what the gate holds. */
+  /** Stops watching the policy folder and the rules file, and releases what the gate holds. */
   close(): Promise<void>
 }
 
@@ -117,7 +127,15 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     const authenticator = typeof options.credentials === 'string' ? await loadCredentials(options.credentials, { throttle }) : options.credentials
     const source = options.policies ?? DEFAULTS.policies
     const store = typeof source === 'string' ? await watchPolicies(source, { logger, onReload: options.onPolicyReload }) : undefined
-    return assemble(options, authenticator, store ?? (source as PolicySource), store, timeout, keys)
+    let rules: BackendErrorStore | undefined
+    try {
+      rules = typeof options.backendErrors === 'string' ? await watchBackendErrors(options.backendErrors, { logger }) : undefined
+    } catch (error) {
+      store?.close()
+      throw error
+    }
+    const watched = { policies: store, backendErrors: rules }
+    return assemble(options, authenticator, store ?? (source as PolicySource), watched, timeout, keys)
   } catch (error) {
     await keys?.close()
     throw error
@@ -128,7 +146,7 @@ function assemble(
   options: GateOptions,
   authenticator: Authenticator,
   policies: PolicySource,
-  store: PolicyStore | undefined,
+  watched: { readonly policies: PolicyStore | undefined; readonly backendErrors: BackendErrorStore | undefined },
   timeout: number,
   keys: IdempotencyStore | undefined,
 ): Gate {
@@ -141,13 +159,15 @@ function assemble(
     policies,
     timeout,
     retryProtection,
+    backendErrors: watched.backendErrors ?? (options.backendErrors as BackendErrorSource | undefined),
     handler: (next) => nodeHandler(checks, next, logger),
     express: () => express,
     expressErrorHandler: () => expressErrorHandler(logger),
     fastify: fastifyPlugin(checks, logger),
     errors: sendError,
     async close() {
-      store?.close()
+      watched.policies?.close()
+      watched.backendErrors?.close()
       await retryProtection?.close()
     },
   }

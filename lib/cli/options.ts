@@ -25,6 +25,8 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   /** How long a recorded answer is replayed, in seconds. */
   readonly idempotencyTtl: number
   readonly idempotencyFailure: 'closed' | 'open'
+  /** The rules file naming the backend's error answers (docs/backend-faults.md); none when unset. */
+  readonly backendErrors?: string
 }
 
 export const SERVE_FLAGS = [
@@ -41,13 +43,15 @@ export const SERVE_FLAGS = [
   'idempotency',
   'idempotency-ttl',
   'idempotency-failure',
+  'backend-errors',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
 export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
-  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open]'
+  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open] ' +
+  '[--backend-errors FILE]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -119,5 +123,6 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     idempotency: value('idempotency') ?? IDEMPOTENCY_DEFAULTS.store,
     idempotencyTtl,
     idempotencyFailure,
+    backendErrors: value('backend-errors'),
   }
 }

@@ -43,6 +43,9 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
   })
   t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open' }, 'and from the variables')
   t.match(parseServeOptions([...required, '--idempotency', 'off'], { PAYMENTS_GATE_IDEMPOTENCY: 'memory' }), { idempotency: 'off' }, 'a flag wins')
+  t.equal(parseServeOptions(required, {}).backendErrors, undefined, 'no backend-errors rules by default')
+  t.equal(parseServeOptions(required, { PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json' }).backendErrors, 'rules.json', 'the rules file from its variable')
+  t.equal(parseServeOptions([...required, '--backend-errors', 'mine.json'], { PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json' }).backendErrors, 'mine.json', 'or its flag')
 })
 
 t.test('bad values are refused with the flag named', async (t) => {

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
-import { reject, type Rejection } from '../../errors.js'
+import { closing, INTERNAL_ERROR, reject, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
 import { answerOf, writeAnswer } from '../../http/answer.js'
 import { answerClientError } from '../../http/client-error.js'
@@ -52,7 +52,7 @@ export interface Gateway {
 }
 
 const DRAINING = reject('serviceUnavailable', { close: true })
-const INTERNAL_ERROR = reject('internalErrorOccurred', { close: true })
+const FAILED = closing(INTERNAL_ERROR)
 
 /**
  * A recorded answer, sent again as it was, marked as a replay (the IETF draft
@@ -74,6 +74,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     timeout: gate.timeout,
     maxSockets: options.maxSockets,
     keepAnswerBytes: protection === undefined ? undefined : IDEMPOTENCY_DEFAULTS.maxAnswerBytes,
+    backendErrors: gate.backendErrors,
   })
   const server = createServer({
     ServerResponse: GatewayResponse,
@@ -145,7 +146,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     res.on('close', onClose)
     handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
-      refuse(res, exchange, INTERNAL_ERROR)
+      refuse(res, exchange, FAILED)
     })
   }
 
