@@ -126,11 +126,10 @@ function compileRule(rule: unknown, at: string, problems: string[]): BackendErro
     if (path !== undefined && isScalar(value)) match.push(Object.freeze({ path: Object.freeze(path), value }))
   }
   const { errorName, message, messageFrom } = rule
-  const named = typeof errorName === 'string' && NAME.test(errorName)
-  if (!named) problems.push(`${at}.errorName: must be an error name in lower camel case`)
+  if (typeof errorName !== 'string' || !NAME.test(errorName)) problems.push(`${at}.errorName: must be an error name in lower camel case`)
   else if (Object.hasOwn(FIELD_ERRORS, errorName)) problems.push(`${at}.errorName: "${errorName}" is a field error name, not an answer's`)
+  else if (!isErrorName(errorName) && message === undefined) problems.push(`${at}.message: "${errorName}" is not in the error table, so the rule must give its message`)
   if (message !== undefined && (typeof message !== 'string' || message === '')) problems.push(`${at}.message: must be a non-empty string`)
-  if (named && !isErrorName(errorName) && message === undefined) problems.push(`${at}.message: "${errorName}" is not in the error table, so the rule must give its message`)
   const from = typeof messageFrom === 'string' ? parsePath(messageFrom) : undefined
   if (messageFrom !== undefined && from === undefined) problems.push(`${at}.messageFrom: must be a JSONPath of the form $.a.b, $['a'] or $.a[0]`)
   if (problems.length > before) return undefined
