@@ -127,13 +127,14 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     const authenticator = typeof options.credentials === 'string' ? await loadCredentials(options.credentials, { throttle }) : options.credentials
     const source = options.policies ?? DEFAULTS.policies
     const store = typeof source === 'string' ? await watchPolicies(source, { logger, onReload: options.onPolicyReload }) : undefined
-    let rules: BackendErrorStore | undefined
-    try {
-      rules = typeof options.backendErrors === 'string' ? await watchBackendErrors(options.backendErrors, { logger }) : undefined
-    } catch (error) {
-      store?.close()
-      throw error
-    }
+    // A rules file that cannot start the gate lets the policy folder go too.
+    const rules =
+      typeof options.backendErrors === 'string'
+        ? await watchBackendErrors(options.backendErrors, { logger }).catch((error: unknown) => {
+            store?.close()
+            throw error
+          })
+        : undefined
     const watched = { policies: store, backendErrors: rules }
     return assemble(options, authenticator, store ?? (source as PolicySource), watched, timeout, keys)
   } catch (error) {

@@ -46,8 +46,7 @@ export function watchFolder(dir: string, reload: () => Promise<void>, options: F
 
   const watcher = watch(dir, { persistent: false }, schedule)
   // The watcher fails only when the OS refuses it (inotify limits): the periodic re-scan carries on, and
-  // a listener must exist or the error would end the process. No test can make the OS do that.
-  /* c8 ignore next */
+  // a listener must exist or the error would end the process.
   watcher.on('error', options.onWatchError)
   const rescan = setInterval(() => void run(), options.rescanMs)
   rescan.unref()

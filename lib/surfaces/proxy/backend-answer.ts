@@ -90,21 +90,28 @@ function firstMatch(rules: readonly BackendErrorRule[], status: number, document
   return undefined
 }
 
+/** The backend's headers that a replaced answer keeps, lower case, as sent, and the status each needs (0: any). */
+const NEEDED = new Map<string, readonly [name: string, status: number]>([
+  ['retry-after', ['Retry-After', 0]],
+  ['www-authenticate', ['WWW-Authenticate', 401]],
+  ['allow', ['Allow', 405]],
+])
+
 /**
  * The backend's headers that the replaced answer keeps: `Retry-After`, still
  * telling the client when to come back; `WWW-Authenticate` on a 401 (RFC 9110
  * 15.5.2 requires one: the gateway's own when the backend sent none); `Allow`
- * on a 405 (RFC 9110 15.5.6).
+ * on a 405 (RFC 9110 15.5.6). Repeats are joined as one list.
  */
 function neededHeaders(status: number, raw: readonly string[]): Record<string, string> | undefined {
   let headers: Record<string, string> | undefined
   for (let i = 0; i < raw.length; i += 2) {
-    const name = (raw[i] as string).toLowerCase()
-    const kept = name === 'retry-after' ? 'Retry-After' : status === 401 && name === 'www-authenticate' ? 'WWW-Authenticate' : status === 405 && name === 'allow' ? 'Allow' : undefined
-    if (kept === undefined) continue
+    const needed = NEEDED.get((raw[i] as string).toLowerCase())
+    if (needed === undefined || (needed[1] !== 0 && needed[1] !== status)) continue
+    const [name] = needed
     headers ??= {}
-    const earlier = headers[kept]
-    headers[kept] = earlier === undefined ? (raw[i + 1] as string) : `${earlier}, ${raw[i + 1] as string}`
+    const earlier = headers[name]
+    headers[name] = earlier === undefined ? (raw[i + 1] as string) : `${earlier}, ${raw[i + 1] as string}`
   }
   if (status === 401 && headers?.['WWW-Authenticate'] === undefined) headers = { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE }
   return headers
