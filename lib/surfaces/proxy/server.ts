@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
-import { closing, INTERNAL_ERROR, reject, type Rejection } from '../../errors.js'
+import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
 import { answerOf, writeAnswer } from '../../http/answer.js'
 import { answerClientError } from '../../http/client-error.js'
@@ -51,7 +51,7 @@ export interface Gateway {
   drain(graceMs?: number): Promise<void>
 }
 
-const DRAINING = reject('serviceUnavailable', { close: true })
+const DRAINING = closing(SERVICE_UNAVAILABLE)
 const FAILED = closing(INTERNAL_ERROR)
 
 /**
