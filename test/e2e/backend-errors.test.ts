@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises'
 import { request, type ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import t from 'tap'
+import { compileBackendErrors, type BackendErrorRules } from '../../lib/backend-errors/rules.js'
 import { ERRORS, serializeError } from '../../lib/errors.js'
 import { spawnCli } from '../helpers/cli.js'
 import { RESPONSE_TYPE, SALE_PATH, saleBody, TEST_PAN, writeCredentials } from '../helpers/fixtures.js'
@@ -131,6 +132,12 @@ t.test('2xx and 3xx pass unchanged, and a 2xx streams before the backend has fin
   })
   t.equal(first, '{"outcome":', 'the first chunk reached the client while the backend still held the rest')
   finish()
+})
+
+t.test("createGateway's own backendErrors wins over the gate's", async (t) => {
+  const own = compileBackendErrors({ rules: [{ status: 400, errorName: 'currencyIsNotSupported', message: 'Named by the gateway.' }] }) as BackendErrorRules
+  const started = await startGateway(t, { answer: legacy, backendErrors: { rules: own }, gate: { backendErrors: rulesFile } })
+  t.same((await pay(started.url, 'other400')).json, { errorName: 'currencyIsNotSupported', message: 'Named by the gateway.' })
 })
 
 t.test('a path passed through keeps the 5xx-only rule: its 4xx streams unchanged', async (t) => {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { BackendErrorSource } from '../../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
 import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
@@ -36,6 +37,11 @@ export interface GatewayOptions {
   keepAliveTimeout?: number
   /** Most connections open to the backend at once. Default 256. */
   maxSockets?: number
+  /**
+   * The rules naming the backend's error answers (docs/backend-faults.md), e.g.
+   * `await watchBackendErrors(FILE)`. Default: the gate's (`createGate({ backendErrors })`).
+   */
+  backendErrors?: BackendErrorSource
 }
 
 export interface Gateway {
@@ -74,7 +80,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     timeout: gate.timeout,
     maxSockets: options.maxSockets,
     keepAnswerBytes: protection === undefined ? undefined : IDEMPOTENCY_DEFAULTS.maxAnswerBytes,
-    backendErrors: gate.backendErrors,
+    backendErrors: options.backendErrors ?? gate.backendErrors,
   })
   const server = createServer({
     ServerResponse: GatewayResponse,
