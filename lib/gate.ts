@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
 import type { Redis } from 'ioredis'
+import type { BackendErrorSource } from './backend-errors/rules.js'
+import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
 import { watchCredentials, type WatchedCredentials } from './credentials.js'
@@ -51,6 +53,12 @@ export interface GateOptions {
   throttleRedis?: string | Redis
   /** Told of every failure of the shared throttle's Redis (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
+  /**
+   * Rules naming the backend's error answers on the two operations, which the
+   * proxy applies (docs/backend-faults.md): a JSON file, loaded and then
+   * watched; or your own source. Default: names by status only.
+   */
+  backendErrors?: string | BackendErrorSource
 }
 
 /** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
@@ -61,6 +69,8 @@ export interface Gate {
   readonly policies: PolicySource
   /** How long the backend may stay silent, in ms: the proxy's timeout. */
   readonly timeout: number
+  /** The rules for the backend's error answers, which the proxy applies; undefined when none were given. */
+  readonly backendErrors: BackendErrorSource | undefined
   /**
    * A `node:http` request handler: refusals are answered; every other request
    * goes to `next`, with the passed request (document, operation, entity,
@@ -83,9 +93,9 @@ export interface Gate {
   readonly fastify: FastifyPluginCallback<FastifyGateOptions>
   /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
-  /** Re-reads the watched policy folder and credentials file now, as SIGHUP asks; resolves once what was read is in force. */
+  /** Re-reads the watched policy folder, credentials file and rules file now, as SIGHUP asks; resolves once what was read is in force. */
   reload(): Promise<void>
-  /** Stops watching the policy folder and the credentials file, and closes the throttle's Redis client when the gate opened it. */
+  /** Stops watching the files, and closes the throttle's Redis client when the gate opened it. */
   close(): Promise<void>
 }
 
@@ -102,30 +112,35 @@ export async function createGate(options: GateOptions): Promise<Gate> {
   const owned = typeof options.throttleRedis === 'string' ? createRedisClient(options.throttleRedis, { onError: onStoreError }) : undefined
   const redis = owned ?? (options.throttleRedis as Redis | undefined)
   let users: WatchedCredentials | undefined
+  let store: PolicyStore | undefined
   try {
     // With Redis, ten wrong passwords are ten across the fleet, not ten per gateway (docs/credentials.md).
     const throttle = redis && new RedisLoginThrottle(redis, { onError: onStoreError })
     if (owned !== undefined) await whenReady(owned, IDEMPOTENCY_DEFAULTS.commandTimeoutMs)
     if (typeof options.credentials === 'string') users = await watchCredentials(options.credentials, { throttle, logger, onReload: options.onCredentialsReload })
     const source = options.policies ?? DEFAULTS.policies
-    const store = typeof source === 'string' ? await watchPolicies(source, { logger, onReload: options.onPolicyReload }) : undefined
-    return assemble(options, users ?? (options.credentials as Authenticator), users, store ?? (source as PolicySource), store, timeout, owned)
+    if (typeof source === 'string') store = await watchPolicies(source, { logger, onReload: options.onPolicyReload })
+    const rules = typeof options.backendErrors === 'string' ? await watchBackendErrors(options.backendErrors, { logger }) : undefined
+    const watched = { users, policies: store, backendErrors: rules, redis: owned }
+    return assemble(options, users ?? (options.credentials as Authenticator), store ?? (source as PolicySource), watched, timeout)
   } catch (error) {
     users?.close()
+    store?.close()
     if (owned !== undefined) await closeRedisClient(owned)
     throw error
   }
 }
 
-function assemble(
-  options: GateOptions,
-  authenticator: Authenticator,
-  users: WatchedCredentials | undefined,
-  policies: PolicySource,
-  store: PolicyStore | undefined,
-  timeout: number,
-  redis: Redis | undefined,
-): Gate {
+/** What the gate watches and owns, released by `close`. */
+interface Watched {
+  readonly users: WatchedCredentials | undefined
+  readonly policies: PolicyStore | undefined
+  readonly backendErrors: BackendErrorStore | undefined
+  /** The throttle's Redis client when the gate opened it. */
+  readonly redis: Redis | undefined
+}
+
+function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched, timeout: number): Gate {
   const { logger } = options
   const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit })
   const express = expressMiddleware(checks, logger)
@@ -133,18 +148,20 @@ function assemble(
     checks,
     policies,
     timeout,
+    backendErrors: watched.backendErrors ?? (options.backendErrors as BackendErrorSource | undefined),
     handler: (next) => nodeHandler(checks, next, logger),
     express: () => express,
     expressErrorHandler: () => expressErrorHandler(logger),
     fastify: fastifyPlugin(checks, logger),
     errors: sendError,
     async reload() {
-      await Promise.all([store?.reload(), users?.reload()])
+      await Promise.all([watched.policies?.reload(), watched.users?.reload(), watched.backendErrors?.reload()])
     },
     async close() {
-      store?.close()
-      users?.close()
-      if (redis !== undefined) await closeRedisClient(redis)
+      watched.policies?.close()
+      watched.users?.close()
+      watched.backendErrors?.close()
+      if (watched.redis !== undefined) await closeRedisClient(watched.redis)
     },
   }
 }

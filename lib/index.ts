@@ -38,6 +38,8 @@ export {
 export { compilePolicy, staticPolicies, type Policy, type PolicyFile, type PolicySource } from './policy/policy.js'
 export { watchPolicies, type PolicyStore, type WatchPoliciesOptions } from './policy/store.js'
 export type { FileProblem, ReloadOutcome } from './watch.js'
+export { compileBackendErrors, loadBackendErrors, NO_RULES, type BackendErrorRule, type BackendErrorRules, type BackendErrorSource } from './backend-errors/rules.js'
+export { watchBackendErrors, type BackendErrorStore, type WatchBackendErrorsOptions } from './backend-errors/store.js'
 export type { Operation, PaymentRequest, RecurringRequest, SaleRequest } from './schema/payment.js'
 export { buildOpenApi, type OpenApiOptions } from './openapi.js'
 export { createLogDestination, createLogger, type Logger } from './log.js'

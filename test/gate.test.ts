@@ -1,4 +1,5 @@
 import t from 'tap'
+import { NO_RULES } from '../lib/backend-errors/rules.js'
 import { createGate, type Gate } from '../lib/gate.js'
 import { createServer } from 'node:http'
 import { createRedisClient } from '../lib/idempotency/redis-client.js'
@@ -117,6 +118,23 @@ t.test('without policies, the folder ./policies is loaded and watched', async (t
   const gate = await createGate({ credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } })
   t.teardown(() => gate.close())
   t.ok(gate.policies.get('default'), 'the sample policy of the working folder')
+})
+
+t.test('backend-errors rules: a file loaded and watched, or a source of your own; none by default', async (t) => {
+  const dir = t.testdir({ 'rules.json': JSON.stringify({ rules: [{ status: 404, errorName: 'resourceIsNotFound' }] }), 'bad.json': '{"rules": [1]}' })
+  const options = { policies: new Map(), credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } }
+  const watched = await createGate({ ...options, backendErrors: `${dir}/rules.json` })
+  t.match(watched.backendErrors?.rules.rules, [{ from: 404, errorName: 'resourceIsNotFound' }])
+  await watched.close()
+  const own = { rules: NO_RULES }
+  const mine = await createGate({ ...options, backendErrors: own })
+  t.equal(mine.backendErrors, own)
+  await mine.close()
+  const none = await createGate(options)
+  t.equal(none.backendErrors, undefined)
+  await none.close()
+  await t.rejects(createGate({ ...options, backendErrors: `${dir}/bad.json` }), { code: 'EBACKENDERRORS', message: `${dir}/bad.json: $.rules[0]: must be an object` })
+  await t.rejects(createGate({ ...options, policies: 'policies', backendErrors: `${dir}/missing.json` }), { code: 'ENOENT' }, 'the policy folder is let go too')
 })
 
 scanLogsForCards(t)

@@ -29,6 +29,8 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   readonly trustProxy: number
   /** Redis replicas that must acknowledge a claim or a record. */
   readonly idempotencyReplicas: number
+  /** The rules file naming the backend's error answers (docs/backend-faults.md); none when unset. */
+  readonly backendErrors?: string
 }
 
 export const SERVE_FLAGS = [
@@ -47,6 +49,7 @@ export const SERVE_FLAGS = [
   'idempotency-failure',
   'trust-proxy',
   'idempotency-replicas',
+  'backend-errors',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
@@ -54,7 +57,7 @@ export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
   '[--idempotency memory|off|redis://HOST:PORT[/DB]|redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER] [--idempotency-ttl SECONDS] ' +
-  '[--idempotency-failure closed|open] [--idempotency-replicas N] [--trust-proxy N]'
+  '[--idempotency-failure closed|open] [--idempotency-replicas N] [--trust-proxy N] [--backend-errors FILE]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -128,5 +131,6 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     idempotencyFailure,
     trustProxy: number('trust-proxy', DEFAULTS.trustProxy),
     idempotencyReplicas: number('idempotency-replicas', IDEMPOTENCY_DEFAULTS.replicas),
+    backendErrors: value('backend-errors'),
   }
 }

@@ -66,7 +66,9 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       onStoreError,
     })
     try {
-      const started = createGateway({ ...setup, gate, target: setup.target, logger, metrics, onStoreError })
+      // The rules file is the gate's, watched there; the gateway applies the gate's rules.
+      const { backendErrors: _file, ...gatewaySetup } = setup
+      const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError })
       const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)

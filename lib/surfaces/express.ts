@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { Checks } from '../checks/index.js'
-import { reject } from '../errors.js'
+import { INTERNAL_ERROR } from '../errors.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
@@ -19,7 +19,8 @@ declare global {
 
 const BODY_ALREADY_READ =
   'payments-gate: the request body was already read by another body parser. Mount the payments-gate middleware before express.json() and the like.'
-const BODY_ALREADY_READ_ANSWER = answerOf(reject('internalErrorOccurred', { message: BODY_ALREADY_READ }))
+/** The standard 500, like every internal failure: the reason goes to the log, meant for whoever mounted the middleware. */
+const BODY_ALREADY_READ_ANSWER = answerOf(INTERNAL_ERROR)
 
 /**
  * Connect/Express middleware. A refusal is answered here; a request that

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { Principal } from '../checks/auth.js'
 import type { Passed } from '../checks/index.js'
-import { reject } from '../errors.js'
+import { INTERNAL_ERROR } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import type { Operation } from '../schema/payment.js'
 
@@ -21,8 +21,6 @@ export type GateLogger = Pick<Logger, 'info' | 'warn' | 'error'>
 export function contextOf(passed: Passed): GateContext {
   return { operation: passed.operation, entity: passed.entity, principal: passed.principal as Principal }
 }
-
-const INTERNAL_ERROR = reject('internalErrorOccurred')
 
 /**
  * A failure of the gate (an authenticator that threw) or of the application

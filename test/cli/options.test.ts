@@ -48,6 +48,9 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
   t.match(parseServeOptions(required, {}), { trustProxy: 0 }, 'no proxy trusted by default')
   t.match(parseServeOptions([...required, '--trust-proxy', '2'], { PAYMENTS_GATE_TRUST_PROXY: '1' }), { trustProxy: 2 })
   t.match(parseServeOptions(required, { PAYMENTS_GATE_TRUST_PROXY: '1' }), { trustProxy: 1 })
+  t.equal(parseServeOptions(required, {}).backendErrors, undefined, 'no backend-errors rules by default')
+  t.equal(parseServeOptions(required, { PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json' }).backendErrors, 'rules.json', 'the rules file from its variable')
+  t.equal(parseServeOptions([...required, '--backend-errors', 'mine.json'], { PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json' }).backendErrors, 'mine.json', 'or its flag')
 })
 
 t.test('bad values are refused with the flag named', async (t) => {

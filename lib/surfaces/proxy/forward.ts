@@ -1,6 +1,7 @@
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http'
 import { createProxyServer } from 'http-proxy-3'
 import { Pool } from 'undici'
+import { NO_RULES, type BackendErrorSource } from '../../backend-errors/rules.js'
 import { DEFAULTS } from '../../defaults.js'
 import { answerFault } from './answer-fault.js'
 import { backendPaths } from './backend-path.js'
@@ -20,10 +21,12 @@ export interface ForwarderOptions {
   timeout: number
   /** Most connections open to the backend at once, per engine; further requests wait for one. */
   maxSockets?: number
-  /** Largest 5xx body read to see whether it is in the error format. */
+  /** Largest error body read to decide what the client gets of it (docs/backend-faults.md). */
   errorBodyLimit?: number
-  /** Largest answer body handed whole to a payment's `settled` callback; none when unset. */
+  /** Largest answer (body and headers, lib/idempotency/answer-size.ts) handed whole to a payment's `settled` callback; none when unset. */
   keepAnswerBytes?: number
+  /** The rules naming the backend's error answers to payments; none when unset. */
+  backendErrors?: BackendErrorSource
 }
 
 export interface Forwarder {
@@ -68,7 +71,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     bodyTimeout: timeout,
   })
   const pathOf = backendPaths(options.target)
-  const settings = { errorBodyLimit, keepAnswerBytes: options.keepAnswerBytes }
+  const settings = { errorBodyLimit, keepAnswerBytes: options.keepAnswerBytes, backendErrors: options.backendErrors ?? { rules: NO_RULES } }
   // Called as the request's own `timeout` listener: one function for every request.
   function onBackendTimeout(this: ClientRequest): void {
     this.destroy(new BackendTimeout(timeout))

@@ -81,11 +81,3 @@ function connectionOf(raw: readonly string[]): string | undefined {
   }
   return value
 }
-
-/** The first value of header `name` (lower case) in a raw list, as node keeps the first of a repeated singleton. */
-export function rawHeader(raw: readonly string[], name: string): string | undefined {
-  for (let i = 0; i < raw.length; i += 2) {
-    if ((raw[i] as string).toLowerCase() === name) return raw[i + 1]
-  }
-  return undefined
-}

@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import type { BackendErrorSource } from '../../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
-import { reject, type Rejection } from '../../errors.js'
+import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
 import { answerOf, writeAnswer } from '../../http/answer.js'
 import { answerClientError } from '../../http/client-error.js'
@@ -39,6 +40,11 @@ export interface GatewayOptions extends RetryProtectionOptions {
   maxSockets?: number
   /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed, for the log line's `remoteAddress`. Default 0. */
   trustProxy?: number
+  /**
+   * The rules naming the backend's error answers (docs/backend-faults.md), e.g.
+   * `await watchBackendErrors(FILE)`. Default: the gate's (`createGate({ backendErrors })`).
+   */
+  backendErrors?: BackendErrorSource
 }
 
 export interface Gateway {
@@ -55,8 +61,8 @@ export interface Gateway {
   drain(graceMs?: number): Promise<void>
 }
 
-const DRAINING = reject('serviceUnavailable', { close: true })
-const INTERNAL_ERROR = reject('internalErrorOccurred', { close: true })
+const DRAINING = closing(SERVICE_UNAVAILABLE)
+const FAILED = closing(INTERNAL_ERROR)
 
 /**
  * The reverse proxy: every request is screened by the shared checks, then
@@ -74,6 +80,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     timeout: gate.timeout,
     maxSockets: options.maxSockets,
     keepAnswerBytes: protectedPayments ? IDEMPOTENCY_DEFAULTS.maxAnswerBytes : undefined,
+    backendErrors: options.backendErrors ?? gate.backendErrors,
   })
   const payments = createPayments(forwarder, { ...options, timeout: gate.timeout, metrics })
   const server = createServer({
@@ -130,7 +137,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     res.on('close', onClose)
     handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
-      refuse(res, exchange, INTERNAL_ERROR)
+      refuse(res, exchange, FAILED)
     })
   }
 

@@ -1,4 +1,4 @@
-import { createServer, request, type IncomingMessage } from 'node:http'
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { backendPaths } from '../../../lib/surfaces/proxy/backend-path.js'
@@ -86,6 +86,24 @@ t.test('no body kept without keepAnswerBytes, nor one larger than it', async (t)
   const small = (await hostFor(t, answer, { keepAnswerBytes: 10 })).host
   t.equal((await pay(small)).status, 201)
   t.match(await outcomeOf(t, small), { kind: 'answered', status: 201, body: undefined })
+})
+
+t.test('the answer kept is measured as the store measures it: body and headers against one limit', async (t) => {
+  const body = '{"outcome":"authorized"}'
+  const answer: Answer = (_req, res) => res.writeHead(201, { 'content-type': 'application/json' }).end(body)
+  const tight = (await hostFor(t, answer, { keepAnswerBytes: body.length + 8 })).host
+  t.equal((await pay(tight)).text, body)
+  t.match(await outcomeOf(t, tight), { kind: 'answered', status: 201, body: undefined }, 'the body alone fits, the answer does not')
+  const error = (_req: unknown, res: ServerResponse) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>gone</h1>')
+  const replaced = (await hostFor(t, error, { keepAnswerBytes: 1024 })).host
+  const reply = await pay(replaced)
+  t.equal(reply.status, 404)
+  const outcome = await outcomeOf(t, replaced)
+  t.match(outcome, { kind: 'answered', status: 404 })
+  if (outcome?.kind !== 'answered') return
+  t.equal(outcome.body?.toString(), reply.text, 'an error answer: what the client got, the standard body')
+  t.equal(replaced.exchanges[0]?.errorName, 'resourceIsNotFound')
+  t.equal(replaced.exchanges[0]?.backendError, undefined, 'a 4xx is no backend fault')
 })
 
 t.test('a 5xx in the error format: answered with its own status, body and length', async (t) => {
