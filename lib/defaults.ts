@@ -42,6 +42,8 @@ export const DEFAULTS = Object.freeze({
   errorBodyLimit: 65536,
   /** How long a drain waits for the requests in flight, in ms. */
   graceMs: 10000,
+  /** Refuse what the checks refuse (`enforce`), or pass it on and report it (`report`; docs/rollout.md). */
+  mode: 'enforce' as 'enforce' | 'report',
 })
 
 /** The cost of new password hashes (`payments-gate hash-password`): scrypt's N, r and p. */

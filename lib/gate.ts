@@ -12,7 +12,7 @@ import { createRetryProtection, OVERSIZED_ANSWER, type RetryProtection } from '.
 import { RedisIdempotencyStore } from './idempotency/redis.js'
 import type { IdempotencyStore } from './idempotency/store.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
-import type { PolicySource } from './policy/policy.js'
+import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore, type ReloadOutcome } from './policy/store.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin, type FastifyGateOptions } from './surfaces/fastify.js'
@@ -53,6 +53,12 @@ export interface GateOptions {
   idempotencyFailure?: 'closed' | 'open'
   /** Told of every failure of the retry-protection store or the shared throttle (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
+  /**
+   * `enforce` (the default) refuses what the checks refuse. `report` passes every request that
+   * passed BasicAuth on as it came (the middleware calls your handler) and reports what enforce
+   * would have done; a policy's `mode` overrides it for its entity (docs/rollout.md).
+   */
+  mode?: Mode
 }
 
 /** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
@@ -68,7 +74,8 @@ export interface Gate {
   /**
    * A `node:http` request handler: refusals are answered; every other request
    * goes to `next`, with the passed request (document, operation, entity,
-   * principal) for the two operations, or `undefined` for any other path.
+   * principal) for the two operations, or `undefined` for any other path; in
+   * report mode also with the report of what enforce mode would have done.
    */
   handler(next: NodeNext): (req: IncomingMessage, res: ServerResponse) => void
   /**
@@ -133,7 +140,7 @@ function assemble(
   keys: IdempotencyStore | undefined,
 ): Gate {
   const { logger } = options
-  const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit })
+  const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit, mode: options.mode })
   const express = expressMiddleware(checks, logger)
   const retryProtection = keys && createRetryProtection({ store: keys, failure: options.idempotencyFailure, onStoreError: options.onStoreError })
   return {

@@ -25,6 +25,8 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   /** How long a recorded answer is replayed, in seconds. */
   readonly idempotencyTtl: number
   readonly idempotencyFailure: 'closed' | 'open'
+  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). */
+  readonly mode: 'enforce' | 'report'
 }
 
 export const SERVE_FLAGS = [
@@ -41,13 +43,14 @@ export const SERVE_FLAGS = [
   'idempotency',
   'idempotency-ttl',
   'idempotency-failure',
+  'mode',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
 export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
-  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open]'
+  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open] [--mode enforce|report]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -105,6 +108,8 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
   if (idempotencyFailure !== 'closed' && idempotencyFailure !== 'open') {
     throw new UsageError(`--idempotency-failure must be closed or open, got "${idempotencyFailure}"`)
   }
+  const mode = value('mode') ?? DEFAULTS.mode
+  if (mode !== 'enforce' && mode !== 'report') throw new UsageError(`--mode must be enforce or report, got "${mode}"`)
   return {
     listen: parseAddress('listen', value('listen') ?? String(DEFAULTS.port)),
     target: parseTarget(value('target')),
@@ -119,5 +124,6 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     idempotency: value('idempotency') ?? IDEMPOTENCY_DEFAULTS.store,
     idempotencyTtl,
     idempotencyFailure,
+    mode,
   }
 }

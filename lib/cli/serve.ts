@@ -12,10 +12,10 @@ import { parseServeOptions, type ServeOptions } from './options.js'
 import { stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
-type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
+type DefaultedFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'mode'
 
-/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection as its defaults unless given. */
-export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | RetryProtectionFlags>, Partial<Pick<ServeOptions, RetryProtectionFlags>> {
+/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection and the mode as their defaults unless given. */
+export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | DefaultedFlags>, Partial<Pick<ServeOptions, DefaultedFlags>> {
   readonly credentials: string | Authenticator
   /** How long a drain waits for requests in flight, in ms. Default 10000. */
   readonly graceMs?: number

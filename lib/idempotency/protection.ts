@@ -7,7 +7,7 @@ import type { BackendOutcome } from '../surfaces/proxy/forward.js'
 import { faultAnswer } from '../surfaces/proxy/faults.js'
 import { fingerprint } from './fingerprint.js'
 import { idempotencyKey } from './key.js'
-import type { Claim, IdempotencyStore, RecordedAnswer } from './store.js'
+import type { Claim, IdempotencyStore, Peek, RecordedAnswer } from './store.js'
 
 /** A claimed key: what `settle` needs to record or release it once the backend's outcome is known. */
 export interface Ticket {
@@ -41,6 +41,11 @@ export interface RetryProtection {
   guard(passed: Passed, payload: Buffer): Guard | Promise<Guard>
   /** Records or releases the ticket's key as the outcome says; store failures go to `onStoreError`, never thrown. */
   settle(ticket: Ticket, outcome: BackendOutcome): void
+  /**
+   * What `guard` would decide, from a read-only look at the store (report mode, docs/rollout.md);
+   * undefined when the store cannot look without claiming.
+   */
+  inspect(passed: Pick<Passed, 'operation' | 'entity' | 'document'>, payload: Buffer): RetryProtectionOutcome | Promise<RetryProtectionOutcome> | undefined
   close(): Promise<void>
 }
 
@@ -91,6 +96,10 @@ function answerToKeep({ status, headers, body }: { status: number; headers: read
   return body === undefined ? OVERSIZED_ANSWER : { status, headers, body }
 }
 
+/** What `guard` decides on each answer of the store, as `peek` gives it. */
+const WOULD: Readonly<Record<Peek, RetryProtectionOutcome>> = { free: 'claimed', inFlight: 'inProgress', recorded: 'replayed', mismatch: 'alreadyUsed' }
+const would = (peek: Peek) => WOULD[peek]
+
 export function createRetryProtection(options: RetryProtectionOptions): RetryProtection {
   const { store } = options
   const failOpen = options.failure === 'open'
@@ -138,6 +147,16 @@ export function createRetryProtection(options: RetryProtectionOptions): RetryPro
       } catch (error) {
         failedQuietly(error)
       }
+    },
+    inspect(passed, payload) {
+      if (store.peek === undefined) return undefined
+      let peek: Peek | Promise<Peek>
+      try {
+        peek = store.peek(idempotencyKey(passed.entity, passed.document.transactionReference), fingerprint(passed.operation, payload))
+      } catch (error) {
+        return failed(error).outcome
+      }
+      return peek instanceof Promise ? peek.then(would, (error: unknown) => failed(error).outcome) : would(peek)
     },
     close: () => store.close(),
   }

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis'
 import { keptAnswer } from './answer-size.js'
 import { closeRedisClient, whenReady } from './redis-client.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
-import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
+import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
 
 /** Every key this store writes starts so, to share a Redis with other uses. */
 export const REDIS_KEY_PREFIX = 'payments-gate:idem:'
@@ -103,6 +103,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async release(key: string, token: string): Promise<void> {
     await this.#scripts.paymentsGateIdemRelease(REDIS_KEY_PREFIX + key, token)
+  }
+
+  async peek(key: string, fingerprint: string): Promise<Peek> {
+    const found = await this.redis.get(REDIS_KEY_PREFIX + key)
+    if (found === null) return 'free'
+    const stored = JSON.parse(found) as Stored
+    if (stored.state === 'inFlight') return 'inFlight'
+    return stored.fingerprint === fingerprint ? 'recorded' : 'mismatch'
   }
 
   async close(): Promise<void> {

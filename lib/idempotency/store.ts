@@ -21,12 +21,17 @@ export type Claim =
   /** Different fingerprint, answer recorded: 422. */
   | { readonly state: 'mismatch' }
 
+/** What `claim` would answer now, without claiming: `free` where it would claim the key. */
+export type Peek = 'free' | 'inFlight' | 'recorded' | 'mismatch'
+
 export interface IdempotencyStore {
   /** Atomic. Rejects (throws / rejected promise) when the store cannot be reached; never hangs (bounded by a command timeout). */
   claim(key: string, fingerprint: string): Claim | Promise<Claim>
   /** Only the claim's owner (its token) can record or release; a stale token is a no-op. */
   record(key: string, token: string, answer: RecordedAnswer): void | Promise<void>
   release(key: string, token: string): void | Promise<void>
+  /** Report mode's read-only look (docs/rollout.md): never claims, writes or refreshes a key. Without it, report mode does not say what retry protection would do. */
+  peek?(key: string, fingerprint: string): Peek | Promise<Peek>
   close(): Promise<void>
 }
 

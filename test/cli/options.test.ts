@@ -43,6 +43,9 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
   })
   t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open' }, 'and from the variables')
   t.match(parseServeOptions([...required, '--idempotency', 'off'], { PAYMENTS_GATE_IDEMPOTENCY: 'memory' }), { idempotency: 'off' }, 'a flag wins')
+  t.match(parseServeOptions(required, {}), { mode: 'enforce' }, 'enforce mode by default')
+  t.match(parseServeOptions(required, { PAYMENTS_GATE_MODE: 'report' }), { mode: 'report' }, 'report mode from the variable')
+  t.match(parseServeOptions([...required, '--mode', 'enforce'], { PAYMENTS_GATE_MODE: 'report' }), { mode: 'enforce' }, 'and the flag wins')
 })
 
 t.test('bad values are refused with the flag named', async (t) => {
@@ -59,6 +62,7 @@ t.test('bad values are refused with the flag named', async (t) => {
     [[...required, '--vendor', 'a/b'], /--vendor must be a media type name/],
     [[...required, '--idempotency-ttl', '0'], /--idempotency-ttl must be at least 1 second/],
     [[...required, '--idempotency-failure', 'maybe'], /--idempotency-failure must be closed or open, got "maybe"/],
+    [[...required, '--mode', 'audit'], /--mode must be enforce or report, got "audit"/],
   ]
   for (const [args, message] of cases) t.throws(() => parseServeOptions(args, {}), { message }, args.join(' '))
   t.throws(() => parseServeOptions([...required, '--nope'], {}), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })

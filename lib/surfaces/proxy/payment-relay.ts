@@ -99,7 +99,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     if (status < 200) return true
     this.status = status
     this.raw = latin1(rawHeaders)
-    if (status >= 500) {
+    // Report mode passes the backend's answer as it came (docs/rollout.md).
+    if (status >= 500 && this.exchange.mode !== 'report') {
       // Read first, so that a body not in the error format can still be replaced.
       this.exchange.backendError = 'serverError'
       this.statusText = statusText

@@ -15,7 +15,8 @@ import { relayedHeaders } from './hop-by-hop.js'
  */
 export function relay(proxyRes: IncomingMessage, res: ServerResponse, exchange: Exchange, errorBodyLimit: number): void {
   const status = proxyRes.statusCode as number
-  if (status >= 500) {
+  // Report mode passes the backend's answer as it came (docs/rollout.md).
+  if (status >= 500 && exchange.mode !== 'report') {
     exchange.backendError = 'serverError'
     inspectServerError(proxyRes, res, exchange, errorBodyLimit)
     return

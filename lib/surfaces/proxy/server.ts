@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
+import type { Reported } from '../../checks/index.js'
 import { reject, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
 import { answerOf, writeAnswer } from '../../http/answer.js'
@@ -12,6 +13,7 @@ import { screen } from '../../http/screen.js'
 import type { Logger } from '../../log.js'
 import type { RecordedAnswer } from '../../idempotency/store.js'
 import type { Metrics } from '../../metrics.js'
+import type { Mode } from '../../policy/policy.js'
 import type { Operation } from '../../schema/payment.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
@@ -36,6 +38,8 @@ export interface GatewayOptions {
   keepAliveTimeout?: number
   /** Most connections open to the backend at once. Default 256. */
   maxSockets?: number
+  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). Default: the gate's `mode`. */
+  mode?: Mode
 }
 
 export interface Gateway {
@@ -67,6 +71,7 @@ function replay(res: GatewayResponse, answer: RecordedAnswer): void {
 export function createGateway(options: GatewayOptions): Gateway {
   const { gate, logger, metrics } = options
   const { checks } = gate
+  const mode = options.mode ?? checks.mode
   const recorder = { logger, metrics }
   const protection = gate.retryProtection
   const forwarder = createForwarder({
@@ -98,7 +103,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, DRAINING)
       return
     }
-    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined)
+    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined, mode)
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()
@@ -107,6 +112,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     if (!screened.ok) {
       refuse(res, exchange, screened)
+      return
+    }
+    if (screened.ok === 'report') {
+      await passAsItCame(req, res, exchange, screened, expectsContinue)
       return
     }
     exchange.entity = screened.entity
@@ -128,6 +137,30 @@ export function createGateway(options: GatewayOptions): Gateway {
     } else {
       refuse(res, exchange, guarded.rejection)
     }
+  }
+
+  /**
+   * Report mode (docs/rollout.md): the request goes to the backend once, as it came, and its answer
+   * comes back as it came; the record says what enforce mode would have done.
+   */
+  async function passAsItCame(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, reported: Reported, expectsContinue: boolean): Promise<void> {
+    exchange.mode = 'report'
+    exchange.entity = reported.entity
+    exchange.user = reported.principal?.username
+    exchange.wouldRefuse = reported.wouldRefuse?.body.errorName
+    if (reported.wouldRewrite.length > 0) exchange.wouldRewrite = reported.wouldRewrite
+    const { document, body } = reported
+    if (protection !== undefined && document !== undefined) {
+      let would = protection.inspect({ operation: reported.operation, entity: reported.entity as string, document }, Buffer.from(JSON.stringify(document)))
+      if (would instanceof Promise) would = await would
+      exchange.wouldRetryProtection = would
+    }
+    if (body !== undefined) {
+      forwarder.forward(req, res, Buffer.from(body.buffer, body.byteOffset, body.length))
+      return
+    }
+    if (expectsContinue) res.writeContinue()
+    forwarder.forward(req, res)
   }
 
   // One listener for every response (its `this`), so that no closure is made per request.
