@@ -3,21 +3,23 @@ import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { startRedis } from '../helpers/redis.js'
-import { MAX_ANSWER_BYTES, OVERSIZED, storeContract } from '../helpers/store-contract.js'
+import { MAX_ANSWER_BYTES, OVERSIZED, peekContract, storeContract, type MakeStore } from '../helpers/store-contract.js'
 
 t.test('memory store', async (t) => {
-  storeContract(t, async (t, options) => {
+  const make: MakeStore = async (t, options) => {
     let time = 1_000_000
     const store = new MemoryIdempotencyStore({ ...options, maxAnswerBytes: MAX_ANSWER_BYTES, oversizedAnswer: OVERSIZED, now: () => time })
     t.teardown(() => store.close())
     return { store, exact: true, advance: async (ms) => void (time += ms) }
-  })
+  }
+  storeContract(t, make)
+  peekContract(t, make)
 })
 
 t.test('redis store', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
-  storeContract(t, async (t, options) => {
+  const make: MakeStore = async (t, options) => {
     const store = new RedisIdempotencyStore(createRedisClient(redis.url), {
       ...options,
       maxAnswerBytes: MAX_ANSWER_BYTES,
@@ -28,5 +30,7 @@ t.test('redis store', async (t) => {
     await store.redis.flushdb()
     // Redis expires a key when it is read after its time: wait the time and a little more.
     return { store, exact: false, advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms + 20)) }
-  })
+  }
+  storeContract(t, make)
+  peekContract(t, make)
 })
