@@ -6,6 +6,7 @@ import { spawnCli } from '../helpers/cli.js'
 import { AUTH, basic, BODY_LIMIT, OTHER_PATH, policyJson, RECURRING_PATH, SALE_PATH, saleBody, TEST_PAN, USERNAME, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { loggedRequests, scanLogsForCards, watchCrashes } from '../helpers/logs.js'
+import { startRedis } from '../helpers/redis.js'
 import { freePort, startBackend } from '../helpers/servers.js'
 import { startGateway } from '../helpers/surfaces.js'
 
@@ -179,6 +180,32 @@ t.test('serve --mode report, one entity switched to enforce by a hot-reloaded po
   const metricsText = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text()
   t.match(metricsText, /payments_gate_would_refuse_total\{operation="sale",error_name="currencyIsNotSupported",entity="collections"\} 1\n/)
   t.match(metricsText, /payments_gate_would_refuse_total\{operation="sale",error_name="currencyIsNotSupported",entity="default"\} [1-9]\d*\n/, 'default, before the switch (probes included)')
+})
+
+t.test("createGateway's mode overrides its gate's, and report mode peeks at a shared Redis store without claiming", async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const { url, backend } = await startGateway(t, { mode: 'report', gate: { idempotency: redis.url } })
+  const body = saleBody({ transactionReference: 'report-redis' })
+  body.instruction.paymentInstrument.cardNumber = `${TEST_PAN.slice(0, -1)}2`
+  t.equal((await send(url, { path: `${SALE_PATH}?redis=refused`, headers: paymentHeaders(), body })).status, 201, 'the gate enforces, this proxy reports')
+  for (const i of [1, 2]) {
+    const reply = await send(url, { path: `${SALE_PATH}?redis=${i}`, headers: paymentHeaders(), body: saleBody({ transactionReference: 'report-redis' }) })
+    t.equal(reply.status, 201)
+  }
+  t.equal(backend.received.length, 3)
+  await until(() => lineOf(`${SALE_PATH}?redis=2`) !== undefined)
+  t.match(lineOf(`${SALE_PATH}?redis=refused`), { mode: 'report', wouldRefuse: 'bodyDoesNotMatchSchema', wouldRetryProtection: undefined })
+  t.match(lineOf(`${SALE_PATH}?redis=2`), { mode: 'report', wouldRetryProtection: 'claimed' }, 'the first claimed nothing, so the retry would be claimed too')
+})
+
+t.test('Expect: 100-continue on a request passed on unread; a chunked body past the limit is still 413', async (t) => {
+  const large = `{"pad":"${'y'.repeat(BODY_LIMIT)}"}`
+  const reply = await send(url, { path: `${SALE_PATH}?case=continue`, headers: paymentHeaders({ expect: '100-continue', 'content-length': String(large.length) }), body: large })
+  t.equal(reply.status, 201, reply.text)
+  t.equal(backend.received.at(-1)?.body.toString(), large)
+  const chunked = await send(url, { path: `${SALE_PATH}?case=chunked-large`, headers: paymentHeaders(), body: large, chunked: true })
+  t.match(chunked, { status: 413, json: { errorName: 'bodyIsTooLarge' } }, 'part of it read already (docs/rollout.md)')
 })
 
 scanLogsForCards(t)

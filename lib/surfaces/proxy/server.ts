@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
+import type { Principal } from '../../checks/auth.js'
 import type { Reported } from '../../checks/index.js'
 import { reject, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
@@ -146,7 +147,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function passAsItCame(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, reported: Reported, expectsContinue: boolean): Promise<void> {
     exchange.mode = 'report'
     exchange.entity = reported.entity
-    exchange.user = reported.principal?.username
+    // screen() always authenticates: a report reaching the proxy has its user.
+    exchange.user = (reported.principal as Principal).username
     exchange.wouldRefuse = reported.wouldRefuse?.body.errorName
     if (reported.wouldRewrite.length > 0) exchange.wouldRewrite = reported.wouldRewrite
     const { document, body } = reported
