@@ -46,7 +46,7 @@ export interface Reported {
   readonly entity: string | undefined
   /** The authenticated user; undefined only where no credentials were checked. */
   readonly principal: Principal | undefined
-  /** The body's bytes as they came; undefined when it was passed on unread (a 405, a declared length over the limit). */
+  /** The body's bytes as they came; undefined when it was passed on unread (a 405, a body over the limit). */
   readonly body: Uint8Array | undefined
   /** The body as parsed, never rewritten; undefined when it is not JSON or was not read. */
   readonly received: unknown

@@ -50,7 +50,7 @@ export async function screen(checks: Checks, req: IncomingMessage, operation: Op
  * (Fastify's content-type parser). `operationOfPath` as `screen` takes it.
  * In report mode only BasicAuth refuses here; a wrong method or a declared
  * length over the limit is reported, its body left unread for whoever passes
- * it on (docs/rollout.md).
+ * it on (docs/rollout.md), as `screenBody` leaves a body that grows past it.
  */
 export async function screenHead(
   checks: Checks,
@@ -81,9 +81,10 @@ export function unreadReport(operation: Operation, principal: Principal, refusal
 
 /** The second half of `screen`: reads the body of an admitted request and runs checks 5 to 13 on it. */
 export async function screenBody(checks: Checks, body: Readable, admitted: Admitted): Promise<Verdict | typeof ABORTED> {
-  const bytes = await readBody(body, checks.bodyLimit)
+  const report = admitted.mode === 'report'
+  const bytes = await readBody(body, checks.bodyLimit, report)
   if (bytes === ABORTED) return ABORTED
-  if (!Buffer.isBuffer(bytes)) return closing(bytes)
+  if (!Buffer.isBuffer(bytes)) return report ? unreadReport(admitted.operation, admitted.principal, admitted.refused ?? bytes) : closing(bytes)
   return checks.checkBody(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
 }
 

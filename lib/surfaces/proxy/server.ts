@@ -161,7 +161,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       forwarder.forward(req, res, Buffer.from(body.buffer, body.byteOffset, body.length))
       return
     }
-    if (expectsContinue) res.writeContinue()
+    // A body left unread from the start still waits for its 100; one put back after the limit had it.
+    if (expectsContinue && !req.readableDidRead) res.writeContinue()
     forwarder.forward(req, res)
   }
 
