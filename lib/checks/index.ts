@@ -134,7 +134,8 @@ export function buildChecks(options: ChecksOptions): Checks {
     const forwarded = structuredClone(document)
     const refused = earlier ?? applyPolicy(forwarded, policy)
     if (refused !== undefined) return reported(operation, entity, principal, body, document, refused)
-    return { ok: 'report', operation, entity, principal, body, received: document, wouldRefuse: undefined, wouldRewrite: rewritesOf(document, forwarded, body), document: forwarded }
+    const wouldRewrite = rewritesOf(document, forwarded, body)
+    return { ok: 'report', operation, entity, principal, body, received: document, wouldRefuse: undefined, wouldRewrite, document: forwarded }
   }
 
   /**
