@@ -44,6 +44,8 @@ export const DEFAULTS = Object.freeze({
   graceMs: 10000,
   /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed (docs/logs-and-metrics.md). */
   trustProxy: 0,
+  /** Refuse what the checks refuse (`enforce`), or pass it on and report it (`report`; docs/rollout.md). */
+  mode: 'enforce' as 'enforce' | 'report',
 })
 
 /** The cost of new password hashes (`payments-gate hash-password`): scrypt's N, r and p. */

@@ -12,7 +12,7 @@ import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
 import { closeRedisClient, createRedisClient, whenReady } from './idempotency/redis-client.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
-import type { PolicySource } from './policy/policy.js'
+import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin, type FastifyGateOptions } from './surfaces/fastify.js'
@@ -59,6 +59,12 @@ export interface GateOptions {
    * watched; or your own source. Default: names by status only.
    */
   backendErrors?: string | BackendErrorSource
+  /**
+   * `enforce` (the default) refuses what the checks refuse. `report` passes every request that
+   * passed BasicAuth on as it came (the middleware calls your handler) and reports what enforce
+   * would have done; a policy's `mode` overrides it for its entity (docs/rollout.md).
+   */
+  mode?: Mode
 }
 
 /** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
@@ -74,7 +80,8 @@ export interface Gate {
   /**
    * A `node:http` request handler: refusals are answered; every other request
    * goes to `next`, with the passed request (document, operation, entity,
-   * principal) for the two operations, or `undefined` for any other path.
+   * principal) for the two operations, or `undefined` for any other path; in
+   * report mode also with the report of what enforce mode would have done.
    */
   handler(next: NodeNext): (req: IncomingMessage, res: ServerResponse) => void
   /**
@@ -142,7 +149,7 @@ interface Watched {
 
 function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched, timeout: number): Gate {
   const { logger } = options
-  const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit })
+  const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit, mode: options.mode })
   const express = expressMiddleware(checks, logger)
   return {
     checks,

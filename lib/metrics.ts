@@ -17,6 +17,10 @@ export interface Metrics {
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
   storeError(): void
+  /** Report mode: a request enforce mode would have refused, with that refusal's error name (docs/rollout.md). */
+  wouldRefuse(operation: string, errorName: string, entity: string): void
+  /** Report mode: a rewrite enforce mode would have made to a request it forwards. */
+  wouldRewrite(operation: string, rewrite: string, entity: string): void
 }
 
 /** Forwarded under a claim, replayed, refused as in flight or as another payment's reference, refused or forwarded unprotected for a store failure. */
@@ -58,6 +62,19 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
     registers: [registry],
   })
+  // Counted only in report mode; `entity` is bounded by the credentials file, since report mode still refuses a user acting for an entity not theirs.
+  const wouldRefuse = new Counter({
+    name: 'payments_gate_would_refuse_total',
+    help: 'Report mode: requests passed on that enforce mode would have refused, by operation, error_name and entity (unknown when not read).',
+    labelNames: ['operation', 'error_name', 'entity'] as const,
+    registers: [registry],
+  })
+  const wouldRewrite = new Counter({
+    name: 'payments_gate_would_rewrite_total',
+    help: 'Report mode: rewrites enforce mode would have made to requests passed on as they came, by operation, rewrite and entity.',
+    labelNames: ['operation', 'rewrite', 'entity'] as const,
+    registers: [registry],
+  })
   return {
     registry,
     request: (operation, status, errorName, seconds) => requests.add(operation, status, errorName ?? 'none', seconds),
@@ -66,6 +83,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     credentialsReload,
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
+    wouldRefuse: (operation, errorName, entity) => wouldRefuse.inc({ operation, error_name: errorName, entity }),
+    wouldRewrite: (operation, rewrite, entity) => wouldRewrite.inc({ operation, rewrite, entity }),
   }
 }
 

@@ -31,6 +31,8 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   readonly idempotencyReplicas: number
   /** The rules file naming the backend's error answers (docs/backend-faults.md); none when unset. */
   readonly backendErrors?: string
+  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). */
+  readonly mode: 'enforce' | 'report'
 }
 
 export const SERVE_FLAGS = [
@@ -50,6 +52,7 @@ export const SERVE_FLAGS = [
   'trust-proxy',
   'idempotency-replicas',
   'backend-errors',
+  'mode',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
@@ -57,7 +60,7 @@ export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
   '[--idempotency memory|off|redis://HOST:PORT[/DB]|redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER] [--idempotency-ttl SECONDS] ' +
-  '[--idempotency-failure closed|open] [--idempotency-replicas N] [--trust-proxy N] [--backend-errors FILE]'
+  '[--idempotency-failure closed|open] [--idempotency-replicas N] [--trust-proxy N] [--backend-errors FILE] [--mode enforce|report]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -115,6 +118,8 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
   if (idempotencyFailure !== 'closed' && idempotencyFailure !== 'open') {
     throw new UsageError(`--idempotency-failure must be closed or open, got "${idempotencyFailure}"`)
   }
+  const mode = value('mode') ?? DEFAULTS.mode
+  if (mode !== 'enforce' && mode !== 'report') throw new UsageError(`--mode must be enforce or report, got "${mode}"`)
   return {
     listen: parseAddress('listen', value('listen') ?? String(DEFAULTS.port)),
     target: parseTarget(value('target')),
@@ -132,5 +137,6 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     trustProxy: number('trust-proxy', DEFAULTS.trustProxy),
     idempotencyReplicas: number('idempotency-replicas', IDEMPOTENCY_DEFAULTS.replicas),
     backendErrors: value('backend-errors'),
+    mode,
   }
 }

@@ -15,9 +15,9 @@ import { reloadSignal, stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas'
-type DefaultedFlags = RetryProtectionFlags | 'trustProxy'
+type DefaultedFlags = RetryProtectionFlags | 'trustProxy' | 'mode'
 
-/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection and `trustProxy` as their defaults unless given. */
+/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection, `trustProxy` and the mode as their defaults unless given. */
 export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | DefaultedFlags>, Partial<Pick<ServeOptions, DefaultedFlags>> {
   readonly credentials: string | Authenticator
   /** How long a drain waits for requests in flight, in ms. Default 10000. */

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache'
 import { keptAnswer } from './answer-size.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
-import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
+import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
 
 export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
   /** Most keys held. Default 100000. */
@@ -121,6 +121,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   release(key: string, token: string): void {
     if (this.#owned(key, token) !== undefined) this.#entries.delete(key)
+  }
+
+  peek(key: string, fingerprint: string): Peek {
+    // The cache's peek: no recency update, no write, an expired entry read as none.
+    const entry = this.#entries.peek(key)
+    if (entry === undefined) return 'free'
+    if (entry.answer === undefined) return 'inFlight'
+    return entry.fingerprint === fingerprint ? 'recorded' : 'mismatch'
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis'
 import { keptAnswer } from './answer-size.js'
 import { closeRedisClient, reportErrors, whenReady } from './redis-client.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
-import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
+import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
 
 /** Every key this store writes starts so, to share a Redis with other uses. */
 export const REDIS_KEY_PREFIX = 'payments-gate:idem:'
@@ -38,7 +38,7 @@ type Stored =
  * Record keeps the claim's fingerprint and nests the answer, JSON built by
  * the caller, as it is (cjson would turn an empty list of headers into an object).
  */
-const CLAIM = `
+const LOOK = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local found = redis.call('GET', KEYS[1])
@@ -47,6 +47,11 @@ if found then
   if value.state == 'inFlight' and now >= value.deadline then return {found, 1} end
   return {found, 0}
 end
+`
+const PEEK = `${LOOK}
+return false
+`
+const CLAIM = `${LOOK}
 local claim = '{"state":"inFlight","fingerprint":' .. cjson.encode(ARGV[1]) .. ',"token":' .. cjson.encode(ARGV[2])
   .. ',"deadline":' .. string.format('%d', now + tonumber(ARGV[3])) .. '}'
 redis.call('SET', KEYS[1], claim, 'PX', tonumber(ARGV[3]) + tonumber(ARGV[4]))
@@ -73,6 +78,7 @@ interface Scripts {
   paymentsGateIdemClaim(key: string, fingerprint: string, token: string, inFlightMs: number, ttlMs: number): Promise<[string, number] | null>
   paymentsGateIdemRecord(key: string, token: string, answer: string, ttlMs: number): Promise<number>
   paymentsGateIdemRelease(key: string, token: string): Promise<number>
+  paymentsGateIdemPeek(key: string): Promise<[string, number] | null>
 }
 
 type Connection = Redis & Scripts
@@ -81,6 +87,7 @@ function withScripts(redis: Redis): Connection {
   redis.defineCommand('paymentsGateIdemClaim', { numberOfKeys: 1, lua: CLAIM })
   redis.defineCommand('paymentsGateIdemRecord', { numberOfKeys: 1, lua: RECORD })
   redis.defineCommand('paymentsGateIdemRelease', { numberOfKeys: 1, lua: RELEASE })
+  redis.defineCommand('paymentsGateIdemPeek', { numberOfKeys: 1, lua: PEEK })
   return redis as Connection
 }
 
@@ -217,6 +224,15 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async release(key: string, token: string): Promise<void> {
     await this.#client.paymentsGateIdemRelease(REDIS_KEY_PREFIX + key, token)
+  }
+
+  async peek(key: string, fingerprint: string): Promise<Peek> {
+    const found = await this.#client.paymentsGateIdemPeek(REDIS_KEY_PREFIX + key)
+    if (found === null) return 'free'
+    const stored = JSON.parse(found[0]) as Stored
+    // A claim past its window is an unknown outcome, replayed as recorded (docs/idempotency.md).
+    if (stored.state === 'inFlight' && found[1] === 0) return 'inFlight'
+    return stored.fingerprint === fingerprint ? 'recorded' : 'mismatch'
   }
 
   async close(): Promise<void> {

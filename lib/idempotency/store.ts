@@ -21,6 +21,9 @@ export type Claim =
   /** Different fingerprint, answer recorded: 422. */
   | { readonly state: 'mismatch' }
 
+/** What `claim` would answer now, without claiming: `free` where it would claim the key. */
+export type Peek = 'free' | 'inFlight' | 'recorded' | 'mismatch'
+
 export interface IdempotencyStore {
   /**
    * Atomic. A claim past its in-flight window with neither a record nor a
@@ -35,6 +38,8 @@ export interface IdempotencyStore {
    */
   record(key: string, token: string, answer: RecordedAnswer): void | Promise<void>
   release(key: string, token: string): void | Promise<void>
+  /** Report mode's read-only look (docs/rollout.md): never claims, writes or refreshes a key. Without it, report mode does not say what retry protection would do. */
+  peek?(key: string, fingerprint: string): Peek | Promise<Peek>
   close(): Promise<void>
 }
 

@@ -43,7 +43,7 @@ function snapshotOf(policies: Map<string, Policy>): Snapshot {
 }
 
 function describe(policy: Policy): unknown[] {
-  return [policy.entity, [...policy.currencies], [...policy.paymentInstruments], policy.features, policy.mcc, policy.line1]
+  return [policy.entity, [...policy.currencies], [...policy.paymentInstruments], policy.features, policy.mcc, policy.line1, policy.mode]
 }
 
 /**

@@ -5,7 +5,7 @@ import { answerOf, writeAnswer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead } from '../http/screen.js'
-import { contextOf, internalError, isClientError, type GateContext, type GateLogger } from './shared.js'
+import { contextOf, internalError, isClientError, passedAsItCame, type GateContext, type GateLogger, type GateReport } from './shared.js'
 
 declare global {
   // Express's own way to extend its request type (declaration merging on the global namespace).
@@ -13,6 +13,8 @@ declare global {
     interface Request {
       /** Set by the payments-gate middleware on a request that passed every check. */
       paymentsGate?: GateContext
+      /** In report mode, set on every request of the two operations that passed BasicAuth (docs/rollout.md). */
+      paymentsGateReport?: GateReport
     }
   }
 }
@@ -34,6 +36,10 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
       .then(async (head) => {
         if (head === undefined) return next()
         if (!head.ok) return writeAnswer(res, answerOf(head))
+        if (head.ok === 'report') {
+          req.paymentsGateReport = head
+          return next()
+        }
         // A consumed stream never ends again: waiting on it would hang the request.
         if (req.readableEnded || req.body !== undefined) {
           logger?.error({ path: req.path }, BODY_ALREADY_READ)
@@ -42,8 +48,16 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
         const outcome = await screenBody(checks, req, head)
         if (outcome === ABORTED) return
         if (!outcome.ok) return writeAnswer(res, answerOf(outcome))
-        req.body = outcome.document
-        req.paymentsGate = contextOf(outcome)
+        if (outcome.ok === 'report') {
+          // The body as it came: what the application gets in report mode (docs/middleware.md).
+          req.body = outcome.received
+          req.paymentsGateReport = outcome
+          const passed = passedAsItCame(outcome)
+          if (passed !== undefined) req.paymentsGate = contextOf(passed)
+        } else {
+          req.body = outcome.document
+          req.paymentsGate = contextOf(outcome)
+        }
         next()
       })
       .catch((error: unknown) => writeAnswer(res, internalError(error, logger)))

@@ -5,13 +5,15 @@ import type { Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
-import { screenBody, screenHead, type Admitted } from '../http/screen.js'
-import { contextOf, internalError, isClientError, type GateContext, type GateLogger } from './shared.js'
+import { screenBody, screenHead, unreadReport, type Admitted } from '../http/screen.js'
+import { contextOf, internalError, isClientError, passedAsItCame, type GateContext, type GateLogger, type GateReport } from './shared.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the payments-gate plugin on a request that passed every check. */
     paymentsGate?: GateContext
+    /** In report mode, set on every request of the two operations that passed BasicAuth (docs/rollout.md). */
+    paymentsGateReport?: GateReport
   }
 }
 
@@ -58,6 +60,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
 
   const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
     fastify.decorateRequest('paymentsGate', undefined)
+    fastify.decorateRequest('paymentsGateReport', undefined)
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
     fastify.addHook('onRequest', async (request, reply) => {
@@ -70,6 +73,13 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
       }
       if (head === undefined) return
       if (!head.ok) return write(reply, answerOf(head))
+      if (head.ok === 'report') {
+        request.paymentsGateReport = head
+        return
+      }
+      // Report mode: a refused head is reported at once, since a body of another Content-Type than the v6
+      // one goes to Fastify's own parser; the parser below reports a v6 body again, with its entity.
+      if (head.refused !== undefined) request.paymentsGateReport = unreadReport(head.operation, head.principal, head.refused)
       admitted.set(request, head)
     })
 
@@ -87,8 +97,14 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
         refused.set(request, outcome)
         return undefined
       }
-      request.paymentsGate = contextOf(outcome)
-      return outcome.document
+      if (outcome.ok === true) {
+        request.paymentsGate = contextOf(outcome)
+        return outcome.document
+      }
+      request.paymentsGateReport = outcome
+      const passed = passedAsItCame(outcome)
+      if (passed !== undefined) request.paymentsGate = contextOf(passed)
+      return outcome.received
     })
 
     fastify.addHook('preValidation', async (request, reply) => {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Principal } from '../checks/auth.js'
-import type { Passed } from '../checks/index.js'
+import type { Passed, Reported } from '../checks/index.js'
 import { INTERNAL_ERROR } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import type { Operation } from '../schema/payment.js'
@@ -17,9 +17,25 @@ export interface GateContext {
 /** Where the gate reports policy reloads and internal errors: a pino logger. */
 export type GateLogger = Pick<Logger, 'info' | 'warn' | 'error'>
 
+/**
+ * What the application learns, in report mode, about a request of the two operations that passed
+ * BasicAuth: the verdict of the checks as report mode gives it (docs/rollout.md), with the body's bytes
+ * as they came (undefined when the body was left unread, for the application to read).
+ */
+export type GateReport = Reported
+
 /** The context of a request that went through `screen`, which always authenticates. */
 export function contextOf(passed: Passed): GateContext {
   return { operation: passed.operation, entity: passed.entity, principal: passed.principal as Principal }
+}
+
+/**
+ * In report mode, the request as the application gets it when every check passed: the document as
+ * it came, not rewritten; undefined when enforce mode would have refused it.
+ */
+export function passedAsItCame(report: Reported): Passed | undefined {
+  if (report.wouldRefuse !== undefined) return undefined
+  return { ok: true, operation: report.operation, entity: report.entity as string, document: report.received as Passed['document'], principal: report.principal }
 }
 
 /**

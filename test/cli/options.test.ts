@@ -51,6 +51,9 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
   t.equal(parseServeOptions(required, {}).backendErrors, undefined, 'no backend-errors rules by default')
   t.equal(parseServeOptions(required, { PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json' }).backendErrors, 'rules.json', 'the rules file from its variable')
   t.equal(parseServeOptions([...required, '--backend-errors', 'mine.json'], { PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json' }).backendErrors, 'mine.json', 'or its flag')
+  t.match(parseServeOptions(required, {}), { mode: 'enforce' }, 'enforce mode by default')
+  t.match(parseServeOptions(required, { PAYMENTS_GATE_MODE: 'report' }), { mode: 'report' }, 'report mode from the variable')
+  t.match(parseServeOptions([...required, '--mode', 'enforce'], { PAYMENTS_GATE_MODE: 'report' }), { mode: 'enforce' }, 'and the flag wins')
 })
 
 t.test('bad values are refused with the flag named', async (t) => {
@@ -69,6 +72,7 @@ t.test('bad values are refused with the flag named', async (t) => {
     [[...required, '--idempotency-failure', 'maybe'], /--idempotency-failure must be closed or open, got "maybe"/],
     [[...required, '--trust-proxy', 'two'], /--trust-proxy must be a whole number/],
     [[...required, '--idempotency-replicas', 'two'], /--idempotency-replicas must be a whole number/],
+    [[...required, '--mode', 'audit'], /--mode must be enforce or report, got "audit"/],
   ]
   for (const [args, message] of cases) t.throws(() => parseServeOptions(args, {}), { message }, args.join(' '))
   t.throws(() => parseServeOptions([...required, '--nope'], {}), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })

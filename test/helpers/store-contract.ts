@@ -172,3 +172,24 @@ export function unknownOutcomeContract(t: Test, make: MakeStore): void {
     await claimed(t, store, 'k', 'f')
   })
 }
+
+/** Report mode's read-only look (docs/rollout.md): `peek` says what `claim` would, and never claims, records or refreshes. */
+export function peekContract(t: Test, make: MakeStore): void {
+  t.test('peek says what a claim would answer, and changes nothing', async (t) => {
+    const { store, advance } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
+    const peek = store.peek?.bind(store) as NonNullable<IdempotencyStore['peek']>
+    t.equal(await peek('k', 'f'), 'free')
+    t.equal(await peek('k', 'f'), 'free', 'a peek claims nothing')
+    const token = await claimed(t, store, 'k', 'f')
+    t.equal(await peek('k', 'f'), 'inFlight')
+    await store.record('k', token, ANSWER)
+    t.equal(await peek('k', 'f'), 'recorded')
+    t.equal(await peek('k', 'other'), 'mismatch')
+    same(t, await store.claim('k', 'f'), ANSWER, 'the recorded answer is still there')
+    await claimed(t, store, 'held', 'f')
+    await advance(150)
+    t.equal(await peek('held', 'f'), 'inFlight')
+    await advance(60)
+    t.equal(await peek('held', 'f'), 'recorded', 'a peek did not keep the claim alive: past its window it is an unknown outcome')
+  })
+}

@@ -3,15 +3,17 @@ import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { startRedis } from '../helpers/redis.js'
-import { type MakeStore, MAX_ANSWER_BYTES, OVERSIZED, UNKNOWN, storeContract, unknownOutcomeContract } from '../helpers/store-contract.js'
+import { type MakeStore, MAX_ANSWER_BYTES, OVERSIZED, UNKNOWN, peekContract, storeContract, unknownOutcomeContract } from '../helpers/store-contract.js'
 
 t.test('memory store', async (t) => {
-  storeContract(t, async (t, options) => {
+  const make: MakeStore = async (t, options) => {
     let time = 1_000_000
     const store = new MemoryIdempotencyStore({ ...options, maxAnswerBytes: MAX_ANSWER_BYTES, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN, now: () => time })
     t.teardown(() => store.close())
     return { store, exact: true, advance: async (ms) => void (time += ms) }
-  })
+  }
+  storeContract(t, make)
+  peekContract(t, make)
 })
 
 t.test('redis store', async (t) => {
@@ -31,4 +33,5 @@ t.test('redis store', async (t) => {
   }
   storeContract(t, make)
   unknownOutcomeContract(t, make)
+  peekContract(t, make)
 })

@@ -21,6 +21,14 @@ export interface Exchange {
   backendError: BackendErrorKind | undefined
   /** What retry protection did with a payment that passed every check. */
   retryProtection: RetryProtectionOutcome | undefined
+  /** `report` when the request is passed on as it came (docs/rollout.md): the relays then pass the backend's answer as it came too. */
+  mode: 'report' | undefined
+  /** Report mode: the error name enforce mode would have answered. */
+  wouldRefuse: string | undefined
+  /** Report mode: the rewrites enforce mode would have made. */
+  wouldRewrite: readonly string[] | undefined
+  /** Report mode: what retry protection would have done, from a read-only look at its store. */
+  wouldRetryProtection: RetryProtectionOutcome | undefined
 }
 
 /** What every response of one gateway reads when its answer starts. */
@@ -65,7 +73,21 @@ export interface Recorder {
 
 /** Starts the record of a request; `record` writes it out when the response closes. */
 export function track(res: GatewayResponse, gateway: GatewayState, operation: string, remoteAddress: string | undefined): Exchange {
-  const exchange: Exchange = { gateway, operation, started: performance.now(), remoteAddress, entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined }
+  const exchange: Exchange = {
+    gateway,
+    operation,
+    started: performance.now(),
+    remoteAddress,
+    entity: undefined,
+    user: undefined,
+    errorName: undefined,
+    backendError: undefined,
+    retryProtection: undefined,
+    mode: undefined,
+    wouldRefuse: undefined,
+    wouldRewrite: undefined,
+    wouldRetryProtection: undefined,
+  }
   res.exchange = exchange
   return exchange
 }
@@ -78,6 +100,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
   const { operation } = exchange
   recorder.metrics?.request(operation, status, exchange.errorName, seconds)
   if (exchange.backendError !== undefined) recorder.metrics?.backendError(exchange.backendError)
+  if (exchange.mode !== undefined) recordReport(exchange, recorder.metrics)
   recorder.logger.info({
     method: res.req.method,
     path: res.req.url,
@@ -89,7 +112,19 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
     errorName: exchange.errorName,
     backendError: exchange.backendError,
     retryProtection: exchange.retryProtection,
+    mode: exchange.mode,
+    wouldRefuse: exchange.wouldRefuse,
+    wouldRewrite: exchange.wouldRewrite,
+    wouldRetryProtection: exchange.wouldRetryProtection,
     complete: res.writableFinished,
     durationMs: Math.round(seconds * 1e4) / 10,
   })
+}
+
+/** Report mode's metrics: what enforce mode would have refused or rewritten (docs/rollout.md). */
+function recordReport(exchange: Exchange, metrics: Metrics | undefined): void {
+  const { operation, wouldRefuse, wouldRewrite } = exchange
+  const entity = exchange.entity ?? 'unknown'
+  if (wouldRefuse !== undefined) metrics?.wouldRefuse(operation, wouldRefuse, entity)
+  if (wouldRewrite !== undefined) for (const rewrite of wouldRewrite) metrics?.wouldRewrite(operation, rewrite, entity)
 }

@@ -106,7 +106,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     this.raw = latin1(rawHeaders)
     if (status >= 500) this.exchange.backendError = 'serverError'
     this.statusText = statusText
-    if (inspected(status, true)) {
+    // Report mode passes the backend's answer as it came (docs/rollout.md).
+    if (inspected(status, true) && this.exchange.mode !== 'report') {
       this.inspecting = new BoundedBody(this.settings.errorBodyLimit)
       return true
     }

@@ -16,7 +16,8 @@ import { relayedHeaders } from './hop-by-hop.js'
 export function relay(proxyRes: IncomingMessage, res: ServerResponse, exchange: Exchange, errorBodyLimit: number): void {
   const status = proxyRes.statusCode as number
   if (status >= 500) exchange.backendError = 'serverError'
-  if (inspected(status, false)) {
+  // Report mode passes the backend's answer as it came (docs/rollout.md).
+  if (inspected(status, false) && exchange.mode !== 'report') {
     inspect(proxyRes, res, exchange, errorBodyLimit)
     return
   }

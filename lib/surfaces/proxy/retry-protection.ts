@@ -7,7 +7,7 @@ import { createIdempotencyStore } from '../../idempotency/create-store.js'
 import { fingerprint } from '../../idempotency/fingerprint.js'
 import { idempotencyKey } from '../../idempotency/key.js'
 import { RedisIdempotencyStore } from '../../idempotency/redis.js'
-import type { Claim, IdempotencyStore, RecordedAnswer } from '../../idempotency/store.js'
+import type { Claim, IdempotencyStore, Peek, RecordedAnswer } from '../../idempotency/store.js'
 import type { Metrics, RetryProtectionOutcome } from '../../metrics.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
 import { faultAnswer } from './faults.js'
@@ -55,6 +55,11 @@ export interface RetryProtection {
   guard(passed: Passed, payload: Buffer): Guard | Promise<Guard>
   /** Records or releases the ticket's key as the outcome says; store failures go to `onStoreError`, never thrown. */
   settle(ticket: Ticket, outcome: BackendOutcome): void
+  /**
+   * What `guard` would decide, from a read-only look at the store (report mode, docs/rollout.md);
+   * undefined when the store cannot look without claiming.
+   */
+  inspect(passed: Pick<Passed, 'operation' | 'entity' | 'document'>, payload: Buffer): RetryProtectionOutcome | Promise<RetryProtectionOutcome> | undefined
   close(): Promise<void>
 }
 
@@ -118,6 +123,10 @@ function answerToKeep({ status, headers, body }: { status: number; headers: read
   return body === undefined ? OVERSIZED_ANSWER : { status, headers, body }
 }
 
+/** What `guard` decides on each answer of the store, as `peek` gives it. */
+const WOULD: Readonly<Record<Peek, RetryProtectionOutcome>> = { free: 'claimed', inFlight: 'inProgress', recorded: 'replayed', mismatch: 'alreadyUsed' }
+const would = (peek: Peek) => WOULD[peek]
+
 export function createRetryProtection(
   store: IdempotencyStore,
   options: Pick<RetryProtectionOptions, 'idempotencyFailure' | 'onStoreError'> = {},
@@ -168,6 +177,16 @@ export function createRetryProtection(
         failedQuietly(error)
       }
     },
+    inspect(passed, payload) {
+      if (store.peek === undefined) return undefined
+      let peek: Peek | Promise<Peek>
+      try {
+        peek = store.peek(idempotencyKey(passed.entity, passed.document.transactionReference), fingerprint(passed.operation, payload))
+      } catch (error) {
+        return failed(error).outcome
+      }
+      return peek instanceof Promise ? peek.then(would, (error: unknown) => failed(error).outcome) : would(peek)
+    },
     close: () => store.close(),
   }
 }
@@ -185,6 +204,8 @@ function replay(res: GatewayResponse, answer: RecordedAnswer): void {
 export interface Payments {
   /** Forwards a payment that passed every check, or answers it from retry protection. */
   forward(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, passed: Passed, payload: Buffer): void | Promise<void>
+  /** What retry protection would do with the payment (report mode); undefined when it is off or cannot look. */
+  inspect: RetryProtection['inspect']
   /** Resolves true once the store answers (at once for memory), false after `timeoutMs`; never rejects. */
   ready(timeoutMs?: number): Promise<boolean>
   /** Closes the store. */
@@ -247,6 +268,7 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
       if (guard instanceof Promise) return guarded(req, res, exchange, guard, payload)
       act(req, res, exchange, guard, payload)
     },
+    inspect: (passed, payload) => protection?.inspect(passed, payload),
     async ready(timeoutMs) {
       return store instanceof RedisIdempotencyStore ? store.ready(timeoutMs) : true
     },

@@ -2,6 +2,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { BackendErrorSource } from '../../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
+import type { Principal } from '../../checks/auth.js'
+import type { Reported } from '../../checks/index.js'
 import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
 import { answerOf, writeAnswer } from '../../http/answer.js'
@@ -12,6 +14,7 @@ import { ABORTED } from '../../http/read-body.js'
 import { screen } from '../../http/screen.js'
 import type { Logger } from '../../log.js'
 import type { Metrics } from '../../metrics.js'
+import type { Mode } from '../../policy/policy.js'
 import type { Operation } from '../../schema/payment.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
@@ -45,6 +48,8 @@ export interface GatewayOptions extends RetryProtectionOptions {
    * `await watchBackendErrors(FILE)`. Default: the gate's (`createGate({ backendErrors })`).
    */
   backendErrors?: BackendErrorSource
+  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). Default: the gate's `mode`. */
+  mode?: Mode
 }
 
 export interface Gateway {
@@ -72,6 +77,7 @@ const FAILED = closing(INTERNAL_ERROR)
 export function createGateway(options: GatewayOptions): Gateway {
   const { gate, logger, metrics } = options
   const { checks } = gate
+  const mode = options.mode ?? checks.mode
   const recorder = { logger, metrics }
   const trustProxy = options.trustProxy ?? DEFAULTS.trustProxy
   const protectedPayments = options.idempotency !== 'off'
@@ -106,7 +112,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, DRAINING)
       return
     }
-    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined)
+    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined, mode)
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()
@@ -117,9 +123,39 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, screened)
       return
     }
+    if (screened.ok === 'report') {
+      await passAsItCame(req, res, exchange, screened, expectsContinue)
+      return
+    }
     exchange.entity = screened.entity
     exchange.user = screened.principal?.username
     return payments.forward(req, res, exchange, screened, Buffer.from(JSON.stringify(screened.document)))
+  }
+
+  /**
+   * Report mode (docs/rollout.md): the request goes to the backend once, as it came, and its answer
+   * comes back as it came; the record says what enforce mode would have done.
+   */
+  async function passAsItCame(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, reported: Reported, expectsContinue: boolean): Promise<void> {
+    exchange.mode = 'report'
+    exchange.entity = reported.entity
+    // screen() always authenticates: a report reaching the proxy has its user.
+    exchange.user = (reported.principal as Principal).username
+    exchange.wouldRefuse = reported.wouldRefuse?.body.errorName
+    if (reported.wouldRewrite.length > 0) exchange.wouldRewrite = reported.wouldRewrite
+    const { document, body } = reported
+    if (document !== undefined) {
+      let would = payments.inspect({ operation: reported.operation, entity: reported.entity as string, document }, Buffer.from(JSON.stringify(document)))
+      if (would instanceof Promise) would = await would
+      exchange.wouldRetryProtection = would
+    }
+    if (body !== undefined) {
+      forwarder.forward(req, res, Buffer.from(body.buffer, body.byteOffset, body.length))
+      return
+    }
+    // A body left unread from the start still waits for its 100; one put back after the limit had it.
+    if (expectsContinue && !req.readableDidRead) res.writeContinue()
+    forwarder.forward(req, res)
   }
 
   // One listener for every response (its `this`), so that no closure is made per request.

@@ -100,6 +100,26 @@ t.test('a store that cannot be reached: refused with 503 (closed), or forwarded 
   t.equal((await guard(silent)).kind, 'refuse', 'without a listener, still refused')
 })
 
+t.test("inspect says what guard would decide, from the store's peek, without claiming", async (t) => {
+  const protection = createRetryProtection(memory())
+  t.equal(protection.inspect(passed().passed, passed().payload), 'claimed')
+  t.equal(protection.inspect(passed().passed, passed().payload), 'claimed', 'still free: nothing was claimed')
+  const ticket = ticketOf(await guard(protection))
+  t.equal(protection.inspect(passed().passed, passed().payload), 'inProgress')
+  protection.settle(ticket, CREATED)
+  t.equal(protection.inspect(passed().passed, passed().payload), 'replayed')
+  const other = passed('order-1', 'default', 999)
+  t.equal(protection.inspect(other.passed, other.payload), 'alreadyUsed')
+  const errors: unknown[] = []
+  for (const how of ['throw', 'reject'] as const) {
+    const store: IdempotencyStore = { ...unreachable(how), peek: unreachable(how).claim as never }
+    t.equal(await createRetryProtection(store, { onStoreError: (error) => errors.push(error) }).inspect(passed().passed, passed().payload), 'storeUnavailable', how)
+    t.equal(await createRetryProtection(store, { idempotencyFailure: 'open' }).inspect(passed().passed, passed().payload), 'unprotected', how)
+  }
+  t.equal(errors.length, 2, 'a failed peek is reported as a store failure')
+  t.equal(createRetryProtection(unreachable('throw')).inspect(passed().passed, passed().payload), undefined, 'a store without peek: nothing to say')
+})
+
 t.test('close closes the store', async (t) => {
   const store = unreachable('throw')
   await createRetryProtection(store).close()
