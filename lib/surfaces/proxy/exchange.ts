@@ -12,6 +12,8 @@ export interface Exchange {
   readonly gateway: GatewayState
   /** `sale`, `recurring`, or `other` for a path passed through. */
   readonly operation: string
+  /** Its id (docs/logs-and-metrics.md, request ids): sent to the backend, on every answer, in the log line. */
+  readonly requestId: string
   readonly started: number
   entity: string | undefined
   user: string | undefined
@@ -45,9 +47,26 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
    * every young-generation GC several times as expensive (docs/performance.md).
    */
   override writeHead(...args: [number, ...unknown[]]): this {
-    if (this.exchange?.gateway.draining === true) this.shouldKeepAlive = false
+    const exchange = this.exchange
+    if (exchange !== undefined) {
+      if (exchange.gateway.draining) this.shouldKeepAlive = false
+      withRequestId(args, exchange.requestId)
+    }
     return Reflect.apply(super.writeHead, this, args) as this
   }
+}
+
+/**
+ * `writeHead`'s arguments with `X-Request-Id` added to its headers, a copy of
+ * the caller's: a relayed answer's list is also what retry protection
+ * records, and a replay must carry the id of the request it answers.
+ */
+function withRequestId(args: unknown[], id: string): void {
+  const last = args.length - 1
+  const headers = args[last]
+  if (Array.isArray(headers)) args[last] = [...(headers as string[]), 'x-request-id', id]
+  else if (typeof headers === 'object' && headers !== null) args[last] = { ...headers, 'x-request-id': id }
+  else args.push({ 'x-request-id': id })
 }
 
 /** A call to the backend on behalf of one response. */
@@ -62,8 +81,8 @@ export interface Recorder {
 }
 
 /** Starts the record of a request; `record` writes it out when the response closes. */
-export function track(res: GatewayResponse, gateway: GatewayState, operation: string): Exchange {
-  const exchange: Exchange = { gateway, operation, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined }
+export function track(res: GatewayResponse, gateway: GatewayState, operation: string, requestId: string): Exchange {
+  const exchange: Exchange = { gateway, operation, requestId, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined }
   res.exchange = exchange
   return exchange
 }
@@ -79,6 +98,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
   recorder.logger.info({
     method: res.req.method,
     path: res.req.url,
+    requestId: exchange.requestId,
     operation,
     entity: exchange.entity,
     user: exchange.user,

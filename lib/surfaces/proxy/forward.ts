@@ -91,6 +91,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     forward(req, res, payload, settled) {
       const headers = forwardedRequestHeaders(req.headers, payload === undefined)
       addForwardedHeaders(headers, req)
+      headers['x-request-id'] = (res.exchange as Exchange).requestId
       if (payload === undefined) {
         req.headers = headers
         proxy.web(req, res)

@@ -8,6 +8,7 @@ import { answerClientError } from '../../http/client-error.js'
 import { listen } from '../../http/listen.js'
 import { inTurn } from '../../http/pipelining.js'
 import { ABORTED } from '../../http/read-body.js'
+import { requestIdOf } from '../../http/request-id.js'
 import { screen } from '../../http/screen.js'
 import type { Logger } from '../../log.js'
 import type { RecordedAnswer } from '../../idempotency/store.js'
@@ -141,7 +142,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
     // Looked up once: the label of the log line and metrics (a 405 keeps its operation's), and screen()'s route.
     const operation = checks.operationOf(req.url)
-    const exchange = track(res, state, operation ?? 'other')
+    const exchange = track(res, state, operation ?? 'other', requestIdOf(req.headers['x-request-id']))
     res.on('close', onClose)
     handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
