@@ -1,6 +1,8 @@
 import { ServerResponse, type IncomingMessage } from 'node:http'
+import type { Span } from '@opentelemetry/api'
 import type { Logger } from '../../log.js'
 import type { BackendErrorKind, Metrics, RetryProtectionOutcome } from '../../metrics.js'
+import { endSpan } from '../../tracing.js'
 
 /**
  * What is known about one request as it goes through the gateway, filled in
@@ -21,6 +23,10 @@ export interface Exchange {
   backendError: BackendErrorKind | undefined
   /** What retry protection did with a payment that passed every check. */
   retryProtection: RetryProtectionOutcome | undefined
+  /** Its server span, when an OpenTelemetry SDK is registered (docs/tracing.md). */
+  span: Span | undefined
+  /** The span of its call to the backend, until that call is over. */
+  backendSpan: Span | undefined
 }
 
 /** What every response of one gateway reads when its answer starts. */
@@ -82,7 +88,7 @@ export interface Recorder {
 
 /** Starts the record of a request; `record` writes it out when the response closes. */
 export function track(res: GatewayResponse, gateway: GatewayState, operation: string, requestId: string): Exchange {
-  const exchange: Exchange = { gateway, operation, requestId, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined }
+  const exchange: Exchange = { gateway, operation, requestId, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined, span: undefined, backendSpan: undefined }
   res.exchange = exchange
   return exchange
 }
@@ -95,6 +101,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
   const { operation } = exchange
   recorder.metrics?.request(operation, status, exchange.errorName, seconds)
   if (exchange.backendError !== undefined) recorder.metrics?.backendError(exchange.backendError)
+  if (exchange.span !== undefined) endSpans(exchange, exchange.span, status)
   recorder.logger.info({
     method: res.req.method,
     path: res.req.url,
@@ -109,4 +116,18 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
     complete: res.writableFinished,
     durationMs: Math.round(seconds * 1e4) / 10,
   })
+}
+
+/** The call to the backend is over: its span ends with the backend's status, or how the call failed. */
+export function backendCallDone(exchange: Exchange, status: number, fault?: BackendErrorKind): void {
+  const span = exchange.backendSpan
+  if (span === undefined) return
+  exchange.backendSpan = undefined
+  endSpan(span, { status, backendError: fault })
+}
+
+function endSpans(exchange: Exchange, span: Span, status: number): void {
+  // Still open only for a path passed through, whose answer is the backend's own status, or a client gone first.
+  backendCallDone(exchange, status, exchange.backendError)
+  endSpan(span, { status, errorName: exchange.errorName, entity: exchange.entity, retryProtection: exchange.retryProtection, backendError: exchange.backendError })
 }

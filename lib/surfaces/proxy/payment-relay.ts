@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici'
 import { answerOf, flatHeaders, writeAnswer } from '../../http/answer.js'
 import { answerFault } from './answer-fault.js'
 import { BoundedBody } from './bounded-body.js'
-import type { BackendCall, Exchange, GatewayResponse } from './exchange.js'
+import { backendCallDone, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
 import { faultKind, serverErrorReplacement, type FaultKind } from './faults.js'
 import { rawHeader, relayedHeaders } from './hop-by-hop.js'
 
@@ -127,6 +127,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
 
   onComplete(): void {
     this.ended = true
+    backendCallDone(this.exchange, this.status)
     if (this.serverError !== undefined) {
       this.endServerError(this.serverError.bytes())
       return

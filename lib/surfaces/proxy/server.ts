@@ -14,6 +14,7 @@ import type { Logger } from '../../log.js'
 import type { RecordedAnswer } from '../../idempotency/store.js'
 import type { Metrics } from '../../metrics.js'
 import type { Operation } from '../../schema/payment.js'
+import { registeredTracer, startServerSpan } from '../../tracing.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
 
@@ -64,13 +65,21 @@ function replay(res: GatewayResponse, answer: RecordedAnswer): void {
   res.end(answer.body)
 }
 
+/** A server span's name: the method and operation (`POST sale`), or the method alone for a path passed through. */
+function spanName(method: string, operation: Operation | undefined): string {
+  return operation === undefined ? method : `${method} ${operation}`
+}
+
 /** The reverse proxy: every request is screened by the shared checks, then answered or forwarded once. */
 export function createGateway(options: GatewayOptions): Gateway {
   const { gate, logger, metrics } = options
   const { checks } = gate
   const recorder = { logger, metrics }
   const protection = gate.retryProtection
+  // Asked once: without a registered SDK no request makes a span (docs/tracing.md).
+  const tracer = registeredTracer()
   const forwarder = createForwarder({
+    tracer,
     target: new URL(options.target),
     timeout: gate.timeout,
     maxSockets: options.maxSockets,
@@ -143,6 +152,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     // Looked up once: the label of the log line and metrics (a 405 keeps its operation's), and screen()'s route.
     const operation = checks.operationOf(req.url)
     const exchange = track(res, state, operation ?? 'other', requestIdOf(req.headers['x-request-id']))
+    if (tracer !== undefined) exchange.span = startServerSpan(tracer, spanName(req.method as string, operation), req.method as string, req.headers, exchange.operation, exchange.requestId)
     res.on('close', onClose)
     handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
