@@ -21,8 +21,8 @@ export function registeredTracer(): Tracer | undefined {
 
 /** What a span says about its request when it ends; `undefined` fields are left out. */
 export interface SpanOutcome {
-  /** The status answered; 0 when none was (the client left, or the connection was cut). */
-  readonly status: number
+  /** The status answered; 0 when none was (the client left, or the connection was cut); none for a request the middleware passed on. */
+  readonly status?: number
   readonly errorName?: string | undefined
   readonly entity?: string | undefined
   readonly retryProtection?: string | undefined
@@ -68,12 +68,12 @@ export function startBackendSpan(tracer: Tracer, parent: Span, method: string, t
  */
 export function endSpan(span: Span, outcome: SpanOutcome): void {
   const { status } = outcome
-  if (status !== 0) span.setAttribute('http.response.status_code', status)
+  if (status !== undefined && status !== 0) span.setAttribute('http.response.status_code', status)
   setDefined(span, 'payments_gate.error_name', outcome.errorName)
   setDefined(span, 'payments_gate.entity', outcome.entity)
   setDefined(span, 'payments_gate.retry_protection', outcome.retryProtection)
   setDefined(span, 'payments_gate.backend_error', outcome.backendError)
-  if (status === 0 || status >= 500) span.setStatus({ code: SpanStatusCode.ERROR })
+  if (status !== undefined && (status === 0 || status >= 500)) span.setStatus({ code: SpanStatusCode.ERROR })
   span.end()
 }
 

@@ -4,8 +4,8 @@ import { MemoryIdempotencyStore } from '../lib/idempotency/memory.js'
 import { OVERSIZED_ANSWER } from '../lib/idempotency/protection.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES } from './helpers/cases.js'
-import { TEST_PAN } from './helpers/fixtures.js'
-import { type Reply, send } from './helpers/http.js'
+import { OTHER_PATH, TEST_PAN, saleBody } from './helpers/fixtures.js'
+import { paymentHeaders, type Reply, send } from './helpers/http.js'
 import { scanLogsForCards } from './helpers/logs.js'
 import { type Echo, everyEmbedding } from './helpers/surfaces.js'
 
@@ -58,6 +58,26 @@ t.test('the shared table gives the same answers from the node handler, Express, 
         for (const [i, other] of rest.entries()) t.same(other, first, `${embeddings[i + 1]!.name} answers byte for byte as node`)
       }
     })
+  }
+})
+
+t.test('request ids: on every answer to an operation, in the context the application gets; none added on other paths by the middleware', async (t) => {
+  const { embeddings, agent } = await everyEmbedding(t)
+  let reference = 0
+  for (const embedding of embeddings) {
+    const sale = { ...saleBody(), transactionReference: `request-id-${embedding.name}-${++reference}` }
+    const passed = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'mine-1' }), body: sale }, agent)
+    t.equal(passed.status, 201, embedding.name)
+    t.equal(passed.headers['x-request-id'], 'mine-1', `${embedding.name}: on the application's answer`)
+    t.equal((JSON.parse(passed.text) as Echo).requestId, 'mine-1', `${embedding.name}: given to the application`)
+    const fresh = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'not sane' }), body: { ...sale, transactionReference: `request-id-${++reference}` } }, agent)
+    t.match(fresh.headers['x-request-id'], /^[\w-]{12}-[0-9a-z]+$/, `${embedding.name}: a new one`)
+    t.equal((JSON.parse(fresh.text) as Echo).requestId, fresh.headers['x-request-id'], `${embedding.name}: the same one`)
+    const refused = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'mine-2', authorization: 'Basic eDp5' }), body: sale }, agent)
+    t.equal(refused.status, 401)
+    t.equal(refused.headers['x-request-id'], 'mine-2', `${embedding.name}: on a refusal`)
+    const other = await send(embedding.port, { method: 'GET', path: OTHER_PATH, headers: { 'x-request-id': 'mine-3' } }, agent)
+    t.equal(other.headers['x-request-id'], embedding.name === 'proxy' ? 'mine-3' : undefined, `${embedding.name}: other paths`)
   }
 })
 

@@ -1,9 +1,15 @@
+import { createServer, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { trace } from '@opentelemetry/api'
+import express from 'express'
+import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { startTracing, type Tracing } from '../../lib/cli/tracing.js'
-import { OTHER_PATH, TEST_PAN, saleBody } from '../helpers/fixtures.js'
+import { OTHER_PATH, SALE_PATH, TEST_PAN, saleBody } from '../helpers/fixtures.js'
 import { paymentHeaders, send } from '../helpers/http.js'
 import { startReceiver, type Receiver, type ReceivedSpan } from '../helpers/otlp.js'
-import { type Started, startGateway, type StartOptions } from '../helpers/surfaces.js'
+import { closeServer, listenOnLoopback } from '../helpers/servers.js'
+import { type Started, startGateway, type StartOptions, testGate } from '../helpers/surfaces.js'
 
 /**
  * docs/tracing.md: the proxy's spans, exported by the SDK `serve` starts
@@ -15,7 +21,7 @@ const CLIENT_SPAN = '00f067aa0ba902b7'
 const TRACEPARENT = `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`
 
 /** The SDK started from `env` (the variables of the standard, as `serve` reads them), stopped when the test ends. */
-async function traced(t: Test, env: Record<string, string>, options: StartOptions = {}): Promise<{ receiver: Receiver; tracing: Tracing; started: Started }> {
+async function sdk(t: Test, env: Record<string, string>): Promise<{ receiver: Receiver; tracing: Tracing }> {
   const receiver = await startReceiver(t)
   const variables = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...env }
   // The exporter and the resource read the process's variables, as they do under `serve`.
@@ -32,8 +38,13 @@ async function traced(t: Test, env: Record<string, string>, options: StartOption
     await tracing.shutdown()
   }
   t.teardown(stop)
-  const started = await startGateway(t, options)
-  return { receiver, tracing: { shutdown: stop }, started }
+  return { receiver, tracing: { shutdown: stop } }
+}
+
+/** The SDK, then the proxy in front of a recording backend. */
+async function traced(t: Test, env: Record<string, string>, options: StartOptions = {}): Promise<{ receiver: Receiver; tracing: Tracing; started: Started }> {
+  const { receiver, tracing } = await sdk(t, env)
+  return { receiver, tracing, started: await startGateway(t, options) }
 }
 
 const byName = (spans: ReceivedSpan[], name: string) => spans.filter((span) => span.name === name)
@@ -116,4 +127,70 @@ t.test('without a registered SDK, no span and the client\'s traceparent goes on 
   const { url, backend } = await startGateway(t)
   t.equal((await send(url, { headers: paymentHeaders({ traceparent: TRACEPARENT }), body: saleBody() })).status, 201)
   t.equal(backend.received[0]?.headers.traceparent, TRACEPARENT)
+})
+
+t.test("the middleware's span joins the application's active context: node handler, Express, Fastify", async (t) => {
+  const { receiver, tracing } = await sdk(t, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })
+  const gate = await testGate(t)
+  const failing = await testGate(t, {
+    credentials: {
+      authenticate: () => {
+        throw new Error('credential store broken')
+      },
+    },
+  })
+  const app = trace.getTracer('app')
+  /** Each request runs inside the application's own span, as its HTTP instrumentation would make it. */
+  const inAppSpan = (res: ServerResponse, then: () => void) =>
+    app.startActiveSpan('app request', (span) => {
+      res.on('finish', () => span.end())
+      then()
+    })
+  const answer = (res: ServerResponse, requestId: string | undefined) => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ requestId }))
+  const node = gate.handler((_req, res, _passed, requestId) => answer(res, requestId))
+  const nodeServer = createServer((req, res) => inAppSpan(res, () => node(req, res)))
+  const broken = failing.handler(() => undefined)
+  const brokenServer = createServer((req, res) => inAppSpan(res, () => broken(req, res)))
+  const expressApp = express()
+  expressApp.use((_req, res, next) => inAppSpan(res, next))
+  expressApp.use(gate.express())
+  expressApp.post(SALE_PATH, (req, res) => answer(res, req.paymentsGate?.requestId))
+  const expressServer = createServer(expressApp)
+  const fastify = Fastify()
+  fastify.addHook('onRequest', (_request, reply, done) => inAppSpan(reply.raw, done))
+  await fastify.register(gate.fastify)
+  fastify.post(SALE_PATH, async (request, reply) => answer(reply.raw, request.paymentsGate?.requestId))
+  await fastify.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => fastify.close())
+  const ports: [string, number][] = [
+    ['node', await listenOnLoopback(nodeServer)],
+    ['express', await listenOnLoopback(expressServer)],
+    ['fastify', (fastify.server.address() as AddressInfo).port],
+  ]
+  t.teardown(() => Promise.all([closeServer(nodeServer), closeServer(expressServer)]))
+  for (const [name, port] of ports) {
+    const passed = await send(port, { headers: paymentHeaders({ 'x-request-id': `${name}-pass` }), body: saleBody() })
+    t.equal(passed.status, 201, name)
+    t.equal(passed.json.requestId, `${name}-pass`, name)
+    t.equal((await send(port, { headers: paymentHeaders({ 'x-request-id': `${name}-refused`, authorization: 'Basic eDp5' }), body: saleBody() })).status, 401)
+  }
+  const brokenPort = await listenOnLoopback(brokenServer)
+  t.teardown(() => closeServer(brokenServer))
+  t.equal((await send(brokenPort, { headers: paymentHeaders({ 'x-request-id': 'broken' }), body: saleBody() })).status, 500)
+  await tracing.shutdown()
+  const spans = receiver.spans()
+  const checks = spans.filter((span) => span.name === 'payments-gate checks')
+  t.equal(checks.length, 7)
+  for (const span of checks) {
+    const parent = spans.find((other) => other.spanId === span.parentSpanId)
+    t.match(parent, { name: 'app request', traceId: span.traceId }, `${span.attributes['payments_gate.request_id']}: a child of the application's span`)
+    t.equal(span.kind, 1, 'internal')
+  }
+  const of = (id: string) => checks.find((span) => span.attributes['payments_gate.request_id'] === id)
+  for (const [name] of ports) {
+    t.match(of(`${name}-pass`), { status: 0, attributes: { 'payments_gate.operation': 'sale', 'payments_gate.entity': 'default' } })
+    t.notOk('http.response.status_code' in (of(`${name}-pass`)?.attributes ?? {}), 'no status: the application answers')
+    t.match(of(`${name}-refused`), { attributes: { 'http.response.status_code': 401, 'payments_gate.error_name': 'accessDenied' } })
+  }
+  t.match(of('broken'), { status: 2, attributes: { 'http.response.status_code': 500 } })
 })
