@@ -71,7 +71,7 @@ function withRequestId(args: unknown[], id: string): void {
   const last = args.length - 1
   const headers = args[last]
   if (Array.isArray(headers)) args[last] = [...(headers as string[]), 'x-request-id', id]
-  else if (typeof headers === 'object' && headers !== null) args[last] = { ...headers, 'x-request-id': id }
+  else if (typeof headers === 'object') args[last] = { ...headers, 'x-request-id': id }
   else args.push({ 'x-request-id': id })
 }
 
