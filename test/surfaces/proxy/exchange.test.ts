@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http'
 import t from 'tap'
 import { GatewayResponse, track } from '../../../lib/surfaces/proxy/exchange.js'
 import { send } from '../../helpers/http.js'
-import { closeServer, listenOnLoopback } from '../../helpers/servers.js'
+import { listenOnLoopback } from '../../helpers/servers.js'
 
 t.test('every head a tracked response writes carries its request id, however writeHead is called', async (t) => {
   const heads: Record<string, (res: GatewayResponse) => void> = {
@@ -19,7 +19,13 @@ t.test('every head a tracked response writes carries its request id, however wri
     heads[req.url as string]?.(res)
   })
   const port = await listenOnLoopback(server)
-  t.teardown(() => closeServer(server))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   for (const path of Object.keys(heads)) {
     const reply = await send(port, { method: 'GET', path })
     t.equal(reply.headers['x-request-id'], `id${path}`, path)
