@@ -43,7 +43,8 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
     .merge(resourceFromAttributes({ 'service.name': 'payments-gate' }))
     .merge(detectResources({ detectors: [envDetector] }))
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] })
-  provider.register()
+  // No context manager: the proxy hands every span its parent itself, and AsyncLocalStorage would tax every promise of the process.
+  provider.register({ contextManager: null })
   return {
     async shutdown() {
       await provider.shutdown()

@@ -1,6 +1,8 @@
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { trace } from '@opentelemetry/api'
+import { context, propagation, trace } from '@opentelemetry/api'
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import express from 'express'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
@@ -130,7 +132,18 @@ t.test('without a registered SDK, no span and the client\'s traceparent goes on 
 })
 
 t.test("the middleware's span joins the application's active context: node handler, Express, Fastify", async (t) => {
-  const { receiver, tracing } = await sdk(t, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })
+  // The application's own tracing set-up, as its instrumentation would register it: with an AsyncLocalStorage context.
+  const receiver = await startReceiver(t)
+  const provider = new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${receiver.url}/v1/traces` }))] })
+  provider.register()
+  const tracing = {
+    async shutdown() {
+      await provider.shutdown()
+      trace.disable()
+      context.disable()
+      propagation.disable()
+    },
+  }
   const gate = await testGate(t)
   const failing = await testGate(t, {
     credentials: {
