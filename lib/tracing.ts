@@ -1,5 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type ProxyTracerProvider, type Span, type Tracer } from '@opentelemetry/api'
 import type { IncomingHttpHeaders } from 'node:http'
+import { maskCardNumbers } from './card-mask.js'
 
 /**
  * Spans through the OpenTelemetry API (docs/tracing.md). Nothing here is
@@ -32,10 +33,12 @@ export interface SpanOutcome {
 /**
  * The proxy's span of one request: a server span, child of the client's
  * W3C `traceparent` when it sent one (through the registered propagator).
+ * The request id is masked as the log line masks it: a client's id may hold
+ * a card number (docs/logs-and-metrics.md, card numbers never appear whole).
  */
 export function startServerSpan(tracer: Tracer, name: string, method: string, headers: IncomingHttpHeaders, operation: string, requestId: string): Span {
   const parent = propagation.extract(ROOT_CONTEXT, headers)
-  const attributes = { 'http.request.method': method, 'payments_gate.operation': operation, 'payments_gate.request_id': requestId }
+  const attributes = { 'http.request.method': method, 'payments_gate.operation': operation, 'payments_gate.request_id': maskCardNumbers(requestId) }
   return tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent)
 }
 
@@ -45,7 +48,7 @@ export function startServerSpan(tracer: Tracer, name: string, method: string, he
  * instrumentation made one).
  */
 export function startCheckSpan(tracer: Tracer, operation: string, requestId: string): Span {
-  const attributes = { 'payments_gate.operation': operation, 'payments_gate.request_id': requestId }
+  const attributes = { 'payments_gate.operation': operation, 'payments_gate.request_id': maskCardNumbers(requestId) }
   return tracer.startSpan('payments-gate checks', { kind: SpanKind.INTERNAL, attributes }, context.active())
 }
 

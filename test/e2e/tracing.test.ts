@@ -54,8 +54,10 @@ const byName = (spans: ReceivedSpan[], name: string) => spans.filter((span) => s
 for (const protocol of ['http/protobuf', 'http/json']) {
   t.test(`${protocol}: a payment's server span is the client's child, its backend call the server span's, and the backend gets the call's context`, async (t) => {
     const { receiver, tracing, started } = await traced(t, { OTEL_EXPORTER_OTLP_PROTOCOL: protocol }, { gate: { idempotency: 'memory' } })
-    const reply = await send(started.url, { headers: paymentHeaders({ traceparent: TRACEPARENT, 'x-request-id': 'traced-1' }), body: saleBody() })
+    const reply = await send(started.url, { headers: paymentHeaders({ traceparent: TRACEPARENT, tracestate: 'vendor=abc', 'x-request-id': 'traced-1' }), body: saleBody() })
     t.equal(reply.status, 201)
+    const carded = await send(started.url, { headers: paymentHeaders({ 'x-request-id': `pan-${TEST_PAN}` }), body: { ...saleBody(), transactionReference: `carded-${protocol}` } })
+    t.equal(carded.headers['x-request-id'], `pan-${TEST_PAN}`, "the client's own id comes back as sent")
     await tracing.shutdown()
     t.ok(receiver.exports.length > 0, 'spans were flushed on shutdown')
     for (const received of receiver.exports) {
@@ -83,6 +85,8 @@ for (const protocol of ['http/protobuf', 'http/json']) {
     })
     t.match(client, { traceId: CLIENT_TRACE, parentSpanId: server?.spanId, kind: 3, attributes: { 'http.response.status_code': 201, 'server.address': '127.0.0.1' } })
     t.equal(started.backend.received[0]?.headers.traceparent, `00-${CLIENT_TRACE}-${client?.spanId}-01`, "the backend's parent is the gateway's client span")
+    t.equal(started.backend.received[0]?.headers.tracestate, 'vendor=abc', "the client's tracestate goes on with it")
+    t.ok(spans.some((span) => span.attributes['payments_gate.request_id'] === 'pan-444433******1111'), 'a request id masked as the log line masks it')
   })
 }
 
