@@ -6,7 +6,7 @@ import { createRedisClient } from '../lib/idempotency/redis-client.js'
 import { LOGIN_KEY_PREFIX } from '../lib/login-throttle-redis.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES } from './helpers/cases.js'
-import { basic, POLICIES_DIR, saleBody, TEST_PAN, USERNAME, writeCredentials } from './helpers/fixtures.js'
+import { basic, OTHER_PATH, POLICIES_DIR, saleBody, TEST_PAN, USERNAME, writeCredentials } from './helpers/fixtures.js'
 import { paymentHeaders, type Reply, send } from './helpers/http.js'
 import { startRedis } from './helpers/redis.js'
 import { closeServer, listenOnLoopback } from './helpers/servers.js'
@@ -62,6 +62,26 @@ t.test('the shared table gives the same answers from the node handler, Express, 
         for (const [i, other] of rest.entries()) t.same(other, first, `${embeddings[i + 1]!.name} answers byte for byte as node`)
       }
     })
+  }
+})
+
+t.test('request ids: on every answer to an operation, in the context the application gets; none added on other paths by the middleware', async (t) => {
+  const { embeddings, agent } = await everyEmbedding(t)
+  let reference = 0
+  for (const embedding of embeddings) {
+    const sale = { ...saleBody(), transactionReference: `request-id-${embedding.name}-${++reference}` }
+    const passed = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'mine-1' }), body: sale }, agent)
+    t.equal(passed.status, 201, embedding.name)
+    t.equal(passed.headers['x-request-id'], 'mine-1', `${embedding.name}: on the application's answer`)
+    t.equal((JSON.parse(passed.text) as Echo).requestId, 'mine-1', `${embedding.name}: given to the application`)
+    const fresh = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'not sane' }), body: { ...sale, transactionReference: `request-id-${++reference}` } }, agent)
+    t.match(fresh.headers['x-request-id'], /^[\w-]{12}-[0-9a-z]+$/, `${embedding.name}: a new one`)
+    t.equal((JSON.parse(fresh.text) as Echo).requestId, fresh.headers['x-request-id'], `${embedding.name}: the same one`)
+    const refused = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'mine-2', authorization: 'Basic eDp5' }), body: sale }, agent)
+    t.equal(refused.status, 401)
+    t.equal(refused.headers['x-request-id'], 'mine-2', `${embedding.name}: on a refusal`)
+    const other = await send(embedding.port, { method: 'GET', path: OTHER_PATH, headers: { 'x-request-id': 'mine-3' } }, agent)
+    t.equal(other.headers['x-request-id'], embedding.name === 'proxy' ? 'mine-3' : undefined, `${embedding.name}: other paths`)
   }
 })
 

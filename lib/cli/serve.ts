@@ -12,6 +12,7 @@ import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
 import { EXIT_OK, UsageError, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 import { reloadSignal, stopSignal } from './signals.js'
+import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas'
@@ -43,6 +44,8 @@ export interface Serving {
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
   const logger = createLogger({ destination: logDestination(io, cluster.isWorker) })
   const metrics = createMetrics()
+  // Before the gateway, which asks for a tracer once (docs/tracing.md).
+  const tracing = await startTracing(io.env)
   let gateway: Gateway | undefined
   let admin: Admin | undefined
   let adminAddress: AddressInfo | undefined
@@ -86,6 +89,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         async stop() {
           logger.info('draining')
           await started.drain(setup.graceMs)
+          await tracing?.shutdown()
           await gate.close()
           await admin?.close()
           logger.info('stopped')

@@ -16,7 +16,7 @@ import { testGate } from '../helpers/surfaces.js'
 
 /** What each test application answers: what it was handed. */
 interface Handed {
-  context: GateContext | null
+  context: Omit<GateContext, 'requestId'> | null
   body: unknown
   report: { entity?: string; wouldRefuse?: string; wouldRewrite: readonly string[]; bytes?: string } | null
 }
@@ -42,7 +42,7 @@ const dir = t.testdir({
 const gate = await testGate(t, { mode: 'report', policies: join(dir, 'policies'), credentials: await writeCredentials(dir) })
 
 async function nodeApp(): Promise<number> {
-  const server = createServer(gate.handler((_req, res, passed, report) => res.end(JSON.stringify(handed(passed, report === undefined ? passed?.document : report.received, report)))))
+  const server = createServer(gate.handler((_req, res, passed, _requestId, report) => res.end(JSON.stringify(handed(passed, report === undefined ? passed?.document : report.received, report)))))
   t.teardown(() => closeServer(server))
   return listenOnLoopback(server)
 }

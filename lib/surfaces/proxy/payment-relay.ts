@@ -4,7 +4,7 @@ import { answerBytes, headerBytes } from '../../idempotency/answer-size.js'
 import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected, type ClientAnswer } from './backend-answer.js'
 import { BoundedBody } from './bounded-body.js'
-import type { BackendCall, Exchange, GatewayResponse } from './exchange.js'
+import { backendCallDone, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
 import { faultKind, type FaultKind } from './faults.js'
 import { relayedHeaders } from './hop-by-hop.js'
 
@@ -134,6 +134,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
 
   onComplete(): void {
     this.ended = true
+    backendCallDone(this.exchange, this.status)
     if (this.inspecting !== undefined) {
       this.endInspected(this.inspecting.bytes())
       return

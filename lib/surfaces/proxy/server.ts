@@ -11,11 +11,13 @@ import { answerClientError } from '../../http/client-error.js'
 import { listen } from '../../http/listen.js'
 import { inTurn } from '../../http/pipelining.js'
 import { ABORTED } from '../../http/read-body.js'
+import { requestIdOf } from '../../http/request-id.js'
 import { screen } from '../../http/screen.js'
 import type { Logger } from '../../log.js'
 import type { Metrics } from '../../metrics.js'
 import type { Mode } from '../../policy/policy.js'
 import type { Operation } from '../../schema/payment.js'
+import { registeredTracer, startServerSpan } from '../../tracing.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
 import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
@@ -74,6 +76,11 @@ const FAILED = closing(INTERNAL_ERROR)
  * answered or forwarded once, payments under retry protection. Throws the
  * one-line `EIDEMPOTENCY` error for a store spec it does not take.
  */
+/** A server span's name: the method and operation (`POST sale`), or the method alone for a path passed through. */
+function spanName(method: string, operation: Operation | undefined): string {
+  return operation === undefined ? method : `${method} ${operation}`
+}
+
 export function createGateway(options: GatewayOptions): Gateway {
   const { gate, logger, metrics } = options
   const { checks } = gate
@@ -81,7 +88,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   const recorder = { logger, metrics }
   const trustProxy = options.trustProxy ?? DEFAULTS.trustProxy
   const protectedPayments = options.idempotency !== 'off'
+  // Asked once: without a registered SDK no request makes a span (docs/tracing.md).
+  const tracer = registeredTracer()
   const forwarder = createForwarder({
+    tracer,
     target: new URL(options.target),
     timeout: gate.timeout,
     maxSockets: options.maxSockets,
@@ -169,7 +179,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
     // Looked up once: the label of the log line and metrics (a 405 keeps its operation's), and screen()'s route.
     const operation = checks.operationOf(req.url)
-    const exchange = track(res, state, operation ?? 'other', clientAddress(req, trustProxy))
+    const exchange = track(res, state, operation ?? 'other', requestIdOf(req.headers['x-request-id']), clientAddress(req, trustProxy))
+    if (tracer !== undefined) exchange.span = startServerSpan(tracer, spanName(req.method as string, operation), req.method as string, req.headers, exchange.operation, exchange.requestId)
     res.on('close', onClose)
     handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')

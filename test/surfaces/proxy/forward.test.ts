@@ -1,6 +1,7 @@
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
+import { requestIdOf } from '../../../lib/http/request-id.js'
 import { backendPaths } from '../../../lib/surfaces/proxy/backend-path.js'
 import { GatewayResponse, track, type Exchange } from '../../../lib/surfaces/proxy/exchange.js'
 import { faultKind } from '../../../lib/surfaces/proxy/faults.js'
@@ -24,7 +25,7 @@ async function startHost(t: Test, target: string, options: Partial<ForwarderOpti
   const outcomes: BackendOutcome[] = []
   const exchanges: Exchange[] = []
   const server = createServer<typeof IncomingMessage, typeof GatewayResponse>({ ServerResponse: GatewayResponse }, (req, res) => {
-    exchanges.push(track(res, { draining: false }, 'sale', undefined))
+    exchanges.push(track(res, { draining: false }, 'sale', requestIdOf(req.headers['x-request-id']), undefined))
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => forwarder.forward(req, res, Buffer.concat(chunks), (outcome) => outcomes.push(outcome)))
@@ -57,23 +58,25 @@ async function outcomeOf(t: Test, host: Host): Promise<BackendOutcome | undefine
 }
 
 t.test('answered: the status, the relayed header list and, within keepAnswerBytes, the body', async (t) => {
-  const { host } = await hostFor(
+  const { host, backend } = await hostFor(
     t,
     (_req, res) => {
-      res.writeHead(201, { 'X-Trace-ID': 'abc', 'Set-Cookie': ['a=1', 'b=2'], Connection: 'keep-alive, x-private', 'x-private': 'no' })
+      res.writeHead(201, { 'X-Trace-ID': 'abc', 'Set-Cookie': ['a=1', 'b=2'], Connection: 'keep-alive, x-private', 'x-private': 'no', 'X-Request-Id': 'the-backend-s' })
       res.write('{"outcome":')
       res.end('"authorized"}')
     },
     { keepAnswerBytes: 1024 },
   )
-  const reply = await pay(host)
+  const reply = await send(host.url, { path: '/pay', body: '{"amount":1}', headers: { 'x-request-id': 'client-7' } })
   t.equal(reply.status, 201)
   t.same(reply.headers['set-cookie'], ['a=1', 'b=2'])
+  t.equal(backend.received[0]?.headers['x-request-id'], 'client-7', 'the backend gets the request id')
+  t.equal(reply.headers['x-request-id'], 'client-7', "the gateway's id, not the backend's")
   const outcome = await outcomeOf(t, host)
   t.match(outcome, { kind: 'answered', status: 201 })
   if (outcome?.kind !== 'answered') return
   const names = outcome.headers.filter((_, i) => i % 2 === 0)
-  t.same(names, ['X-Trace-ID', 'Set-Cookie', 'Set-Cookie', 'Date'], 'as spelt and as often as sent; Connection, what it names, Keep-Alive and Transfer-Encoding dropped')
+  t.same(names, ['X-Trace-ID', 'Set-Cookie', 'Set-Cookie', 'Date'], 'as spelt and as often as sent; Connection, what it names, Keep-Alive, Transfer-Encoding and X-Request-Id dropped')
   t.equal(outcome.body?.toString(), '{"outcome":"authorized"}', 'the body, whole')
   t.equal(outcome.body?.toString(), reply.text, 'what the client got')
 })
