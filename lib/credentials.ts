@@ -5,6 +5,7 @@ import { LRUCache } from 'lru-cache'
 import { ACCESS_DENIED, type Authenticator, type Principal } from './checks/auth.js'
 import type { Rejection } from './errors.js'
 import { CREDENTIAL_DEFAULTS, SCRYPT_DEFAULTS } from './defaults.js'
+import { readFailure } from './file-error.js'
 import { definedOnly, MemoryLoginThrottle, type LoginAttempt, type LoginThrottle } from './login-throttle.js'
 import { compileSchema } from './schema/compile.js'
 import { Type, type Static } from './schema/typebox.js'
@@ -279,7 +280,7 @@ export async function loadCredentials(file: string, options: CredentialStoreOpti
   try {
     parsed = JSON.parse(await readFile(file, 'utf8'))
   } catch (error) {
-    const reason = error instanceof SyntaxError ? `not JSON: ${error.message}` : (error as Error).message
+    const reason = error instanceof SyntaxError ? `not JSON: ${error.message}` : readFailure(error)
     throw credentialsError(`${file}: ${reason}`)
   }
   if (!credentialsFileSchema.check(parsed)) {

@@ -1,25 +1,23 @@
-import { parseArgs } from 'node:util'
 import { buildOpenApi } from '../openapi.js'
-import { EXIT_OK, UsageError, type Command } from './io.js'
+import { parseFlags, type CommandSpec } from './flags.js'
+import { EXIT_OK, type Command } from './io.js'
+import { SHARED_FLAGS } from './options.js'
 
-export const usage = 'payments-gate openapi [--vendor NAME] [--base-path PATH]'
+const { vendor, basePath } = SHARED_FLAGS
 
-/**
- * Prints the OpenAPI 3.1 document of both operations. `--vendor` and
- * `--base-path` (or their `PAYMENTS_GATE_*` variables, as for `serve`) make
- * it describe the gateway as it is deployed.
- */
+/** Checked by the same code as `serve`'s: a vendor `serve` refuses makes no document either. */
+export const spec: CommandSpec<{ vendor: typeof vendor; basePath: typeof basePath }> = {
+  name: 'openapi',
+  usage: '[flags]',
+  description:
+    'Prints the OpenAPI 3.1 document of both operations. --vendor and --base-path, or their PAYMENTS_GATE_* variables as for serve, make it describe the gateway as it is deployed.',
+  env: true,
+  positionals: 0,
+  flags: { vendor, basePath },
+}
+
 export const run: Command = async (args, io) => {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { vendor: { type: 'string' }, 'base-path': { type: 'string' } },
-  })
-  if (positionals.length > 0) throw new UsageError(`takes no file (usage: ${usage})`)
-  const document = buildOpenApi({
-    vendor: values.vendor ?? io.env.PAYMENTS_GATE_VENDOR,
-    basePath: values['base-path'] ?? io.env.PAYMENTS_GATE_BASE_PATH,
-  })
-  io.stdout.write(`${JSON.stringify(document, null, 2)}\n`)
+  const { values } = parseFlags(spec, args, io.env)
+  io.stdout.write(`${JSON.stringify(buildOpenApi(values), null, 2)}\n`)
   return EXIT_OK
 }

@@ -3,22 +3,32 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
+import { DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
-import { EXIT_OK, UsageError, logDestination, type Command, type Io } from './io.js'
+import { flagName } from './flags.js'
+import { EXIT_OK, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
-import { stopSignal } from './signals.js'
+export { SERVE as spec } from './options.js'
+import { shutdownDelay, stopSignals, type StopSignals } from './signals.js'
+import { bind, unreadable } from './startup.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
+type LifecycleFlags = 'shutdownDelay' | 'drainTimeout'
 
-/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection as its defaults unless given. */
-export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | RetryProtectionFlags>, Partial<Pick<ServeOptions, RetryProtectionFlags>> {
+/**
+ * What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection as
+ * its defaults unless given; no shutdown delay and a drain of the backend timeout plus a second unless given.
+ */
+export interface ServeSetup
+  extends Omit<ServeOptions, 'credentials' | 'workers' | 'where' | RetryProtectionFlags | LifecycleFlags>,
+    Partial<Pick<ServeOptions, RetryProtectionFlags | LifecycleFlags>> {
   readonly credentials: string | Authenticator
-  /** How long a drain waits for requests in flight, in ms. Default 10000. */
-  readonly graceMs?: number
+  /** Where a flag's value came from (`--listen` or `PAYMENTS_GATE_LISTEN`), for start-up errors; the flag unless given. */
+  where?(key: string): string
 }
 
 export interface Serving {
@@ -28,8 +38,11 @@ export interface Serving {
   readonly gate: Gate
   readonly logger: Logger
   readonly metrics: Metrics
-  /** Drains the gateway, then closes the gate and the admin listener. */
-  stop(): Promise<void>
+  /**
+   * Withdraws the gateway (`/readyz` 503, `Connection: close`) and keeps serving for the shutdown delay, or until
+   * `hurry` resolves; then drains it and closes the gate and the admin listener.
+   */
+  stop(hurry?: Promise<void>): Promise<void>
 }
 
 /**
@@ -38,6 +51,7 @@ export interface Serving {
  * port in use throws before anything listens on the gateway's port.
  */
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
+  const where = (key: string) => setup.where?.(key) ?? flagName(key)
   const logger = createLogger({ destination: logDestination(io, cluster.isWorker) })
   const metrics = createMetrics()
   let gateway: Gateway | undefined
@@ -46,7 +60,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   if (withAdmin && setup.admin !== undefined) {
     const { port, host } = setup.admin
     const listener = createAdmin({ ready: () => gateway?.ready === true, ...metricsOf(metrics.registry) })
-    adminAddress = await bind('--admin', () => listener.listen(port, host))
+    adminAddress = await bind(where('admin'), setup.admin, () => listener.listen(port, host))
     admin = listener
   }
   try {
@@ -55,10 +69,12 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       logger,
       onPolicyReload: (outcome) => metrics.policyReload(outcome.ok),
       onStoreError: storeErrorReporter(logger, metrics),
+    }).catch((error: unknown) => {
+      throw unreadable(error, where)
     })
     try {
       const started = createGateway({ gate, target: setup.target, logger, metrics })
-      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
+      const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host))
       gateway = started
       logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
       return {
@@ -68,9 +84,14 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         gate,
         logger,
         metrics,
-        async stop() {
-          logger.info('draining')
-          await started.drain(setup.graceMs)
+        async stop(hurry) {
+          const delay = setup.shutdownDelay ?? 0
+          started.withdraw()
+          logger.info({ shutdownDelay: delay }, 'shutting down')
+          await shutdownDelay(delay, hurry ?? new Promise(() => undefined))
+          const drainTimeout = setup.drainTimeout ?? Math.ceil(setup.timeout / 1000) + DEFAULTS.drainMarginSeconds
+          logger.info({ drainTimeout }, 'draining')
+          await started.drain(drainTimeout * 1000)
           await gate.close()
           await admin?.close()
           logger.info('stopped')
@@ -103,28 +124,19 @@ export function storeErrorReporter(logger: Logger, metrics: Metrics, now = () =>
   }
 }
 
-/** A port that cannot be bound is a start-up failure: one line, exit 2. */
-async function bind(flag: string, listen: () => Promise<AddressInfo>): Promise<AddressInfo> {
-  try {
-    return await listen()
-  } catch (error) {
-    throw new UsageError(`${flag}: cannot listen (${(error as NodeJS.ErrnoException).code})`)
-  }
-}
-
 export const run: Command = async (args, io) => {
   const options = parseServeOptions(args, io.env)
-  const stop = stopSignal()
-  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop)
-  if (cluster.isWorker) return runWorker(options, io, stop)
+  const signals = stopSignals()
+  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, signals)
+  if (cluster.isWorker) return runWorker(options, io, signals)
   const serving = await startServing(options, io)
-  await stop
-  await serving.stop()
+  await signals.stop
+  await serving.stop(signals.hurry)
   return EXIT_OK
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
-async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
+async function runWorker(options: ServeOptions, io: Io, signals: StopSignals): Promise<number> {
   try {
     const serving = await startServing(options, io, false)
     // The primary's /metrics asks every worker over IPC: constructing an AggregatorRegistry is what
@@ -133,8 +145,8 @@ async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>):
     AggregatorRegistry.setRegistries([serving.metrics.registry])
     // A cluster worker always has its IPC channel.
     ;(process.send as (message: string) => boolean)(WORKER_READY)
-    await stop
-    await serving.stop()
+    await signals.stop
+    await serving.stop(signals.hurry)
     return EXIT_OK
   } finally {
     // The channel to the primary would keep this process alive after its work is done. Closing it

@@ -3,8 +3,10 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
 import { createGate } from '../gate.js'
 import { createLogger } from '../log.js'
-import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Io } from './io.js'
+import { EXIT_OK, EXIT_USAGE, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
+import { bind, unreadable } from './startup.js'
+import type { StopSignals } from './signals.js'
 
 /** What a worker tells the primary once it listens. */
 export const WORKER_READY = 'payments-gate:ready'
@@ -14,11 +16,15 @@ export const WORKER_READY = 'payments-gate:ready'
  * out connections), so one pod uses every core. The primary serves no
  * payments: it checks the files once (a bad one is exit 2 here, not N
  * crashing workers), starts the workers, replaces one that dies, hosts the
- * admin listener with every worker's metrics summed, and on SIGTERM drains
- * them all before exiting.
+ * admin listener with every worker's metrics summed, and passes SIGTERM and
+ * SIGINT on to every worker, so that each keeps serving for the shutdown delay
+ * and drains, before exiting once they all have.
  */
-export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
-  await (await createGate(options)).close()
+export async function runPrimary(options: ServeOptions, io: Io, signals: StopSignals): Promise<number> {
+  const checked = await createGate(options).catch((error: unknown) => {
+    throw unreadable(error, options.where)
+  })
+  await checked.close()
   const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()
   const workers = new Set<Worker>()
@@ -53,30 +59,22 @@ export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<un
       metrics: () => aggregator.clusterMetrics(),
       contentType: aggregator.contentType,
     })
-    await bindAdmin(admin, options.admin.port, options.admin.host)
+    const { port, host } = options.admin
+    await bind(options.where('admin'), options.admin, () => (admin as Admin).listen(port, host))
   }
   for (let i = 0; i < options.workers; i++) fork()
   logger.info({ workers: options.workers }, 'workers started')
-  const code = await Promise.race([stop.then(() => EXIT_OK), failure])
+  const outcome = await Promise.race([signals.stop, failure])
   stopping = true
-  await Promise.all(
-    [...workers].map(
-      (worker) =>
-        new Promise((resolve) => {
-          worker.once('exit', resolve)
-          worker.process.kill('SIGTERM')
-        }),
-    ),
-  )
+  const exited = Promise.all([...workers].map((worker) => new Promise((resolve) => worker.once('exit', resolve))))
+  const pass = (signal: NodeJS.Signals) => {
+    for (const worker of workers) worker.process.kill(signal)
+  }
+  // A failed start-up has nothing to wait for: SIGINT skips the workers' delay.
+  pass(typeof outcome === 'string' ? outcome : 'SIGINT')
+  void signals.hurry.then(() => pass('SIGINT'))
+  await exited
   await admin?.close()
   logger.info('stopped')
-  return code
-}
-
-async function bindAdmin(admin: Admin, port: number, host: string | undefined): Promise<void> {
-  try {
-    await admin.listen(port, host)
-  } catch (error) {
-    throw new UsageError(`--admin: cannot listen (${(error as NodeJS.ErrnoException).code})`)
-  }
+  return typeof outcome === 'string' ? EXIT_OK : outcome
 }

@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
+import { readFailure } from '../file-error.js'
 import { compilePolicy, type Policy } from './policy.js'
 
 export interface PolicyProblem {
@@ -20,7 +21,7 @@ export async function loadPolicyFile(path: string): Promise<Policy | PolicyProbl
   try {
     parsed = JSON.parse(await readFile(path, 'utf8'))
   } catch (error) {
-    return { file: path, reason: error instanceof SyntaxError ? `not JSON: ${error.message}` : (error as Error).message }
+    return { file: path, reason: error instanceof SyntaxError ? `not JSON: ${error.message}` : readFailure(error) }
   }
   const policy = compilePolicy(parsed)
   if (Array.isArray(policy)) return { file: path, reason: policy.join('; ') }

@@ -13,12 +13,12 @@ t.test('--workers: an admin port in use stops the primary before any worker star
   const taken = await takenPort(t)
   const run = spawnCli(['serve', '--workers', '2', '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${taken}`])
   t.equal(await run.exited, 2)
-  t.match(run.output().stderr, /--admin: cannot listen/)
+  t.equal(run.output().stderr, `payments-gate serve: --admin: 127.0.0.1:${taken} is in use; stop what listens there or give another port\n`)
 })
 
 t.test('--workers: N processes on one port, admin with summed metrics, a dead worker replaced, SIGTERM drains all', async (t) => {
   const [listen, admin] = [await freePort(), await freePort()]
-  const run = spawnCli(['serve', '--workers', '2', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`])
+  const run = spawnCli(['serve', '--workers', '2', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '0'])
   t.teardown(() => run.child.kill('SIGKILL'))
   await poll(`http://127.0.0.1:${admin}/readyz`, 200)
   for (let i = 0; i < 4; i++) t.equal((await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
