@@ -41,7 +41,7 @@ export function option<T>(spec: OptionSpec<T> & { readonly default?: string; rea
   return {
     value: spec.value,
     summary: spec.summary,
-    shown: spec.shown ?? (spec.required ? 'required' : `\`${spec.default}\``),
+    shown: spec.shown ?? (spec.required ? 'required' : spec.default === undefined ? 'none' : `\`${spec.default}\``),
     required: spec.required === true,
     see: spec.see,
     read(text) {
