@@ -81,6 +81,7 @@ t.test('--body-limit applies', async (t) => {
 t.test('bad calls exit 2 with one line on stderr', async (t) => {
   const cases = [
     ['validate', '--operation', 'refund', '-'],
+    ['validate', '-'],
     ['validate', '--operation', 'sale'],
     ['validate', '--operation', 'sale', 'a', 'b'],
     ['validate', '--operation', 'sale', '--policies', join(dir, 'broken'), '-'],
