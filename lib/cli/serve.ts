@@ -9,12 +9,12 @@ import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
 import { flagName } from './flags.js'
-import { EXIT_OK, logDestination, type Command, type Io } from './io.js'
+import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
 import { shutdownDelay, stopSignals, type StopSignals } from './signals.js'
 import { bind, unreadable } from './startup.js'
-import { runPrimary, WORKER_READY } from './workers.js'
+import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
 type LifecycleFlags = 'shutdownDelay' | 'drainTimeout'
@@ -148,6 +148,12 @@ async function runWorker(options: ServeOptions, io: Io, signals: StopSignals): P
     await signals.stop
     await serving.stop(signals.hurry)
     return EXIT_OK
+  } catch (error) {
+    /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
+    if (!(error instanceof UsageError)) throw error
+    // The primary prints the reason once for all its workers: one line (docs/cli.md).
+    await new Promise((resolve) => (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve))
+    return EXIT_USAGE
   } finally {
     // The channel to the primary would keep this process alive after its work is done. Closing it
     // through the worker (not process.disconnect, which exits 0 at once) keeps the exit code.

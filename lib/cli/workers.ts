@@ -3,13 +3,20 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
 import { createGate } from '../gate.js'
 import { createLogger } from '../log.js'
-import { EXIT_OK, EXIT_USAGE, logDestination, type Io } from './io.js'
+import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
 import type { StopSignals } from './signals.js'
 
 /** What a worker tells the primary once it listens. */
 export const WORKER_READY = 'payments-gate:ready'
+
+/** The key of what a worker that cannot start tells the primary: its one-line reason, which the primary prints once for all. */
+export const WORKER_FAILED = 'payments-gate:failed'
+
+function failureOf(message: unknown): string | undefined {
+  return typeof message === 'object' && message !== null ? (message as Record<string, string | undefined>)[WORKER_FAILED] : undefined
+}
 
 /**
  * `--workers N`: N processes share the gateway's port (node's cluster hands
@@ -29,8 +36,8 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false
-  let failed!: (code: number) => void
-  const failure = new Promise<number>((resolve) => {
+  let failed!: (error: UsageError) => void
+  const failure = new Promise<UsageError>((resolve) => {
     failed = resolve
   })
 
@@ -39,15 +46,16 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
     workers.add(worker)
     worker.on('message', (message: unknown) => {
       if (message === WORKER_READY) ready.add(worker.id)
+      const reason = failureOf(message)
+      if (reason !== undefined) failed(new UsageError(reason))
     })
     worker.on('exit', (code, signal) => {
       workers.delete(worker)
       const wasReady = ready.delete(worker.id)
       if (stopping) return
       logger.error({ worker: worker.id, code, signal }, 'worker exited')
-      // A worker that could not start (its port refused) would fail again: stop instead of looping.
-      if (!wasReady && code === EXIT_USAGE) failed(EXIT_USAGE)
-      else fork()
+      // A worker that could not start (its port refused) said why, and would fail again: stop instead of looping.
+      if (wasReady || code !== EXIT_USAGE) fork()
     })
   }
 
@@ -71,10 +79,11 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
     for (const worker of workers) worker.process.kill(signal)
   }
   // A failed start-up has nothing to wait for: SIGINT skips the workers' delay.
-  pass(typeof outcome === 'string' ? outcome : 'SIGINT')
+  pass(outcome instanceof UsageError ? 'SIGINT' : outcome)
   void signals.hurry.then(() => pass('SIGINT'))
   await exited
   await admin?.close()
   logger.info('stopped')
-  return typeof outcome === 'string' ? EXIT_OK : outcome
+  if (outcome instanceof UsageError) throw outcome
+  return EXIT_OK
 }

@@ -40,6 +40,7 @@ t.test('--workers: workers that cannot listen stop the primary with exit 2', asy
   const port = await takenPort(t)
   const run = spawnCli(['serve', '--workers', '2', '--listen', `127.0.0.1:${port}`, '--target', backend.url, '--credentials', credentials])
   t.equal(await run.exited, 2)
+  t.equal(run.output().stderr, `payments-gate serve: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`, 'said once, not once a worker')
 })
 
 t.test('--workers: SIGTERM turns readyz 503, the workers keep serving through the delay with Connection: close; a second SIGTERM drains all, exit 0', async (t) => {
