@@ -60,10 +60,10 @@ function parseBasePath(value: string): string {
   return value
 }
 
+const processes = wholeNumber('processes (or auto)', 1)
+
 function parseWorkers(value: string): number {
-  if (value === 'auto') return availableParallelism()
-  if (!/^[0-9]+$/.test(value) || Number(value) < 1) throw new InvalidValue('must be a whole number of processes, at least 1, or auto')
-  return Number(value)
+  return value === 'auto' ? availableParallelism() : processes(value)
 }
 
 function oneOf<const T extends string>(...choices: T[]): (text: string) => T {
