@@ -3,7 +3,7 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
 import { createGate } from '../gate.js'
 import { createLogger } from '../log.js'
-import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Io } from './io.js'
+import { EXIT_OK, UsageError, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
 import type { StopSignals } from './signals.js'
@@ -51,11 +51,11 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
     })
     worker.on('exit', (code, signal) => {
       workers.delete(worker)
-      const wasReady = ready.delete(worker.id)
+      ready.delete(worker.id)
       if (stopping) return
       logger.error({ worker: worker.id, code, signal }, 'worker exited')
-      // A worker that could not start (its port refused) said why, and would fail again: stop instead of looping.
-      if (wasReady || code !== EXIT_USAGE) fork()
+      // No restart loop: a worker that could not start (its port refused) said why before it exited, which stops them all.
+      fork()
     })
   }
 
