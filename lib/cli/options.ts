@@ -66,14 +66,16 @@ function parseWorkers(value: string): number {
   return value === 'auto' ? availableParallelism() : processes(value)
 }
 
-function oneOf<const T extends string>(...choices: T[]): (text: string) => T {
+/** One of a few words, e.g. `closed` or `open`. */
+export function oneOf<const T extends string>(...choices: T[]): (text: string) => T {
   return (text) => {
     if (!(choices as string[]).includes(text)) throw new InvalidValue(`must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}`)
     return text as T
   }
 }
 
-const identity = (text: string) => text
+/** A value taken as it is given (a path, a store spec checked later). */
+export const identity = (text: string) => text
 
 /**
  * Flags that several commands take: declared once here, so every command
