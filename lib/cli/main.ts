@@ -19,7 +19,7 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
 }
 
 function help(): string {
-  const lines = Object.entries(SUBCOMMANDS).map(([name, { summary }]) => `  ${name.padEnd(16)}${summary}`)
+  const lines = Object.entries(SUBCOMMANDS).map(([name, { summary }]) => `  ${name.padEnd(22)}${summary}`)
   return (
     `usage: payments-gate COMMAND [flags]\n\ncommands:\n${lines.join('\n')}\n\n` +
     'payments-gate COMMAND --help shows the flags of a command; payments-gate --version its version.\n'

@@ -14,7 +14,7 @@ async function finished(args: string[], env: Record<string, string> = {}) {
 
 t.test('the real process: every command --help and -h is its help on stdout, exit 0', async (t) => {
   const names = Object.keys(SUBCOMMANDS)
-  t.same(names.sort(), ['check-policies', 'demo', 'hash-password', 'openapi', 'serve', 'validate'])
+  t.same(names.sort(), ['check-backend-errors', 'check-policies', 'demo', 'hash-password', 'openapi', 'serve', 'validate'])
   const runs = await Promise.all(names.map((name, i) => finished(i % 2 === 0 ? [name, '--help'] : [name, 'extra', '-h'])))
   names.forEach((name, i) => {
     const { code, stdout, stderr } = runs[i] as Awaited<ReturnType<typeof finished>>

@@ -55,7 +55,7 @@ t.test('--backend-errors FILE (or its variable): the names the rules give appear
   t.same(JSON.parse(Buffer.concat(out).toString()), document)
   const bad = await runCli(['openapi', '--backend-errors', join(dir, 'bad.json')])
   t.equal(bad.code, 2)
-  t.equal(bad.stderr, `payments-gate openapi: ${join(dir, 'bad.json')}: $: must be an object whose only key is "rules", an array of rules\n`)
+  t.equal(bad.stderr, `payments-gate openapi: --backend-errors: ${join(dir, 'bad.json')}: $: must be an object whose only key is "rules", an array of rules; fix it (payments-gate check-backend-errors FILE lists every problem)\n`)
 })
 
 t.test('a file argument is a usage error', async (t) => {

@@ -41,7 +41,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [[...serve, '--credentials', credentials, '--listen', `127.0.0.1:${port}`], {}, `payments-gate serve: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`],
     [[...serve, '--credentials', credentials], { PAYMENTS_GATE_LISTEN: `127.0.0.1:${port}` }, `payments-gate serve: PAYMENTS_GATE_LISTEN: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`],
     [[...serve, '--credentials', credentials], { PAYMENTS_GATE_TIMEOUT: 'soon' }, 'payments-gate serve: PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1\n'],
-    [[...serve, '--credentials', credentials], { PAYMENTS_GATE_IDEMPOTENCY: 'mongodb://x' }, 'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB]\n'],
+    [[...serve, '--credentials', credentials], { PAYMENTS_GATE_IDEMPOTENCY: 'mongodb://x' }, 'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n'],
     [['serve', '--credentials', credentials], {}, 'payments-gate serve: --target is required: give --target URL or set PAYMENTS_GATE_TARGET\n'],
     [['demo', '--listen', `127.0.0.1:${port}`], {}, `payments-gate demo: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`],
     [['demo', '--policies', join(dir, 'nowhere')], {}, `payments-gate demo: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`],

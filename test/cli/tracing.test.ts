@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
 import { startTracing, tracingRequested } from '../../lib/cli/tracing.js'
 import { UsageError } from '../../lib/cli/io.js'
@@ -37,29 +39,40 @@ t.test('nothing is started without the variables; a protocol other than the two 
 /** NODE_OPTIONS for a child that reports every module of the SDK it loads. */
 const REPORT_LOADS = `${process.env.NODE_OPTIONS ?? ''} --import=${new URL('../helpers/report-otel-loads.mjs', import.meta.url).href}`
 
+/** The variables that make a child report the SDK modules it loads, and a reader of that report. */
+function reportLoads(dir: string): { env: Record<string, string>; loaded: () => string } {
+  const file = join(dir, 'loads.txt')
+  writeFileSync(file, '')
+  return { env: { NODE_OPTIONS: REPORT_LOADS, PAYMENTS_GATE_TEST_LOADS: file }, loaded: () => readFileSync(file, 'utf8') }
+}
+
 t.test('the real process without the variables: serve loads nothing of the SDK', async (t) => {
   const backend = await startBackend()
   t.teardown(() => backend.close())
-  const credentials = await writeCredentials(t.testdir())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], { NODE_OPTIONS: REPORT_LOADS })
+  const dir = t.testdir()
+  const credentials = await writeCredentials(dir)
+  const loads = reportLoads(dir)
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], loads.env)
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)
-  t.notMatch(run.output().stderr, /otel module loaded/)
+  t.notMatch(loads.loaded(), /otel module loaded/)
 })
 
 t.test('the real process: serve exports its spans over OTLP (protobuf by default) and flushes them on SIGTERM', async (t) => {
   const receiver = await startReceiver(t)
   const backend = await startBackend()
   t.teardown(() => backend.close())
-  const credentials = await writeCredentials(t.testdir())
+  const dir = t.testdir()
+  const credentials = await writeCredentials(dir)
+  const loads = reportLoads(dir)
   const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     // Longer than the test: only the drain sends them.
     OTEL_BSP_SCHEDULE_DELAY: '600000',
-    NODE_OPTIONS: REPORT_LOADS,
+    ...loads.env,
   })
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
@@ -67,7 +80,7 @@ t.test('the real process: serve exports its spans over OTLP (protobuf by default
   t.equal(receiver.exports.length, 0, 'nothing sent before the drain')
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)
-  t.match(run.output().stderr, /otel module loaded: @opentelemetry\/exporter-trace-otlp-proto/, 'the reporter sees the SDK when it is loaded')
+  t.match(loads.loaded(), /otel module loaded: @opentelemetry\/exporter-trace-otlp-proto/, 'the reporter sees the SDK when it is loaded')
   t.ok(receiver.exports.length > 0, 'sent on the drain')
   t.ok(receiver.exports.every((received) => received.contentType === 'application/x-protobuf' && !received.body.includes(TEST_PAN)))
   const spans = receiver.spans()
