@@ -478,7 +478,7 @@ t.test('watchCredentials: a changed file takes effect without a restart; a refus
   t.ok(await accepts(users, 'shop-1', 'new'), 'the last good users stay in force')
   await unlink(file)
   await eventually(() => log.outcomes.length === 3)
-  t.match(log.outcomes[2], { applied: false, refused: [{ file, reason: /ENOENT/ }], refusedNow: 1 })
+  t.match(log.outcomes[2], { applied: false, refused: [{ file, reason: 'no such file or folder' }], refusedNow: 1 })
   t.ok(await accepts(users, 'other', 'same'))
 
   // Back to the version in force: nothing changes, but the file is no longer refused.
@@ -541,7 +541,7 @@ t.test("watchCredentials: an editor's rename and a Kubernetes Secret's ..data sw
 t.test('watchCredentials: a bad file at start is an ECREDENTIALS error naming it; without a logger or listener a reload is quiet', async (t) => {
   const dir = t.testdir({ 'bad.json': '{"users": 1}', 'good.json': await credentialsText({ a: 'b' }) })
   await t.rejects(watchCredentials(join(dir, 'bad.json')), { code: 'ECREDENTIALS', message: /bad\.json: \$\.users: / })
-  await t.rejects(watchCredentials(join(dir, 'missing.json')), { code: 'ECREDENTIALS', message: /missing\.json: ENOENT/ })
+  await t.rejects(watchCredentials(join(dir, 'missing.json')), { code: 'ECREDENTIALS', message: /missing\.json: no such file or folder/ })
   const users = await watchCredentials(join(dir, 'good.json'), { rescanMs: 60_000 })
   await users.reload()
   await writeFile(join(dir, 'good.json'), '[]')

@@ -185,7 +185,7 @@ t.test('the real process: an invalid rules file stops serve with the file and th
   const credentials = await writeCredentials(t.testdir())
   const run = spawnCli(['serve', '--target', 'http://127.0.0.1:1', '--credentials', credentials, '--policies', 'policies', '--backend-errors', bad])
   t.equal(await run.exited, 2)
-  t.equal(run.output().stderr, `payments-gate serve: ${bad}: $.rules[0].message: "brandNewName" is not in the error table, so the rule must give its message\n`)
+  t.equal(run.output().stderr, `payments-gate serve: --backend-errors: ${bad}: $.rules[0].message: "brandNewName" is not in the error table, so the rule must give its message; fix it (payments-gate check-backend-errors FILE lists every problem)\n`)
 })
 
 t.test('the real process: serve --backend-errors names a legacy answer', async (t) => {

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import type { Metrics } from '../../lib/metrics.js'
 import { saleBody } from '../helpers/fixtures.js'
 import { paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
 import { startRedis, startSentinel, type RedisServer } from '../helpers/redis.js'
@@ -29,6 +30,12 @@ async function payThrough(url: string, body: object): Promise<Reply> {
     reply = await pay(url, body)
   }
   return reply
+}
+
+/** How many payments retry protection gave this outcome, from the gateway's metrics. */
+async function outcomes(metrics: Metrics, outcome: string): Promise<number> {
+  const counted = new RegExp(`payments_gate_retry_protection_total\\{outcome="${outcome}"\\} (\\d+)`).exec(await metrics.registry.metrics())
+  return Number(counted?.[1] ?? 0)
 }
 
 async function replicated(t: Test, replicas: number): Promise<{ primary: RedisServer; replicas: RedisServer[] } | undefined> {
@@ -80,17 +87,19 @@ t.test('--idempotency-replicas: a replica that cannot acknowledge makes a claim 
   const closed = await startGateway(t, { idempotency: servers.primary.url, idempotencyReplicas: 1 })
   const open = await startGateway(t, { idempotency: servers.primary.url, idempotencyReplicas: 1, idempotencyFailure: 'open', target: closed.backend.url })
   const payment = sale()
-  t.equal((await pay(closed.url, payment)).status, 201, 'acknowledged: forwarded')
+  // Through: on a loaded machine the replica may miss the bound once; such a claim is refused and released.
+  t.equal((await payThrough(closed.url, payment)).status, 201, 'acknowledged: forwarded')
   t.equal((await pay(closed.url, payment)).headers['idempotent-replayed'], 'true')
 
   replica.freeze()
   t.teardown(() => replica.thaw())
   const unacknowledged = sale()
+  const unavailable = await outcomes(closed.metrics, 'storeUnavailable')
   const refused = await pay(closed.url, unacknowledged)
   t.equal(refused.status, 503, 'closed: refused')
   t.equal(refused.json.errorName, 'serviceUnavailable')
   t.equal(closed.backend.received.length, 1, 'nothing forwarded')
-  t.match(await closed.metrics.registry.metrics(), /payments_gate_retry_protection_total\{outcome="storeUnavailable"\} 1/)
+  t.equal(await outcomes(closed.metrics, 'storeUnavailable'), unavailable + 1)
   const forwarded = await pay(open.url, sale())
   t.equal(forwarded.status, 201, 'open: forwarded')
   t.match(await open.metrics.registry.metrics(), /payments_gate_retry_protection_total\{outcome="unprotected"\} 1/)
@@ -117,7 +126,7 @@ t.test('--idempotency-replicas: a record the replica cannot acknowledge is repor
   })
   t.teardown(() => replica.thaw())
   const payment = sale()
-  t.equal((await pay(url, payment)).status, 201)
+  t.equal((await payThrough(url, payment)).status, 201)
   t.ok(await until(() => errors.length > 0), 'the record not acknowledged in time is reported')
   t.match(errors[0], { code: 'EREPLICAS', message: /0 of 1 replicas acknowledged the write within 1000 ms/ })
   replica.thaw()
