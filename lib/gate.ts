@@ -8,7 +8,7 @@ import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
 import { createIdempotencyStore } from './idempotency/create-store.js'
-import { createRetryProtection, OVERSIZED_ANSWER, type RetryProtection } from './idempotency/protection.js'
+import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_OUTCOME, type RetryProtection } from './idempotency/protection.js'
 import { RedisIdempotencyStore } from './idempotency/redis.js'
 import type { IdempotencyStore } from './idempotency/store.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
@@ -107,6 +107,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
           ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
           inFlightMs: 2 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
           oversizedAnswer: OVERSIZED_ANSWER,
+          unknownAnswer: UNKNOWN_OUTCOME,
           onError: onStoreError,
         })
       : idempotency

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createGate, type Gate } from '../lib/gate.js'
 import { MemoryIdempotencyStore } from '../lib/idempotency/memory.js'
-import { OVERSIZED_ANSWER } from '../lib/idempotency/protection.js'
+import { OVERSIZED_ANSWER, UNKNOWN_OUTCOME } from '../lib/idempotency/protection.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES } from './helpers/cases.js'
 import { TEST_PAN } from './helpers/fixtures.js'
@@ -89,7 +89,7 @@ t.test('own policy source and authenticator; close is a no-op without a watched 
 })
 
 t.test('retry protection: a store of your own is used and closed with the gate; off leaves none', async (t) => {
-  const store = new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER })
+  const store = new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_OUTCOME })
   let closed = false
   const own = Object.assign(store, { close: async () => void (closed = true) })
   const options = { policies: new Map(), credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } }
@@ -111,7 +111,7 @@ t.test('without policies, the folder ./policies is loaded and watched', async (t
 t.test('a gate that cannot start releases its store, and a bad store spec stops it', async (t) => {
   const dir = t.testdir({ 'bad.json': '{"users": 1}' })
   let closed = false
-  const store = Object.assign(new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER }), {
+  const store = Object.assign(new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_OUTCOME }), {
     close: async () => void (closed = true),
   })
   await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: store }), { code: 'ECREDENTIALS' })

@@ -1,94 +1,102 @@
-import { LRUCache } from 'lru-cache'
 import { keptAnswer } from './answer-size.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
 
+/** What the memory store tells its owner about how long it remembers (docs/idempotency.md, the memory store). */
+export interface MemoryStoreReport {
+  /** An entry left before its TTL ended, to make room: a retry of that payment would be forwarded again. */
+  evicted(): void
+  /** Called once, with what reads the age of the oldest entry kept, in seconds: the protection window in force. */
+  window(read: () => number): void
+}
+
 export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
-  /** Most keys held. Default 100000. */
+  /** Most keys held. Default 1000000: the byte bound is the one that binds. */
   maxEntries?: number
-  /** Most bytes held (answers, fingerprints and keys). Default 64 MiB. */
+  /** Most bytes held (answers, fingerprints, keys and each entry's own objects). Default 64 MiB. */
   maxBytes?: number
   /** The clock, in ms; for tests. Default `performance.now`. */
   now?: () => number
+  report?: MemoryStoreReport
 }
 
 /**
- * One key's entry: its owner's token, the fingerprint, and once recorded the
- * answer as one string: the JSON of [status, headers], a line feed
- * (JSON.stringify writes none), then the body's bytes as latin1 (one
- * character a byte, so any bytes round-trip). Tens of thousands of entries
- * live in the old generation, and every major GC walks each object they hold:
- * an answer kept as objects (its header list, each header string, a Buffer
- * and its ArrayBuffer) made some sixteen objects an entry, this makes a
- * handful, and the store holds twice as many payments in the same bytes.
- *
- * Both strings are kept flat, one object each. A string joined from pieces
- * (a template, `+`) is a rope in V8, an object for the join and one for each
- * piece, all copied out of the young generation and marked for as long as
- * the entry lives: kept as ropes, they more than doubled what an entry holds
- * besides its characters (ENTRY_OVERHEAD; docs/performance.md).
+ * One key's entry. Few objects, and no number that is not a small integer
+ * (V8 keeps such a number as an object of its own): tens of thousands of
+ * entries live in the old generation, and every major GC walks each object
+ * they hold. A recorded answer is two flat strings, its status and headers as
+ * JSON (`head`) and its body's bytes as latin1 (one character a byte, so any
+ * bytes round-trip); one string each, never a string joined from pieces, which
+ * V8 keeps as an object for the join and one for each piece.
  */
-interface Entry {
-  readonly token: string
-  readonly fingerprint: string
-  /** Undefined while the claim is in flight. */
-  readonly answer: string | undefined
-}
-
-const LINE_FEED = Buffer.from('\n')
-
-/** One flat string, made once from the bytes: header names and values are latin1 text, so their JSON is too. */
-function encode(answer: RecordedAnswer): string {
-  const head = Buffer.from(JSON.stringify([answer.status, answer.headers]), 'latin1')
-  return Buffer.concat([head, LINE_FEED, answer.body]).toString('latin1')
-}
-
-/** The same text, as one flat string (the fingerprint is ASCII: `operation digest`, joined by its maker). */
-const flat = (text: string) => Buffer.from(text, 'latin1').toString('latin1')
-
-function decode(answer: string): RecordedAnswer {
-  const end = answer.indexOf('\n')
-  const [status, headers] = JSON.parse(answer.slice(0, end)) as [number, string[]]
-  return { status, headers, body: Buffer.from(answer.slice(end + 1), 'latin1') }
+class Entry {
+  constructor(
+    readonly key: string,
+    readonly fingerprint: string,
+    /** The claim's number: its token is this number's decimal. */
+    readonly owner: number,
+    /** When the entry ends, in whole ms of the store's clock: the claim's time plus in-flight window and TTL, or the record's plus TTL. */
+    public expires: number,
+    /** Undefined while the claim is in flight, and once it became unknown. */
+    public head: string | undefined,
+    public body: string | undefined,
+    /** What the entry is counted as against `maxBytes`. */
+    public bytes: number,
+  ) {}
 }
 
 /**
  * What an entry holds in memory besides the characters of its key,
- * fingerprint and answer: its objects, the token, and the cache's own
- * bookkeeping (about 165 bytes, measured as the heap's growth from 10,000 to
- * 50,000 entries after a full GC; test/idempotency/memory.test.ts checks
- * that this covers it). Counted so that `maxBytes` bounds what the process
- * really holds, not just the payload. The answer, a string, is also the
- * store's own copy: it never keeps a slice of node's shared buffer pool alive.
+ * fingerprint and answer: its objects, the map's and the queue's slots
+ * (about 225 bytes, measured as the heap's growth from 10,000 to 50,000
+ * entries after a full GC; test/idempotency/memory.test.ts checks that this
+ * covers it). Counted so that `maxBytes` bounds what the process really
+ * holds, not just the payload.
  */
-const ENTRY_OVERHEAD = 200
+const ENTRY_OVERHEAD = 240
 
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
 
-/** The bytes an entry takes: its strings are one byte a character (latin1, and JSON of latin1). */
-const sizeOf = (key: string, fingerprint: string, answer: string) => ENTRY_OVERHEAD + key.length + fingerprint.length + answer.length
+/** The answer's status and headers as JSON: header names and values are latin1 text, so their JSON is too. */
+const headOf = (answer: RecordedAnswer) => JSON.stringify([answer.status, answer.headers])
+
+function decode(head: string, body: string): RecordedAnswer {
+  const [status, headers] = JSON.parse(head) as [number, string[]]
+  return { status, headers, body: Buffer.from(body, 'latin1') }
+}
 
 /**
  * The store of one process: synchronous, so a payment pays no promise for it.
- * Bounded by entries and bytes; under pressure the least recently used keys go
- * first (docs/idempotency.md, memory store limits).
+ * Entries are kept in the order of their claims; under pressure the oldest go
+ * first, so the age of the oldest kept entry is the window in which a retry is
+ * still recognized (docs/idempotency.md, memory store limits).
  */
 export class MemoryIdempotencyStore implements IdempotencyStore {
-  readonly #entries: LRUCache<string, Entry>
-  readonly #options: MemoryIdempotencyStoreOptions
+  readonly #entries = new Map<string, Entry>()
+  /** Every entry held, in the order of their claims, as a ring: also those released or expired, until they reach its head. */
+  #queue: (Entry | undefined)[] = new Array<Entry | undefined>(1024)
+  #head = 0
+  #held = 0
+  #bytes = 0
   #sequence = 0
+  /** The last answer head kept: answers of one backend within a second share their status and headers, and so the string. */
+  #lastHead = ''
+  readonly #ttl: number
+  readonly #inFlight: number
+  readonly #maxEntries: number
+  readonly #maxBytes: number
+  readonly #now: () => number
+  readonly #options: MemoryIdempotencyStoreOptions
 
   constructor(options: MemoryIdempotencyStoreOptions) {
     this.#options = options
-    const now = options.now ?? (() => performance.now())
-    this.#entries = new LRUCache<string, Entry>({
-      max: options.maxEntries ?? IDEMPOTENCY_DEFAULTS.maxEntries,
-      maxSize: options.maxBytes ?? IDEMPOTENCY_DEFAULTS.maxBytes,
-      // ttlResolution 0: read the clock on each look-up rather than arm a timer to memoize it.
-      ttlResolution: 0,
-      perf: { now },
-    })
+    this.#ttl = options.ttlMs
+    this.#inFlight = options.inFlightMs
+    this.#maxEntries = options.maxEntries ?? IDEMPOTENCY_DEFAULTS.maxEntries
+    this.#maxBytes = options.maxBytes ?? IDEMPOTENCY_DEFAULTS.maxBytes
+    this.#now = options.now ?? (() => performance.now())
+    options.report?.window(() => this.window)
   }
 
   /** How many keys are held. */
@@ -96,40 +104,122 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return this.#entries.size
   }
 
-  /** The bytes they are counted as, against `maxBytes`. */
+  /** The bytes held, as counted against `maxBytes`. */
   get bytes(): number {
-    return this.#entries.calculatedSize
+    return this.#bytes
+  }
+
+  /** The age of the oldest entry still kept, in seconds (0 when there is none): the protection window in force. */
+  get window(): number {
+    const time = this.#time()
+    const mask = this.#queue.length - 1
+    for (let i = 0; i < this.#held; i++) {
+      const entry = this.#queue[(this.#head + i) & mask] as Entry
+      if (entry.expires > time && this.#entries.get(entry.key) === entry) {
+        const start = entry.expires - this.#ttl - (entry.head === undefined ? this.#inFlight : 0)
+        return (time - start) / 1000
+      }
+    }
+    return 0
   }
 
   claim(key: string, fingerprint: string): Claim {
+    const time = this.#time()
     const entry = this.#entries.get(key)
-    if (entry === undefined) {
-      const token = String(++this.#sequence)
-      this.#entries.set(key, { token, fingerprint: flat(fingerprint), answer: undefined }, { ttl: this.#options.inFlightMs, size: sizeOf(key, fingerprint, '') })
-      return { state: 'claimed', token }
-    }
-    if (entry.answer === undefined) return CLAIMED_ELSEWHERE
-    return entry.fingerprint === fingerprint ? { state: 'recorded', answer: decode(entry.answer) } : MISMATCH
+    if (entry === undefined || entry.expires <= time) return this.#claimed(key, fingerprint, time)
+    if (entry.head === undefined && entry.expires - this.#ttl > time) return CLAIMED_ELSEWHERE
+    if (entry.fingerprint !== fingerprint) return MISMATCH
+    // No answer past the in-flight window: the outcome is unknown, and a retry is never forwarded again (docs/idempotency.md).
+    return { state: 'recorded', answer: entry.head === undefined ? this.#options.unknownAnswer : decode(entry.head, entry.body as string) }
   }
 
   record(key: string, token: string, answer: RecordedAnswer): void {
-    const entry = this.#owned(key, token)
+    const time = this.#time()
+    const entry = this.#owned(key, token, time)
     if (entry === undefined) return
-    const kept = encode(keptAnswer(answer, this.#options))
-    this.#entries.set(key, { token, fingerprint: entry.fingerprint, answer: kept }, { ttl: this.#options.ttlMs, size: sizeOf(key, entry.fingerprint, kept) })
+    const kept = keptAnswer(answer, this.#options)
+    let head = headOf(kept)
+    // A shared head is counted once, by the entry that brought it.
+    let headBytes = 0
+    if (head === this.#lastHead) head = this.#lastHead
+    else {
+      this.#lastHead = head
+      headBytes = head.length
+    }
+    const body = kept.body.toString('latin1')
+    const bytes = ENTRY_OVERHEAD + key.length + entry.fingerprint.length + headBytes + body.length
+    entry.head = head
+    entry.body = body
+    entry.expires = time + this.#ttl
+    this.#bytes += bytes - entry.bytes
+    entry.bytes = bytes
+    this.#bound(time)
   }
 
   release(key: string, token: string): void {
-    if (this.#owned(key, token) !== undefined) this.#entries.delete(key)
+    if (this.#owned(key, token, this.#time()) !== undefined) this.#entries.delete(key)
   }
 
   async close(): Promise<void> {
     this.#entries.clear()
+    this.#queue = new Array<Entry | undefined>(1024)
+    this.#head = this.#held = this.#bytes = 0
   }
 
-  /** The key's claim when `token` still owns it and no answer is recorded yet. */
-  #owned(key: string, token: string): Entry | undefined {
-    const entry = this.#entries.peek(key)
-    return entry !== undefined && entry.token === token && entry.answer === undefined ? entry : undefined
+  /** Whole ms: a whole number is kept in an entry as is, a fraction as an object of its own. */
+  #time(): number {
+    return Math.floor(this.#now())
+  }
+
+  #claimed(key: string, fingerprint: string, time: number): Claim {
+    const owner = ++this.#sequence
+    const entry = new Entry(key, fingerprint, owner, time + this.#inFlight + this.#ttl, undefined, undefined, ENTRY_OVERHEAD + key.length + fingerprint.length)
+    this.#entries.set(key, entry)
+    this.#push(entry)
+    this.#bound(time)
+    return { state: 'claimed', token: String(owner) }
+  }
+
+  /** The key's entry when `token` owns it, it is alive, and no answer is recorded yet (in flight, or unknown past its window). */
+  #owned(key: string, token: string, time: number): Entry | undefined {
+    const entry = this.#entries.get(key)
+    return entry !== undefined && entry.owner === Number(token) && entry.head === undefined && entry.expires > time ? entry : undefined
+  }
+
+  #push(entry: Entry): void {
+    let queue = this.#queue
+    if (this.#held === queue.length) {
+      const grown = new Array<Entry | undefined>(queue.length * 2)
+      for (let i = 0; i < this.#held; i++) grown[i] = queue[(this.#head + i) & (queue.length - 1)]
+      this.#queue = queue = grown
+      this.#head = 0
+    }
+    queue[(this.#head + this.#held) & (queue.length - 1)] = entry
+    this.#bytes += entry.bytes
+    this.#held++
+  }
+
+  /**
+   * Drops entries from the oldest end: those gone (released, expired,
+   * claimed again) whenever they get there, and live ones while the store is
+   * over a bound. A live entry dropped before its end is an eviction.
+   */
+  #bound(time: number): void {
+    const queue = this.#queue
+    const mask = queue.length - 1
+    while (this.#held > 0) {
+      const entry = queue[this.#head] as Entry
+      const live = this.#entries.get(entry.key) === entry
+      const over = this.#held > this.#maxEntries || this.#bytes > this.#maxBytes
+      if (live && entry.expires > time && !over) return
+      if (live) {
+        this.#entries.delete(entry.key)
+        if (entry.expires > time) this.#options.report?.evicted()
+      }
+      queue[this.#head] = undefined
+      this.#head = (this.#head + 1) & mask
+      this.#held--
+      this.#bytes -= entry.bytes
+    }
   }
 }

@@ -71,8 +71,8 @@ export const OVERSIZED_ANSWER = recorded(
   ),
 )
 
-/** What the client got when the backend timed out or reset: the outcome is unknown, so this is what a retry gets. */
-const UNKNOWN_OUTCOME = recorded(answerOf(faultAnswer('timeout')))
+/** What the client got when the backend timed out or reset: the outcome is unknown, so this is what a retry gets; also what a claim left without an answer becomes. */
+export const UNKNOWN_OUTCOME = recorded(answerOf(faultAnswer('timeout')))
 
 /**
  * Whether an outcome frees the key for a retry: the backend refused the

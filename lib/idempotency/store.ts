@@ -39,4 +39,6 @@ export interface IdempotencyStoreOptions {
   maxAnswerBytes?: number
   /** Recorded instead of an answer larger than `maxAnswerBytes`: the 422 `transactionReferenceIsAlreadyUsed` answer saying the payment was processed. */
   oversizedAnswer: RecordedAnswer
+  /** What a claim answers as once its in-flight window ended with neither a record nor a release: a 5xx in the error format saying the outcome is unknown. */
+  unknownAnswer: RecordedAnswer
 }

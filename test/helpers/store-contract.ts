@@ -18,6 +18,13 @@ export const ANSWER: RecordedAnswer = Object.freeze({
   body: Buffer.concat([Buffer.from('{"outcome":"authorized"}'), Buffer.from([0x00, 0xff, 0xfe, 0x80, 0xc3, 0x28, 0x0a, 0x0d, 0x22, 0x5c])]),
 })
 
+/** What every contract store records a claim as once its in-flight window ended without an answer. */
+export const UNKNOWN: RecordedAnswer = Object.freeze({
+  status: 504,
+  headers: ['Content-Type', 'application/json'],
+  body: Buffer.from('{"errorName":"gatewayTimeout","message":"The outcome is unknown."}'),
+})
+
 export const OVERSIZED: RecordedAnswer = Object.freeze({
   status: 422,
   headers: ['Content-Type', 'application/json'],
@@ -103,17 +110,6 @@ export function storeContract(t: Test, make: MakeStore): void {
     same(t, await store.claim('k', 'f'), ANSWER, 'once recorded, the owner cannot record again nor release')
   })
 
-  t.test('a claim expires after inFlightMs', async (t) => {
-    const { store, advance, exact } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
-    await claimed(t, store, 'k', 'f')
-    if (exact) {
-      await advance(199)
-      t.same(await store.claim('k', 'f'), { state: 'inFlight' }, 'alive just before')
-      await advance(2)
-    } else await advance(201)
-    await claimed(t, store, 'k', 'f')
-  })
-
   t.test('a recorded answer expires after ttlMs', async (t) => {
     const { store, advance, exact } = await make(t, { ttlMs: 300, inFlightMs: 600_000 })
     await store.record('k', await claimed(t, store, 'k', 'f'), ANSWER)
@@ -130,5 +126,60 @@ export function storeContract(t: Test, make: MakeStore): void {
     const claims = await Promise.all(Array.from({ length: 50 }, (_, i) => store.claim('k', `f${i % 3}`)))
     t.equal(claims.filter((claim) => claim.state === 'claimed').length, 1)
     t.equal(claims.filter((claim) => claim.state === 'inFlight').length, 49)
+  })
+}
+
+/**
+ * An expired claim is an unknown outcome, never a free key (CONTRACTS item 1,
+ * docs/idempotency.md, the in-flight window): past `inFlightMs` with neither a
+ * record nor a release, the key answers as recorded with the unknown answer for
+ * `ttlMs` more; its owner may still record the real answer or release it.
+ */
+export function expiredClaimContract(t: Test, make: MakeStore): void {
+  t.test('past its in-flight window, a claim answers as recorded with the unknown answer', async (t) => {
+    const { store, advance, exact } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
+    await claimed(t, store, 'k', 'f')
+    if (exact) {
+      await advance(199)
+      t.same(await store.claim('k', 'f'), { state: 'inFlight' }, 'in flight just before')
+      await advance(2)
+    } else await advance(201)
+    same(t, await store.claim('k', 'f'), UNKNOWN, 'the same payment gets the unknown answer')
+    t.same(await store.claim('k', 'other'), { state: 'mismatch' }, 'another payment is a mismatch')
+  })
+
+  t.test('the unknown record lives ttlMs after the window, then the key is free', async (t) => {
+    const { store, advance, exact } = await make(t, { ttlMs: 300, inFlightMs: 200 })
+    await claimed(t, store, 'k', 'f')
+    if (exact) {
+      await advance(499)
+      same(t, await store.claim('k', 'f'), UNKNOWN, 'still unknown just before')
+      await advance(2)
+    } else await advance(501)
+    await claimed(t, store, 'k', 'f')
+  })
+
+  t.test("a late real answer by the claim's owner replaces the unknown record; a stale token's does not", async (t) => {
+    const { store, advance } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
+    const stale = await claimed(t, store, 'k', 'f')
+    await store.release('k', stale)
+    const token = await claimed(t, store, 'k', 'f')
+    await advance(201)
+    await store.record('k', stale, OVERSIZED)
+    same(t, await store.claim('k', 'f'), UNKNOWN, 'a stale token records nothing')
+    await store.record('k', token, ANSWER)
+    same(t, await store.claim('k', 'f'), ANSWER, 'the real answer')
+    await store.record('k', token, OVERSIZED)
+    same(t, await store.claim('k', 'f'), ANSWER, 'and only once')
+  })
+
+  t.test("a release by the claim's owner after the window frees the key", async (t) => {
+    const { store, advance } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
+    const token = await claimed(t, store, 'k', 'f')
+    await advance(201)
+    await store.release('k', 'never-issued')
+    same(t, await store.claim('k', 'f'), UNKNOWN, 'a token never issued releases nothing')
+    await store.release('k', token)
+    await claimed(t, store, 'k', 'f')
   })
 }

@@ -5,7 +5,7 @@ import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { startRedis } from '../helpers/redis.js'
 import { OVERSIZED } from '../helpers/store-contract.js'
 
-const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED }
+const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: OVERSIZED }
 
 t.test('off is no store; memory is this process', async (t) => {
   t.equal(createIdempotencyStore('off', OPTIONS), undefined)

@@ -1,10 +1,10 @@
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
-import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
-import { ANSWER, OVERSIZED } from '../helpers/store-contract.js'
+import { MemoryIdempotencyStore, type MemoryIdempotencyStoreOptions } from '../../lib/idempotency/memory.js'
+import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
-const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED }
+const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN }
 
 function record(store: MemoryIdempotencyStore, key: string, body: Buffer): void {
   const claim = store.claim(key, 'f')
@@ -20,7 +20,7 @@ t.test('answers synchronously, so a payment pays no promise for it', async (t) =
   t.equal(store.size, 0, 'close forgets every key')
 })
 
-t.test('the entry bound evicts the least recently used key', async (t) => {
+t.test('the entry bound evicts the oldest claim first', async (t) => {
   const store = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 2 })
   store.claim('a', 'f')
   store.claim('b', 'f')
@@ -73,4 +73,80 @@ t.test("a recorded answer is the store's own copy: the buffer it came in may be 
   body.fill(0)
   const claim = store.claim('k', 'f')
   t.equal(claim.state === 'recorded' && claim.answer.body.toString('hex'), ANSWER.body.toString('hex'))
+})
+
+/** A store on a clock the test moves, telling what it reports. */
+function watched(options: Partial<MemoryIdempotencyStoreOptions> = {}) {
+  const clock = { time: 1_000_000 }
+  const seen = { evicted: 0, read: (): number => Number.NaN }
+  const store = new MemoryIdempotencyStore({
+    ...OPTIONS,
+    now: () => clock.time,
+    report: { evicted: () => seen.evicted++, window: (read) => void (seen.read = read) },
+    ...options,
+  })
+  return { store, clock, seen }
+}
+
+t.test('counts the entries evicted before their end, and only those', async (t) => {
+  const { store, clock, seen } = watched({ maxEntries: 2, ttlMs: 1000, inFlightMs: 1000 })
+  record(store, 'a', Buffer.from('{}'))
+  record(store, 'b', Buffer.from('{}'))
+  record(store, 'c', Buffer.from('{}'))
+  t.equal(seen.evicted, 1, 'a was evicted before its TTL')
+  clock.time += 1000
+  record(store, 'd', Buffer.from('{}'))
+  record(store, 'e', Buffer.from('{}'))
+  t.equal(seen.evicted, 1, 'b and c had expired: not evictions')
+  store.claim('f', 'f')
+  t.equal(seen.evicted, 2, 'd was evicted')
+  const released = watched({ maxEntries: 2 })
+  const claim = released.store.claim('x', 'f')
+  if (claim.state === 'claimed') released.store.release('x', claim.token)
+  released.store.claim('y', 'f')
+  released.store.claim('z', 'f')
+  t.equal(released.seen.evicted, 0, 'a released key leaves as no eviction')
+  t.equal(released.store.size, 2)
+})
+
+t.test('the window: the age of the oldest entry still kept, in seconds', async (t) => {
+  const { store, clock, seen } = watched({ ttlMs: 10_000, inFlightMs: 4_000 })
+  t.equal(seen.read(), 0, 'nothing kept')
+  const first = store.claim('a', 'f')
+  clock.time += 1500
+  t.equal(seen.read(), 1.5, 'an entry in flight, from its claim')
+  if (first.state === 'claimed') store.record('a', first.token, ANSWER)
+  clock.time += 500
+  t.equal(seen.read(), 0.5, 'a recorded entry, from its record')
+  const second = store.claim('b', 'f')
+  clock.time += 9_500
+  t.equal(seen.read(), 9.5, 'a has expired: b, still unknown past its window, is the oldest')
+  if (second.state === 'claimed') store.release('b', second.token)
+  t.equal(seen.read(), 0, 'released')
+  t.equal(store.window, seen.read())
+})
+
+t.test('released and expired entries leave the store: a key claimed and freed again and again holds no memory', async (t) => {
+  const { store, clock } = watched({ ttlMs: 1000, inFlightMs: 1000 })
+  for (let i = 0; i < 5000; i++) {
+    const claim = store.claim(`k${i}`, 'f')
+    if (claim.state === 'claimed') store.release(`k${i}`, claim.token)
+  }
+  t.ok(store.bytes < 1000, `${store.bytes} bytes held after 5000 released claims`)
+  record(store, 'old', Buffer.from('{}'))
+  clock.time += 1000
+  t.equal(store.claim('old', 'f').state, 'claimed', 'an expired key is free')
+  clock.time += 2000
+  store.claim('new', 'f')
+  t.equal(store.size, 1, 'the expired ones left')
+})
+
+t.test('close forgets every entry and the store still works', async (t) => {
+  const { store } = watched()
+  record(store, 'a', Buffer.from('{}'))
+  await store.close()
+  t.equal(store.bytes, 0)
+  t.equal(store.window, 0)
+  record(store, 'a', Buffer.from('{}'))
+  t.equal(store.claim('a', 'f').state, 'recorded')
 })

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { Passed } from '../../lib/checks/index.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
-import { createRetryProtection, OVERSIZED_ANSWER, type Guard, type Ticket } from '../../lib/idempotency/protection.js'
+import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_OUTCOME, type Guard, type Ticket } from '../../lib/idempotency/protection.js'
 import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import type { PaymentRequest } from '../../lib/schema/payment.js'
 import type { BackendOutcome } from '../../lib/surfaces/proxy/forward.js'
@@ -16,7 +16,7 @@ function passed(reference = 'order-1', entity = 'default', amount = 250): { pass
 }
 
 function memory(): MemoryIdempotencyStore {
-  return new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 30_000, oversizedAnswer: OVERSIZED_ANSWER })
+  return new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 30_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_OUTCOME })
 }
 
 async function guard(protection: ReturnType<typeof createRetryProtection>, request = passed()): Promise<Guard> {

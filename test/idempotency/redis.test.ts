@@ -3,9 +3,9 @@ import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client
 import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import type { Claim } from '../../lib/idempotency/store.js'
 import { startRedis } from '../helpers/redis.js'
-import { ANSWER, OVERSIZED } from '../helpers/store-contract.js'
+import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
-const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED }
+const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN }
 
 function open(t: Test, url: string, errors: Error[] = [], commandTimeoutMs = 500): RedisIdempotencyStore {
   const store = new RedisIdempotencyStore(createRedisClient(url, { commandTimeoutMs, onError: (error) => errors.push(error) }), OPTIONS)

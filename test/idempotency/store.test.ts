@@ -3,15 +3,17 @@ import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { startRedis } from '../helpers/redis.js'
-import { MAX_ANSWER_BYTES, OVERSIZED, storeContract } from '../helpers/store-contract.js'
+import { type MakeStore, MAX_ANSWER_BYTES, OVERSIZED, UNKNOWN, expiredClaimContract, storeContract } from '../helpers/store-contract.js'
 
 t.test('memory store', async (t) => {
-  storeContract(t, async (t, options) => {
+  const make: MakeStore = async (t, options) => {
     let time = 1_000_000
-    const store = new MemoryIdempotencyStore({ ...options, maxAnswerBytes: MAX_ANSWER_BYTES, oversizedAnswer: OVERSIZED, now: () => time })
+    const store = new MemoryIdempotencyStore({ ...options, maxAnswerBytes: MAX_ANSWER_BYTES, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN, now: () => time })
     t.teardown(() => store.close())
     return { store, exact: true, advance: async (ms) => void (time += ms) }
-  })
+  }
+  storeContract(t, make)
+  expiredClaimContract(t, make)
 })
 
 t.test('redis store', async (t) => {
@@ -22,6 +24,7 @@ t.test('redis store', async (t) => {
       ...options,
       maxAnswerBytes: MAX_ANSWER_BYTES,
       oversizedAnswer: OVERSIZED,
+      unknownAnswer: UNKNOWN,
     })
     t.teardown(() => store.close())
     t.ok(await store.ready(5000), 'connected')
