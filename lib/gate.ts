@@ -8,6 +8,7 @@ import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
 import { createIdempotencyStore } from './idempotency/create-store.js'
+import type { MemoryStoreReport } from './idempotency/memory.js'
 import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_OUTCOME, type RetryProtection } from './idempotency/protection.js'
 import { RedisIdempotencyStore } from './idempotency/redis.js'
 import type { IdempotencyStore } from './idempotency/store.js'
@@ -53,6 +54,11 @@ export interface GateOptions {
   idempotencyFailure?: 'closed' | 'open'
   /** Told of every failure of the retry-protection store or the shared throttle (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
+  /** The memory store's bounds: most keys (default 1000000) and most bytes (default 64 MiB). */
+  idempotencyMaxEntries?: number
+  idempotencyMaxBytes?: number
+  /** Told of the memory store's evictions and how far back it remembers (the gateway logs and exports them). */
+  idempotencyReport?: MemoryStoreReport
 }
 
 /** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
@@ -108,6 +114,9 @@ export async function createGate(options: GateOptions): Promise<Gate> {
           inFlightMs: 2 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
           oversizedAnswer: OVERSIZED_ANSWER,
           unknownAnswer: UNKNOWN_OUTCOME,
+          maxEntries: options.idempotencyMaxEntries,
+          maxBytes: options.idempotencyMaxBytes,
+          report: options.idempotencyReport,
           onError: onStoreError,
         })
       : idempotency

@@ -1,4 +1,4 @@
-import { Counter, Registry, collectDefaultMetrics, type Histogram } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Histogram } from 'prom-client'
 
 /** What went wrong with a forwarded request: no connection, no answer in time, a cut connection, or a 5xx answer. */
 export type BackendErrorKind = 'refused' | 'timeout' | 'reset' | 'serverError'
@@ -13,6 +13,10 @@ export interface Metrics {
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
   storeError(): void
+  /** An entry of the memory store evicted before its TTL (docs/idempotency.md). */
+  retryProtectionEviction(): void
+  /** Exports what `read` says at each scrape: the age of the memory store's oldest entry, in seconds. */
+  retryProtectionWindow(read: () => number): void
 }
 
 /** Forwarded under a claim, replayed, refused as in flight or as another payment's reference, refused or forwarded unprotected for a store failure. */
@@ -50,6 +54,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
     registers: [registry],
   })
+  const evictions = new SingleCount()
+  registry.registerMetric(
+    new PlainCounter('payments_gate_retry_protection_evictions_total', 'Entries the memory store evicted before their TTL to stay within its bounds.', evictions) as unknown as Counter,
+  )
+  let window: (() => number) | undefined
   return {
     registry,
     request: (operation, status, errorName, seconds) => requests.add(operation, status, errorName ?? 'none', seconds),
@@ -57,6 +66,20 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     policyReload: (ok) => reloads.inc({ outcome: ok ? 'ok' : 'failed' }),
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
+    retryProtectionEviction: () => evictions.count.count++,
+    retryProtectionWindow(read) {
+      if (window === undefined) {
+        new Gauge({
+          name: 'payments_gate_retry_protection_window_seconds',
+          help: 'Age of the oldest entry the memory store keeps: how far back a retry is still recognized.',
+          registers: [registry],
+          collect() {
+            this.set((window as () => number)())
+          },
+        })
+      }
+      window = read
+    },
   }
 }
 
@@ -182,6 +205,16 @@ class OutcomeCounts implements Counts {
   reset(): void {
     this.#byOutcome.clear()
     this.counts.length = 0
+  }
+}
+
+/** One count without labels. */
+class SingleCount implements Counts {
+  readonly count: Count = { labels: {}, count: 0 }
+  readonly counts = [this.count]
+
+  reset(): void {
+    this.count.count = 0
   }
 }
 

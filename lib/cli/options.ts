@@ -25,6 +25,9 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   /** How long a recorded answer is replayed, in seconds. */
   readonly idempotencyTtl: number
   readonly idempotencyFailure: 'closed' | 'open'
+  /** The memory store's bounds: most keys, most bytes. */
+  readonly idempotencyMaxEntries: number
+  readonly idempotencyMaxBytes: number
 }
 
 export const SERVE_FLAGS = [
@@ -41,13 +44,16 @@ export const SERVE_FLAGS = [
   'idempotency',
   'idempotency-ttl',
   'idempotency-failure',
+  'idempotency-max-entries',
+  'idempotency-max-bytes',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
 export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
-  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open]'
+  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open] ' +
+  '[--idempotency-max-entries N] [--idempotency-max-bytes BYTES]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -105,6 +111,10 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
   if (idempotencyFailure !== 'closed' && idempotencyFailure !== 'open') {
     throw new UsageError(`--idempotency-failure must be closed or open, got "${idempotencyFailure}"`)
   }
+  const idempotencyMaxEntries = number('idempotency-max-entries', IDEMPOTENCY_DEFAULTS.maxEntries)
+  if (idempotencyMaxEntries < 1) throw new UsageError('--idempotency-max-entries must be at least 1')
+  const idempotencyMaxBytes = number('idempotency-max-bytes', IDEMPOTENCY_DEFAULTS.maxBytes)
+  if (idempotencyMaxBytes < 1) throw new UsageError('--idempotency-max-bytes must be at least 1')
   return {
     listen: parseAddress('listen', value('listen') ?? String(DEFAULTS.port)),
     target: parseTarget(value('target')),
@@ -119,5 +129,7 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     idempotency: value('idempotency') ?? IDEMPOTENCY_DEFAULTS.store,
     idempotencyTtl,
     idempotencyFailure,
+    idempotencyMaxEntries,
+    idempotencyMaxBytes,
   }
 }

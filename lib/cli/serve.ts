@@ -4,6 +4,7 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
 import { createGate, type Gate } from '../gate.js'
+import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
@@ -12,7 +13,7 @@ import { parseServeOptions, type ServeOptions } from './options.js'
 import { stopSignal } from './signals.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
-type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure'
+type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
 
 /** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection as its defaults unless given. */
 export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | RetryProtectionFlags>, Partial<Pick<ServeOptions, RetryProtectionFlags>> {
@@ -55,6 +56,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       logger,
       onPolicyReload: (outcome) => metrics.policyReload(outcome.ok),
       onStoreError: storeErrorReporter(logger, metrics),
+      idempotencyReport: evictionReporter(logger, metrics),
     })
     try {
       const started = createGateway({ gate, target: setup.target, logger, metrics })
@@ -100,6 +102,31 @@ export function storeErrorReporter(logger: Logger, metrics: Metrics, now = () =>
     if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
     logged = time
     logger.warn({ err: error }, 'retry-protection store failed')
+  }
+}
+
+/** How often at most the memory store's evictions are logged while they happen. */
+const EVICTION_LOG_INTERVAL_MS = 60_000
+
+/** Every eviction of the memory store is counted; one line a minute at most says how far back it still remembers (docs/idempotency.md). */
+export function evictionReporter(logger: Logger, metrics: Metrics, now = () => performance.now()): MemoryStoreReport {
+  let logged = Number.NEGATIVE_INFINITY
+  let window = () => 0
+  return {
+    window(read) {
+      window = read
+      metrics.retryProtectionWindow(read)
+    },
+    evicted() {
+      metrics.retryProtectionEviction()
+      const time = now()
+      if (time - logged < EVICTION_LOG_INTERVAL_MS) return
+      logged = time
+      logger.warn(
+        { windowSeconds: Math.floor(window()) },
+        'retry-protection memory store full: payments are evicted before their TTL, and a retry of an evicted payment is forwarded again',
+      )
+    },
   }
 }
 

@@ -35,13 +35,16 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
   t.match(env, { listen: { host: '::1', port: 8443 }, credentials: '/etc/gate/credentials.json', bodyLimit: 1024 })
   t.ok(env.workers >= 1)
   t.equal(envName('base-path'), 'PAYMENTS_GATE_BASE_PATH')
-  t.match(parseServeOptions(required, {}), { idempotency: 'memory', idempotencyTtl: 86400, idempotencyFailure: 'closed' }, 'retry protection by default')
+  t.match(parseServeOptions(required, {}), { idempotency: 'memory', idempotencyTtl: 86400, idempotencyFailure: 'closed', idempotencyMaxEntries: 1_000_000, idempotencyMaxBytes: 64 * 1024 * 1024 }, 'retry protection by default')
   const protection = parseServeOptions(required, {
     PAYMENTS_GATE_IDEMPOTENCY: 'redis://redis:6379/1',
     PAYMENTS_GATE_IDEMPOTENCY_TTL: '3600',
     PAYMENTS_GATE_IDEMPOTENCY_FAILURE: 'open',
+    PAYMENTS_GATE_IDEMPOTENCY_MAX_ENTRIES: '5000',
+    PAYMENTS_GATE_IDEMPOTENCY_MAX_BYTES: '1048576',
   })
-  t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open' }, 'and from the variables')
+  t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open', idempotencyMaxEntries: 5000, idempotencyMaxBytes: 1048576 }, 'and from the variables')
+  t.match(parseServeOptions([...required, '--idempotency-max-bytes', '2048', '--idempotency-max-entries', '7'], {}), { idempotencyMaxEntries: 7, idempotencyMaxBytes: 2048 }, 'the memory store bounds from flags')
   t.match(parseServeOptions([...required, '--idempotency', 'off'], { PAYMENTS_GATE_IDEMPOTENCY: 'memory' }), { idempotency: 'off' }, 'a flag wins')
 })
 
@@ -59,6 +62,9 @@ t.test('bad values are refused with the flag named', async (t) => {
     [[...required, '--vendor', 'a/b'], /--vendor must be a media type name/],
     [[...required, '--idempotency-ttl', '0'], /--idempotency-ttl must be at least 1 second/],
     [[...required, '--idempotency-failure', 'maybe'], /--idempotency-failure must be closed or open, got "maybe"/],
+    [[...required, '--idempotency-max-entries', '0'], /--idempotency-max-entries must be at least 1/],
+    [[...required, '--idempotency-max-bytes', '0'], /--idempotency-max-bytes must be at least 1/],
+    [[...required, '--idempotency-max-bytes', '64MiB'], /--idempotency-max-bytes must be a whole number/],
   ]
   for (const [args, message] of cases) t.throws(() => parseServeOptions(args, {}), { message }, args.join(' '))
   t.throws(() => parseServeOptions([...required, '--nope'], {}), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })
