@@ -1,4 +1,5 @@
 import { keptAnswer } from './answer-size.js'
+import { decode as decodeBody, encode, Reference } from './body-delta.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
 
@@ -39,7 +40,9 @@ class Entry {
     public expires: number,
     /** Undefined while the claim is in flight, and once it became unknown. */
     public head: string | undefined,
+    /** The body's bytes as latin1, or written against `reference` (body-delta.ts). */
     public body: string | undefined,
+    public reference: Reference | undefined,
     /** What the entry is counted as against `maxBytes`. */
     public bytes: number,
   ) {}
@@ -53,7 +56,7 @@ class Entry {
  * covers it). Counted so that `maxBytes` bounds what the process really
  * holds, not just the payload.
  */
-const ENTRY_OVERHEAD = 216
+const ENTRY_OVERHEAD = 224
 
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
@@ -68,10 +71,19 @@ const headOf = (answer: RecordedAnswer) => JSON.stringify([answer.status, answer
  */
 const flat = (text: string) => Buffer.from(text, 'latin1').toString('latin1')
 
-function decode(head: string, body: string): RecordedAnswer {
-  const [status, headers] = JSON.parse(head) as [number, string[]]
-  return { status, headers, body: Buffer.from(body, 'latin1') }
+function decode(entry: Entry): RecordedAnswer {
+  const [status, headers] = JSON.parse(entry.head as string) as [number, string[]]
+  const body = entry.body as string
+  return { status, headers, body: entry.reference === undefined ? Buffer.from(body, 'latin1') : decodeBody(body, entry.reference) }
 }
+
+/** Bodies shorter than this are kept as they are. */
+const DELTA_MIN = 64
+/** Bodies in a row that the reference did not halve before the next one becomes the reference. */
+const ADOPT_AFTER = 8
+/** What a reference holds besides its bytes: its objects and, while current, its index. */
+const REFERENCE_OVERHEAD = 8192 + 512
+const referenceBytes = (reference: Reference) => REFERENCE_OVERHEAD + reference.bytes.length
 
 /**
  * The store of one process: synchronous, so a payment pays no promise for it.
@@ -87,6 +99,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   #held = 0
   #bytes = 0
   #sequence = 0
+  /** The body others are written against, how many in a row it failed to halve, and the one the last body was written against. */
+  #reference: Reference | undefined
+  #misses = 0
+  #with: Reference | undefined
   /** The last answer head kept: answers of one backend within a second share their status and headers, and so the string. */
   #lastHead = ''
   readonly #ttl: number
@@ -137,7 +153,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (entry.head === undefined && entry.expires - this.#ttl > time) return CLAIMED_ELSEWHERE
     if (entry.fingerprint !== fingerprint) return MISMATCH
     // No answer past the in-flight window: the outcome is unknown, and a retry is never forwarded again (docs/idempotency.md).
-    return { state: 'recorded', answer: entry.head === undefined ? this.#options.unknownAnswer : decode(entry.head, entry.body as string) }
+    return { state: 'recorded', answer: entry.head === undefined ? this.#options.unknownAnswer : decode(entry) }
   }
 
   record(key: string, token: string, answer: RecordedAnswer): void {
@@ -153,7 +169,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       this.#lastHead = head
       headBytes = head.length
     }
-    const body = kept.body.toString('latin1')
+    const body = this.#written(kept.body)
+    entry.reference = this.#with
+    if (this.#with !== undefined) this.#with.users++
     const bytes = ENTRY_OVERHEAD + key.length + entry.fingerprint.length + headBytes + body.length
     entry.head = head
     entry.body = body
@@ -170,7 +188,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   async close(): Promise<void> {
     this.#entries.clear()
     this.#queue = new Array<Entry | undefined>(1024)
-    this.#head = this.#held = this.#bytes = 0
+    this.#head = this.#held = this.#bytes = this.#misses = 0
+    this.#reference = undefined
   }
 
   /** Whole ms: a whole number is kept in an entry as is, a fraction as an object of its own. */
@@ -178,9 +197,41 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return Math.floor(this.#now())
   }
 
+  /** The body as kept: written against the current reference when that halves it at least; `#with` says against which, if any. */
+  #written(body: Buffer): string {
+    this.#with = undefined
+    if (body.length < DELTA_MIN) return body.toString('latin1')
+    if (this.#reference !== undefined) {
+      const encoded = encode(body, this.#reference)
+      if (encoded.length * 2 <= body.length) {
+        this.#misses = 0
+        this.#with = this.#reference
+        return encoded
+      }
+      if (++this.#misses < ADOPT_AFTER) return body.toString('latin1')
+      this.#release(this.#reference)
+    }
+    // The first body, or one of a new kind: the next ones are written against it.
+    const reference = new Reference(body)
+    this.#reference = reference
+    this.#misses = 0
+    this.#bytes += referenceBytes(reference)
+    this.#with = reference
+    return encode(body, reference)
+  }
+
+  /** A reference no longer current, or an entry gone that used one: its bytes leave the count once neither holds it. */
+  #release(reference: Reference): void {
+    if (reference === this.#reference) {
+      reference.retire()
+      this.#reference = undefined
+    }
+    if (reference.users === 0) this.#bytes -= referenceBytes(reference)
+  }
+
   #claimed(key: string, fingerprint: string, time: number): Claim {
     const owner = ++this.#sequence
-    const entry = new Entry(key, flat(fingerprint), owner, time + this.#inFlight + this.#ttl, undefined, undefined, ENTRY_OVERHEAD + key.length + fingerprint.length)
+    const entry = new Entry(key, flat(fingerprint), owner, time + this.#inFlight + this.#ttl, undefined, undefined, undefined, ENTRY_OVERHEAD + key.length + fingerprint.length)
     this.#entries.set(key, entry)
     this.#push(entry)
     this.#bound(time)
@@ -226,6 +277,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       this.#head = (this.#head + 1) & mask
       this.#held--
       this.#bytes -= entry.bytes
+      const reference = entry.reference
+      if (reference !== undefined && --reference.users === 0 && reference !== this.#reference) this.#release(reference)
     }
   }
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
@@ -31,15 +32,23 @@ t.test('the entry bound evicts the oldest claim first', async (t) => {
 })
 
 t.test('the byte bound evicts: recorded answers count by their size', async (t) => {
-  // Each entry counts its body, its key, fingerprint and headers, and a few hundred bytes of bookkeeping: two fit in 12,000 bytes, three do not.
-  const store = new MemoryIdempotencyStore({ ...OPTIONS, maxBytes: 12_000, maxAnswerBytes: 8_000 })
-  record(store, 'a', Buffer.alloc(4_000))
-  record(store, 'b', Buffer.alloc(4_000))
-  t.equal(store.size, 2, 'both fit')
-  record(store, 'c', Buffer.alloc(4_000))
-  t.equal(store.size, 2, 'one went')
-  t.equal(store.claim('a', 'f').state, 'claimed', 'the oldest was evicted')
+  // Random bodies, which no reference shortens: each entry counts its body, key, fingerprint and headers and a few hundred
+  // bytes of bookkeeping, and the first body is also the reference the next ones are tried against.
+  const bodies = ['a', 'b', 'c', 'd', 'e'].map((key) => [key, randomBytes(4_000)] as const)
+  const unbounded = new MemoryIdempotencyStore({ ...OPTIONS, maxAnswerBytes: 8_000 })
+  for (const [key, body] of bodies.slice(0, 4)) record(unbounded, key, body)
+  t.ok(unbounded.bytes > 4 * 4_000 + 8_192, `four count ${unbounded.bytes} bytes`)
+  const store = new MemoryIdempotencyStore({ ...OPTIONS, maxBytes: unbounded.bytes + 1_000, maxAnswerBytes: 8_000 })
+  for (const [key, body] of bodies.slice(0, 4)) record(store, key, body)
+  t.equal(store.size, 4, 'four fit')
+  t.equal(store.bytes, unbounded.bytes)
+  record(store, 'e', (bodies[4] as readonly [string, Buffer])[1])
+  // The first entry's body is the reference itself, counted apart while it is in use: evicting it frees a few hundred bytes.
+  t.equal(store.size, 3, 'the two oldest went')
+  t.ok(store.bytes <= unbounded.bytes + 1_000)
+  t.equal(store.claim('b', 'f').state, 'claimed', 'the oldest were evicted')
   t.equal(store.claim('c', 'f').state, 'recorded')
+  t.equal(store.claim('e', 'f').state, 'recorded')
 })
 
 t.test('the bytes counted against maxBytes cover what each entry really holds in the heap', async (t) => {
@@ -150,4 +159,50 @@ t.test('close forgets every entry and the store still works', async (t) => {
   t.equal(store.window, 0)
   record(store, 'a', Buffer.from('{}'))
   t.equal(store.claim('a', 'f').state, 'recorded')
+})
+
+t.test("one backend's answers are kept as differences from a reference; a new kind of answer becomes the reference after eight", async (t) => {
+  const store = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 4 })
+  const like = (i: number) => Buffer.from(JSON.stringify({ outcome: 'authorized', paymentId: `payment-${i}`, _links: { self: { href: `/payments/events/${i}` } }, note: 'x'.repeat(200) }))
+  const other = () => randomBytes(300)
+  const replayed = (key: string) => {
+    const claim = store.claim(key, 'f')
+    return claim.state === 'recorded' ? claim.answer.body.toString('hex') : claim.state
+  }
+  for (let i = 0; i < 4; i++) record(store, `like-${i}`, like(i))
+  for (let i = 0; i < 4; i++) t.equal(replayed(`like-${i}`), like(i).toString('hex'), `like-${i} replayed byte for byte`)
+  const similar = store.bytes
+  const others = Array.from({ length: 12 }, other)
+  others.forEach((body, i) => record(store, `other-${i}`, body))
+  for (let i = 8; i < 12; i++) t.equal(replayed(`other-${i}`), (others[i] as Buffer).toString('hex'), `other-${i} replayed byte for byte`)
+  t.ok(store.bytes > similar, 'unlike bodies take more')
+  record(store, 'like-again', like(99))
+  t.equal(replayed('like-again'), like(99).toString('hex'), 'written against the new reference, or kept whole')
+  const mixed = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 30 })
+  for (let i = 0; i < 10; i++) record(mixed, `o${i}`, other())
+  for (let i = 0; i < 10; i++) record(mixed, `l${i}`, like(i))
+  for (let i = 0; i < 10; i++) {
+    const claim = mixed.claim(`l${i}`, 'f')
+    t.equal(claim.state === 'recorded' && claim.answer.body.toString(), like(i).toString(), `l${i} after the reference changed`)
+  }
+})
+
+t.test('a reference no entry uses any more leaves the count', async (t) => {
+  const store = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 10 })
+  const kind = (letter: string, i: number) => Buffer.from(`${letter.repeat(400)}${i}`)
+  record(store, 'a0', kind('a', 0))
+  for (let i = 0; i < 9; i++) record(store, `b${i}`, randomBytes(400))
+  const before = store.bytes
+  record(store, 'c0', kind('c', 0))
+  t.ok(store.bytes < before - 8_000, `${before} bytes, then ${store.bytes}: a0 left, and with it the reference it was the last to use`)
+  const released = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 2 })
+  record(released, 'a0', kind('a', 0))
+  const first = released.bytes
+  for (let i = 0; i < 9; i++) record(released, `b${i}`, randomBytes(400))
+  t.ok(released.bytes < first + 2 * 1_000 + 9_000, `${released.bytes} bytes: two entries and the current reference, no retired one`)
+  released.claim('x', 'f')
+  released.claim('y', 'f')
+  record(released, 'c2', kind('c', 2))
+  const claim = released.claim('c2', 'f')
+  t.equal(claim.state === 'recorded' && claim.answer.body.toString(), kind('c', 2).toString(), 'the current reference outlives its last user')
 })
