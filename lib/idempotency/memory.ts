@@ -36,7 +36,7 @@ class Entry {
     readonly fingerprint: string,
     /** The claim's number: its token is this number's decimal. */
     readonly owner: number,
-    /** When the entry ends, in whole ms of the store's clock: the claim's time plus in-flight window and TTL, or the record's plus TTL. */
+    /** When the entry ends, in whole ms of the store's clock: the claim's time plus in-flight window and TTL, or the record's plus TTL; GONE once it left the map. */
     public expires: number,
     /** Undefined while the claim is in flight, and once it became unknown. */
     public head: string | undefined,
@@ -57,6 +57,9 @@ class Entry {
  * holds, not just the payload.
  */
 const ENTRY_OVERHEAD = 224
+
+/** The end of an entry no longer in the map (released, or its key claimed again after it expired): before any time. */
+const GONE = -1
 
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
@@ -138,7 +141,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const mask = this.#queue.length - 1
     for (let i = 0; i < this.#held; i++) {
       const entry = this.#queue[(this.#head + i) & mask] as Entry
-      if (entry.expires > time && this.#entries.get(entry.key) === entry) {
+      if (entry.expires > time) {
         const start = entry.expires - this.#ttl - (entry.head === undefined ? this.#inFlight : 0)
         return (time - start) / 1000
       }
@@ -149,7 +152,11 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   claim(key: string, fingerprint: string): Claim {
     const time = this.#time()
     const entry = this.#entries.get(key)
-    if (entry === undefined || entry.expires <= time) return this.#claimed(key, fingerprint, time)
+    if (entry === undefined) return this.#claimed(key, fingerprint, time)
+    if (entry.expires <= time) {
+      entry.expires = GONE
+      return this.#claimed(key, fingerprint, time)
+    }
     if (entry.head === undefined && entry.expires - this.#ttl > time) return CLAIMED_ELSEWHERE
     if (entry.fingerprint !== fingerprint) return MISMATCH
     // No answer past the in-flight window: the outcome is unknown, and a retry is never forwarded again (docs/idempotency.md).
@@ -182,7 +189,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
 
   release(key: string, token: string): void {
-    if (this.#owned(key, token, this.#time()) !== undefined) this.#entries.delete(key)
+    const entry = this.#owned(key, token, this.#time())
+    if (entry === undefined) return
+    this.#entries.delete(key)
+    entry.expires = GONE
   }
 
   async close(): Promise<void> {
@@ -267,9 +277,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const mask = queue.length - 1
     while (this.#held > 0) {
       const entry = queue[this.#head] as Entry
-      // A released or replaced entry is counted until it gets here: the look-up is paid only when something leaves.
+      // A released or replaced entry is counted until it gets here.
       if (entry.expires > time && this.#held <= this.#maxEntries && this.#bytes <= this.#maxBytes) return
-      if (this.#entries.get(entry.key) === entry) {
+      if (entry.expires !== GONE) {
         this.#entries.delete(entry.key)
         if (entry.expires > time) this.#options.report?.evicted()
       }
