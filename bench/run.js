@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --profile] [-- --ladder [--baseline DIR]] [-- --ladder-only] [-- --pairs-only [--baseline DIR]] [-- --rounds N] [-- --pairs N] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
+// `npm run bench [-- --quick] [-- --profile] [-- --ladder [--baseline DIR]] [-- --ladder-only] [-- --pairs-only [--fill N] [--baseline DIR]] [-- --rounds N] [-- --pairs N] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -7,7 +7,7 @@ import { runMicro } from './micro/stages.js'
 import { cpuBreakdown } from './lib/profile.js'
 import { e2eSection, ladderSection, microSection, pairedSection, profileSection, targetsSection } from './lib/report.js'
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, ladder: { type: 'boolean' }, baseline: { type: 'string' }, 'ladder-only': { type: 'boolean' }, rounds: { type: 'string' }, 'micro-only': { type: 'boolean' }, pairs: { type: 'string' }, 'pairs-only': { type: 'boolean' } } })
+const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, ladder: { type: 'boolean' }, baseline: { type: 'string' }, 'ladder-only': { type: 'boolean' }, rounds: { type: 'string' }, 'micro-only': { type: 'boolean' }, pairs: { type: 'string' }, 'pairs-only': { type: 'boolean' }, fill: { type: 'string' } } })
 const quick = values.quick === true
 if (values['ladder-only']) values.ladder = true
 const count = (flag) => {
@@ -17,6 +17,7 @@ const count = (flag) => {
 }
 const rounds = count('rounds')
 const pairs = count('pairs')
+const fill = count('fill')
 if (values.baseline !== undefined && !values.ladder && !values['pairs-only']) throw new Error('--baseline DIR adds rows to the ladders or the paired rounds: give --ladder or --pairs-only too')
 const results = new URL('./results/', import.meta.url)
 const log = (message) => process.stderr.write(`${message}\n`)
@@ -33,7 +34,7 @@ const micro = only ? undefined : await runMicro({ quick })
 const profileDir = values.profile ? new URL('profiles/', results) : undefined
 if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true })
 const e2e = values['micro-only'] || only ? undefined : await runE2E({ quick, rounds, pairs, log, profileDir })
-const pairsOnly = values['pairs-only'] ? await runPairs({ quick, pairs, log, baseline: values.baseline }) : undefined
+const pairsOnly = values['pairs-only'] ? await runPairs({ quick, pairs, fill, log, baseline: values.baseline }) : undefined
 const ladder = values.ladder && !values['micro-only'] && !values['pairs-only'] ? await runLadder({ quick, rounds, log, baseline: values.baseline }) : undefined
 const breakdowns =
   profileDir === undefined || e2e === undefined

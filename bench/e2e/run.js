@@ -37,7 +37,7 @@ export const PROFILED = ['passthrough', 'gateway', 'refusals']
 export function settings(quick, rounds, pairs) {
   const s = quick
     ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: CONNECTIONS, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100, pairs: 4, pairSeconds: 1 }
-    : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300, pairs: 12, pairSeconds: 1 }
+    : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300, pairs: 12, pairSeconds: 2 }
   return { ...s, ...(rounds === undefined ? {} : { rounds }), ...(pairs === undefined ? {} : { pairs }) }
 }
 
@@ -159,8 +159,10 @@ async function pairRounds(builds, s, load, log) {
 /**
  * `--pairs-only`: the paired rounds alone, with a backend and two gateways per build: this one, and with
  * `baseline` (another build's directory, `--baseline`) that one too, pair after pair in the same run.
+ * `fill` (`--fill N`) payments are sent to each memory store first, so that it is measured full, as a
+ * gateway that has run a while is.
  */
-export async function runPairs({ quick, pairs, log, baseline }) {
+export async function runPairs({ quick, pairs, fill = 0, log, baseline }) {
   const s = settings(quick, undefined, pairs)
   const body = bytesOf(validSale())
   const { headers, users } = await credentials()
@@ -182,7 +184,11 @@ export async function runPairs({ quick, pairs, log, baseline }) {
     const load = (t, seconds) => round(t.url, { body, headers, connections: s.connections, seconds })
     log(`pairs: warm-up ${s.warmupSeconds} s per gateway`)
     for (const build of builds) for (const key of ['memory', 'off']) await load(build[key], s.warmupSeconds)
-    return { settings: s, paired: await pairRounds(builds, s, load, (text) => log(`pairs: ${text}`)) }
+    for (const build of builds) {
+      if (fill > 0) log(`pairs: ${fill} payments to fill the memory store of ${build.name}`)
+      if (fill > 0) await fixedCount(build.memory.url, { body, headers, connections: s.connections, count: fill })
+    }
+    return { settings: { ...s, fill }, paired: await pairRounds(builds, s, load, (text) => log(`pairs: ${text}`)) }
   } finally {
     await stopAll()
   }

@@ -166,7 +166,7 @@ export function pairedSection({ settings: s, paired }) {
     ]
   })
   return [
-    `## The memory store's cost, paired (${s.pairs} pairs of ${s.pairSeconds} s, ${s.connections} connections: the gateway with the memory store and with retry protection off, one right after the other)`,
+    `## The memory store's cost, paired (${s.pairs} pairs of ${s.pairSeconds} s, ${s.connections} connections: the gateway with the memory store and with retry protection off, one right after the other${s.fill ? `; each memory store filled with ${num(s.fill)} payments first` : ''})`,
     '',
     table(['build', 'CPU(memory)/CPU(off), median of the pairs', 'range of the pairs', 'memory us/req (median)', 'off us/req (median)', `<= ${PAIRED_TARGET}`], rows),
   ].join('\n')
