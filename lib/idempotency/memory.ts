@@ -250,8 +250,11 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   /** The key's entry when `token` owns it, it is alive, and no answer is recorded yet (in flight, or unknown past its window). */
   #owned(key: string, token: string, time: number): Entry | undefined {
-    const entry = this.#entries.get(key)
-    return entry !== undefined && entry.owner === Number(token) && entry.head === undefined && entry.expires > time ? entry : undefined
+    // Every claim adds one entry to the queue, numbered in order: the token's entry is found by its place, without the map.
+    const place = Number(token) - (this.#held === 0 ? 0 : (this.#queue[this.#head] as Entry).owner)
+    if (!(Number.isInteger(place) && place >= 0 && place < this.#held)) return undefined
+    const entry = this.#queue[(this.#head + place) & (this.#queue.length - 1)] as Entry
+    return entry.key === key && entry.head === undefined && entry.expires > time ? entry : undefined
   }
 
   #push(entry: Entry): void {
