@@ -1,13 +1,16 @@
 import { hash as digest, randomBytes, scrypt, timingSafeEqual, type BinaryLike, type ScryptOptions } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import { promisify } from 'node:util'
 import { LRUCache } from 'lru-cache'
+import type { Logger } from 'pino'
 import { ACCESS_DENIED, type Authenticator, type Principal } from './checks/auth.js'
 import type { Rejection } from './errors.js'
 import { CREDENTIAL_DEFAULTS, SCRYPT_DEFAULTS } from './defaults.js'
 import { definedOnly, MemoryLoginThrottle, type LoginAttempt, type LoginThrottle } from './login-throttle.js'
 import { compileSchema } from './schema/compile.js'
 import { Type, type Static } from './schema/typebox.js'
+import { watchFolder, type ReloadOutcome, type WatchOptions } from './watch.js'
 
 /**
  * Password hashes are `scrypt$N$r$p$<salt base64>$<hash base64>`: the cost
@@ -131,6 +134,8 @@ export interface CredentialStoreOptions {
 interface User {
   readonly principal: Principal
   readonly hash: ParsedHash
+  /** The hash as the file spells it, to tell a changed password at a reload. */
+  readonly password: string
 }
 
 /** The error a bad credentials file or user list is reported with: start-up stops with exit 2. */
@@ -167,31 +172,19 @@ export function parseBasic(authorization: string): { username: string; password:
  * off the path of repeated valid requests. Failures are counted per username,
  * known or not, and a username that failed too often is refused for a while
  * without hashing anything, so the slow hash cannot be used to burn CPU.
+ * `replace` swaps the users for a reloaded file's (docs/credentials.md).
  */
 export class CredentialStore implements Authenticator {
-  readonly #users = new Map<string, User>()
+  #users = new Map<string, User>()
   readonly #cache: LRUCache<string, Principal>
   readonly #throttle: LoginThrottle
   /** Concurrent checks of the same header share one verification. */
   readonly #inFlight = new Map<string, Promise<Principal | Rejection>>()
-  readonly #dummy: ParsedHash
+  #dummy!: ParsedHash
 
   constructor(users: Iterable<UserCredentials>, options: CredentialStoreOptions = {}) {
     const settings = { ...CREDENTIAL_DEFAULTS, ...definedOnly(options) }
-    for (const user of users) {
-      if (this.#users.has(user.username)) throw credentialsError(`user "${user.username}" is listed twice`)
-      const hash = parseHash(user.password)
-      if (hash === undefined) {
-        throw credentialsError(`user "${user.username}": password is not a hash from payments-gate hash-password`)
-      }
-      const principal = Object.freeze({ username: user.username, entities: new Set(user.entities) })
-      this.#users.set(user.username, { principal, hash })
-    }
-    // An unknown username is verified against a hash that costs what a real one costs, so the
-    // answer's timing does not tell which usernames exist. Nothing can match it: the user is unknown.
-    const [first] = this.#users.values()
-    const cost = first?.hash ?? SCRYPT_DEFAULTS
-    this.#dummy = { N: cost.N, r: cost.r, p: cost.p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
+    this.#install(users)
     const now = options.now ?? (() => performance.now())
     const perf = { now }
     // ttlResolution 0: read the clock on each look-up rather than arm a timer to memoize it.
@@ -202,6 +195,46 @@ export class CredentialStore implements Authenticator {
   /** How many users the store knows. */
   get size(): number {
     return this.#users.size
+  }
+
+  /**
+   * The users of a reloaded file take the place of these, all at once, or none
+   * of them when one is refused (an `ECREDENTIALS` error). A user removed, or
+   * whose password or entities changed, is refused from now on even where its
+   * check was cached; an unchanged user keeps its cached checks. The failed-login
+   * throttle keeps its counts.
+   */
+  replace(users: Iterable<UserCredentials>): void {
+    this.#install(users)
+    const stale: string[] = []
+    this.#cache.forEach((principal, key) => {
+      if (this.#users.get(principal.username)?.principal !== principal) stale.push(key)
+    })
+    for (const key of stale) this.#cache.delete(key)
+  }
+
+  #install(users: Iterable<UserCredentials>): void {
+    const next = new Map<string, User>()
+    for (const user of users) {
+      if (next.has(user.username)) throw credentialsError(`user "${user.username}" is listed twice`)
+      const kept = this.#users.get(user.username)
+      if (kept !== undefined && kept.password === user.password && sameEntities(kept.principal.entities, user.entities)) {
+        next.set(user.username, kept)
+        continue
+      }
+      const hash = parseHash(user.password)
+      if (hash === undefined) {
+        throw credentialsError(`user "${user.username}": password is not a hash from payments-gate hash-password`)
+      }
+      const principal = Object.freeze({ username: user.username, entities: new Set(user.entities) })
+      next.set(user.username, { principal, hash, password: user.password })
+    }
+    // An unknown username is verified against a hash that costs what a real one costs, so the
+    // answer's timing does not tell which usernames exist. Nothing can match it: the user is unknown.
+    const [first] = next.values()
+    const cost = first?.hash ?? SCRYPT_DEFAULTS
+    this.#dummy = { N: cost.N, r: cost.r, p: cost.p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
+    this.#users = next
   }
 
   authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection> {
@@ -230,21 +263,32 @@ export class CredentialStore implements Authenticator {
     try {
       const attempt = await admitted
       if (attempt === undefined) return ACCESS_DENIED
-      const user = this.#users.get(username)
+      let user = this.#users.get(username)
       let principal: Principal | undefined
       try {
-        const ok = await matches(password, user?.hash ?? this.#dummy)
-        if (ok && user !== undefined) principal = user.principal
+        for (;;) {
+          const ok = await matches(password, user?.hash ?? this.#dummy)
+          const current = this.#users.get(username)
+          if (current === user) {
+            if (ok && user !== undefined) principal = user.principal
+            break
+          }
+          // The file was reloaded during the hash: the answer is the one of the users now in force.
+          user = current
+        }
+        if (principal !== undefined) this.#cache.set(key, principal)
       } finally {
         await attempt.settle(principal !== undefined)
       }
-      if (principal === undefined) return ACCESS_DENIED
-      this.#cache.set(key, principal)
-      return principal
+      return principal ?? ACCESS_DENIED
     } finally {
       this.#inFlight.delete(key)
     }
   }
+}
+
+function sameEntities(entities: ReadonlySet<string>, listed: readonly string[]): boolean {
+  return entities.size === new Set(listed).size && listed.every((entity) => entities.has(entity))
 }
 
 const CredentialsFile = Type.Object(
@@ -270,25 +314,99 @@ type CredentialsFile = Static<typeof CredentialsFile>
 
 const credentialsFileSchema = compileSchema<CredentialsFile>(CredentialsFile)
 
+/** The users of a credentials file's text; anything wrong throws an `ECREDENTIALS` error with the reason. */
+function parseCredentials(text: string): readonly UserCredentials[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (error) {
+    throw credentialsError(`not JSON: ${(error as Error).message}`)
+  }
+  if (!credentialsFileSchema.check(parsed)) {
+    const reasons = credentialsFileSchema.errors(parsed).map((item) => `${item.jsonPath}: ${item.message}`)
+    throw credentialsError(reasons.join('; '))
+  }
+  return parsed.users
+}
+
+/** The store of a credentials file and the text it was built from; anything wrong throws an `ECREDENTIALS` error naming the file. */
+async function openCredentials(file: string, options: CredentialStoreOptions): Promise<{ store: CredentialStore; text: string }> {
+  try {
+    const text = await readFile(file, 'utf8')
+    return { store: new CredentialStore(parseCredentials(text), options), text }
+  } catch (error) {
+    throw credentialsError(`${file}: ${(error as Error).message}`)
+  }
+}
+
 /**
  * Reads and validates a credentials file (`{"users": [{"username", "password", "entities"}]}`).
  * Anything wrong with it throws an `ECREDENTIALS` error naming the file and the reason.
  */
 export async function loadCredentials(file: string, options: CredentialStoreOptions = {}): Promise<CredentialStore> {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(await readFile(file, 'utf8'))
-  } catch (error) {
-    const reason = error instanceof SyntaxError ? `not JSON: ${error.message}` : (error as Error).message
-    throw credentialsError(`${file}: ${reason}`)
+  return (await openCredentials(file, options)).store
+}
+
+export interface WatchCredentialsOptions extends CredentialStoreOptions, WatchOptions {
+  /** Where reloads and a refused file are reported. */
+  logger?: Pick<Logger, 'info' | 'warn'>
+  /** Told what a reload did, when it applied the file, refused a new version of it, or the file stopped being refused. */
+  onReload?: (outcome: ReloadOutcome) => void
+}
+
+/** The users of a watched credentials file. */
+export interface WatchedCredentials extends Authenticator {
+  /** How many users are in force. */
+  readonly size: number
+  /** Re-reads the file now, as SIGHUP asks; resolves once the users read are in force. */
+  reload(): Promise<void>
+  /** Stops watching. */
+  close(): void
+}
+
+/**
+ * Loads a credentials file as `loadCredentials` does, then keeps it current
+ * as the policy folder is kept (watch.ts): a valid new version replaces the
+ * users at once (`CredentialStore.replace`); a refused one leaves the last good
+ * users in force and is logged and reported once.
+ */
+export async function watchCredentials(file: string, options: WatchCredentialsOptions = {}): Promise<WatchedCredentials> {
+  const { logger, onReload } = options
+  const opened = await openCredentials(file, options)
+  const { store } = opened
+  let inForce = opened.text
+  /** The refused version already reported, while the file is refused. */
+  let refused: string | undefined
+
+  async function reload(forced: boolean): Promise<void> {
+    let text: string | undefined
+    try {
+      text = await readFile(file, 'utf8')
+      if (text !== inForce) store.replace(parseCredentials(text))
+    } catch (error) {
+      const reason = (error as Error).message
+      const version = `${reason}\n${text ?? ''}`
+      if (!forced && version === refused) return
+      refused = version
+      logger?.warn({ file, reason }, 'credentials file refused, its last good users stay in force')
+      onReload?.({ applied: false, refused: [{ file, reason }], refusedNow: 1 })
+      return
+    }
+    const applied = forced || text !== inForce
+    const wasRefused = refused !== undefined
+    inForce = text
+    refused = undefined
+    if (applied) logger?.info({ file, users: store.size }, 'credentials reloaded')
+    if (applied || wasRefused) onReload?.({ applied, refused: [], refusedNow: 0 })
   }
-  if (!credentialsFileSchema.check(parsed)) {
-    const reasons = credentialsFileSchema.errors(parsed).map((item) => `${item.jsonPath}: ${item.message}`)
-    throw credentialsError(`${file}: ${reasons.join('; ')}`)
-  }
-  try {
-    return new CredentialStore(parsed.users, options)
-  } catch (error) {
-    throw credentialsError(`${file}: ${(error as Error).message}`)
+
+  const watch = watchFolder(dirname(file), reload, options)
+  return {
+    authenticate: (authorization) => store.authenticate(authorization),
+    get size() {
+      return store.size
+    },
+    reload: watch.reload,
+    close: watch.close,
   }
 }

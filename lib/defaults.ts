@@ -42,6 +42,10 @@ export const DEFAULTS = Object.freeze({
   errorBodyLimit: 65536,
   /** How long a drain waits for the requests in flight, in ms. */
   graceMs: 10000,
+  /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed (docs/logs-and-metrics.md). */
+  trustProxy: 0,
+  /** Refuse what the checks refuse (`enforce`), or pass it on and report it (`report`; docs/rollout.md). */
+  mode: 'enforce' as 'enforce' | 'report',
 })
 
 /** The cost of new password hashes (`payments-gate hash-password`): scrypt's N, r and p. */
@@ -78,7 +82,7 @@ export const POLICY_WATCH_DEFAULTS = Object.freeze({
 
 /** Retry protection on `transactionReference` (docs/idempotency.md). */
 export const IDEMPOTENCY_DEFAULTS = Object.freeze({
-  /** The store: `memory`, `off`, or a `redis://` URL. */
+  /** The store: `memory`, `off`, or a `redis://` or `redis-sentinel://` URL. */
   store: 'memory',
   /** How long a recorded answer is replayed, in seconds (`--idempotency-ttl`). */
   ttlSeconds: 86_400,
@@ -92,8 +96,10 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
   maxEntries: 1_000_000,
   /** Memory store: most bytes held (answers, fingerprints and keys). */
   maxBytes: 64 * 1024 * 1024,
-  /** Redis store: longest wait for one command before it rejects, in ms. */
+  /** Redis store: longest wait for one command before it rejects, and for the replicas' acknowledgement, in ms. */
   commandTimeoutMs: 1000,
+  /** Redis store: replicas that must acknowledge a claim or a record (`--idempotency-replicas`). */
+  replicas: 0,
   /** `Retry-After` of a 409 `paymentIsInProgress`, in seconds. */
   retryAfterSeconds: 1,
 } as const)

@@ -5,8 +5,9 @@ import fastJson, { type ObjectSchema } from 'fast-json-stringify'
  * `headerHasInvalidValue` is answered as 406 or 415 depending on the header.
  * Names follow the payments v6 service's own error list; the gateway's own
  * (`accessDenied`, `methodIsNotAllowed`, `bodyIsTooLarge`, `requestIsMalformed`,
- * `headersAreTooLarge`, `requestTimedOut`, and the two of retry protection,
- * `paymentIsInProgress` and `transactionReferenceIsAlreadyUsed`) are listed in
+ * `headersAreTooLarge`, `requestTimedOut`, the two of retry protection,
+ * `paymentIsInProgress` and `transactionReferenceIsAlreadyUsed`, and the names
+ * a backend's own error answer is given, docs/backend-faults.md) are listed in
  * docs/checks.md.
  */
 export const ERRORS = {
@@ -50,6 +51,12 @@ export const ERRORS = {
   requestIsMalformed: { status: 400, message: 'The HTTP request is malformed.' },
   headersAreTooLarge: { status: 431, message: 'The request headers are too large.' },
   requestTimedOut: { status: 408, message: 'The request was not received in time.' },
+  requestIsInvalid: { status: 400, message: 'The payment service refused the request as invalid. Correct it and retry.' },
+  resourceIsNotFound: { status: 404, message: 'The payment service did not find the resource asked for.' },
+  requestIsInConflict: { status: 409, message: 'The request conflicts with the current state of the payment. Check its state before retrying.' },
+  requestIsNotProcessable: { status: 422, message: 'The payment service could not process the request as sent.' },
+  requestRateIsTooHigh: { status: 429, message: 'Too many requests. Retry after the time given in Retry-After.' },
+  requestIsRefused: { status: 400, message: 'The payment service refused the request.' },
   internalErrorOccurred: { status: 500, message: 'An internal error occurred. Retry later.' },
   serviceUnavailable: { status: 503, message: 'The service is unavailable. Retry later.' },
 } as const satisfies Record<string, { status: number; message: string }>
@@ -89,7 +96,8 @@ export interface FieldError {
 }
 
 export interface ErrorBody {
-  errorName: ErrorName
+  /** A name of the table, or one that a backend-errors rule defines (docs/backend-faults.md). */
+  errorName: string
   message: string
   headerName?: string
   validationErrors?: FieldError[]
@@ -130,6 +138,20 @@ export function reject(errorName: ErrorName, options: RejectOptions = {}): Rejec
   if (options.validationErrors !== undefined) body.validationErrors = options.validationErrors
   const { headers, close } = options
   return { ok: false, status: options.status ?? entry.status, body, ...(headers && { headers }), ...(close && { close }) }
+}
+
+/** The one 500 refusal: every surface answers its own failure, and a backend's unknown outcome, with this value. */
+export const INTERNAL_ERROR: Rejection = Object.freeze(reject('internalErrorOccurred'))
+
+/** The one 503 refusal without a message of its own. */
+export const SERVICE_UNAVAILABLE: Rejection = Object.freeze(reject('serviceUnavailable'))
+
+/**
+ * A refusal under a name a backend-errors rule defines: not in the table, so
+ * it brings its own message (docs/backend-faults.md, rules).
+ */
+export function definedRejection(errorName: string, message: string, status: number, headers?: Readonly<Record<string, string>>): Rejection {
+  return { ok: false, status, body: { errorName, message }, ...(headers && { headers }) }
 }
 
 /** The same refusal, answered with `Connection: close`. */

@@ -1,24 +1,24 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
+import type { Redis } from 'ioredis'
+import type { BackendErrorSource } from './backend-errors/rules.js'
+import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
-import { loadCredentials } from './credentials.js'
+import { watchCredentials, type WatchedCredentials } from './credentials.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
-import { createIdempotencyStore } from './idempotency/create-store.js'
-import type { MemoryStoreReport } from './idempotency/memory.js'
-import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_OUTCOME, type RetryProtection } from './idempotency/protection.js'
-import { RedisIdempotencyStore } from './idempotency/redis.js'
-import type { IdempotencyStore } from './idempotency/store.js'
+import { closeRedisClient, createRedisClient, whenReady } from './idempotency/redis-client.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
-import type { PolicySource } from './policy/policy.js'
-import { watchPolicies, type PolicyStore, type ReloadOutcome } from './policy/store.js'
+import type { Mode, PolicySource } from './policy/policy.js'
+import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin, type FastifyGateOptions } from './surfaces/fastify.js'
 import { nodeHandler, type NodeNext } from './surfaces/node.js'
 import type { GateLogger } from './surfaces/shared.js'
+import type { ReloadOutcome } from './watch.js'
 
 /**
  * The options of `createGate`, the same as `payments-gate serve`'s (docs/cli.md).
@@ -27,7 +27,7 @@ import type { GateLogger } from './surfaces/shared.js'
 export interface GateOptions {
   /** A folder of `<entity>.json` policy files, loaded and then watched; or your own source of policies. Default `./policies`. */
   policies?: string | PolicySource
-  /** A credentials file (`{"users": [...]}` with hashes from `payments-gate hash-password`); or your own authenticator. */
+  /** A credentials file (`{"users": [...]}` with hashes from `payments-gate hash-password`), loaded and then watched; or your own authenticator. */
   credentials: string | Authenticator
   /** The `<vendor>` in the media types. Default `example`. */
   vendor?: string
@@ -35,30 +35,36 @@ export interface GateOptions {
   basePath?: string
   /** Largest body read, in bytes. Default 65536. */
   bodyLimit?: number
-  /** A pino logger for policy reloads, refused policy files and internal errors. Default: silent. */
+  /** A pino logger for reloads, refused policy and credentials files, and internal errors. Default: silent. */
   logger?: GateLogger
-  /** Called after every reload of a watched policy folder (the gateway counts them in its metrics). */
+  /** Told what a reload of the watched policy folder did (the gateway counts it in its metrics). */
   onPolicyReload?: (outcome: ReloadOutcome) => void
-  /** How long the backend may stay silent, in ms; retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
+  /** Told what a reload of the watched credentials file did. */
+  onCredentialsReload?: (outcome: ReloadOutcome) => void
+  /** How long the backend may stay silent, in ms; the proxy's retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
   timeout?: number
   /**
-   * Retry protection on `transactionReference` (docs/idempotency.md), run by the
-   * proxy: `memory` (this process, the default), `off`, a `redis://HOST:PORT[/DB]`
-   * URL shared by every replica (which also shares the failed-login throttle),
-   * or your own store.
+   * The Redis that shares the failed-login throttle among every replica
+   * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
+   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL, whose client
+   * the gate opens and closes, or an ioredis client of yours. Default: each
+   * process counts alone.
    */
-  idempotency?: 'memory' | 'off' | string | IdempotencyStore
-  /** How long a recorded answer is replayed, in seconds. Default 86400. */
-  idempotencyTtl?: number
-  /** When the store cannot be reached: `closed` refuses with 503 (the default), `open` forwards unprotected. */
-  idempotencyFailure?: 'closed' | 'open'
-  /** Told of every failure of the retry-protection store or the shared throttle (the gateway logs and counts them). */
+  throttleRedis?: string | Redis
+  /** Told of every failure of the shared throttle's Redis (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
-  /** The memory store's bounds: most keys (default 1000000) and most bytes (default 64 MiB). */
-  idempotencyMaxEntries?: number
-  idempotencyMaxBytes?: number
-  /** Told of the memory store's evictions and how far back it remembers (the gateway logs and exports them). */
-  idempotencyReport?: MemoryStoreReport
+  /**
+   * Rules naming the backend's error answers on the two operations, which the
+   * proxy applies (docs/backend-faults.md): a JSON file, loaded and then
+   * watched; or your own source. Default: names by status only.
+   */
+  backendErrors?: string | BackendErrorSource
+  /**
+   * `enforce` (the default) refuses what the checks refuse. `report` passes every request that
+   * passed BasicAuth on as it came (the middleware calls your handler) and reports what enforce
+   * would have done; a policy's `mode` overrides it for its entity (docs/rollout.md).
+   */
+  mode?: Mode
 }
 
 /** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
@@ -69,12 +75,13 @@ export interface Gate {
   readonly policies: PolicySource
   /** How long the backend may stay silent, in ms: the proxy's timeout. */
   readonly timeout: number
-  /** Retry protection, which the proxy runs around every forwarded payment; undefined when off. */
-  readonly retryProtection: RetryProtection | undefined
+  /** The rules for the backend's error answers, which the proxy applies; undefined when none were given. */
+  readonly backendErrors: BackendErrorSource | undefined
   /**
    * A `node:http` request handler: refusals are answered; every other request
    * goes to `next`, with the passed request (document, operation, entity,
-   * principal) for the two operations, or `undefined` for any other path.
+   * principal) for the two operations, or `undefined` for any other path; in
+   * report mode also with the report of what enforce mode would have done.
    */
   handler(next: NodeNext): (req: IncomingMessage, res: ServerResponse) => void
   /**
@@ -93,72 +100,75 @@ export interface Gate {
   readonly fastify: FastifyPluginCallback<FastifyGateOptions>
   /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
-  /** Stops watching the policy folder and releases what the gate holds. */
+  /** Re-reads the watched policy folder, credentials file and rules file now, as SIGHUP asks; resolves once what was read is in force. */
+  reload(): Promise<void>
+  /** Stops watching the files, and closes the throttle's Redis client when the gate opened it. */
   close(): Promise<void>
 }
 
 /**
  * The one place that wires payments-gate: loads the credentials and the
- * policies (and watches them), builds the checks once, and offers them as
+ * policies (and watches both), builds the checks once, and offers them as
  * handler, middleware and plugin. The proxy (`createGateway`), the `serve`
  * command, its workers, the benchmarks and the tests all build through here.
  */
 export async function createGate(options: GateOptions): Promise<Gate> {
   const { logger, onStoreError } = options
   const timeout = options.timeout ?? DEFAULTS.timeout
-  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
-  const keys =
-    typeof idempotency === 'string'
-      ? createIdempotencyStore(idempotency, {
-          ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-          inFlightMs: 2 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
-          oversizedAnswer: OVERSIZED_ANSWER,
-          unknownAnswer: UNKNOWN_OUTCOME,
-          maxEntries: options.idempotencyMaxEntries,
-          maxBytes: options.idempotencyMaxBytes,
-          report: options.idempotencyReport,
-          onError: onStoreError,
-        })
-      : idempotency
+  // A URL's client is the gate's to close; a client given is the caller's.
+  const owned = typeof options.throttleRedis === 'string' ? createRedisClient(options.throttleRedis, { onError: onStoreError }) : undefined
+  const redis = owned ?? (options.throttleRedis as Redis | undefined)
+  let users: WatchedCredentials | undefined
+  let store: PolicyStore | undefined
   try {
     // With Redis, ten wrong passwords are ten across the fleet, not ten per gateway (docs/credentials.md).
-    const throttle = keys instanceof RedisIdempotencyStore ? new RedisLoginThrottle(keys.redis, { onError: onStoreError }) : undefined
-    if (keys instanceof RedisIdempotencyStore) await keys.ready()
-    const authenticator = typeof options.credentials === 'string' ? await loadCredentials(options.credentials, { throttle }) : options.credentials
+    const throttle = redis && new RedisLoginThrottle(redis, { onError: onStoreError })
+    if (owned !== undefined) await whenReady(owned, IDEMPOTENCY_DEFAULTS.commandTimeoutMs)
+    if (typeof options.credentials === 'string') users = await watchCredentials(options.credentials, { throttle, logger, onReload: options.onCredentialsReload })
     const source = options.policies ?? DEFAULTS.policies
-    const store = typeof source === 'string' ? await watchPolicies(source, { logger, onReload: options.onPolicyReload }) : undefined
-    return assemble(options, authenticator, store ?? (source as PolicySource), store, timeout, keys)
+    if (typeof source === 'string') store = await watchPolicies(source, { logger, onReload: options.onPolicyReload })
+    const rules = typeof options.backendErrors === 'string' ? await watchBackendErrors(options.backendErrors, { logger }) : undefined
+    const watched = { users, policies: store, backendErrors: rules, redis: owned }
+    return assemble(options, users ?? (options.credentials as Authenticator), store ?? (source as PolicySource), watched, timeout)
   } catch (error) {
-    await keys?.close()
+    users?.close()
+    store?.close()
+    if (owned !== undefined) await closeRedisClient(owned)
     throw error
   }
 }
 
-function assemble(
-  options: GateOptions,
-  authenticator: Authenticator,
-  policies: PolicySource,
-  store: PolicyStore | undefined,
-  timeout: number,
-  keys: IdempotencyStore | undefined,
-): Gate {
+/** What the gate watches and owns, released by `close`. */
+interface Watched {
+  readonly users: WatchedCredentials | undefined
+  readonly policies: PolicyStore | undefined
+  readonly backendErrors: BackendErrorStore | undefined
+  /** The throttle's Redis client when the gate opened it. */
+  readonly redis: Redis | undefined
+}
+
+function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched, timeout: number): Gate {
   const { logger } = options
-  const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit })
+  const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit, mode: options.mode })
   const express = expressMiddleware(checks, logger)
-  const retryProtection = keys && createRetryProtection({ store: keys, failure: options.idempotencyFailure, onStoreError: options.onStoreError })
   return {
     checks,
     policies,
     timeout,
-    retryProtection,
+    backendErrors: watched.backendErrors ?? (options.backendErrors as BackendErrorSource | undefined),
     handler: (next) => nodeHandler(checks, next, logger),
     express: () => express,
     expressErrorHandler: () => expressErrorHandler(logger),
     fastify: fastifyPlugin(checks, logger),
     errors: sendError,
+    async reload() {
+      await Promise.all([watched.policies?.reload(), watched.users?.reload(), watched.backendErrors?.reload()])
+    },
     async close() {
-      store?.close()
-      await retryProtection?.close()
+      watched.policies?.close()
+      watched.users?.close()
+      watched.backendErrors?.close()
+      if (watched.redis !== undefined) await closeRedisClient(watched.redis)
     },
   }
 }

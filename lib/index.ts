@@ -5,10 +5,11 @@
 export { createGate, type Gate, type GateOptions } from './gate.js'
 export { createGateway, type Gateway, type GatewayOptions } from './surfaces/proxy/server.js'
 export { DEFAULTS, mediaTypes, type MediaTypes } from './defaults.js'
-export type { GateContext, GateLogger } from './surfaces/shared.js'
+export type { GateContext, GateLogger, GateReport } from './surfaces/shared.js'
 export type { NodeNext } from './surfaces/node.js'
 export type { FastifyGateOptions } from './surfaces/fastify.js'
-export { buildChecks, type Checks, type ChecksOptions, type Passed, type Verdict } from './checks/index.js'
+export { buildChecks, type Checks, type ChecksOptions, type Passed, type Reported, type Verdict } from './checks/index.js'
+export type { Rewrite } from './checks/policy.js'
 export { answerOf, sendError, sendRejection, writeAnswer, type Answer } from './http/answer.js'
 export {
   ERRORS,
@@ -25,9 +26,21 @@ export {
   type RejectOptions,
 } from './errors.js'
 export type { Authenticator, Principal } from './checks/auth.js'
-export { CredentialStore, hashPassword, loadCredentials, type CredentialStoreOptions, type UserCredentials } from './credentials.js'
-export { compilePolicy, staticPolicies, type Policy, type PolicyFile, type PolicySource } from './policy/policy.js'
+export {
+  CredentialStore,
+  hashPassword,
+  loadCredentials,
+  watchCredentials,
+  type CredentialStoreOptions,
+  type UserCredentials,
+  type WatchCredentialsOptions,
+  type WatchedCredentials,
+} from './credentials.js'
+export { compilePolicy, staticPolicies, type Mode, type Policy, type PolicyFile, type PolicySource } from './policy/policy.js'
 export { watchPolicies, type PolicyStore, type WatchPoliciesOptions } from './policy/store.js'
+export type { FileProblem, ReloadOutcome } from './watch.js'
+export { compileBackendErrors, loadBackendErrors, NO_RULES, type BackendErrorRule, type BackendErrorRules, type BackendErrorSource } from './backend-errors/rules.js'
+export { watchBackendErrors, type BackendErrorStore, type WatchBackendErrorsOptions } from './backend-errors/store.js'
 export type { Operation, PaymentRequest, RecurringRequest, SaleRequest } from './schema/payment.js'
 export { buildOpenApi, type OpenApiOptions } from './openapi.js'
 export { createLogDestination, createLogger, type Logger } from './log.js'

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Histogram } from 'prom-client'
+import type { ReloadOutcome } from './watch.js'
 
 /** What went wrong with a forwarded request: no connection, no answer in time, a cut connection, or a 5xx answer. */
 export type BackendErrorKind = 'refused' | 'timeout' | 'reset' | 'serverError'
@@ -8,7 +9,10 @@ export interface Metrics {
   /** One finished request: its operation (`other` for a path passed through), status and errorName (`none` when it has none). */
   request(operation: string, status: number, errorName: string | undefined, seconds: number): void
   backendError(kind: BackendErrorKind): void
-  policyReload(ok: boolean): void
+  /** What a reload of the policy folder did (docs/logs-and-metrics.md). */
+  policyReload(outcome: ReloadOutcome): void
+  /** What a reload of the credentials file did. */
+  credentialsReload(outcome: ReloadOutcome): void
   /** What retry protection did with one payment (docs/idempotency.md). */
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
@@ -17,6 +21,10 @@ export interface Metrics {
   retryProtectionEviction(): void
   /** Exports what `read` says at each scrape: the age of the memory store's oldest entry, in seconds. */
   retryProtectionWindow(read: () => number): void
+  /** Report mode: a request enforce mode would have refused, with that refusal's error name (docs/rollout.md). */
+  wouldRefuse(operation: string, errorName: string, entity: string): void
+  /** Report mode: a rewrite enforce mode would have made to a request it forwards. */
+  wouldRewrite(operation: string, rewrite: string, entity: string): void
 }
 
 /** Forwarded under a claim, replayed, refused as in flight or as another payment's reference, refused or forwarded unprotected for a store failure. */
@@ -31,7 +39,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'payments_gate_' })
   const requests = new RequestCounts()
   // Each as prom-client's Counter and Histogram report themselves (test/metrics.test.ts compares them).
-  registry.registerMetric(new PlainCounter('payments_gate_requests_total', 'Requests answered, by operation, status and errorName.', requests) as unknown as Counter)
+  registry.registerMetric(new PlainCounter('payments_gate_requests_total', 'Requests answered, by operation, status and error_name.', requests) as unknown as Counter)
   registry.registerMetric(new DurationHistogram(requests) as unknown as Histogram)
   const backendErrors = new Counter({
     name: 'payments_gate_backend_errors_total',
@@ -39,12 +47,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     labelNames: ['kind'] as const,
     registers: [registry],
   })
-  const reloads = new Counter({
-    name: 'payments_gate_policy_reloads_total',
-    help: 'Policy folder reloads, by outcome (ok, or failed: the previous policy stays).',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-  })
+  const policyReload = reloadMetrics(
+    registry,
+    ['payments_gate_policy_reloads_total', 'Reloads of the policy folder'],
+    ['payments_gate_policy_files_refused', 'Policy files refused now, their last good policy in force.'],
+  )
+  const credentialsReload = reloadMetrics(
+    registry,
+    ['payments_gate_credentials_reloads_total', 'Reloads of the credentials file'],
+    ['payments_gate_credentials_file_refused', '1 while the credentials file is refused, its last good users in force.'],
+  )
   const retryProtection = new OutcomeCounts()
   registry.registerMetric(
     new PlainCounter('payments_gate_retry_protection_total', 'Payments that passed every check, by what retry protection did with them.', retryProtection) as unknown as Counter,
@@ -59,11 +71,25 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     new PlainCounter('payments_gate_retry_protection_evictions_total', 'Entries the memory store evicted before their TTL to stay within its bounds.', evictions) as unknown as Counter,
   )
   let window: (() => number) | undefined
+  // Counted only in report mode; `entity` is bounded by the credentials file, since report mode still refuses a user acting for an entity not theirs.
+  const wouldRefuse = new Counter({
+    name: 'payments_gate_would_refuse_total',
+    help: 'Report mode: requests passed on that enforce mode would have refused, by operation, error_name and entity (unknown when not read).',
+    labelNames: ['operation', 'error_name', 'entity'] as const,
+    registers: [registry],
+  })
+  const wouldRewrite = new Counter({
+    name: 'payments_gate_would_rewrite_total',
+    help: 'Report mode: rewrites enforce mode would have made to requests passed on as they came, by operation, rewrite and entity.',
+    labelNames: ['operation', 'rewrite', 'entity'] as const,
+    registers: [registry],
+  })
   return {
     registry,
     request: (operation, status, errorName, seconds) => requests.add(operation, status, errorName ?? 'none', seconds),
     backendError: (kind) => backendErrors.inc({ kind }),
-    policyReload: (ok) => reloads.inc({ outcome: ok ? 'ok' : 'failed' }),
+    policyReload,
+    credentialsReload,
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
     retryProtectionEviction: () => evictions.count.count++,
@@ -80,6 +106,29 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       }
       window = read
     },
+    wouldRefuse: (operation, errorName, entity) => wouldRefuse.inc({ operation, error_name: errorName, entity }),
+    wouldRewrite: (operation, rewrite, entity) => wouldRewrite.inc({ operation, rewrite, entity }),
+  }
+}
+
+/**
+ * A watched file's two metrics: reloads that applied something (`ok`) or refused
+ * a new version of a file (`failed`), and a gauge of the files refused now, so
+ * an alert on a refused file lasts as long as the file is refused. With
+ * `--workers` every process holds the same files: the gauge is their largest.
+ */
+function reloadMetrics(registry: Registry, [counter, reloaded]: [string, string], [gauge, help]: [string, string]): (outcome: ReloadOutcome) => void {
+  const reloads = new Counter({
+    name: counter,
+    help: `${reloaded}, by outcome: ok (what is in force changed, or SIGHUP), failed (a new version refused; the last good one stays).`,
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  })
+  const refused = new Gauge({ name: gauge, help, aggregator: 'max', registers: [registry] })
+  return ({ applied, refused: problems, refusedNow }) => {
+    if (applied) reloads.inc({ outcome: 'ok' })
+    if (problems.length > 0) reloads.inc({ outcome: 'failed' }, problems.length)
+    refused.set(refusedNow)
   }
 }
 
@@ -131,7 +180,7 @@ class RequestCounts implements Counts {
     if (names === undefined) cells.statuses.set(status, (names = new Map()))
     let counted = names.get(errorName)
     if (counted === undefined) {
-      counted = { labels: { operation, status: String(status), errorName }, count: 0 }
+      counted = { labels: { operation, status: String(status), error_name: errorName }, count: 0 }
       names.set(errorName, counted)
       this.counts.push(counted)
     }

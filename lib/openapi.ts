@@ -1,6 +1,7 @@
+import type { BackendErrorRules } from './backend-errors/rules.js'
 import { WWW_AUTHENTICATE } from './checks/auth.js'
 import { normalizeBasePath } from './checks/route.js'
-import { ERROR_CONTENT_TYPE, errorBodySchema, reject, type ErrorName } from './errors.js'
+import { ERROR_CONTENT_TYPE, errorBodySchema, isErrorName, reject, type ErrorName } from './errors.js'
 import { DEFAULTS, mediaTypes } from './defaults.js'
 import { REQUEST_EXAMPLES } from './schema/examples.js'
 import { OPERATION_PATHS, OPERATIONS, RecurringRequest, SaleRequest, type Operation } from './schema/payment.js'
@@ -10,6 +11,8 @@ export interface OpenApiOptions {
   vendor?: string
   /** Prefix in front of `/payments/...`. Default empty. */
   basePath?: string
+  /** The `--backend-errors` rules: the names they define are listed under their statuses. */
+  backendErrors?: BackendErrorRules
 }
 
 type Json = Record<string, unknown>
@@ -19,39 +22,48 @@ const OPERATION_DOCS: Readonly<Record<Operation, { operationId: string; schema: 
   recurring: { operationId: 'migrateRecurring', schema: 'MigrateRecurringAuthorization', summary: 'Migrate recurring authorization' },
 }
 
+type Status = number | '4XX' | '5XX'
+
 /**
  * Every answer the gateway itself gives on the two paths, by status, in the
- * order of the check table in docs/checks.md.
+ * order of the check table in docs/checks.md, with the names a backend's error
+ * answer gets without a rule (docs/backend-faults.md; the backend's status is
+ * kept, so `accessDenied` is also a 403, and any other 4xx or 5xx is a range).
  * `headerHasInvalidValue` is the one name with two statuses. The proxy
  * (`payments-gate serve`) also answers what node's HTTP parser refuses or what
  * arrives too slowly, below HTTP, then closes the connection: the 408, the 431
  * and `requestIsMalformed`.
  */
-const ERROR_RESPONSES: readonly (readonly [status: number, names: readonly ErrorName[], why: string])[] = [
+const ERROR_RESPONSES: readonly (readonly [status: Status, names: readonly ErrorName[], why: string])[] = [
   [
     400,
-    ['headerIsMissing', 'bodyIsEmpty', 'bodyIsNotJson', 'bodyDoesNotMatchSchema', 'entityIsNotConfigured', 'paymentInstrumentIsNotSupported', 'currencyIsNotSupported', 'merchantIsNotConfigured', 'requestIsMalformed'],
-    'The request must be corrected: a header is missing, or the body is empty, not JSON, does not match the schema, or asks for what the entity is not configured for; or (`requestIsMalformed`, then the connection is closed) the HTTP request itself could not be parsed.',
+    ['headerIsMissing', 'bodyIsEmpty', 'bodyIsNotJson', 'bodyDoesNotMatchSchema', 'entityIsNotConfigured', 'paymentInstrumentIsNotSupported', 'currencyIsNotSupported', 'merchantIsNotConfigured', 'requestIsMalformed', 'requestIsInvalid'],
+    'The request must be corrected: a header is missing, or the body is empty, not JSON, does not match the schema, or asks for what the entity is not configured for; or (`requestIsMalformed`, then the connection is closed) the HTTP request itself could not be parsed; or (`requestIsInvalid`) the backend refused it.',
   ],
-  [401, ['accessDenied'], 'BasicAuth credentials are missing or wrong, or the user may not act for `merchant.entity`.'],
-  [405, ['methodIsNotAllowed'], 'Answered to any method but POST on this path, with `Allow: POST`.'],
+  [401, ['accessDenied'], 'BasicAuth credentials are missing or wrong, or the user may not act for `merchant.entity`; or the backend refused the caller.'],
+  [403, ['accessDenied'], 'The backend refused the caller.'],
+  [404, ['resourceIsNotFound'], 'The backend did not find what was asked for.'],
+  [405, ['methodIsNotAllowed'], 'Answered to any method but POST on this path, with `Allow: POST`; or the backend refused the method, its `Allow` kept.'],
   [406, ['headerHasInvalidValue'], 'The Accept header does not admit the response media type.'],
-  [408, ['requestTimedOut'], 'The request head or body did not arrive in time; the connection is closed.'],
+  [408, ['requestTimedOut'], 'The request head or body did not arrive in time; the connection is closed. Or the backend said so.'],
   [
     409,
-    ['paymentIsInProgress'],
-    'Retry protection (the proxy): a payment with the same merchant entity and transactionReference is still in flight. Retry after `Retry-After` seconds; a retry then gets its answer.',
+    ['paymentIsInProgress', 'requestIsInConflict'],
+    'Retry protection (the proxy): a payment with the same merchant entity and transactionReference is still in flight. Retry after `Retry-After` seconds; a retry then gets its answer. Or (`requestIsInConflict`) the backend found the request in conflict with the payment\'s state.',
   ],
-  [413, ['bodyIsTooLarge'], 'The body is larger than the configured limit.'],
+  [413, ['bodyIsTooLarge'], 'The body is larger than the configured limit, or than the backend takes.'],
   [415, ['headerHasInvalidValue'], 'The Content-Type is not the request media type.'],
   [
     422,
-    ['transactionReferenceIsAlreadyUsed'],
-    'Retry protection (the proxy): the transactionReference was already used for a different payment, or its payment was processed and its answer was too large to keep. A retry of the same payment instead gets the first answer again, marked `Idempotent-Replayed: true`.',
+    ['transactionReferenceIsAlreadyUsed', 'requestIsNotProcessable'],
+    'Retry protection (the proxy): the transactionReference was already used for a different payment, or its payment was processed and its answer was too large to keep. A retry of the same payment instead gets the first answer again, marked `Idempotent-Replayed: true`. Or (`requestIsNotProcessable`) the backend could not process it.',
   ],
+  [429, ['requestRateIsTooHigh'], 'The backend takes no more requests for now; its `Retry-After` is kept.'],
   [431, ['headersAreTooLarge'], 'The request headers are larger than the server accepts; the connection is closed.'],
+  ['4XX', ['requestIsRefused'], 'The backend refused the request with another 4xx status, kept.'],
   [500, ['internalErrorOccurred'], 'The backend failed or took too long.'],
-  [503, ['serviceUnavailable'], 'The backend cannot be reached, the gateway is shutting down, or the retry-protection store cannot be reached.'],
+  [503, ['serviceUnavailable'], 'The backend cannot be reached, the gateway is shutting down, or the retry-protection store cannot be reached; or the backend said so, its `Retry-After` kept.'],
+  ['5XX', ['internalErrorOccurred'], 'The backend failed with another 5xx status, kept.'],
 ]
 
 /**
@@ -104,11 +116,11 @@ function requestSchema(schema: unknown): Json {
   return { ...(withoutDiscriminators(plain(schema)) as Json), allOf: [{ $ref: `#/components/schemas/${PROTOTYPE_FREE}` }] }
 }
 
-function errorResponse(status: number, names: readonly ErrorName[], why: string): Json {
+function errorResponse(status: Status, names: readonly string[], why: string, given: BackendErrorRules['names']): Json {
   const examples: Json = {}
   for (const name of names) {
     const headerName = name === 'headerHasInvalidValue' ? (status === 406 ? 'Accept' : 'Content-Type') : name === 'headerIsMissing' ? 'Content-Type' : undefined
-    examples[name] = { value: reject(name, { headerName, status }).body }
+    examples[name] = { value: isErrorName(name) ? reject(name, { headerName }).body : { errorName: name, message: given.get(name)?.message } }
   }
   const response: Json = {
     description: `${why} errorName: ${names.join(', ')}.`,
@@ -120,9 +132,26 @@ function errorResponse(status: number, names: readonly ErrorName[], why: string)
     },
   }
   if (status === 401) response.headers = { 'WWW-Authenticate': { schema: { type: 'string', const: WWW_AUTHENTICATE } } }
-  if (status === 405) response.headers = { Allow: { schema: { type: 'string', const: 'POST' } } }
-  if (status === 409) response.headers = { 'Retry-After': { schema: { type: 'string', pattern: '^[0-9]+$' } } }
+  if (status === 405) response.headers = { Allow: { schema: { type: 'string' } } }
+  if (status === 409 || status === 429 || status === 503) response.headers = { 'Retry-After': { schema: { type: 'string' } } }
   return response
+}
+
+/** The table's rows with the names the rules give added under their statuses (a new row for a status the table lacks). */
+function responsesWith(rules: BackendErrorRules | undefined): [Status, string[], string][] {
+  const rows = ERROR_RESPONSES.map(([status, names, why]): [Status, string[], string] => [status, [...names], why])
+  for (const [name, { statuses }] of rules?.names ?? []) {
+    for (const key of statuses) {
+      const status: Status = key.endsWith('XX') ? (key as '4XX' | '5XX') : Number(key)
+      let row = rows.find(([at]) => at === status)
+      if (row === undefined) {
+        row = [status, [], 'Named by the `--backend-errors` rules.']
+        rows.push(row)
+      }
+      if (!row[1].includes(name)) row[1].push(name)
+    }
+  }
+  return rows
 }
 
 /**
@@ -140,7 +169,8 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
       content: { [types.response]: { schema: {} } },
     },
   }
-  for (const [status, names, why] of ERROR_RESPONSES) responses[String(status)] = errorResponse(status, names, why)
+  const given = options.backendErrors?.names ?? new Map()
+  for (const [status, names, why] of responsesWith(options.backendErrors)) responses[String(status)] = errorResponse(status, names, why, given)
   const paths: Json = {}
   for (const operation of OPERATIONS) {
     const doc = OPERATION_DOCS[operation]

@@ -22,7 +22,7 @@ t.test('healthz, readyz and metrics', async (t) => {
   const scraped = await get(`${base}/metrics`)
   t.equal(scraped.status, 200)
   t.match(scraped.type, /^text\/plain; version=0\.0\.4/)
-  t.match(scraped.text, /payments_gate_requests_total\{operation="sale",status="201",errorName="none"} 1/)
+  t.match(scraped.text, /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 1/)
   t.equal((await get(`${base}/nothing`)).status, 404)
 })
 

@@ -2,13 +2,16 @@ import { readFileSync } from 'node:fs'
 import t from 'tap'
 import {
   closing,
+  definedRejection,
   ERRORS,
   FIELD_ERRORS,
   fieldError,
+  INTERNAL_ERROR,
   isErrorName,
   reject,
   schemaRejection,
   serializeError,
+  SERVICE_UNAVAILABLE,
   type ErrorBody,
 } from '../lib/errors.js'
 import { isErrorBody } from './helpers/oracle.js'
@@ -71,4 +74,12 @@ t.test('closing: the same refusal with Connection: close, made once', async (t) 
   t.equal(closed.close, true)
   t.equal(refusal.close, undefined, 'the original is left as it was')
   t.equal(closing(closed), closed, 'an answer already closing is returned as it is')
+})
+
+t.test('one refusal value per error without a message of its own; a name a rule defines brings its message', async (t) => {
+  t.same(INTERNAL_ERROR, reject('internalErrorOccurred'))
+  t.same(SERVICE_UNAVAILABLE, reject('serviceUnavailable'))
+  t.ok(Object.isFrozen(INTERNAL_ERROR) && Object.isFrozen(SERVICE_UNAVAILABLE))
+  t.same(definedRejection('paymentIsDeclined', 'The payment was declined.', 402), { ok: false, status: 402, body: { errorName: 'paymentIsDeclined', message: 'The payment was declined.' } })
+  t.same(definedRejection('x', 'y', 429, { 'Retry-After': '5' }).headers, { 'Retry-After': '5' })
 })

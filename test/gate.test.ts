@@ -1,11 +1,15 @@
 import t from 'tap'
+import { NO_RULES } from '../lib/backend-errors/rules.js'
 import { createGate, type Gate } from '../lib/gate.js'
-import { MemoryIdempotencyStore } from '../lib/idempotency/memory.js'
-import { OVERSIZED_ANSWER, UNKNOWN_OUTCOME } from '../lib/idempotency/protection.js'
+import { createServer } from 'node:http'
+import { createRedisClient } from '../lib/idempotency/redis-client.js'
+import { LOGIN_KEY_PREFIX } from '../lib/login-throttle-redis.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES } from './helpers/cases.js'
-import { TEST_PAN } from './helpers/fixtures.js'
-import { type Reply, send } from './helpers/http.js'
+import { basic, OTHER_PATH, POLICIES_DIR, saleBody, TEST_PAN, USERNAME, writeCredentials } from './helpers/fixtures.js'
+import { paymentHeaders, type Reply, send } from './helpers/http.js'
+import { startRedis } from './helpers/redis.js'
+import { closeServer, listenOnLoopback } from './helpers/servers.js'
 import { scanLogsForCards } from './helpers/logs.js'
 import { type Echo, everyEmbedding } from './helpers/surfaces.js'
 
@@ -61,6 +65,26 @@ t.test('the shared table gives the same answers from the node handler, Express, 
   }
 })
 
+t.test('request ids: on every answer to an operation, in the context the application gets; none added on other paths by the middleware', async (t) => {
+  const { embeddings, agent } = await everyEmbedding(t)
+  let reference = 0
+  for (const embedding of embeddings) {
+    const sale = { ...saleBody(), transactionReference: `request-id-${embedding.name}-${++reference}` }
+    const passed = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'mine-1' }), body: sale }, agent)
+    t.equal(passed.status, 201, embedding.name)
+    t.equal(passed.headers['x-request-id'], 'mine-1', `${embedding.name}: on the application's answer`)
+    t.equal((JSON.parse(passed.text) as Echo).requestId, 'mine-1', `${embedding.name}: given to the application`)
+    const fresh = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'not sane' }), body: { ...sale, transactionReference: `request-id-${++reference}` } }, agent)
+    t.match(fresh.headers['x-request-id'], /^[\w-]{12}-[0-9a-z]+$/, `${embedding.name}: a new one`)
+    t.equal((JSON.parse(fresh.text) as Echo).requestId, fresh.headers['x-request-id'], `${embedding.name}: the same one`)
+    const refused = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'mine-2', authorization: 'Basic eDp5' }), body: sale }, agent)
+    t.equal(refused.status, 401)
+    t.equal(refused.headers['x-request-id'], 'mine-2', `${embedding.name}: on a refusal`)
+    const other = await send(embedding.port, { method: 'GET', path: OTHER_PATH, headers: { 'x-request-id': 'mine-3' } }, agent)
+    t.equal(other.headers['x-request-id'], embedding.name === 'proxy' ? 'mine-3' : undefined, `${embedding.name}: other paths`)
+  }
+})
+
 t.test('the application receives the rewritten document', async (t) => {
   const { gate, embeddings, agent } = await everyEmbedding(t)
   const clean = CASES[0]!
@@ -88,18 +112,26 @@ t.test('own policy source and authenticator; close is a no-op without a watched 
   gate.close()
 })
 
-t.test('retry protection: a store of your own is used and closed with the gate; off leaves none', async (t) => {
-  const store = new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_OUTCOME })
-  let closed = false
-  const own = Object.assign(store, { close: async () => void (closed = true) })
-  const options = { policies: new Map(), credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } }
-  const gate = await createGate({ ...options, idempotency: own })
-  t.ok(gate.retryProtection)
+t.test('throttleRedis: a client of yours shares the failed-login throttle of the middleware and stays open; a URL is opened and closed by the gate', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const credentials = await writeCredentials(t.testdir())
+  const client = createRedisClient(redis.url)
+  t.teardown(() => client.disconnect())
+  const gate = await createGate({ policies: POLICIES_DIR, credentials, throttleRedis: client })
+  const server = createServer(gate.handler((_req, res) => res.end()))
+  const port = await listenOnLoopback(server)
+  t.teardown(() => closeServer(server))
+  const wrong = await send(port, { path: '/payments/sales/migrateCardOnFile', headers: { ...paymentHeaders(), authorization: basic(USERNAME, 'wrong') }, body: saleBody() })
+  t.equal(wrong.status, 401)
+  t.same(await client.keys(`${LOGIN_KEY_PREFIX}*`), [`${LOGIN_KEY_PREFIX}failures:${USERNAME}`], 'the failure is counted in Redis')
   await gate.close()
-  t.ok(closed, 'closed with the gate')
-  const off = await createGate({ ...options, idempotency: 'off' })
-  t.equal(off.retryProtection, undefined)
-  await off.close()
+  t.equal(client.status, 'ready', 'a client given is the caller to close')
+  const owning = await createGate({ policies: POLICIES_DIR, credentials, throttleRedis: redis.url })
+  await owning.close()
+  const dir = t.testdir({ 'bad.json': '{"users": 1}' })
+  await t.rejects(createGate({ credentials: `${dir}/bad.json`, throttleRedis: redis.url }), { code: 'ECREDENTIALS' }, 'a gate that cannot start closes the client it opened')
+  await t.rejects(createGate({ credentials, throttleRedis: 'mongodb://x' }), { code: 'EIDEMPOTENCY' })
 })
 
 t.test('without policies, the folder ./policies is loaded and watched', async (t) => {
@@ -108,16 +140,21 @@ t.test('without policies, the folder ./policies is loaded and watched', async (t
   t.ok(gate.policies.get('default'), 'the sample policy of the working folder')
 })
 
-t.test('a gate that cannot start releases its store, and a bad store spec stops it', async (t) => {
-  const dir = t.testdir({ 'bad.json': '{"users": 1}' })
-  let closed = false
-  const store = Object.assign(new MemoryIdempotencyStore({ ttlMs: 1000, inFlightMs: 1000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_OUTCOME }), {
-    close: async () => void (closed = true),
-  })
-  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: store }), { code: 'ECREDENTIALS' })
-  t.ok(closed, 'the store is closed when start-up fails')
-  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: 'off' }), { code: 'ECREDENTIALS' })
-  await t.rejects(createGate({ credentials: `${dir}/bad.json`, idempotency: 'mongodb://x' }), { code: 'EIDEMPOTENCY' })
+t.test('backend-errors rules: a file loaded and watched, or a source of your own; none by default', async (t) => {
+  const dir = t.testdir({ 'rules.json': JSON.stringify({ rules: [{ status: 404, errorName: 'resourceIsNotFound' }] }), 'bad.json': '{"rules": [1]}' })
+  const options = { policies: new Map(), credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } }
+  const watched = await createGate({ ...options, backendErrors: `${dir}/rules.json` })
+  t.match(watched.backendErrors?.rules.rules, [{ from: 404, errorName: 'resourceIsNotFound' }])
+  await watched.close()
+  const own = { rules: NO_RULES }
+  const mine = await createGate({ ...options, backendErrors: own })
+  t.equal(mine.backendErrors, own)
+  await mine.close()
+  const none = await createGate(options)
+  t.equal(none.backendErrors, undefined)
+  await none.close()
+  await t.rejects(createGate({ ...options, backendErrors: `${dir}/bad.json` }), { code: 'EBACKENDERRORS', message: `${dir}/bad.json: $.rules[0]: must be an object` })
+  await t.rejects(createGate({ ...options, policies: 'policies', backendErrors: `${dir}/missing.json` }), { code: 'ENOENT' }, 'the policy folder is let go too')
 })
 
 scanLogsForCards(t)

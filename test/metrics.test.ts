@@ -6,15 +6,36 @@ t.test('metrics live on their own registry, with the process metrics by default'
   const metrics = createMetrics()
   metrics.request('sale', 201, undefined, 0.01)
   metrics.backendError('timeout')
-  metrics.policyReload(true)
-  metrics.policyReload(false)
   const text = await metrics.registry.metrics()
-  t.match(text, /payments_gate_requests_total\{operation="sale",status="201",errorName="none"} 1/)
+  t.match(text, /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 1/)
   t.match(text, /payments_gate_backend_errors_total\{kind="timeout"} 1/)
-  t.match(text, /payments_gate_policy_reloads_total\{outcome="ok"} 1/)
-  t.match(text, /payments_gate_policy_reloads_total\{outcome="failed"} 1/)
   t.match(text, /payments_gate_process_cpu_seconds_total/)
   t.equal(await register.getSingleMetricAsString('payments_gate_requests_total').catch(() => 'absent'), 'absent')
+})
+
+t.test('reloads: ok when something applied, failed once per refused version, and a gauge of what is refused now', async (t) => {
+  const metrics = createMetrics({ defaultMetrics: false })
+  const text = () => metrics.registry.metrics()
+  t.match(await text(), /payments_gate_policy_files_refused 0\n/)
+  t.match(await text(), /payments_gate_credentials_file_refused 0\n/)
+  t.notMatch(await text(), /reloads_total\{/, 'no reload counted before one happens')
+  metrics.policyReload({ applied: true, refused: [], refusedNow: 0 })
+  const refused = [
+    { file: 'p/a.json', reason: 'not JSON' },
+    { file: 'p/b.json', reason: 'not JSON' },
+  ]
+  metrics.policyReload({ applied: false, refused, refusedNow: 2 })
+  metrics.policyReload({ applied: true, refused: [], refusedNow: 1 })
+  metrics.credentialsReload({ applied: false, refused: [{ file: 'c.json', reason: 'ENOENT' }], refusedNow: 1 })
+  const after = await text()
+  t.match(after, /payments_gate_policy_reloads_total\{outcome="ok"} 2\n/)
+  t.match(after, /payments_gate_policy_reloads_total\{outcome="failed"} 2\n/)
+  t.match(after, /payments_gate_policy_files_refused 1\n/)
+  t.notMatch(after, /payments_gate_credentials_reloads_total\{outcome="ok"}/)
+  t.match(after, /payments_gate_credentials_reloads_total\{outcome="failed"} 1\n/)
+  t.match(after, /payments_gate_credentials_file_refused 1\n/)
+  const workers = AggregatorRegistry.aggregate([await metrics.registry.getMetricsAsJSON(), await metrics.registry.getMetricsAsJSON()])
+  t.match(await workers.metrics(), /payments_gate_policy_files_refused 1\n/, 'with --workers, the files refused in every process are counted once')
 })
 
 t.test('two gateways in one process do not collide', async (t) => {
@@ -28,7 +49,7 @@ t.test('two gateways in one process do not collide', async (t) => {
 /** The two request metrics as prom-client's own Counter and Histogram keep them: what the gateway's must match. */
 function referenceMetrics(): Pick<Metrics, 'registry' | 'request'> {
   const registry = new Registry()
-  const requests = new Counter({ name: 'payments_gate_requests_total', help: 'Requests answered, by operation, status and errorName.', labelNames: ['operation', 'status', 'errorName'], registers: [registry] })
+  const requests = new Counter({ name: 'payments_gate_requests_total', help: 'Requests answered, by operation, status and error_name.', labelNames: ['operation', 'status', 'error_name'], registers: [registry] })
   const duration = new Histogram({
     name: 'payments_gate_request_duration_seconds',
     help: 'Time from the request to the end of its answer, by operation.',
@@ -39,7 +60,7 @@ function referenceMetrics(): Pick<Metrics, 'registry' | 'request'> {
   return {
     registry,
     request(operation, status, errorName, seconds) {
-      requests.inc({ operation, status: String(status), errorName: errorName ?? 'none' })
+      requests.inc({ operation, status: String(status), error_name: errorName ?? 'none' })
       duration.observe({ operation }, seconds)
     },
   }
@@ -83,7 +104,7 @@ t.test('requests are counted and timed exactly as prom-client counts and times t
   const sum = await summed(ours.map((metrics) => metrics.registry))
   t.equal(sum, await summed(theirs.map((metrics) => metrics.registry)), 'summed across processes, as --workers sums them')
   t.match(sum, /payments_gate_request_duration_seconds_count\{operation="sale"} 5\n/)
-  t.match(sum, /payments_gate_requests_total\{operation="sale",status="201",errorName="none"} 3\n/)
+  t.match(sum, /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 3\n/)
   ours[0]?.registry.resetMetrics()
   t.notMatch(await ours[0]?.registry.metrics(), /operation="sale"/, 'a reset of the registry forgets the requests')
 })

@@ -13,7 +13,8 @@ export const CONNECTIONS = 32
 /**
  * The targets, in the order of the table. `server` names the child (its script
  * is `servers/<script ?? server>.js`); `idempotency` is the gateway's store of
- * retry protection (BENCH_IDEMPOTENCY), `redis` meaning the bench's own server.
+ * retry protection (BENCH_IDEMPOTENCY), `redis` meaning the bench's own server;
+ * `tracing` exports its spans to the bench's own OTLP receiver.
  */
 export const TARGETS = [
   { key: 'a', name: 'bare backend', server: 'backend', body: 'valid', expect: 201 },
@@ -22,6 +23,7 @@ export const TARGETS = [
   { key: 'c', name: 'payments-gate, valid sale (memory store)', server: 'gateway', idempotency: 'memory', body: 'valid', expect: 201 },
   { key: 'c0', name: 'payments-gate, valid sale, retry protection off', server: 'gateway-off', script: 'gateway', idempotency: 'off', body: 'valid', expect: 201 },
   { key: 'cr', name: 'payments-gate, valid sale, Redis store', server: 'gateway-redis', script: 'gateway', idempotency: 'redis', body: 'valid', expect: 201 },
+  { key: 'ct', name: 'payments-gate, valid sale, tracing on (OTLP to a local receiver)', server: 'gateway-traced', idempotency: 'memory', tracing: true, body: 'valid', expect: 201 },
   { key: 'd', name: 'payments-gate, invalid sale (400 schema)', server: 'refusals', script: 'gateway', idempotency: 'memory', body: 'invalid', expect: 400 },
   { key: 'e', name: 'Express 5 + express-openapi-validator + http-proxy-middleware', server: 'peer', body: 'valid', expect: 201 },
   { key: 'f', name: 'Fastify 5 + JSON schema (Ajv) + @fastify/reply-from', server: 'fastify', body: 'valid', expect: 201 },
@@ -51,14 +53,19 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
     if (backend.error) throw new Error(backend.error)
     redis = await startRedis()
     if (redis.skipped) log(`e2e: (cr) skipped: ${redis.skipped}`)
-    const servers = { backend }
+    const receiver = await start('receiver')
+    const servers = { backend, receiver }
     const targets = []
-    // (c), (c0), (cr) and (d) have a gateway each, so that a profile and the memory figure each describe one kind of request.
+    // (c), (c0), (cr), (ct) and (d) have a gateway each, so that a profile and the memory figure each describe one kind of request.
     for (const t of TARGETS) {
       const redisTarget = t.idempotency === 'redis'
       if (servers[t.server] === undefined) {
         const env = { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_IDEMPOTENCY: (redisTarget ? redis.url : t.idempotency) ?? '' }
-        servers[t.server] = redisTarget && redis.skipped ? { error: `skipped: ${redis.skipped}` } : await start(t.server, env, [], t.script ?? t.server)
+        // Every request sampled, batches sent as the SDK's defaults send them.
+        if (t.tracing) Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' })
+        if (redisTarget && redis.skipped) servers[t.server] = { error: `skipped: ${redis.skipped}` }
+        else if (t.tracing && receiver.error) servers[t.server] = { error: receiver.error }
+        else servers[t.server] = await start(t.server, env, [], t.script ?? t.server)
       }
       const server = servers[t.server]
       targets.push({ ...t, child: server.child, sidecar: redisTarget ? redis : undefined, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] })

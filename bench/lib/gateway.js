@@ -30,6 +30,7 @@ function loadPolicy() {
  */
 export function buildGate({ users, idempotency = 'memory' }) {
   if (!IDEMPOTENCY.test(idempotency)) throw new Error(`BENCH_IDEMPOTENCY: expected memory, off or redis://HOST:PORT, got ${idempotency}`)
+  // `idempotency` also goes to the gate: a build from before retry protection moved to the proxy (`--baseline`) reads it there.
   return createGate({ policies: staticPolicies([loadPolicy()]), credentials: new CredentialStore(JSON.parse(users)), vendor: 'example', idempotency })
 }
 
@@ -42,7 +43,7 @@ function logDestination() {
 export async function startGateway({ target, users, idempotency = 'memory', logs = true, metrics = true }) {
   const gate = await buildGate({ users, idempotency })
   const logger = logs ? createLogger({ destination: logDestination() }) : createLogger({ level: 'silent' })
-  return createGateway({ gate, target, logger, metrics: metrics ? createMetrics() : undefined })
+  return createGateway({ gate, target, logger, metrics: metrics ? createMetrics() : undefined, idempotency })
 }
 
 /** The options of a gateway child, from the environment its parent gave it. */

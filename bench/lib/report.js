@@ -47,6 +47,7 @@ const RATIOS = [
   ['c', 'a', 'payments-gate vs the bare backend'],
   ['c0', 'c', 'retry protection off vs the memory store'],
   ['cr', 'c', 'the Redis store vs the memory store'],
+  ['ct', 'c', 'tracing on vs off'],
 ]
 const TARGETED_RATIOS = 5
 
@@ -75,6 +76,7 @@ export function e2eSection(e2e) {
     ['c - c0: the memory store', delta(round1(t.c?.cpuUs), round1(t.c0?.cpuUs))],
     ['cr - c: the Redis store instead, in the gateway', delta(round1(t.cr?.cpuUs), round1(t.c?.cpuUs))],
     ['redis-server itself, per (cr) request (not in cr/c)', num(t.cr?.sidecarCpuUs, 1)],
+    ['ct - c: spans made, batched and exported over OTLP', delta(round1(t.ct?.cpuUs), round1(t.c?.cpuUs))],
     ['p99 c - p99 b (ms, not CPU)', delta(t.c?.p99, t.b?.p99)],
   ]
   const memory = e2e.memory
@@ -141,6 +143,7 @@ export function targetsSection(e2e) {
     ['c0/c: retry protection off vs the memory store', fixed(over('c0', 'c')), 'no target'],
     ['cr/c: the Redis store vs the memory store', fixed(over('cr', 'c')), 'no target'],
     ...(e2e?.paired ? [[`CPU(c)/CPU(c0) paired: the memory store's cost, median of ${e2e.settings.pairs} per-pair ratios`, fixed(e2e.paired[0].ratio), `<= ${PAIRED_TARGET}: ${verdict(e2e.paired[0].ratio <= PAIRED_TARGET)}`]] : []),
+    ['ct/c: tracing on vs off', fixed(over('ct', 'c')), 'no target'],
   ]
   return [
     '## Targets (ratios of server CPU per request; x/y = CPU of (y) / CPU of (x), above 1 means (x) is cheaper)',

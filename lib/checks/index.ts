@@ -1,12 +1,12 @@
 import { DEFAULTS, mediaTypes, type MediaTypes } from '../defaults.js'
 import { reject, schemaRejection, type Rejection } from '../errors.js'
-import type { PolicySource } from '../policy/policy.js'
+import type { Mode, PolicySource } from '../policy/policy.js'
 import { compileSchema, type CompiledSchema } from '../schema/compile.js'
 import { OPERATIONS, REQUEST_SCHEMAS, type Operation, type PaymentRequest } from '../schema/payment.js'
 import { ACCESS_DENIED, checkEntityAccess, type Authenticator, type Principal } from './auth.js'
 import { checkSize, parseBody } from './body.js'
 import { buildAcceptCheck, buildContentTypeCheck, type Headers } from './headers.js'
-import { applyPolicy } from './policy.js'
+import { applyPolicy, rewritesOf, type Rewrite } from './policy.js'
 import { buildRouter, normalizeBasePath, routeFor } from './route.js'
 
 /** What the checks are built from: the parts of the gate's options they read. */
@@ -21,6 +21,8 @@ export interface ChecksOptions {
   basePath?: string
   /** Largest body read, in bytes. Default 65536. */
   bodyLimit?: number
+  /** The mode of a request whose entity has no mode of its own (docs/rollout.md). Default `enforce`. */
+  mode?: Mode
 }
 
 /** A request that passed every check: the document to forward, already rewritten, and who sent it. */
@@ -33,8 +35,41 @@ export interface Passed {
   readonly principal: Principal | undefined
 }
 
-/** The outcome of the checks: passed, or the refusal to answer. */
-export type Verdict = Passed | Rejection
+/**
+ * Report mode (docs/rollout.md): a request to pass on as it came, and what enforce mode would have
+ * done with it. Only BasicAuth and check 9 still refuse in report mode.
+ */
+export interface Reported {
+  readonly ok: 'report'
+  readonly operation: Operation
+  /** `merchant.entity`, when the body could be read that far. */
+  readonly entity: string | undefined
+  /** The authenticated user; undefined only where no credentials were checked. */
+  readonly principal: Principal | undefined
+  /** The body's bytes as they came; undefined when it was passed on unread (a 405, a body over the limit). */
+  readonly body: Uint8Array | undefined
+  /** The body as parsed, never rewritten; undefined when it is not JSON or was not read. */
+  readonly received: unknown
+  /** The refusal enforce mode would have answered; undefined when every check passed. */
+  readonly wouldRefuse: Rejection | undefined
+  /** The rewrites enforce mode would have made before forwarding. */
+  readonly wouldRewrite: readonly Rewrite[]
+  /** The document enforce mode would have forwarded, rewritten; undefined when it would have refused. */
+  readonly document: PaymentRequest | undefined
+}
+
+/** The outcome of the checks: passed, the refusal to answer, or in report mode what enforce would have done. */
+export type Verdict = Passed | Reported | Rejection
+
+/** The rewrites of a request enforce mode would refuse: none. */
+export const NO_REWRITE: readonly Rewrite[] = Object.freeze([])
+
+/** `merchant.entity` of a document that failed its schema, when it is there as a string. */
+function entityOf(document: unknown): string | undefined {
+  const merchant = (document as { merchant?: unknown } | null)?.merchant
+  const entity = (merchant as { entity?: unknown } | null | undefined)?.entity
+  return typeof entity === 'string' ? entity : undefined
+}
 
 /**
  * Every check of docs/checks.md, built once from options, pure: the proxy, the
@@ -43,6 +78,8 @@ export type Verdict = Passed | Rejection
 export interface Checks {
   readonly mediaTypes: MediaTypes
   readonly bodyLimit: number
+  /** The mode of a request whose entity has none of its own, unless a caller passes another. */
+  readonly mode: Mode
   /** The operation whose path `url` names (whatever the method), or undefined for a path that is not ours. */
   operationOf(url: string | undefined): Operation | undefined
   /** The operation a request addresses, a 405, or undefined for a path that is not ours. */
@@ -51,16 +88,21 @@ export interface Checks {
   authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection>
   /** Checks 2 to 4, and 5 on a declared `Content-Length`: everything decided before the body is read. */
   checkHead(headers: Headers): Rejection | undefined
-  /** Checks 5 to 13 on the body's bytes, then the rewrites. Without a principal, check 9 is skipped. */
-  checkBody(operation: Operation, body: Uint8Array, principal?: Principal): Verdict
+  /**
+   * Checks 5 to 13 on the body's bytes, then the rewrites. Without a principal, check 9 is skipped.
+   * `mode` is the request's unless its entity's policy names one; `earlier` is a refusal already
+   * found on its head, which report mode holds until the entity, and so the mode, is known.
+   */
+  checkBody(operation: Operation, body: Uint8Array, principal?: Principal, mode?: Mode, earlier?: Rejection): Verdict
   /** Checks 2 to 13 in one call, for callers that hold the whole request. */
-  check(operation: Operation, headers: Headers, body: Uint8Array, principal?: Principal): Verdict
+  check(operation: Operation, headers: Headers, body: Uint8Array, principal?: Principal, mode?: Mode): Verdict
 }
 
 export function buildChecks(options: ChecksOptions): Checks {
   const types = mediaTypes(options.vendor ?? DEFAULTS.vendor)
   const bodyLimit = options.bodyLimit ?? DEFAULTS.bodyLimit
   const { policies, authenticator } = options
+  const defaultMode = options.mode ?? DEFAULTS.mode
   const operationOf = buildRouter(normalizeBasePath(options.basePath ?? DEFAULTS.basePath))
   const contentType = buildContentTypeCheck(types)
   const accept = buildAcceptCheck(types)
@@ -74,20 +116,37 @@ export function buildChecks(options: ChecksOptions): Checks {
     return declared === undefined ? undefined : checkSize(Number(declared), bodyLimit)
   }
 
-  function checkBody(operation: Operation, body: Uint8Array, principal?: Principal): Verdict {
+  function checkBody(operation: Operation, body: Uint8Array, principal?: Principal, mode = defaultMode, earlier?: Rejection): Verdict {
     const parsed = parseBody(body, bodyLimit)
-    if (!parsed.ok) return parsed
+    if (!parsed.ok) return mode === 'enforce' ? (earlier ?? parsed) : reported(operation, undefined, principal, body, undefined, earlier ?? parsed)
     const document = parsed.value
     const schema = schemas.get(operation) as CompiledSchema<PaymentRequest>
-    if (!schema.check(document)) return schemaRejection(schema.errors(document))
+    if (!schema.check(document)) return refusedInMode(operation, principal, body, document, earlier ?? schemaRejection(schema.errors(document)), mode)
     const entity = document.merchant.entity
     if (principal !== undefined) {
       const denied = checkEntityAccess(principal, entity)
       if (denied !== undefined) return denied
     }
     const policy = policies.get(entity)
-    if (policy === undefined) return reject('entityIsNotConfigured')
-    return applyPolicy(document, policy) ?? { ok: true, operation, entity, document, principal }
+    if (policy === undefined) return refusedInMode(operation, principal, body, document, earlier ?? reject('entityIsNotConfigured'), mode)
+    if ((policy.mode ?? mode) === 'enforce') return earlier ?? applyPolicy(document, policy) ?? { ok: true, operation, entity, document, principal }
+    // The bytes that came are what report mode forwards: the policy rewrites a copy, to tell what would change.
+    const forwarded = structuredClone(document)
+    const refused = earlier ?? applyPolicy(forwarded, policy)
+    if (refused !== undefined) return reported(operation, entity, principal, body, document, refused)
+    const wouldRewrite = rewritesOf(document, forwarded, body)
+    return { ok: 'report', operation, entity, principal, body, received: document, wouldRefuse: undefined, wouldRewrite, document: forwarded }
+  }
+
+  /**
+   * A refusal found before the entity's policy was read: its mode is the entity's, when the document
+   * names an entity (docs/rollout.md), and report mode still refuses a user check 9 would refuse.
+   */
+  function refusedInMode(operation: Operation, principal: Principal | undefined, body: Uint8Array, document: unknown, refusal: Rejection, mode: Mode): Verdict {
+    const entity = entityOf(document)
+    if (((entity === undefined ? undefined : policies.get(entity)?.mode) ?? mode) === 'enforce') return refusal
+    const denied = entity === undefined || principal === undefined ? undefined : checkEntityAccess(principal, entity)
+    return denied ?? reported(operation, entity, principal, body, document, refusal)
   }
 
   return {
@@ -97,7 +156,16 @@ export function buildChecks(options: ChecksOptions): Checks {
     route: (method, url) => routeFor(method, operationOf(url)),
     authenticate: (authorization) => (authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization)),
     checkHead,
+    mode: defaultMode,
     checkBody,
-    check: (operation, headers, body, principal) => checkHead(headers) ?? checkBody(operation, body, principal),
+    check(operation, headers, body, principal, mode = defaultMode) {
+      const head = checkHead(headers)
+      return head !== undefined && mode === 'enforce' ? head : checkBody(operation, body, principal, mode, head)
+    },
   }
+}
+
+/** Report mode's verdict on a request enforce mode would have refused. */
+function reported(operation: Operation, entity: string | undefined, principal: Principal | undefined, body: Uint8Array, received: unknown, refusal: Rejection): Reported {
+  return { ok: 'report', operation, entity, principal, body, received, wouldRefuse: refusal, wouldRewrite: NO_REWRITE, document: undefined }
 }

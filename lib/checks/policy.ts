@@ -50,3 +50,28 @@ export function applyPolicy(document: PaymentRequest, policy: Policy): Rejection
   if (merchant.mcc === undefined && policy.features.dynamicMcc) merchant.mcc = policy.mcc
   return undefined
 }
+
+/**
+ * A change enforce mode makes to a passing document before forwarding it (docs/checks.md, rewrites):
+ * the narrative's unsupported characters replaced, line1 cut to its length, the mcc filled in, and the
+ * document serialized again (white space, escapes or repeated keys not as they came).
+ */
+export type Rewrite = 'line1Characters' | 'line1Truncated' | 'line2Characters' | 'mccFilledIn' | 'reserialized'
+
+/**
+ * The rewrites that turned `received` into `forwarded` (the same document after `applyPolicy`), and
+ * whether `body`, the bytes it was parsed from, differ from its serialization: report mode's account
+ * of what enforce mode would have changed (docs/rollout.md).
+ */
+export function rewritesOf(received: PaymentRequest, forwarded: PaymentRequest, body: Uint8Array): Rewrite[] {
+  const rewrites: Rewrite[] = []
+  const before = received.instruction.narrative
+  const after = forwarded.instruction.narrative
+  const line1 = replaceUnsupported(before.line1)
+  if (line1 !== before.line1) rewrites.push('line1Characters')
+  if (line1.length > after.line1.length) rewrites.push('line1Truncated')
+  if (before.line2 !== after.line2) rewrites.push('line2Characters')
+  if (received.merchant.mcc !== forwarded.merchant.mcc) rewrites.push('mccFilledIn')
+  if (!Buffer.from(JSON.stringify(received)).equals(body)) rewrites.push('reserialized')
+  return rewrites
+}

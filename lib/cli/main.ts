@@ -7,6 +7,7 @@ interface Subcommand {
 
 /** Loaded on demand, so that `validate` does not pay for the proxy's start-up. */
 const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  'check-backend-errors': { summary: 'check a rules file for the backend\'s error answers', load: () => import('./check-backend-errors.js') },
   'check-policies': { summary: 'check every policy file of a folder', load: () => import('./check-policies.js') },
   demo: { summary: 'the gateway on port 8080 in front of a demo backend, with a demo user', load: () => import('./demo.js') },
   'hash-password': { summary: 'hash the password read on stdin for the credentials file', load: () => import('./hash-password.js') },
@@ -41,8 +42,8 @@ export async function main(args: string[], io: Io): Promise<number> {
   }
 }
 
-/** Codes of errors that mean "cannot start as asked": files that cannot be read, invalid policies, credentials or store. */
-const STARTUP_CODES = new Set(['ENOENT', 'EACCES', 'EISDIR', 'ENOTDIR', 'EPOLICY', 'ECREDENTIALS', 'EIDEMPOTENCY'])
+/** Codes of errors that mean "cannot start as asked": files that cannot be read, invalid policies, credentials, rules or store. */
+const STARTUP_CODES = new Set(['ENOENT', 'EACCES', 'EISDIR', 'ENOTDIR', 'EPOLICY', 'ECREDENTIALS', 'EBACKENDERRORS', 'EIDEMPOTENCY'])
 
 function isStartupError(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException).code

@@ -20,7 +20,7 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   readonly admin: Address | undefined
   /** Processes serving the port; 1 runs the gateway in this process. */
   readonly workers: number
-  /** Retry protection's store: `memory`, `off` or a `redis://` URL (docs/idempotency.md). */
+  /** Retry protection's store: `memory`, `off`, a `redis://` or `redis-sentinel://` URL (docs/idempotency.md). */
   readonly idempotency: string
   /** How long a recorded answer is replayed, in seconds. */
   readonly idempotencyTtl: number
@@ -28,6 +28,14 @@ export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'bas
   /** The memory store's bounds: most keys, most bytes. */
   readonly idempotencyMaxEntries: number
   readonly idempotencyMaxBytes: number
+  /** Proxies in front of the gateway: the log line's client address is the one the farthest of them added to `X-Forwarded-For`. */
+  readonly trustProxy: number
+  /** Redis replicas that must acknowledge a claim or a record. */
+  readonly idempotencyReplicas: number
+  /** The rules file naming the backend's error answers (docs/backend-faults.md); none when unset. */
+  readonly backendErrors?: string
+  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). */
+  readonly mode: 'enforce' | 'report'
 }
 
 export const SERVE_FLAGS = [
@@ -46,14 +54,19 @@ export const SERVE_FLAGS = [
   'idempotency-failure',
   'idempotency-max-entries',
   'idempotency-max-bytes',
+  'trust-proxy',
+  'idempotency-replicas',
+  'backend-errors',
+  'mode',
 ] as const
 type Flag = (typeof SERVE_FLAGS)[number]
 
 export const usage =
   'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
   '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
-  '[--idempotency memory|off|redis://HOST:PORT[/DB]] [--idempotency-ttl SECONDS] [--idempotency-failure closed|open] ' +
-  '[--idempotency-max-entries N] [--idempotency-max-bytes BYTES]'
+  '[--idempotency memory|off|redis://HOST:PORT[/DB]|redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER] [--idempotency-ttl SECONDS] ' +
+  '[--idempotency-failure closed|open] [--idempotency-replicas N] [--idempotency-max-entries N] [--idempotency-max-bytes BYTES] ' +
+  '[--trust-proxy N] [--backend-errors FILE] [--mode enforce|report]'
 
 /** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
 export function envName(flag: string): string {
@@ -115,6 +128,8 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
   if (idempotencyMaxEntries < 1) throw new UsageError('--idempotency-max-entries must be at least 1')
   const idempotencyMaxBytes = number('idempotency-max-bytes', IDEMPOTENCY_DEFAULTS.maxBytes)
   if (idempotencyMaxBytes < 1) throw new UsageError('--idempotency-max-bytes must be at least 1')
+  const mode = value('mode') ?? DEFAULTS.mode
+  if (mode !== 'enforce' && mode !== 'report') throw new UsageError(`--mode must be enforce or report, got "${mode}"`)
   return {
     listen: parseAddress('listen', value('listen') ?? String(DEFAULTS.port)),
     target: parseTarget(value('target')),
@@ -131,5 +146,9 @@ export function parseServeOptions(args: string[], env: Readonly<Record<string, s
     idempotencyFailure,
     idempotencyMaxEntries,
     idempotencyMaxBytes,
+    trustProxy: number('trust-proxy', DEFAULTS.trustProxy),
+    idempotencyReplicas: number('idempotency-replicas', IDEMPOTENCY_DEFAULTS.replicas),
+    backendErrors: value('backend-errors'),
+    mode,
   }
 }

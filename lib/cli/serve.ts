@@ -3,20 +3,24 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
+import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
 import { EXIT_OK, UsageError, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
-import { stopSignal } from './signals.js'
+import { reloadSignal, stopSignal } from './signals.js'
+import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_READY } from './workers.js'
 
-type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
+type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
+type DefaultedFlags = RetryProtectionFlags | 'trustProxy' | 'mode'
 
-/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection as its defaults unless given. */
-export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | RetryProtectionFlags>, Partial<Pick<ServeOptions, RetryProtectionFlags>> {
+/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection, `trustProxy` and the mode as their defaults unless given. */
+export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | DefaultedFlags>, Partial<Pick<ServeOptions, DefaultedFlags>> {
   readonly credentials: string | Authenticator
   /** How long a drain waits for requests in flight, in ms. Default 10000. */
   readonly graceMs?: number
@@ -41,6 +45,8 @@ export interface Serving {
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
   const logger = createLogger({ destination: logDestination(io, cluster.isWorker) })
   const metrics = createMetrics()
+  // Before the gateway, which asks for a tracer once (docs/tracing.md).
+  const tracing = await startTracing(io.env)
   let gateway: Gateway | undefined
   let admin: Admin | undefined
   let adminAddress: AddressInfo | undefined
@@ -51,16 +57,27 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     admin = listener
   }
   try {
+    const idempotency = setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+    checkIdempotencySpec(idempotency)
+    const onStoreError = storeErrorReporter(logger, metrics)
     const gate = await createGate({
       ...setup,
       logger,
-      onPolicyReload: (outcome) => metrics.policyReload(outcome.ok),
-      onStoreError: storeErrorReporter(logger, metrics),
-      idempotencyReport: evictionReporter(logger, metrics),
+      onPolicyReload: (outcome) => metrics.policyReload(outcome),
+      onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
+      // The Redis of retry protection also shares the failed-login throttle (docs/idempotency.md).
+      throttleRedis: idempotency.startsWith('redis') ? idempotency : undefined,
+      onStoreError,
     })
     try {
-      const started = createGateway({ gate, target: setup.target, logger, metrics })
-      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host))
+      // The rules file is the gate's, watched there; the gateway applies the gate's rules.
+      const { backendErrors: _file, ...gatewaySetup } = setup
+      const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
+        // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
+        await started.drain(0)
+        throw error
+      })
       gateway = started
       logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
       return {
@@ -73,6 +90,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         async stop() {
           logger.info('draining')
           await started.drain(setup.graceMs)
+          await tracing?.shutdown()
           await gate.close()
           await admin?.close()
           logger.info('stopped')
@@ -87,6 +105,14 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   } catch (error) {
     await admin?.close()
     throw error
+  }
+}
+
+/** What SIGHUP does to a gateway: its policies and credentials read again at once. */
+function reloader({ gate, logger }: Serving): () => void {
+  return () => {
+    logger.info('SIGHUP: reloading policies and credentials')
+    void gate.reload()
   }
 }
 
@@ -142,18 +168,21 @@ async function bind(flag: string, listen: () => Promise<AddressInfo>): Promise<A
 export const run: Command = async (args, io) => {
   const options = parseServeOptions(args, io.env)
   const stop = stopSignal()
-  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop)
-  if (cluster.isWorker) return runWorker(options, io, stop)
+  const onReload = reloadSignal()
+  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop, onReload)
+  if (cluster.isWorker) return runWorker(options, io, stop, onReload)
   const serving = await startServing(options, io)
+  onReload(reloader(serving))
   await stop
   await serving.stop()
   return EXIT_OK
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
-async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
+async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>, onReload: (reload: () => void) => void): Promise<number> {
   try {
     const serving = await startServing(options, io, false)
+    onReload(reloader(serving))
     // The primary's /metrics asks every worker over IPC: constructing an AggregatorRegistry is what
     // makes prom-client answer those requests here, from this worker's own registry.
     new AggregatorRegistry()

@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
-import { serializeError } from '../errors.js'
+import { serializeError, type Rejection } from '../errors.js'
 import { buildChecks } from '../checks/index.js'
 import { DEFAULTS } from '../defaults.js'
 import { loadPolicyDir } from '../policy/load.js'
 import { OPERATIONS, type Operation } from '../schema/payment.js'
-import { EXIT_NO, EXIT_OK, UsageError, readAll, type Command } from './io.js'
+import { EXIT_NO, EXIT_OK, UsageError, readAll, type Command, type Io } from './io.js'
 import { parseByteCount } from './numbers.js'
 
 export const usage = 'payments-gate validate --operation sale|recurring [--policies DIR] [--body-limit BYTES] FILE|-'
@@ -36,12 +36,17 @@ export const run: Command = async (args, io) => {
   const checks = buildChecks({ policies, bodyLimit })
   const body = file === '-' ? await readAll(io.stdin) : await readFile(file)
   const verdict = checks.checkBody(operation, body)
-  if (verdict.ok) {
-    io.stderr.write(`clean: the gateway would forward this ${operation} request for entity ${verdict.entity}\n`)
-    io.stdout.write(`${JSON.stringify(verdict.document)}\n`)
-    return EXIT_OK
-  }
-  io.stderr.write(`refused: ${verdict.status} ${verdict.body.errorName}\n`)
-  io.stdout.write(`${serializeError(verdict.body)}\n`)
+  if (verdict.ok === false) return refused(io, verdict, '')
+  // An entity in report mode (docs/rollout.md): what enforce would do is still the answer, with a note.
+  const note = verdict.ok === 'report' ? ' (its entity is in report mode: the gateway forwards the body as it came)' : ''
+  if (verdict.ok === 'report' && verdict.wouldRefuse !== undefined) return refused(io, verdict.wouldRefuse, note)
+  io.stderr.write(`clean: the gateway would forward this ${operation} request for entity ${verdict.entity}${note}\n`)
+  io.stdout.write(`${JSON.stringify(verdict.document)}\n`)
+  return EXIT_OK
+}
+
+function refused(io: Io, rejection: Rejection, note: string): number {
+  io.stderr.write(`refused: ${rejection.status} ${rejection.body.errorName}${note}\n`)
+  io.stdout.write(`${serializeError(rejection.body)}\n`)
   return EXIT_NO
 }

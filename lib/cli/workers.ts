@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
 import { createGate } from '../gate.js'
+import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
 import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
@@ -14,10 +15,11 @@ export const WORKER_READY = 'payments-gate:ready'
  * out connections), so one pod uses every core. The primary serves no
  * payments: it checks the files once (a bad one is exit 2 here, not N
  * crashing workers), starts the workers, replaces one that dies, hosts the
- * admin listener with every worker's metrics summed, and on SIGTERM drains
- * them all before exiting.
+ * admin listener with every worker's metrics summed, passes SIGHUP on to every
+ * worker, and on SIGTERM drains them all before exiting.
  */
-export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<unknown>): Promise<number> {
+export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<unknown>, onReload: (reload: () => void) => void): Promise<number> {
+  checkIdempotencySpec(options.idempotency)
   await (await createGate(options)).close()
   const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()
@@ -57,6 +59,10 @@ export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<un
   }
   for (let i = 0; i < options.workers; i++) fork()
   logger.info({ workers: options.workers }, 'workers started')
+  // A worker still starting reads the files itself, and has no SIGHUP listener yet to keep it alive.
+  onReload(() => {
+    for (const worker of workers) if (ready.has(worker.id)) worker.process.kill('SIGHUP')
+  })
   const code = await Promise.race([stop.then(() => EXIT_OK), failure])
   stopping = true
   await Promise.all(

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { reject, type ErrorName, type Rejection } from '../errors.js'
+import { reject, type ErrorName } from '../errors.js'
 import { answerOf, rawAnswer } from './answer.js'
 
 /** Which refusal a parser or timeout error of node's HTTP server is (docs/checks.md, refusals below HTTP). */
@@ -10,6 +10,30 @@ export function clientErrorName(code: string | undefined): ErrorName {
   return 'requestIsMalformed'
 }
 
+/** What a refusal below HTTP answered, for its log line and metrics. */
+export interface BelowHttpAnswer {
+  /** The HTTP status answered; 0 when the answer was not HTTP/1.1 (the HTTP/2 preface's). */
+  readonly status: number
+  readonly errorName: string
+}
+
+/** node's parser pauses on HTTP/2's connection preface, `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n` (RFC 9113, section 3.4). */
+const HTTP2_PREFACE = 'HPE_PAUSED_H2_UPGRADE'
+
+/**
+ * What RFC 9113 asks of a server that will not speak HTTP/2 to a client that
+ * starts with it: its own preface, an empty SETTINGS frame (section 3.4), then
+ * GOAWAY with last stream id 0 and HTTP_1_1_REQUIRED, 0xd (sections 6.8 and 7).
+ * Each frame is a 9-byte header (length, type, flags, stream id 0), then its payload.
+ */
+const HTTP2_REFUSAL = Buffer.from([
+  ...[0, 0, 0, 0x4, 0, 0, 0, 0, 0],
+  ...[0, 0, 8, 0x7, 0, 0, 0, 0, 0],
+  ...[0, 0, 0, 0, 0, 0, 0, 0xd],
+])
+/** How the HTTP/2 refusal is logged and counted: no HTTP status, and HTTP/2's own name for its error code. */
+const HTTP2_REFUSED: BelowHttpAnswer = { status: 0, errorName: 'HTTP_1_1_REQUIRED' }
+
 interface SocketWithMessage extends Duplex {
   /** The response node is writing on this socket, if any (an internal of node's HTTP server). */
   _httpMessage?: { headersSent: boolean } | null
@@ -17,16 +41,23 @@ interface SocketWithMessage extends Duplex {
 
 /**
  * The `clientError` handler: what node's parser refused (malformed requests,
- * smuggling shapes, oversized headers) or what came too slowly gets an error
- * body, then the connection is closed. As node's own handler does, nothing is
- * written once a response on this socket has started: that would corrupt it.
+ * smuggling shapes, oversized headers, HTTP/2's preface) or what came too
+ * slowly gets an error body, or the HTTP/2 refusal, then the connection is
+ * closed. As node's own handler does, nothing is written once a response on
+ * this socket has started: that would corrupt it.
  */
-export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): Rejection | undefined {
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): BelowHttpAnswer | undefined {
   const inFlight = (socket as SocketWithMessage)._httpMessage
-  let answered: Rejection | undefined
+  let answered: BelowHttpAnswer | undefined
   if (error.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
-    answered = reject(clientErrorName(error.code), { close: true })
-    socket.write(rawAnswer(answerOf(answered)))
+    if (error.code === HTTP2_PREFACE) {
+      socket.write(HTTP2_REFUSAL)
+      answered = HTTP2_REFUSED
+    } else {
+      const rejection = reject(clientErrorName(error.code), { close: true })
+      socket.write(rawAnswer(answerOf(rejection)))
+      answered = { status: rejection.status, errorName: rejection.body.errorName }
+    }
   }
   // An HTTP server's sockets are net sockets: close once the answer is flushed.
   ;(socket as Socket).destroySoon()

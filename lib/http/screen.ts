@@ -1,9 +1,10 @@
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Principal } from '../checks/auth.js'
-import type { Checks, Verdict } from '../checks/index.js'
+import { NO_REWRITE, type Checks, type Reported, type Verdict } from '../checks/index.js'
 import { routeFor } from '../checks/route.js'
 import { closing, type Rejection } from '../errors.js'
+import type { Mode } from '../policy/policy.js'
 import type { Operation } from '../schema/payment.js'
 import { ABORTED, readBody } from './read-body.js'
 
@@ -20,6 +21,10 @@ export interface Admitted {
   readonly ok: true
   readonly operation: Operation
   readonly principal: Principal
+  /** The request's mode until its entity is known (docs/rollout.md). */
+  readonly mode: Mode
+  /** In report mode, a refusal of its headers, held until the entity's mode is known. */
+  readonly refused: Rejection | undefined
 }
 
 /**
@@ -32,9 +37,9 @@ export interface Admitted {
  * path (`checks.operationOf(req.url)`), looked up once by the caller: the
  * proxy labels its logs and metrics with it too.
  */
-export async function screen(checks: Checks, req: IncomingMessage, operation: Operation | undefined, beforeBody?: () => void): Promise<Screened> {
-  const head = await screenHead(checks, req, operation)
-  if (head === undefined || !head.ok) return head
+export async function screen(checks: Checks, req: IncomingMessage, operation: Operation | undefined, beforeBody?: () => void, mode = checks.mode): Promise<Screened> {
+  const head = await screenHead(checks, req, operation, mode)
+  if (head === undefined || head.ok !== true) return head
   beforeBody?.()
   return screenBody(checks, req, head)
 }
@@ -43,26 +48,44 @@ export async function screen(checks: Checks, req: IncomingMessage, operation: Op
  * The first half of `screen`, everything decided before the body is read:
  * route, BasicAuth, headers. For hosts that read the body themselves later
  * (Fastify's content-type parser). `operationOfPath` as `screen` takes it.
+ * In report mode only BasicAuth refuses here; a wrong method or a declared
+ * length over the limit is reported, its body left unread for whoever passes
+ * it on (docs/rollout.md), as `screenBody` leaves a body that grows past it.
  */
-export async function screenHead(checks: Checks, req: IncomingMessage, operationOfPath: Operation | undefined): Promise<Admitted | Rejection | undefined> {
+export async function screenHead(
+  checks: Checks,
+  req: IncomingMessage,
+  operationOfPath: Operation | undefined,
+  mode = checks.mode,
+): Promise<Admitted | Reported | Rejection | undefined> {
   const operation = routeFor(req.method, operationOfPath)
   if (operation === undefined) return undefined
   const unread = hasBody(req)
-  if (typeof operation !== 'string') return refused(operation, unread)
+  if (typeof operation !== 'string' && mode === 'enforce') return refused(operation, unread)
   let principal = checks.authenticate(req.headers.authorization)
   if (principal instanceof Promise) principal = await principal
   if ('ok' in principal) return refused(principal, unread)
+  if (typeof operation !== 'string') return unreadReport(operationOfPath as Operation, principal, operation)
   const head = checks.checkHead(req.headers)
-  if (head !== undefined) return refused(head, unread)
-  return { ok: true, operation, principal }
+  if (head !== undefined) {
+    if (mode === 'enforce') return refused(head, unread)
+    if (Number(req.headers['content-length']) > checks.bodyLimit) return unreadReport(operation, principal, head)
+  }
+  return { ok: true, operation, principal, mode, refused: head }
+}
+
+/** Report mode's verdict on a request passed on with its body unread: its entity, and so its mode, stay unknown. */
+export function unreadReport(operation: Operation, principal: Principal, refusal: Rejection): Reported {
+  return { ok: 'report', operation, entity: undefined, principal, body: undefined, received: undefined, wouldRefuse: refusal, wouldRewrite: NO_REWRITE, document: undefined }
 }
 
 /** The second half of `screen`: reads the body of an admitted request and runs checks 5 to 13 on it. */
 export async function screenBody(checks: Checks, body: Readable, admitted: Admitted): Promise<Verdict | typeof ABORTED> {
-  const bytes = await readBody(body, checks.bodyLimit)
+  const report = admitted.mode === 'report'
+  const bytes = await readBody(body, checks.bodyLimit, report)
   if (bytes === ABORTED) return ABORTED
-  if (!Buffer.isBuffer(bytes)) return closing(bytes)
-  return checks.checkBody(admitted.operation, bytes, admitted.principal)
+  if (!Buffer.isBuffer(bytes)) return report ? unreadReport(admitted.operation, admitted.principal, admitted.refused ?? bytes) : closing(bytes)
+  return checks.checkBody(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
 }
 
 function refused(rejection: Rejection, unread: boolean): Rejection {

@@ -1,11 +1,20 @@
 import type { IdempotencyStoreOptions, RecordedAnswer } from './store.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 
-/** The bytes an answer holds: its body and every header name and value. */
-export function answerBytes(answer: RecordedAnswer): number {
-  let bytes = answer.body.length
-  for (const item of answer.headers) bytes += Buffer.byteLength(item)
+/** The bytes of a flat header list: every name and value. */
+export function headerBytes(headers: readonly string[]): number {
+  let bytes = 0
+  for (const item of headers) bytes += Buffer.byteLength(item)
   return bytes
+}
+
+/**
+ * The one measure of an answer against the one limit (`maxAnswerBytes`): its
+ * body and every header name and value. The relay stops keeping a body by it
+ * (payment-relay.ts), the store refuses to hold more by it.
+ */
+export function answerBytes(answer: RecordedAnswer): number {
+  return answer.body.length + headerBytes(answer.headers)
 }
 
 /**

@@ -1,7 +1,7 @@
 import { keptAnswer } from './answer-size.js'
 import { decode as decodeBody, encode, Reference } from './body-delta.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
-import type { Claim, IdempotencyStore, IdempotencyStoreOptions, RecordedAnswer } from './store.js'
+import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
 
 /** What the memory store tells its owner about how long it remembers (docs/idempotency.md, the memory store). */
 export interface MemoryStoreReport {
@@ -193,6 +193,15 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (entry === undefined) return
     this.#entries.delete(key)
     entry.expires = GONE
+  }
+
+  peek(key: string, fingerprint: string): Peek {
+    // What claim would answer, without its write: an expired entry reads as none, a claim past its window as recorded.
+    const time = this.#time()
+    const entry = this.#entries.get(key)
+    if (entry === undefined || entry.expires <= time) return 'free'
+    if (entry.head === undefined && entry.expires - this.#ttl > time) return 'inFlight'
+    return entry.fingerprint === fingerprint ? 'recorded' : 'mismatch'
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 
 export interface RedisClientOptions {
@@ -11,26 +11,80 @@ export interface RedisClientOptions {
 /** Longest pause between two reconnection attempts, in ms: a Redis back from a restart is used again within it. */
 const RECONNECT_MAX_MS = 1000
 
+/** The port of a Sentinel named without one (Redis's own default for Sentinel). */
+const SENTINEL_PORT = 26379
+
+const REDIS_URL = /^rediss?:\/\/(?:[^@/]*@)?[^:@/]+(?::[1-9][0-9]{0,4})?(?:\/(?:0|[1-9][0-9]?))?$/
+const SENTINEL_URL = /^redis-sentinel:\/\/(?:([^@/]*)@)?([^:@/,#]+(?::[1-9][0-9]{0,4})?(?:,[^:@/,#]+(?::[1-9][0-9]{0,4})?)*)(?:\/(0|[1-9][0-9]?))?#([^\s#/]+)$/
+
+/** The URL forms the Redis store and the shared throttle take (docs/idempotency.md). */
+export const REDIS_URL_FORMS = 'redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER'
+
+/**
+ * Where a URL says to connect: `redis://` and `rediss://` as ioredis reads
+ * them; `redis-sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...][/DB]#MASTER`
+ * (the form of Lettuce and other clients) as ioredis's Sentinel options, the
+ * password being the primary's, as in `redis://`. Undefined for anything else.
+ */
+export function redisTarget(url: string): string | RedisOptions | undefined {
+  if (REDIS_URL.test(url)) return url
+  const sentinel = SENTINEL_URL.exec(url)
+  if (sentinel === null) return undefined
+  const [, userinfo, hosts, db, name] = sentinel as unknown as [string, string | undefined, string, string | undefined, string]
+  const colon = userinfo?.indexOf(':') ?? -1
+  const sentinels = hosts.split(',').map((address) => {
+    const [host, port] = address.split(':') as [string, string | undefined]
+    return { host, port: port === undefined ? SENTINEL_PORT : Number(port) }
+  })
+  return {
+    sentinels,
+    name: decodeURIComponent(name),
+    db: Number(db ?? 0),
+    username: colon > 0 ? decodeURIComponent((userinfo as string).slice(0, colon)) : undefined,
+    password: colon >= 0 ? decodeURIComponent((userinfo as string).slice(colon + 1)) : undefined,
+    // Reconnect as soon as Sentinel announces a new primary, not only when the old one's connection drops.
+    failoverDetector: true,
+  }
+}
+
+/** The URL as it may be shown: a password in it is hidden. */
+export function shownUrl(url: string): string {
+  return JSON.stringify(url.replace(/\/\/[^@/]*@/, '//***@'))
+}
+
 /**
  * An ioredis client that fails fast while Redis is down and recovers without
  * a restart: no offline queue (a command sent while disconnected rejects at
  * once instead of waiting), a timeout on every command, and reconnection
- * attempts forever, at most `RECONNECT_MAX_MS` apart. Creating it never
- * throws, whether Redis is up or not.
+ * attempts forever, at most `RECONNECT_MAX_MS` apart; through Sentinel, it
+ * asks the Sentinels for the primary on each attempt, so it follows a
+ * failover. Creating it never throws, whether Redis is up or not; a URL
+ * `redisTarget` does not read throws a one-line Error (code `EIDEMPOTENCY`).
  */
 export function createRedisClient(url: string, options: RedisClientOptions = {}): Redis {
+  const target = redisTarget(url)
+  if (target === undefined) {
+    // The code makes it a start-up failure of the CLI: one line, exit 2.
+    throw Object.assign(new Error(`${shownUrl(url)} is none of ${REDIS_URL_FORMS}`), { code: 'EIDEMPOTENCY' })
+  }
   const commandTimeout = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
-  const client = new Redis(url, {
+  const settings: RedisOptions = {
     enableOfflineQueue: false,
     commandTimeout,
     connectTimeout: Math.max(commandTimeout, RECONNECT_MAX_MS),
+    sentinelCommandTimeout: commandTimeout,
     maxRetriesPerRequest: 1,
     retryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
-  })
-  const onError = options.onError
-  // Without a listener, ioredis prints each error on the console; with one, the caller decides.
-  client.on('error', (error: Error) => onError?.(error))
+    sentinelRetryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
+  }
+  const client = typeof target === 'string' ? new Redis(target, settings) : new Redis({ ...settings, ...target })
+  reportErrors(client, options.onError)
   return client
+}
+
+/** Without a listener, ioredis prints each error on the console; with one, the caller decides. */
+export function reportErrors(client: Redis, onError: ((error: Error) => void) | undefined): void {
+  client.on('error', (error: Error) => onError?.(error))
 }
 
 /** Resolves true once the client is connected, false after `timeoutMs`; never rejects. */

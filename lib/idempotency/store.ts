@@ -1,6 +1,6 @@
 /**
  * Retry protection on `transactionReference` (docs/idempotency.md): the store
- * every surface talks to, whatever keeps the keys (this process's memory or a
+ * the proxy talks to, whatever keeps the keys (this process's memory or a
  * Redis shared by every replica).
  */
 
@@ -16,29 +16,46 @@ export type Claim =
   | { readonly state: 'claimed'; readonly token: string }
   /** The first is still in flight: 409. */
   | { readonly state: 'inFlight' }
-  /** Same fingerprint, answer recorded: replay. */
+  /** Same fingerprint, answer recorded (or the unknown answer of a claim past its window): replay. */
   | { readonly state: 'recorded'; readonly answer: RecordedAnswer }
   /** Different fingerprint, answer recorded: 422. */
   | { readonly state: 'mismatch' }
 
+/** What `claim` would answer now, without claiming: `free` where it would claim the key. */
+export type Peek = 'free' | 'inFlight' | 'recorded' | 'mismatch'
+
 export interface IdempotencyStore {
-  /** Atomic. Rejects (throws / rejected promise) when the store cannot be reached; never hangs (bounded by a command timeout). */
+  /**
+   * Atomic. A claim past its in-flight window with neither a record nor a
+   * release answers as recorded with `unknownAnswer`. Rejects (throws / rejected
+   * promise) when the store cannot be reached; never hangs (bounded by a command timeout).
+   */
   claim(key: string, fingerprint: string): Claim | Promise<Claim>
-  /** Only the claim's owner (its token) can record or release; a stale token is a no-op. */
+  /**
+   * Only the claim's owner (its token) can record or release, while no real
+   * answer is recorded, also once the claim turned unknown (a late answer
+   * replaces the unknown one); a stale token is a no-op.
+   */
   record(key: string, token: string, answer: RecordedAnswer): void | Promise<void>
   release(key: string, token: string): void | Promise<void>
+  /** Report mode's read-only look (docs/rollout.md): never claims, writes or refreshes a key. Without it, report mode does not say what retry protection would do. */
+  peek?(key: string, fingerprint: string): Peek | Promise<Peek>
   close(): Promise<void>
 }
 
 export interface IdempotencyStoreOptions {
   /** How long a recorded answer is replayed, in ms. Default 86400000 (a day). */
   ttlMs: number
-  /** How long a claim holds the key without an answer, in ms: the backend timeout plus a margin, so a crashed gateway frees the key. */
+  /**
+   * How long a claim holds the key without an answer, in ms: the backend
+   * timeout plus a margin. Past it, the claim is an unknown outcome (`unknownAnswer`),
+   * kept `ttlMs` more: a gateway that died mid-payment may have forwarded it.
+   */
   inFlightMs: number
   /** Largest answer kept (body plus header bytes). Default 65536. */
   maxAnswerBytes?: number
   /** Recorded instead of an answer larger than `maxAnswerBytes`: the 422 `transactionReferenceIsAlreadyUsed` answer saying the payment was processed. */
   oversizedAnswer: RecordedAnswer
-  /** What a claim answers as once its in-flight window ended with neither a record nor a release: a 5xx in the error format saying the outcome is unknown. */
+  /** What a claim past its in-flight window answers: a 5xx in the error format saying the outcome is unknown. */
   unknownAnswer: RecordedAnswer
 }

@@ -5,6 +5,8 @@ import { compilePolicy, type Policy } from './policy.js'
 export interface PolicyProblem {
   readonly file: string
   readonly reason: string
+  /** The refused text, which tells a new version of the file from one already refused; absent when it could not be read. */
+  readonly text?: string
 }
 
 export const POLICY_SUFFIX = '.json'
@@ -16,17 +18,23 @@ export function entityOfFile(file: string): string {
 
 /** Reads and validates one policy file: the policy, or why it is refused. */
 export async function loadPolicyFile(path: string): Promise<Policy | PolicyProblem> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (error) {
+    return { file: path, reason: (error as Error).message }
+  }
   let parsed: unknown
   try {
-    parsed = JSON.parse(await readFile(path, 'utf8'))
+    parsed = JSON.parse(text)
   } catch (error) {
-    return { file: path, reason: error instanceof SyntaxError ? `not JSON: ${error.message}` : (error as Error).message }
+    return { file: path, reason: `not JSON: ${(error as Error).message}`, text }
   }
   const policy = compilePolicy(parsed)
-  if (Array.isArray(policy)) return { file: path, reason: policy.join('; ') }
+  if (Array.isArray(policy)) return { file: path, reason: policy.join('; '), text }
   const expected = entityOfFile(path)
   if (policy.entity !== expected) {
-    return { file: path, reason: `$.entity: must be "${expected}", the file's name` }
+    return { file: path, reason: `$.entity: must be "${expected}", the file's name`, text }
   }
   return policy
 }

@@ -21,10 +21,14 @@ export const PolicyFile = Type.Object(
       { line1: Type.Union([Type.Literal('truncate'), Type.Literal('reject')]) },
       { additionalProperties: false },
     ),
+    mode: Type.Optional(Type.Union([Type.Literal('enforce'), Type.Literal('report')])),
   },
   { additionalProperties: false },
 )
 export type PolicyFile = Static<typeof PolicyFile>
+
+/** `enforce` answers every refusal; `report` forwards the request as it came and reports what enforce would have done (docs/rollout.md). */
+export type Mode = 'enforce' | 'report'
 
 export const policyFileSchema = compileSchema<PolicyFile>(PolicyFile)
 
@@ -36,6 +40,8 @@ export interface Policy {
   readonly features: Readonly<PolicyFile['features']>
   readonly mcc: string | undefined
   readonly line1: 'truncate' | 'reject'
+  /** This entity's mode, overriding the gateway's; undefined: the gateway's (docs/rollout.md). */
+  readonly mode: Mode | undefined
 }
 
 /** What the checks need of the policies: the current policy of an entity. */
@@ -61,6 +67,7 @@ export function compilePolicy(file: unknown): Policy | string[] {
     features: Object.freeze({ ...file.features }),
     mcc: file.mcc,
     line1: file.narrative.line1,
+    mode: file.mode,
   })
 }
 

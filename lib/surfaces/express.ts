@@ -1,11 +1,12 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { Checks } from '../checks/index.js'
-import { reject } from '../errors.js'
+import { INTERNAL_ERROR } from '../errors.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead } from '../http/screen.js'
-import { contextOf, internalError, isClientError, type GateContext, type GateLogger } from './shared.js'
+import { registeredTracer } from '../tracing.js'
+import { contextOf, endScreening, internalError, isClientError, passedAsItCame, startScreening, type GateContext, type GateLogger, type GateReport, type Screening } from './shared.js'
 
 declare global {
   // Express's own way to extend its request type (declaration merging on the global namespace).
@@ -13,13 +14,16 @@ declare global {
     interface Request {
       /** Set by the payments-gate middleware on a request that passed every check. */
       paymentsGate?: GateContext
+      /** In report mode, set on every request of the two operations that passed BasicAuth (docs/rollout.md). */
+      paymentsGateReport?: GateReport
     }
   }
 }
 
 const BODY_ALREADY_READ =
   'payments-gate: the request body was already read by another body parser. Mount the payments-gate middleware before express.json() and the like.'
-const BODY_ALREADY_READ_ANSWER = answerOf(reject('internalErrorOccurred', { message: BODY_ALREADY_READ }))
+/** The standard 500, like every internal failure: the reason goes to the log, meant for whoever mounted the middleware. */
+const BODY_ALREADY_READ_ANSWER = answerOf(INTERNAL_ERROR)
 
 /**
  * Connect/Express middleware. A refusal is answered here; a request that
@@ -28,24 +32,49 @@ const BODY_ALREADY_READ_ANSWER = answerOf(reject('internalErrorOccurred', { mess
  * untouched. It reads the body itself, so it must come before any body parser.
  */
 export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestHandler {
+  const tracer = registeredTracer()
   return (req, res, next) => inTurn(res, () => {
-    screenHead(checks, req, checks.operationOf(req.url))
+    const operation = checks.operationOf(req.url)
+    const screening = operation === undefined ? undefined : startScreening(tracer, operation, req, res)
+    screenHead(checks, req, operation)
       .then(async (head) => {
         if (head === undefined) return next()
-        if (!head.ok) return writeAnswer(res, answerOf(head))
+        if (!head.ok) {
+          endScreening(screening, head)
+          return writeAnswer(res, answerOf(head))
+        }
+        if (head.ok === 'report') {
+          endScreening(screening, head)
+          req.paymentsGateReport = head
+          return next()
+        }
         // A consumed stream never ends again: waiting on it would hang the request.
         if (req.readableEnded || req.body !== undefined) {
           logger?.error({ path: req.path }, BODY_ALREADY_READ)
+          endScreening(screening, BODY_ALREADY_READ_ANSWER.status)
           return writeAnswer(res, BODY_ALREADY_READ_ANSWER)
         }
         const outcome = await screenBody(checks, req, head)
-        if (outcome === ABORTED) return
+        if (outcome === ABORTED) return endScreening(screening, 0)
+        endScreening(screening, outcome)
         if (!outcome.ok) return writeAnswer(res, answerOf(outcome))
-        req.body = outcome.document
-        req.paymentsGate = contextOf(outcome)
+        if (outcome.ok === 'report') {
+          // The body as it came: what the application gets in report mode (docs/middleware.md).
+          req.body = outcome.received
+          req.paymentsGateReport = outcome
+          const passed = passedAsItCame(outcome)
+          // An admitted request was on an operation's path, so it is being screened.
+          if (passed !== undefined) req.paymentsGate = contextOf(passed, screening as Screening)
+        } else {
+          req.body = outcome.document
+          req.paymentsGate = contextOf(outcome, screening as Screening)
+        }
         next()
       })
-      .catch((error: unknown) => writeAnswer(res, internalError(error, logger)))
+      .catch((error: unknown) => {
+        endScreening(screening, 500)
+        writeAnswer(res, internalError(error, logger))
+      })
   })
 }
 

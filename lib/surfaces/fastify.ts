@@ -5,13 +5,16 @@ import type { Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
-import { screenBody, screenHead, type Admitted } from '../http/screen.js'
-import { contextOf, internalError, isClientError, type GateContext, type GateLogger } from './shared.js'
+import { screenBody, screenHead, unreadReport, type Admitted } from '../http/screen.js'
+import { registeredTracer } from '../tracing.js'
+import { contextOf, endScreening, internalError, isClientError, passedAsItCame, startScreening, type GateContext, type GateLogger, type GateReport, type Screening } from './shared.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the payments-gate plugin on a request that passed every check. */
     paymentsGate?: GateContext
+    /** In report mode, set on every request of the two operations that passed BasicAuth (docs/rollout.md). */
+    paymentsGateReport?: GateReport
   }
 }
 
@@ -54,23 +57,42 @@ function bodyError(outcome: Rejection | typeof ABORTED): Error {
 export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPluginCallback<FastifyGateOptions> {
   const admitted = new WeakMap<FastifyRequest, Admitted>()
   const refused = new WeakMap<FastifyRequest, Rejection>()
+  const screenings = new WeakMap<FastifyRequest, Screening>()
+  const tracer = registeredTracer()
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
   const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
     fastify.decorateRequest('paymentsGate', undefined)
+    fastify.decorateRequest('paymentsGateReport', undefined)
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
     fastify.addHook('onRequest', async (request, reply) => {
       await new Promise<void>((resolve) => inTurn(reply.raw, resolve))
+      const operation = checks.operationOf(request.raw.url)
+      if (operation === undefined) return
+      const screening = startScreening(tracer, operation, request.raw, reply.raw)
       let head
       try {
-        head = await screenHead(checks, request.raw, checks.operationOf(request.raw.url))
+        // Never undefined: the path is an operation's.
+        head = (await screenHead(checks, request.raw, operation)) as Exclude<Awaited<ReturnType<typeof screenHead>>, undefined>
       } catch (error) {
+        endScreening(screening, 500)
         return internal(reply, error)
       }
-      if (head === undefined) return
-      if (!head.ok) return write(reply, answerOf(head))
+      if (!head.ok) {
+        endScreening(screening, head)
+        return write(reply, answerOf(head))
+      }
+      if (head.ok === 'report') {
+        endScreening(screening, head)
+        request.paymentsGateReport = head
+        return
+      }
+      // Report mode: a refused head is reported at once, since a body of another Content-Type than the v6
+      // one goes to Fastify's own parser; the parser below reports a v6 body again, with its entity.
+      if (head.refused !== undefined) request.paymentsGateReport = unreadReport(head.operation, head.principal, head.refused)
       admitted.set(request, head)
+      screenings.set(request, screening)
     })
 
     fastify.addContentTypeParser(checks.mediaTypes.request, async (request: FastifyRequest, payload: IncomingMessage) => {
@@ -82,13 +104,21 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
         return new Promise((resolve, reject) => jsonParser(request, bytes.toString('utf8'), (error, body) => (error === null ? resolve(body) : reject(error))))
       }
       const outcome = await screenBody(checks, payload, head)
+      const screening = screenings.get(request) as Screening
+      endScreening(screening, outcome === ABORTED ? 0 : outcome)
       if (outcome === ABORTED) throw bodyError(ABORTED)
       if (!outcome.ok) {
         refused.set(request, outcome)
         return undefined
       }
-      request.paymentsGate = contextOf(outcome)
-      return outcome.document
+      if (outcome.ok === true) {
+        request.paymentsGate = contextOf(outcome, screening)
+        return outcome.document
+      }
+      request.paymentsGateReport = outcome
+      const passed = passedAsItCame(outcome)
+      if (passed !== undefined) request.paymentsGate = contextOf(passed, screening)
+      return outcome.received
     })
 
     fastify.addHook('preValidation', async (request, reply) => {

@@ -4,26 +4,39 @@ import { answerOf, writeAnswer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
 import { screen } from '../http/screen.js'
-import { internalError, type GateLogger } from './shared.js'
+import { registeredTracer } from '../tracing.js'
+import { endScreening, internalError, passedAsItCame, startScreening, type GateLogger, type GateReport } from './shared.js'
 
 /**
  * What the node handler calls for every request it does not answer itself:
- * with the passed request for the two operations, with `undefined` for any
- * other path. The request's body has been read when `passed` is given.
+ * with the passed request and its id for the two operations, with
+ * `undefined` for any other path. The request's body has been read when
+ * `passed` is given. In report mode (docs/rollout.md) `report` is given for
+ * every request of the two operations that passed BasicAuth, and `passed`, its
+ * document as it came, only when every check passed.
  */
-export type NodeNext = (req: IncomingMessage, res: ServerResponse, passed: Passed | undefined) => void
+export type NodeNext = (req: IncomingMessage, res: ServerResponse, passed: Passed | undefined, requestId: string | undefined, report?: GateReport) => void
 
 /** A plain `node:http` request handler running the shared request path, answering refusals as the proxy does. */
 export function nodeHandler(checks: Checks, next: NodeNext, logger?: GateLogger): (req: IncomingMessage, res: ServerResponse) => void {
+  const tracer = registeredTracer()
   return (req, res) =>
     inTurn(res, () => {
-      screen(checks, req, checks.operationOf(req.url)).then(
+      const operation = checks.operationOf(req.url)
+      const screening = operation === undefined ? undefined : startScreening(tracer, operation, req, res)
+      screen(checks, req, operation).then(
         (outcome) => {
-          if (outcome === ABORTED) return
-          if (outcome === undefined || outcome.ok) next(req, res, outcome)
+          if (outcome === ABORTED) return endScreening(screening, 0)
+          if (outcome === undefined) return next(req, res, undefined, undefined)
+          endScreening(screening, outcome)
+          if (outcome.ok === true) next(req, res, outcome, screening?.requestId)
+          else if (outcome.ok === 'report') next(req, res, passedAsItCame(outcome), screening?.requestId, outcome)
           else writeAnswer(res, answerOf(outcome))
         },
-        (error: unknown) => writeAnswer(res, internalError(error, logger)),
+        (error: unknown) => {
+          endScreening(screening, 500)
+          writeAnswer(res, internalError(error, logger))
+        },
       )
     })
 }

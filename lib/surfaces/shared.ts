@@ -1,9 +1,13 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Span, Tracer } from '@opentelemetry/api'
 import type { Logger } from 'pino'
 import type { Principal } from '../checks/auth.js'
-import type { Passed } from '../checks/index.js'
-import { reject } from '../errors.js'
+import type { Passed, Reported, Verdict } from '../checks/index.js'
+import { INTERNAL_ERROR } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
+import { requestIdOf } from '../http/request-id.js'
 import type { Operation } from '../schema/payment.js'
+import { endSpan, startCheckSpan } from '../tracing.js'
 
 /** What the application learns about a request that passed every check. */
 export interface GateContext {
@@ -12,17 +16,64 @@ export interface GateContext {
   readonly entity: string
   /** The authenticated user. */
   readonly principal: Principal
+  /** The request's id, also on its answer as `X-Request-Id` (docs/middleware.md, request ids). */
+  readonly requestId: string
 }
 
 /** Where the gate reports policy reloads and internal errors: a pino logger. */
 export type GateLogger = Pick<Logger, 'info' | 'warn' | 'error'>
 
+/**
+ * What the application learns, in report mode, about a request of the two operations that passed
+ * BasicAuth: the verdict of the checks as report mode gives it (docs/rollout.md), with the body's bytes
+ * as they came (undefined when the body was left unread, for the application to read).
+ */
+export type GateReport = Reported
+
 /** The context of a request that went through `screen`, which always authenticates. */
-export function contextOf(passed: Passed): GateContext {
-  return { operation: passed.operation, entity: passed.entity, principal: passed.principal as Principal }
+export function contextOf(passed: Passed, screening: Screening): GateContext {
+  return { operation: passed.operation, entity: passed.entity, principal: passed.principal as Principal, requestId: screening.requestId }
 }
 
-const INTERNAL_ERROR = reject('internalErrorOccurred')
+/** A request on an operation's path while a middleware screens it: its id and, with a registered SDK, its span. */
+export interface Screening {
+  readonly requestId: string
+  readonly span: Span | undefined
+}
+
+/**
+ * Starts screening a request on an operation's path. Its id (the client's
+ * `X-Request-Id` when sane) is set on the response, so that every answer
+ * carries it, the gate's refusals and the application's own; its span is a
+ * child of the application's active context (docs/tracing.md).
+ */
+export function startScreening(tracer: Tracer | undefined, operation: Operation, req: IncomingMessage, res: ServerResponse): Screening {
+  const requestId = requestIdOf(req.headers['x-request-id'])
+  res.setHeader('x-request-id', requestId)
+  return { requestId, span: tracer === undefined ? undefined : startCheckSpan(tracer, operation, requestId) }
+}
+
+/**
+ * The screening is over: the verdict of the checks, or the status the
+ * middleware answered itself (500 for an internal error, 0 when the client
+ * left). Nothing to do for a path not screened, or without an SDK.
+ */
+export function endScreening(screening: Screening | undefined, verdict: Verdict | number): void {
+  const span = screening?.span
+  if (span === undefined) return
+  if (typeof verdict === 'number') endSpan(span, { status: verdict })
+  else if (verdict.ok) endSpan(span, { entity: verdict.entity })
+  else endSpan(span, { status: verdict.status, errorName: verdict.body.errorName })
+}
+
+/**
+ * In report mode, the request as the application gets it when every check passed: the document as
+ * it came, not rewritten; undefined when enforce mode would have refused it.
+ */
+export function passedAsItCame(report: Reported): Passed | undefined {
+  if (report.wouldRefuse !== undefined) return undefined
+  return { ok: true, operation: report.operation, entity: report.entity as string, document: report.received as Passed['document'], principal: report.principal }
+}
 
 /**
  * A failure of the gate (an authenticator that threw) or of the application

@@ -61,7 +61,7 @@ t.test('a clean body comes back rewritten, with its operation and entity', async
   body.instruction.narrative.line2 = 'order #12'
   const verdict = checks.check('sale', headers, bytes(body), shop)
   t.equal(verdict.ok, true)
-  if (!verdict.ok) return
+  if (verdict.ok !== true) return
   t.equal(verdict.operation, 'sale')
   t.equal(verdict.entity, 'default')
   t.equal(verdict.document.instruction.narrative.line1, 'Mind Palace   Baker Stre')

@@ -35,17 +35,28 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
   t.match(env, { listen: { host: '::1', port: 8443 }, credentials: '/etc/gate/credentials.json', bodyLimit: 1024 })
   t.ok(env.workers >= 1)
   t.equal(envName('base-path'), 'PAYMENTS_GATE_BASE_PATH')
-  t.match(parseServeOptions(required, {}), { idempotency: 'memory', idempotencyTtl: 86400, idempotencyFailure: 'closed', idempotencyMaxEntries: 1_000_000, idempotencyMaxBytes: 64 * 1024 * 1024 }, 'retry protection by default')
+  t.match(parseServeOptions(required, {}), { idempotency: 'memory', idempotencyTtl: 86400, idempotencyFailure: 'closed', idempotencyReplicas: 0, idempotencyMaxEntries: 1_000_000, idempotencyMaxBytes: 64 * 1024 * 1024 }, 'retry protection by default')
   const protection = parseServeOptions(required, {
     PAYMENTS_GATE_IDEMPOTENCY: 'redis://redis:6379/1',
     PAYMENTS_GATE_IDEMPOTENCY_TTL: '3600',
     PAYMENTS_GATE_IDEMPOTENCY_FAILURE: 'open',
+    PAYMENTS_GATE_IDEMPOTENCY_REPLICAS: '2',
     PAYMENTS_GATE_IDEMPOTENCY_MAX_ENTRIES: '5000',
     PAYMENTS_GATE_IDEMPOTENCY_MAX_BYTES: '1048576',
   })
-  t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open', idempotencyMaxEntries: 5000, idempotencyMaxBytes: 1048576 }, 'and from the variables')
+  t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open', idempotencyReplicas: 2, idempotencyMaxEntries: 5000, idempotencyMaxBytes: 1048576 }, 'and from the variables')
+  t.match(parseServeOptions([...required, '--idempotency-replicas', '1'], {}), { idempotencyReplicas: 1 }, '--idempotency-replicas')
   t.match(parseServeOptions([...required, '--idempotency-max-bytes', '2048', '--idempotency-max-entries', '7'], {}), { idempotencyMaxEntries: 7, idempotencyMaxBytes: 2048 }, 'the memory store bounds from flags')
   t.match(parseServeOptions([...required, '--idempotency', 'off'], { PAYMENTS_GATE_IDEMPOTENCY: 'memory' }), { idempotency: 'off' }, 'a flag wins')
+  t.match(parseServeOptions(required, {}), { trustProxy: 0 }, 'no proxy trusted by default')
+  t.match(parseServeOptions([...required, '--trust-proxy', '2'], { PAYMENTS_GATE_TRUST_PROXY: '1' }), { trustProxy: 2 })
+  t.match(parseServeOptions(required, { PAYMENTS_GATE_TRUST_PROXY: '1' }), { trustProxy: 1 })
+  t.equal(parseServeOptions(required, {}).backendErrors, undefined, 'no backend-errors rules by default')
+  t.equal(parseServeOptions(required, { PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json' }).backendErrors, 'rules.json', 'the rules file from its variable')
+  t.equal(parseServeOptions([...required, '--backend-errors', 'mine.json'], { PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json' }).backendErrors, 'mine.json', 'or its flag')
+  t.match(parseServeOptions(required, {}), { mode: 'enforce' }, 'enforce mode by default')
+  t.match(parseServeOptions(required, { PAYMENTS_GATE_MODE: 'report' }), { mode: 'report' }, 'report mode from the variable')
+  t.match(parseServeOptions([...required, '--mode', 'enforce'], { PAYMENTS_GATE_MODE: 'report' }), { mode: 'enforce' }, 'and the flag wins')
 })
 
 t.test('bad values are refused with the flag named', async (t) => {
@@ -65,6 +76,9 @@ t.test('bad values are refused with the flag named', async (t) => {
     [[...required, '--idempotency-max-entries', '0'], /--idempotency-max-entries must be at least 1/],
     [[...required, '--idempotency-max-bytes', '0'], /--idempotency-max-bytes must be at least 1/],
     [[...required, '--idempotency-max-bytes', '64MiB'], /--idempotency-max-bytes must be a whole number/],
+    [[...required, '--trust-proxy', 'two'], /--trust-proxy must be a whole number/],
+    [[...required, '--idempotency-replicas', 'two'], /--idempotency-replicas must be a whole number/],
+    [[...required, '--mode', 'audit'], /--mode must be enforce or report, got "audit"/],
   ]
   for (const [args, message] of cases) t.throws(() => parseServeOptions(args, {}), { message }, args.join(' '))
   t.throws(() => parseServeOptions([...required, '--nope'], {}), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })

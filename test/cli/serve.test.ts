@@ -44,7 +44,7 @@ t.test('startServing: admin, policies, credentials, gateway; stop drains and clo
   t.equal((await fetch(`${admin}/readyz`)).status, 200)
   const reply = await send(`http://127.0.0.1:${serving.address.port}`, { headers: paymentHeaders(), body: saleBody() })
   t.equal(reply.status, 201)
-  t.match(await (await fetch(`${admin}/metrics`)).text(), /payments_gate_requests_total\{operation="sale",status="201",errorName="none"} 1/)
+  t.match(await (await fetch(`${admin}/metrics`)).text(), /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 1/)
   await serving.stop()
   await t.rejects(fetch(`${admin}/healthz`))
   t.ok(lines.some((line) => line.includes('"msg":"stopped"')))

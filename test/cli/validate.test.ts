@@ -22,6 +22,7 @@ const dir = t.testdir({
   policies: {
     'default.json': JSON.stringify(policyFile()),
     'strict.json': JSON.stringify(policyFile({ entity: 'strict', narrative: { line1: 'reject' } })),
+    'trial.json': JSON.stringify(policyFile({ entity: 'trial', mode: 'report' })),
   },
   broken: { 'default.json': '{"entity":"default"}' },
 })
@@ -54,6 +55,19 @@ t.test('policy rules apply: line1 over 24 under a reject policy', async (t) => {
   const result = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], JSON.stringify(body))
   t.equal(result.code, 1)
   t.match(JSON.parse(result.stdout), { validationErrors: [{ errorName: 'stringIsTooLong', jsonPath: '$.instruction.narrative.line1' }] })
+})
+
+t.test('an entity in report mode: what enforce would do, with a note', async (t) => {
+  const clean = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], JSON.stringify(saleBody({ entity: 'trial' })))
+  t.equal(clean.code, 0)
+  t.match(clean.stderr, /^clean: the gateway would forward this sale request for entity trial \(its entity is in report mode: the gateway forwards the body as it came\)\n$/)
+  t.match(JSON.parse(clean.stdout), { merchant: { entity: 'trial', mcc: '5734' } }, 'the document enforce would forward')
+  const yen = saleBody({ entity: 'trial' })
+  yen.instruction.value.currency = 'JPY'
+  const refused = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], JSON.stringify(yen))
+  t.equal(refused.code, 1)
+  t.match(refused.stderr, /^refused: 400 currencyIsNotSupported \(its entity is in report mode/)
+  t.match(JSON.parse(refused.stdout), { errorName: 'currencyIsNotSupported' })
 })
 
 t.test('--body-limit applies', async (t) => {

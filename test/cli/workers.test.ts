@@ -28,6 +28,13 @@ t.test('--workers: N processes on one port, admin with summed metrics, a dead wo
   await run.waitFor(/("msg":"gateway listening"[^]*){2}/)
   const pids = [...run.output().stdout.matchAll(/"pid":(\d+),"listen"/g)].map((match) => Number(match[1]))
   t.equal(pids.length, 2)
+  // SIGHUP to the primary reaches every worker, and stops none of them.
+  run.child.kill('SIGHUP')
+  await run.waitFor(/("msg":"SIGHUP: reloading policies and credentials"[^]*){2}/)
+  const reloaded = [...run.output().stdout.matchAll(/"pid":(\d+),"msg":"SIGHUP: reloading/g)].map((match) => Number(match[1]))
+  t.same(reloaded.sort(), [...pids].sort(), 'each worker reloaded once')
+  t.equal(run.child.exitCode, null)
+  t.equal((await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'after-sighup' }) })).status, 201)
   process.kill(pids[0] as number, 'SIGKILL')
   await run.waitFor(/"msg":"worker exited"/)
   await run.waitFor(/("msg":"gateway listening"[^]*){3}/)

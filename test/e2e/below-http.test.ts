@@ -1,3 +1,4 @@
+import { connect as connectHttp2 } from 'node:http2'
 import { connect } from 'node:net'
 import t from 'tap'
 import { AUTH, REQUEST_TYPE, SALE_PATH } from '../helpers/fixtures.js'
@@ -6,7 +7,7 @@ import { logLines, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /** docs/checks.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
-const { port, backend } = await startGateway(t, { headersTimeout: 300, requestTimeout: 600, timeoutCheckInterval: 50 })
+const { port, backend, metrics } = await startGateway(t, { headersTimeout: 300, requestTimeout: 600, timeoutCheckInterval: 50 })
 
 function statusOf(answer: string): { status: number; json: any; close: boolean } {
   const [head = '', body = ''] = answer.split('\r\n\r\n')
@@ -65,6 +66,25 @@ t.test('a client that resets mid-headers gets nothing and is not logged as a ref
   await new Promise((resolve) => setTimeout(resolve, 50))
   t.same(logLines.slice(before).filter((line) => line.includes('refused below HTTP')), [])
   t.equal(backend.started, 0)
+})
+
+t.test('HTTP/2 with prior knowledge: the server preface, then GOAWAY HTTP_1_1_REQUIRED (code 13), logged and counted', async (t) => {
+  const before = logLines.length
+  const session = connectHttp2(`http://127.0.0.1:${port}`)
+  const settings = new Promise<unknown>((resolve) => session.once('remoteSettings', resolve))
+  const goaway = new Promise<[number, number]>((resolve) => session.once('goaway', (code, lastStreamId) => resolve([code, lastStreamId])))
+  session.on('error', () => undefined)
+  const stream = session.request({ ':path': SALE_PATH, ':method': 'POST' })
+  stream.on('error', () => undefined)
+  stream.end('{}')
+  t.ok(await settings, "the server's preface: a SETTINGS frame")
+  t.same(await goaway, [13, 0], 'GOAWAY with HTTP_1_1_REQUIRED and last stream id 0')
+  await new Promise((resolve) => session.once('close', resolve))
+  t.equal(backend.started, 0, 'nothing reached the backend')
+  for (let i = 0; i < 100 && !logLines.slice(before).some((line) => line.includes('refused below HTTP')); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  const line = logLines.slice(before).find((line) => line.includes('refused below HTTP'))
+  t.match(JSON.parse(line ?? '{}'), { status: 0, errorName: 'HTTP_1_1_REQUIRED', code: 'HPE_PAUSED_H2_UPGRADE' })
+  t.match(await metrics.registry.metrics(), /payments_gate_requests_total\{operation="unrouted",status="0",error_name="HTTP_1_1_REQUIRED"} 1/)
 })
 
 scanLogsForCards(t)

@@ -1,7 +1,9 @@
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing } from '../../lib/cli/serve.js'
-import type { GateOptions } from '../../lib/gate.js'
+import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
+import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
+import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/surfaces/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
@@ -25,8 +27,9 @@ function pay(url: string, body: object): Promise<Reply> {
   return send(url, { headers: paymentHeaders(), body })
 }
 
-async function protectedGateway(t: Test, gate: Partial<GateOptions> = {}, answer?: Answer): Promise<Started> {
-  return startGateway(t, { gate: { idempotency: 'memory', ...gate }, answer })
+async function protectedGateway(t: Test, options: RetryProtectionOptions & { timeout?: number } = {}, answer?: Answer): Promise<Started> {
+  const { timeout, ...protection } = options
+  return startGateway(t, { idempotency: 'memory', ...protection, gate: { timeout }, answer })
 }
 
 const slowly =
@@ -178,8 +181,22 @@ t.test('a recorded answer expires with its TTL: then the reference is free again
   t.equal(backend.received.length, 2)
 })
 
+t.test('a store of your own: used for every payment, and closed when the gateway drains', async (t) => {
+  let closed = false
+  const store = new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 60_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_ANSWER })
+  const own = Object.assign(store, { close: async () => void (closed = true) })
+  const { url, backend, gateway } = await startGateway(t, { idempotency: own })
+  const payment = sale()
+  t.equal((await pay(url, payment)).status, 201)
+  t.equal((await pay(url, payment)).headers['idempotent-replayed'], 'true')
+  t.equal(store.size, 1, 'the key is in your store')
+  t.equal(backend.received.length, 1)
+  await gateway.drain(0)
+  t.ok(closed, 'closed with the drain')
+})
+
 t.test('retry protection off: every copy is forwarded', async (t) => {
-  const { url, backend } = await startGateway(t, { gate: { idempotency: 'off' } })
+  const { url, backend } = await startGateway(t, { idempotency: 'off' })
   const payment = sale()
   await pay(url, payment)
   await pay(url, payment)
@@ -219,6 +236,13 @@ t.test('Redis: two gateway processes on one Redis share the keys', async (t) => 
   const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? postA : postB)({ headers: paymentHeaders(), body: copies })))
   t.equal(backend.received.length, 2, 'of 40 copies split across both, one forwarded')
   t.same(new Set(replies.map((reply) => reply.status).filter((status) => status !== 201 && status !== 409)), new Set())
+
+  const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }
+  t.equal((await send(a as string, { headers: wrong, body: sale() })).status, 401)
+  const client = createRedisClient(redis.url)
+  t.teardown(() => client.disconnect())
+  t.ok(await whenReady(client, 5000))
+  t.same(await client.keys('payments-gate:login:*'), ['payments-gate:login:failures:shop-1'], "serve's --idempotency Redis also shares the failed-login throttle")
 })
 
 t.test('Redis stopped mid-run: fail closed, nothing forwarded twice, recovery without a restart', async (t) => {
@@ -292,8 +316,8 @@ t.test('Redis: the failed-login throttle is shared, ten wrong passwords across t
   const redis = await startRedis(t)
   if (redis === undefined) return
   const credentials = await writeCredentials(t.testdir())
-  const a = await startGateway(t, { gate: { idempotency: redis.url, credentials } })
-  const b = await startGateway(t, { target: a.backend.url, gate: { idempotency: redis.url, credentials } })
+  const a = await startGateway(t, { idempotency: redis.url, gate: { throttleRedis: redis.url, credentials } })
+  const b = await startGateway(t, { target: a.backend.url, idempotency: redis.url, gate: { throttleRedis: redis.url, credentials } })
   const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }
   for (let i = 0; i < 10; i++) t.equal((await send(i % 2 === 0 ? a.url : b.url, { headers: wrong, body: sale() })).status, 401)
   t.equal((await pay(a.url, sale())).status, 401, 'locked out on A')

@@ -1,5 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
 import type { Test } from 'tap'
 import { freePort } from './servers.js'
 
@@ -15,6 +19,23 @@ export interface RedisServer {
   freeze(): void
   /** Lets a frozen server run again (SIGCONT). */
   thaw(): void
+  /** Kills the server outright (SIGKILL), as a lost node; resolves once it exited. */
+  kill(): Promise<void>
+}
+
+export interface RedisOptions {
+  /** Starts a replica of this server, and waits until its replication link is up. */
+  replicaOf?: RedisServer
+}
+
+export interface SentinelServer {
+  readonly port: number
+  /** The name of the primary it watches. */
+  readonly master: string
+  /** `redis-sentinel://127.0.0.1:PORT/0#MASTER` */
+  readonly url: string
+  /** Where the Sentinel says the primary is now. */
+  primaryPort(): Promise<number>
 }
 
 const MISSING =
@@ -44,10 +65,37 @@ function pong(port: number): Promise<boolean> {
   })
 }
 
-function spawnRedis(port: number): ChildProcess {
-  // No persistence: nothing written to disk, and a restart comes back empty.
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no']
+/** A folder of its own for a server's files, removed when the test ends. */
+function scratch(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'payments-gate-redis-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildProcess {
+  // No persistence: a restart comes back empty. A replica still writes the copy it syncs from its primary: in `dir`.
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', dir, ...extra]
   return spawn('redis-server', args, { stdio: 'ignore' })
+}
+
+/** Asks a server something through a short-lived client. */
+async function ask<T>(port: number, question: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 })
+  try {
+    await client.connect()
+    return await question(client)
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** Waits, bounded, until `ok` holds; false when it never did. */
+async function eventually(ok: () => Promise<boolean>): Promise<boolean> {
+  for (let attempt = 0; attempt < 250; attempt++) {
+    if (await ok().catch(() => false)) return true
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  return false
 }
 
 async function waitForPong(port: number, child: ChildProcess): Promise<void> {
@@ -64,7 +112,7 @@ async function waitForPong(port: number, child: ChildProcess): Promise<void> {
  * Undefined when there is none on this machine: the test then fails, loudly,
  * unless PAYMENTS_GATE_SKIP_REDIS=1 outside CI, where it is skipped as loudly.
  */
-export async function startRedis(t: Test): Promise<RedisServer | undefined> {
+export async function startRedis(t: Test, options: RedisOptions = {}): Promise<RedisServer | undefined> {
   if (!haveRedis()) {
     if (process.env.CI !== 'true' && process.env.PAYMENTS_GATE_SKIP_REDIS === '1') {
       t.comment(MISSING)
@@ -73,20 +121,27 @@ export async function startRedis(t: Test): Promise<RedisServer | undefined> {
     return undefined
   }
   const port = await freePort()
+  const dir = scratch(t)
+  const primary = options.replicaOf
+  const extra = primary === undefined ? [] : ['--replicaof', '127.0.0.1', String(primary.port)]
   let child: ChildProcess | undefined
-  const stop = async () => {
+  const end = async (signal: NodeJS.Signals) => {
     const running = child
     child = undefined
     if (running === undefined || running.exitCode !== null) return
     const exited = new Promise((resolve) => running.once('exit', resolve))
     running.kill('SIGCONT')
-    running.kill('SIGTERM')
+    running.kill(signal)
     await exited
   }
+  const stop = () => end('SIGTERM')
   const start = async () => {
     await stop()
-    child = spawnRedis(port)
+    child = spawnRedis(port, dir, extra)
     await waitForPong(port, child)
+    if (primary !== undefined && !(await eventually(() => ask(port, async (client) => (await client.info('replication')).includes('master_link_status:up'))))) {
+      throw new Error(`the replica on port ${port} did not connect to its primary`)
+    }
   }
   t.teardown(stop)
   await start()
@@ -97,5 +152,41 @@ export async function startRedis(t: Test): Promise<RedisServer | undefined> {
     restart: start,
     freeze: () => void child?.kill('SIGSTOP'),
     thaw: () => void child?.kill('SIGCONT'),
+    kill: () => end('SIGKILL'),
   }
+}
+
+/**
+ * One `redis-server --sentinel` watching `primary`, on a free loopback port,
+ * with a config file in a folder of its own (Sentinel rewrites it), quorum 1,
+ * and a primary seen as down after `downAfterMs`. Stopped when the test ends.
+ */
+export async function startSentinel(t: Test, primary: RedisServer, downAfterMs = 1000): Promise<SentinelServer> {
+  const port = await freePort()
+  const master = 'payments'
+  const dir = scratch(t)
+  const config = join(dir, 'sentinel.conf')
+  const lines = [
+    `port ${port}`,
+    'bind 127.0.0.1',
+    `dir ${dir}`,
+    `sentinel monitor ${master} 127.0.0.1 ${primary.port} 1`,
+    `sentinel down-after-milliseconds ${master} ${downAfterMs}`,
+    `sentinel failover-timeout ${master} 10000`,
+    `sentinel parallel-syncs ${master} 2`,
+  ]
+  writeFileSync(config, `${lines.join('\n')}\n`)
+  const child = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' })
+  t.teardown(async () => {
+    if (child.exitCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGTERM')
+    await exited
+  })
+  await waitForPong(port, child)
+  const primaryPort = () => ask(port, async (client) => Number(((await client.call('SENTINEL', 'get-master-addr-by-name', master)) as string[])[1]))
+  // The Sentinel learns the replicas from the primary: wait until it knows them, or a failover has none to promote.
+  const replicas = await eventually(() => ask(port, async (client) => ((await client.call('SENTINEL', 'replicas', master)) as unknown[]).length > 0))
+  if (!replicas) throw new Error('the Sentinel did not discover the replicas')
+  return { port, master, url: `redis-sentinel://127.0.0.1:${port}/0#${master}`, primaryPort }
 }

@@ -18,17 +18,16 @@ export const ANSWER: RecordedAnswer = Object.freeze({
   body: Buffer.concat([Buffer.from('{"outcome":"authorized"}'), Buffer.from([0x00, 0xff, 0xfe, 0x80, 0xc3, 0x28, 0x0a, 0x0d, 0x22, 0x5c])]),
 })
 
-/** What every contract store records a claim as once its in-flight window ended without an answer. */
-export const UNKNOWN: RecordedAnswer = Object.freeze({
-  status: 504,
-  headers: ['Content-Type', 'application/json'],
-  body: Buffer.from('{"errorName":"gatewayTimeout","message":"The outcome is unknown."}'),
-})
-
 export const OVERSIZED: RecordedAnswer = Object.freeze({
   status: 422,
   headers: ['Content-Type', 'application/json'],
   body: Buffer.from('{"errorName":"transactionReferenceIsAlreadyUsed"}'),
+})
+
+export const UNKNOWN: RecordedAnswer = Object.freeze({
+  status: 500,
+  headers: ['Content-Type', 'application/json'],
+  body: Buffer.from('{"errorName":"internalErrorOccurred","message":"unknown"}'),
 })
 
 /** The bound on answers every contract store is built with. */
@@ -130,56 +129,67 @@ export function storeContract(t: Test, make: MakeStore): void {
 }
 
 /**
- * An expired claim is an unknown outcome, never a free key (CONTRACTS item 1,
- * docs/idempotency.md, the in-flight window): past `inFlightMs` with neither a
- * record nor a release, the key answers as recorded with the unknown answer for
- * `ttlMs` more; its owner may still record the real answer or release it.
+ * What every store promises of a claim that reaches the end of its in-flight
+ * window with neither a record nor a release (lib/idempotency/store.ts): an
+ * unknown outcome, replayed for a TTL, never a free key.
  */
-export function expiredClaimContract(t: Test, make: MakeStore): void {
-  t.test('past its in-flight window, a claim answers as recorded with the unknown answer', async (t) => {
-    const { store, advance, exact } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
+export function unknownOutcomeContract(t: Test, make: MakeStore): void {
+  const WINDOW = { ttlMs: 300, inFlightMs: 200 }
+
+  t.test('a claim past its window answers the unknown answer for its fingerprint, a mismatch for another, then expires a TTL later', async (t) => {
+    const { store, advance, exact } = await make(t, WINDOW)
     await claimed(t, store, 'k', 'f')
     if (exact) {
       await advance(199)
       t.same(await store.claim('k', 'f'), { state: 'inFlight' }, 'in flight just before')
-      await advance(2)
-    } else await advance(201)
-    same(t, await store.claim('k', 'f'), UNKNOWN, 'the same payment gets the unknown answer')
-    t.same(await store.claim('k', 'other'), { state: 'mismatch' }, 'another payment is a mismatch')
-  })
-
-  t.test('the unknown record lives ttlMs after the window, then the key is free', async (t) => {
-    const { store, advance, exact } = await make(t, { ttlMs: 300, inFlightMs: 200 })
-    await claimed(t, store, 'k', 'f')
+      await advance(1)
+    } else await advance(200)
+    same(t, await store.claim('k', 'f'), UNKNOWN, 'unknown, never a free key')
+    t.same(await store.claim('k', 'other'), { state: 'mismatch' })
     if (exact) {
-      await advance(499)
-      same(t, await store.claim('k', 'f'), UNKNOWN, 'still unknown just before')
-      await advance(2)
-    } else await advance(501)
+      await advance(299)
+      same(t, await store.claim('k', 'f'), UNKNOWN, 'still unknown just before the TTL ends')
+      await advance(1)
+    } else await advance(300)
     await claimed(t, store, 'k', 'f')
   })
 
-  t.test("a late real answer by the claim's owner replaces the unknown record; a stale token's does not", async (t) => {
-    const { store, advance } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
-    const stale = await claimed(t, store, 'k', 'f')
-    await store.release('k', stale)
+  t.test("a late real answer replaces the unknown one; a stale token's does not", async (t) => {
+    const { store, advance } = await make(t, WINDOW)
     const token = await claimed(t, store, 'k', 'f')
-    await advance(201)
-    await store.record('k', stale, OVERSIZED)
-    same(t, await store.claim('k', 'f'), UNKNOWN, 'a stale token records nothing')
+    await advance(200)
+    await store.record('k', 'never-issued', ANSWER)
+    same(t, await store.claim('k', 'f'), UNKNOWN, 'unknown')
     await store.record('k', token, ANSWER)
     same(t, await store.claim('k', 'f'), ANSWER, 'the real answer')
-    await store.record('k', token, OVERSIZED)
-    same(t, await store.claim('k', 'f'), ANSWER, 'and only once')
   })
 
-  t.test("a release by the claim's owner after the window frees the key", async (t) => {
-    const { store, advance } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
+  t.test("the owner's release past the window still frees the key", async (t) => {
+    const { store, advance } = await make(t, WINDOW)
     const token = await claimed(t, store, 'k', 'f')
-    await advance(201)
-    await store.release('k', 'never-issued')
-    same(t, await store.claim('k', 'f'), UNKNOWN, 'a token never issued releases nothing')
+    await advance(200)
     await store.release('k', token)
     await claimed(t, store, 'k', 'f')
+  })
+}
+
+/** Report mode's read-only look (docs/rollout.md): `peek` says what `claim` would, and never claims, records or refreshes. */
+export function peekContract(t: Test, make: MakeStore): void {
+  t.test('peek says what a claim would answer, and changes nothing', async (t) => {
+    const { store, advance } = await make(t, { ttlMs: 600_000, inFlightMs: 200 })
+    const peek = store.peek?.bind(store) as NonNullable<IdempotencyStore['peek']>
+    t.equal(await peek('k', 'f'), 'free')
+    t.equal(await peek('k', 'f'), 'free', 'a peek claims nothing')
+    const token = await claimed(t, store, 'k', 'f')
+    t.equal(await peek('k', 'f'), 'inFlight')
+    await store.record('k', token, ANSWER)
+    t.equal(await peek('k', 'f'), 'recorded')
+    t.equal(await peek('k', 'other'), 'mismatch')
+    same(t, await store.claim('k', 'f'), ANSWER, 'the recorded answer is still there')
+    await claimed(t, store, 'held', 'f')
+    await advance(150)
+    t.equal(await peek('held', 'f'), 'inFlight')
+    await advance(60)
+    t.equal(await peek('held', 'f'), 'recorded', 'a peek did not keep the claim alive: past its window it is an unknown outcome')
   })
 }

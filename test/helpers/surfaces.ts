@@ -44,11 +44,11 @@ export interface StartOptions extends Partial<Omit<GatewayOptions, 'gate'>> {
 export async function startGateway(t: Test, options: StartOptions = {}): Promise<Started> {
   const backend = await startBackend(options.answer)
   t.teardown(() => backend.close())
-  // Retry protection off unless a test asks for it: these tests send the same payment again on purpose.
-  const gate = await createGate({ policies: POLICIES_DIR, credentials: await testCredentials(), idempotency: 'off', ...options.gate })
+  const gate = await createGate({ policies: POLICIES_DIR, credentials: await testCredentials(), ...options.gate })
   t.teardown(() => gate.close())
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: false })
-  const gateway = createGateway({ target: backend.url, logger: captureLogger(), ...options, metrics, gate })
+  // Retry protection off unless a test asks for it: these tests send the same payment again on purpose.
+  const gateway = createGateway({ target: backend.url, logger: captureLogger(), idempotency: 'off', ...options, metrics, gate })
   const { port } = await gateway.listen(0, '127.0.0.1')
   t.teardown(() => gateway.drain(0))
   return { gate, gateway, backend, url: `http://127.0.0.1:${port}`, port, metrics }
@@ -60,6 +60,8 @@ export interface Echo {
   operation: string
   entity: string
   username: string
+  /** The request id the application was given (the backend's `X-Request-Id`, behind the proxy). */
+  requestId: string | undefined
 }
 
 export interface Embedding {
@@ -73,13 +75,13 @@ export interface Embedding {
 async function nodeEmbedding(gate: Gate): Promise<Embedding> {
   let handled = 0
   const server = createServer(
-    gate.handler((_req, res, passed) => {
+    gate.handler((_req, res, passed, requestId) => {
       handled++
       if (passed === undefined) {
         res.end('other')
         return
       }
-      const echo: Echo = { document: passed.document, operation: passed.operation, entity: passed.entity, username: passed.principal?.username as string }
+      const echo: Echo = { document: passed.document, operation: passed.operation, entity: passed.entity, username: passed.principal?.username as string, requestId }
       res.statusCode = 201
       res.setHeader('content-type', 'application/json')
       res.end(JSON.stringify(echo))
@@ -95,7 +97,7 @@ async function expressEmbedding(gate: Gate): Promise<Embedding> {
   app.post([SALE_PATH, RECURRING_PATH], (req, res) => {
     handled++
     const context = req.paymentsGate
-    const echo: Echo = { document: req.body, operation: context!.operation, entity: context!.entity, username: context!.principal.username }
+    const echo: Echo = { document: req.body, operation: context!.operation, entity: context!.entity, username: context!.principal.username, requestId: context!.requestId }
     res.status(201).json(echo)
   })
   app.get(OTHER_PATH, (_req, res) => {
@@ -119,7 +121,7 @@ export async function fastifyApp(gate: Gate, onHandled: () => void = () => {}): 
 
 function echoOf(request: FastifyRequest): Echo {
   const context = request.paymentsGate!
-  return { document: request.body, operation: context.operation, entity: context.entity, username: context.principal.username }
+  return { document: request.body, operation: context.operation, entity: context.entity, username: context.principal.username, requestId: context.requestId }
 }
 
 async function fastifyEmbedding(gate: Gate): Promise<Embedding> {
@@ -147,6 +149,7 @@ async function proxyEmbedding(gate: Gate): Promise<Embedding> {
       operation: req.url === SALE_PATH ? 'sale' : 'recurring',
       entity: document.merchant.entity,
       username: credentials.slice(0, credentials.indexOf(':')),
+      requestId: req.headers['x-request-id'] as string | undefined,
     }
     res.writeHead(201, { 'content-type': 'application/json' })
     res.end(JSON.stringify(echo))

@@ -2,10 +2,11 @@ import t from 'tap'
 import { createIdempotencyStore } from '../../lib/idempotency/create-store.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
+import { redisTarget } from '../../lib/idempotency/redis-client.js'
 import { startRedis } from '../helpers/redis.js'
-import { OVERSIZED } from '../helpers/store-contract.js'
+import { OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
-const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: OVERSIZED }
+const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN }
 
 t.test('off is no store; memory is this process', async (t) => {
   t.equal(createIdempotencyStore('off', OPTIONS), undefined)
@@ -38,9 +39,42 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis://host:6379/0?timeout=1',
     'http://host:6379',
     'redis://:hunter2@host:port',
+    'redis-sentinel://host:26379',
+    'redis-sentinel://host:26379/0',
+    'redis-sentinel://#mymaster',
+    'redis-sentinel://host:0#mymaster',
+    'redis-sentinel://a:1,#mymaster',
+    'redis-sentinel://host:26379/100#mymaster',
+    'redis-sentinel://host:26379#my#master',
   ]
   for (const spec of bad) {
-    t.throws(() => createIdempotencyStore(spec, OPTIONS), { message: /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\]$/, code: "EIDEMPOTENCY" }, spec)
+    t.throws(
+      () => createIdempotencyStore(spec, OPTIONS),
+      { message: /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/, code: 'EIDEMPOTENCY' },
+      spec,
+    )
   }
   t.throws(() => createIdempotencyStore('redis://:hunter2@host:port', OPTIONS), { message: /^(?!.*hunter2).*\*\*\*@host:port/ })
+})
+
+t.test('a redis-sentinel:// URL is read as ioredis Sentinel options: the Sentinels, the primary group, its database and password', async (t) => {
+  t.match(redisTarget('redis-sentinel://s1:26380,s2,10.0.0.3:26381/2#my-primary'), {
+    sentinels: [
+      { host: 's1', port: 26380 },
+      { host: 's2', port: 26379 },
+      { host: '10.0.0.3', port: 26381 },
+    ],
+    name: 'my-primary',
+    db: 2,
+    username: undefined,
+    password: undefined,
+    failoverDetector: true,
+  })
+  t.match(redisTarget('redis-sentinel://:p%40ss@s1:26379#m'), { db: 0, username: undefined, password: 'p@ss' }, 'a password as in redis://')
+  t.match(redisTarget('redis-sentinel://app:secret@s1:26379#m'), { username: 'app', password: 'secret' }, 'and a user')
+  t.equal(redisTarget('redis://h:1/0'), 'redis://h:1/0', 'redis:// as ioredis reads it')
+  t.throws(() => createIdempotencyStore('redis-sentinel://:hunter2@s1:26379/x#m', OPTIONS), { message: /^(?!.*hunter2).*\*\*\*@s1/ })
+  const store = createIdempotencyStore('redis-sentinel://127.0.0.1:1#m', { ...OPTIONS, commandTimeoutMs: 100, onError: () => {} })
+  t.ok(store instanceof RedisIdempotencyStore, 'a Sentinel spec is a Redis store')
+  await store?.close()
 })

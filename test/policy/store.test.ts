@@ -62,7 +62,8 @@ t.test('a changed, added or removed file takes effect without a restart', async 
   await unlink(join(dir, 'a.json'))
   await eventually(() => store.get('a') === undefined)
   t.same(store.entities, ['b'])
-  t.ok(log.outcomes.some((outcome) => outcome.ok))
+  t.ok(log.outcomes.length >= 3, 'each change reported')
+  t.ok(log.outcomes.every((outcome) => outcome.applied && outcome.refused.length === 0 && outcome.refusedNow === 0))
   t.match(log.lines.at(-1), { level: 'info', fields: { entities: ['b'] }, message: 'policies reloaded' })
 })
 
@@ -72,31 +73,79 @@ t.test('a file that fails to load keeps the last good policy, and is reported', 
   const store = await open(t, dir, { logger: log.logger, onReload: log.onReload })
   const good = store.get('a')
   await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['usd'] }))
-  await eventually(() => log.outcomes.some((outcome) => !outcome.ok))
+  await eventually(() => log.outcomes.some((outcome) => outcome.refused.length > 0))
   t.equal(store.get('a'), good, 'the very same last good policy')
-  const refused = log.outcomes.find((outcome) => !outcome.ok)
-  t.equal(refused?.file, join(dir, 'a.json'))
-  t.match(refused?.reason, /^\$\.currencies\[0\]: /)
+  const refused = log.outcomes.find((outcome) => outcome.refused.length > 0)
+  t.match(refused, { applied: false, refusedNow: 1 })
+  t.equal(refused?.refused[0]?.file, join(dir, 'a.json'))
+  t.match(refused?.refused[0]?.reason, /^\$\.currencies\[0\]: /)
   t.match(log.lines.find((line) => line.level === 'warn'), {
     fields: { file: join(dir, 'a.json'), reason: /currencies/ },
     message: /last good policy stays/,
   })
   // A new file that is invalid from the start has no last good policy: its entity stays unknown.
   await writeFile(join(dir, 'new.json'), '{"entity": "new"}')
-  await eventually(() => log.outcomes.some((outcome) => outcome.file === join(dir, 'new.json')))
+  await eventually(() => log.outcomes.some((outcome) => outcome.refused.some(({ file }) => file === join(dir, 'new.json'))))
   t.equal(store.get('new'), undefined)
+  t.equal(log.outcomes.at(-1)?.refusedNow, 2)
   // Once fixed, the file takes effect again.
   await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['CHF'] }))
   await eventually(() => store.get('a')?.currencies.has('CHF') === true)
+  t.match(log.outcomes.at(-1), { applied: true, refused: [], refusedNow: 1 })
+  // A refused file removed changes no policy, but no file is refused any more.
+  await unlink(join(dir, 'new.json'))
+  await eventually(() => log.outcomes.at(-1)?.refusedNow === 0)
+  t.match(log.outcomes.at(-1), { applied: false, refused: [] })
 })
 
-t.test('the same refusal is logged once, not at every re-scan', async (t) => {
+t.test('a refused version is logged and reported once, not at every re-scan; a new version of it once more', async (t) => {
   const dir = t.testdir({ 'a.json': policyJson('a') })
   const log = recorder()
   await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 20 })
   await writeFile(join(dir, 'a.json'), 'oops')
-  await eventually(() => log.outcomes.filter((outcome) => !outcome.ok).length >= 4)
+  await eventually(() => log.outcomes.length === 1)
+  await sleep(200)
+  t.equal(log.outcomes.length, 1, 'the re-scans that found the same version reported nothing')
   t.equal(log.lines.filter((line) => line.level === 'warn').length, 1)
+  // Another broken version with the very same reason is another refused version.
+  await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 1}')
+  await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 2}')
+  await eventually(() => log.outcomes.length >= 2)
+  await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 3}')
+  await eventually(() => log.outcomes.length >= 3)
+  t.ok(log.outcomes.every((outcome) => !outcome.applied && outcome.refused.length === 1 && outcome.refusedNow === 1))
+})
+
+t.test('nothing changed, nothing reported: the re-scans do not count as reloads', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a') })
+  const log = recorder()
+  await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 10 })
+  await writeFile(join(dir, 'a.json'), policyJson('a'))
+  await sleep(200)
+  t.same(log.outcomes, [], 'a file written again with the same policy changes nothing in force')
+  t.same(log.lines, [])
+})
+
+t.test('reload(): at once, counted as applied even when nothing changed; a refused file reported again', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a'), 'b.json': policyJson('b') })
+  const log = recorder()
+  const store = await open(t, dir, { logger: log.logger, onReload: log.onReload, debounceMs: 60_000, rescanMs: 60_000 })
+  await store.reload()
+  t.same(log.outcomes, [{ applied: true, refused: [], refusedNow: 0 }])
+  await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['NOK'] }))
+  await store.reload()
+  t.ok(store.get('a')?.currencies.has('NOK'), 'in force once reload() resolved, without waiting for the watcher')
+  await writeFile(join(dir, 'b.json'), '{')
+  await store.reload()
+  await store.reload()
+  t.match(log.outcomes.slice(2), [
+    { applied: false, refused: [{ file: join(dir, 'b.json') }], refusedNow: 1 },
+    { applied: false, refused: [{ file: join(dir, 'b.json') }], refusedNow: 1 },
+  ])
+  t.equal(log.lines.filter((line) => line.level === 'warn').length, 2, 'each asked-for reload that refused a file says so')
+  const [first, second] = [store.reload(), store.reload()]
+  t.equal(first, second, 'two asked while none has started are one reload')
+  await first
 })
 
 t.test("an editor's write-and-rename and a ConfigMap's symlink swap are both picked up", async (t) => {
@@ -125,8 +174,8 @@ t.test('a folder that disappears keeps every last good policy and is reported', 
   const log = recorder()
   const store = await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 20 })
   await rm(dir, { recursive: true })
-  await eventually(() => log.outcomes.some((outcome) => outcome.file === dir))
-  t.match(log.outcomes.find((outcome) => outcome.file === dir), { ok: false, reason: /ENOENT/ })
+  await eventually(() => log.outcomes.some((outcome) => outcome.refused.some(({ file }) => file === dir)))
+  t.match(log.outcomes.at(-1), { applied: false, refused: [{ file: dir, reason: /ENOENT/ }], refusedNow: 1 })
   t.equal(store.get('a')?.entity, 'a')
 })
 
@@ -141,13 +190,16 @@ t.test('after close nothing is reloaded', async (t) => {
   const dir = t.testdir({ 'a.json': policyJson('a') })
   const log = recorder()
   const store = await watchPolicies(dir, { onReload: log.onReload, debounceMs: 5, rescanMs: 5 })
+  await writeFile(join(dir, 'c.json'), policyJson('c'))
   await eventually(() => log.outcomes.length > 0)
   store.close()
+  await store.reload()
+  t.equal(log.outcomes.length, 1, 'not even one asked for')
   await sleep(10)
   const seen = log.outcomes.length
   await writeFile(join(dir, 'b.json'), policyJson('b'))
   await sleep(100)
-  t.equal(store.size, 1)
+  t.equal(store.size, 2)
   t.ok(log.outcomes.length <= seen + 1, 'at most the reload that was already running')
 })
 

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import { sendRejection } from '../../http/answer.js'
-import type { Exchange } from './exchange.js'
+import { backendCallDone, type Exchange } from './exchange.js'
 import { faultAnswer, type FaultKind } from './faults.js'
 
 /**
@@ -10,6 +10,7 @@ import { faultAnswer, type FaultKind } from './faults.js'
  */
 export function answerFault(res: ServerResponse, exchange: Exchange, kind: FaultKind): void {
   exchange.backendError = kind
+  backendCallDone(exchange, 0, kind)
   const answer = faultAnswer(kind)
   if (!res.headersSent) exchange.errorName = answer.body.errorName
   sendRejection(res, answer)

@@ -1,6 +1,8 @@
 import { ServerResponse, type IncomingMessage } from 'node:http'
+import type { Span } from '@opentelemetry/api'
 import type { Logger } from '../../log.js'
 import type { BackendErrorKind, Metrics, RetryProtectionOutcome } from '../../metrics.js'
+import { endSpan } from '../../tracing.js'
 
 /**
  * What is known about one request as it goes through the gateway, filled in
@@ -12,13 +14,29 @@ export interface Exchange {
   readonly gateway: GatewayState
   /** `sale`, `recurring`, or `other` for a path passed through. */
   readonly operation: string
+  /** Its id (docs/logs-and-metrics.md, request ids): sent to the backend, on every answer, in the log line. */
+  readonly requestId: string
   readonly started: number
+  /** Who called: the connection's peer, or behind trusted proxies the client they name (x-forwarded.ts). */
+  readonly remoteAddress: string | undefined
   entity: string | undefined
   user: string | undefined
   errorName: string | undefined
   backendError: BackendErrorKind | undefined
   /** What retry protection did with a payment that passed every check. */
   retryProtection: RetryProtectionOutcome | undefined
+  /** `report` when the request is passed on as it came (docs/rollout.md): the relays then pass the backend's answer as it came too. */
+  mode: 'report' | undefined
+  /** Report mode: the error name enforce mode would have answered. */
+  wouldRefuse: string | undefined
+  /** Report mode: the rewrites enforce mode would have made. */
+  wouldRewrite: readonly string[] | undefined
+  /** Report mode: what retry protection would have done, from a read-only look at its store. */
+  wouldRetryProtection: RetryProtectionOutcome | undefined
+  /** Its server span, when an OpenTelemetry SDK is registered (docs/tracing.md). */
+  span: Span | undefined
+  /** The span of its call to the backend, until that call is over. */
+  backendSpan: Span | undefined
 }
 
 /** What every response of one gateway reads when its answer starts. */
@@ -45,9 +63,26 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
    * every young-generation GC several times as expensive (docs/performance.md).
    */
   override writeHead(...args: [number, ...unknown[]]): this {
-    if (this.exchange?.gateway.draining === true) this.shouldKeepAlive = false
+    const exchange = this.exchange
+    if (exchange !== undefined) {
+      if (exchange.gateway.draining) this.shouldKeepAlive = false
+      withRequestId(args, exchange.requestId)
+    }
     return Reflect.apply(super.writeHead, this, args) as this
   }
+}
+
+/**
+ * `writeHead`'s arguments with `X-Request-Id` added to its headers, a copy of
+ * the caller's: a relayed answer's list is also what retry protection
+ * records, and a replay must carry the id of the request it answers.
+ */
+function withRequestId(args: unknown[], id: string): void {
+  const last = args.length - 1
+  const headers = args[last]
+  if (Array.isArray(headers)) args[last] = [...(headers as string[]), 'x-request-id', id]
+  else if (typeof headers === 'object') args[last] = { ...headers, 'x-request-id': id }
+  else args.push({ 'x-request-id': id })
 }
 
 /** A call to the backend on behalf of one response. */
@@ -62,8 +97,25 @@ export interface Recorder {
 }
 
 /** Starts the record of a request; `record` writes it out when the response closes. */
-export function track(res: GatewayResponse, gateway: GatewayState, operation: string): Exchange {
-  const exchange: Exchange = { gateway, operation, started: performance.now(), entity: undefined, user: undefined, errorName: undefined, backendError: undefined, retryProtection: undefined }
+export function track(res: GatewayResponse, gateway: GatewayState, operation: string, requestId: string, remoteAddress: string | undefined): Exchange {
+  const exchange: Exchange = {
+    gateway,
+    operation,
+    requestId,
+    started: performance.now(),
+    remoteAddress,
+    entity: undefined,
+    user: undefined,
+    errorName: undefined,
+    backendError: undefined,
+    retryProtection: undefined,
+    mode: undefined,
+    wouldRefuse: undefined,
+    wouldRewrite: undefined,
+    wouldRetryProtection: undefined,
+    span: undefined,
+    backendSpan: undefined,
+  }
   res.exchange = exchange
   return exchange
 }
@@ -76,9 +128,13 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
   const { operation } = exchange
   recorder.metrics?.request(operation, status, exchange.errorName, seconds)
   if (exchange.backendError !== undefined) recorder.metrics?.backendError(exchange.backendError)
+  if (exchange.mode !== undefined) recordReport(exchange, recorder.metrics)
+  if (exchange.span !== undefined) endSpans(exchange, exchange.span, status)
   recorder.logger.info({
     method: res.req.method,
     path: res.req.url,
+    requestId: exchange.requestId,
+    remoteAddress: exchange.remoteAddress,
     operation,
     entity: exchange.entity,
     user: exchange.user,
@@ -86,7 +142,33 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
     errorName: exchange.errorName,
     backendError: exchange.backendError,
     retryProtection: exchange.retryProtection,
+    mode: exchange.mode,
+    wouldRefuse: exchange.wouldRefuse,
+    wouldRewrite: exchange.wouldRewrite,
+    wouldRetryProtection: exchange.wouldRetryProtection,
     complete: res.writableFinished,
     durationMs: Math.round(seconds * 1e4) / 10,
   })
+}
+
+/** Report mode's metrics: what enforce mode would have refused or rewritten (docs/rollout.md). */
+function recordReport(exchange: Exchange, metrics: Metrics | undefined): void {
+  const { operation, wouldRefuse, wouldRewrite } = exchange
+  const entity = exchange.entity ?? 'unknown'
+  if (wouldRefuse !== undefined) metrics?.wouldRefuse(operation, wouldRefuse, entity)
+  if (wouldRewrite !== undefined) for (const rewrite of wouldRewrite) metrics?.wouldRewrite(operation, rewrite, entity)
+}
+
+/** The call to the backend is over: its span ends with the backend's status, or how the call failed. */
+export function backendCallDone(exchange: Exchange, status: number, fault?: BackendErrorKind): void {
+  const span = exchange.backendSpan
+  if (span === undefined) return
+  exchange.backendSpan = undefined
+  endSpan(span, { status, backendError: fault })
+}
+
+function endSpans(exchange: Exchange, span: Span, status: number): void {
+  // Still open only for a path passed through, whose answer is the backend's own status, or a client gone first.
+  backendCallDone(exchange, status, exchange.backendError)
+  endSpan(span, { status, errorName: exchange.errorName, entity: exchange.entity, retryProtection: exchange.retryProtection, backendError: exchange.backendError })
 }

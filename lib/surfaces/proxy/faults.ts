@@ -1,4 +1,4 @@
-import { reject, type Rejection } from '../../errors.js'
+import { INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../../errors.js'
 import type { BackendErrorKind } from '../../metrics.js'
 
 /** The backend did not answer within `--timeout` (the pass-through engine's own timer). */
@@ -36,9 +36,6 @@ export function faultKind(error: Error): FaultKind {
   return (code === undefined ? undefined : FAULTS.get(code)) ?? 'reset'
 }
 
-const SERVICE_UNAVAILABLE = reject('serviceUnavailable')
-const INTERNAL_ERROR = reject('internalErrorOccurred')
-
 /**
  * The answer to a failed backend: 503 when it could not be reached (the
  * payment certainly did not happen, the client may retry), 500 when it may
@@ -46,29 +43,4 @@ const INTERNAL_ERROR = reject('internalErrorOccurred')
  */
 export function faultAnswer(kind: FaultKind): Rejection {
   return kind === 'refused' ? SERVICE_UNAVAILABLE : INTERNAL_ERROR
-}
-
-/**
- * What a backend 5xx becomes: `undefined` when its body (read up to a limit;
- * `undefined` past it) is in the error format and goes on as it is; else the
- * standard body with the backend's status, keeping its `Retry-After`, which
- * still tells the client when to come back.
- */
-export function serverErrorReplacement(status: number, body: Buffer | undefined, retryAfter: string | undefined): Rejection | undefined {
-  if (body !== undefined && isErrorFormat(body)) return undefined
-  const headers = retryAfter === undefined ? undefined : { 'Retry-After': retryAfter }
-  return reject(status === 503 ? 'serviceUnavailable' : 'internalErrorOccurred', { status, headers })
-}
-
-/** The error format: a JSON object with string `errorName` and `message`. */
-function isErrorFormat(body: Buffer): boolean {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(body.toString('utf8'))
-  } catch {
-    return false
-  }
-  if (typeof parsed !== 'object' || parsed === null) return false
-  const { errorName, message } = parsed as Record<string, unknown>
-  return typeof errorName === 'string' && typeof message === 'string'
 }

@@ -1,7 +1,10 @@
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http'
 import { createProxyServer } from 'http-proxy-3'
+import type { Span, Tracer } from '@opentelemetry/api'
 import { Pool } from 'undici'
+import { NO_RULES, type BackendErrorSource } from '../../backend-errors/rules.js'
 import { DEFAULTS } from '../../defaults.js'
+import { startBackendSpan } from '../../tracing.js'
 import { answerFault } from './answer-fault.js'
 import { backendPaths } from './backend-path.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
@@ -20,10 +23,14 @@ export interface ForwarderOptions {
   timeout: number
   /** Most connections open to the backend at once, per engine; further requests wait for one. */
   maxSockets?: number
-  /** Largest 5xx body read to see whether it is in the error format. */
+  /** Largest error body read to decide what the client gets of it (docs/backend-faults.md). */
   errorBodyLimit?: number
-  /** Largest answer body handed whole to a payment's `settled` callback; none when unset. */
+  /** Largest answer (body and headers, lib/idempotency/answer-size.ts) handed whole to a payment's `settled` callback; none when unset. */
   keepAnswerBytes?: number
+  /** The rules naming the backend's error answers to payments; none when unset. */
+  backendErrors?: BackendErrorSource
+  /** The registered SDK's tracer: each call gets a client span, sent to the backend as its parent. */
+  tracer?: Tracer | undefined
 }
 
 export interface Forwarder {
@@ -45,7 +52,7 @@ export interface Forwarder {
  * which streams a body of any size untouched.
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
-  const { timeout } = options
+  const { timeout, tracer, target } = options
   const errorBodyLimit = options.errorBodyLimit ?? DEFAULTS.errorBodyLimit
   const maxSockets = options.maxSockets ?? DEFAULTS.maxSockets
   // One bounded keep-alive pool: without it every request opens a connection
@@ -68,7 +75,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     bodyTimeout: timeout,
   })
   const pathOf = backendPaths(options.target)
-  const settings = { errorBodyLimit, keepAnswerBytes: options.keepAnswerBytes }
+  const settings = { errorBodyLimit, keepAnswerBytes: options.keepAnswerBytes, backendErrors: options.backendErrors ?? { rules: NO_RULES } }
   // Called as the request's own `timeout` listener: one function for every request.
   function onBackendTimeout(this: ClientRequest): void {
     this.destroy(new BackendTimeout(timeout))
@@ -91,6 +98,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     forward(req, res, payload, settled) {
       const headers = forwardedRequestHeaders(req.headers, payload === undefined)
       addForwardedHeaders(headers, req)
+      const exchange = res.exchange as Exchange
+      headers['x-request-id'] = exchange.requestId
+      if (tracer !== undefined) exchange.backendSpan = startBackendSpan(tracer, exchange.span as Span, req.method as string, target, headers)
       if (payload === undefined) {
         req.headers = headers
         proxy.web(req, res)

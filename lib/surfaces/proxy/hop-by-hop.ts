@@ -56,7 +56,8 @@ export function forwardedRequestHeaders(headers: IncomingHttpHeaders, framing: b
  * spelt as the backend sent it (`Set-Cookie` may repeat). With `bodyLength`,
  * the backend's `Content-Length` is replaced by it. The list is read, never
  * changed: the backend's `Keep-Alive` hint in it still tells the client
- * engine how long to keep the connection.
+ * engine how long to keep the connection. The backend's `X-Request-Id` is
+ * left out: the gateway's own goes on every answer (exchange.ts).
  */
 export function relayedHeaders(raw: readonly string[], bodyLength?: number): string[] {
   const listed = listedNames(connectionOf(raw))
@@ -64,7 +65,7 @@ export function relayedHeaders(raw: readonly string[], bodyLength?: number): str
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
     const lower = name.toLowerCase()
-    if (isHopByHop(lower, listed) || (bodyLength !== undefined && lower === 'content-length')) continue
+    if (isHopByHop(lower, listed) || lower === 'x-request-id' || (bodyLength !== undefined && lower === 'content-length')) continue
     headers.push(name, raw[i + 1] as string)
   }
   if (bodyLength !== undefined) headers.push('content-length', String(bodyLength))
@@ -80,12 +81,4 @@ function connectionOf(raw: readonly string[]): string | undefined {
     value = value === undefined ? raw[i + 1] : `${value}, ${raw[i + 1]}`
   }
   return value
-}
-
-/** The first value of header `name` (lower case) in a raw list, as node keeps the first of a repeated singleton. */
-export function rawHeader(raw: readonly string[], name: string): string | undefined {
-  for (let i = 0; i < raw.length; i += 2) {
-    if ((raw[i] as string).toLowerCase() === name) return raw[i + 1]
-  }
-  return undefined
 }

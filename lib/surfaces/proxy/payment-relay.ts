@@ -1,16 +1,18 @@
 import type { Dispatcher } from 'undici'
-import { answerOf, flatHeaders, writeAnswer } from '../../http/answer.js'
+import type { BackendErrorSource } from '../../backend-errors/rules.js'
+import { answerBytes, headerBytes } from '../../idempotency/answer-size.js'
 import { answerFault } from './answer-fault.js'
+import { clientAnswer, inspected, type ClientAnswer } from './backend-answer.js'
 import { BoundedBody } from './bounded-body.js'
-import type { BackendCall, Exchange, GatewayResponse } from './exchange.js'
-import { faultKind, serverErrorReplacement, type FaultKind } from './faults.js'
-import { rawHeader, relayedHeaders } from './hop-by-hop.js'
+import { backendCallDone, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
+import { faultKind, type FaultKind } from './faults.js'
+import { relayedHeaders } from './hop-by-hop.js'
 
 /**
  * How a forwarded payment ended, for retry protection. `answered`: what the
- * client got (a backend 5xx not in the error format as the standard body it
- * was replaced by), `headers` as the flat raw list sent, `body` only when
- * asked for and no larger than asked. Otherwise the fault: `refused` (the
+ * client got (a backend error answer as backend-answer.ts decided it),
+ * `headers` as the flat raw list sent, `body` only when asked for and the
+ * answer no larger than asked. Otherwise the fault: `refused` (the
  * payment never left the gateway), `timeout`, or `reset` (it may have been
  * received; also when the answer broke after its headers went out, or the
  * client left before it was complete).
@@ -22,10 +24,12 @@ export type BackendOutcome =
 export type OnSettled = (outcome: BackendOutcome) => void
 
 export interface PaymentRelaySettings {
-  /** Largest 5xx body read to see whether it is in the error format. */
+  /** Largest error body read to decide what the client gets of it. */
   readonly errorBodyLimit: number
-  /** Largest answer body handed to `settled`; none when undefined. */
+  /** Largest answer handed whole to `settled`, body and headers as retry protection's store measures it; none when undefined. */
   readonly keepAnswerBytes: number | undefined
+  /** The rules in force for the backend's error answers (docs/backend-faults.md). */
+  readonly backendErrors: BackendErrorSource
 }
 
 const FAULTS: Readonly<Record<FaultKind, BackendOutcome>> = {
@@ -60,7 +64,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
   private statusText = ''
   private raw: string[] = []
   private headers: string[] = []
-  private serverError: BoundedBody | undefined = undefined
+  /** The body of an error answer, read whole before anything of it goes out. */
+  private inspecting: BoundedBody | undefined = undefined
   private kept: BoundedBody | undefined = undefined
   private resume: (() => void) | undefined = undefined
 
@@ -99,23 +104,25 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     if (status < 200) return true
     this.status = status
     this.raw = latin1(rawHeaders)
-    if (status >= 500) {
-      // Read first, so that a body not in the error format can still be replaced.
-      this.exchange.backendError = 'serverError'
-      this.statusText = statusText
-      this.serverError = new BoundedBody(this.settings.errorBodyLimit)
+    if (status >= 500) this.exchange.backendError = 'serverError'
+    this.statusText = statusText
+    // Report mode passes the backend's answer as it came (docs/rollout.md).
+    if (inspected(status, true) && this.exchange.mode !== 'report') {
+      this.inspecting = new BoundedBody(this.settings.errorBodyLimit)
       return true
     }
     this.headers = relayedHeaders(this.raw)
     if (!this.clientLeft) this.res.writeHead(status, statusText, this.headers)
-    if (this.settings.keepAnswerBytes !== undefined) this.kept = new BoundedBody(this.settings.keepAnswerBytes)
+    const limit = this.settings.keepAnswerBytes
+    // Kept only while the whole answer fits the limit, measured as the store measures it (answer-size.ts).
+    if (limit !== undefined) this.kept = new BoundedBody(limit - headerBytes(this.headers))
     this.resume = resume
     return true
   }
 
   onData(chunk: Buffer): boolean {
-    if (this.serverError !== undefined) {
-      this.serverError.add(chunk)
+    if (this.inspecting !== undefined) {
+      this.inspecting.add(chunk)
       return true
     }
     this.kept?.add(chunk)
@@ -127,8 +134,9 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
 
   onComplete(): void {
     this.ended = true
-    if (this.serverError !== undefined) {
-      this.endServerError(this.serverError.bytes())
+    backendCallDone(this.exchange, this.status)
+    if (this.inspecting !== undefined) {
+      this.endInspected(this.inspecting.bytes())
       return
     }
     if (!this.clientLeft) this.res.end()
@@ -148,25 +156,17 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     this.settled?.(FAULTS[kind])
   }
 
-  private endServerError(body: Buffer | undefined): void {
-    const replacement = serverErrorReplacement(this.status, body, rawHeader(this.raw, 'retry-after'))
-    if (replacement === undefined) {
-      const passed = body as Buffer
-      this.headers = relayedHeaders(this.raw, passed.length)
-      this.res.writeHead(this.status, this.statusText, this.headers)
-      this.res.end(passed)
-      this.settled?.({ kind: 'answered', status: this.status, headers: this.headers, body: this.keep(passed) })
-      return
-    }
-    this.exchange.errorName = replacement.body.errorName
-    const answer = answerOf(replacement)
-    writeAnswer(this.res, answer)
-    this.settled?.({ kind: 'answered', status: answer.status, headers: flatHeaders(answer), body: this.keep(answer.body) })
+  private endInspected(body: Buffer | undefined): void {
+    const answer = clientAnswer(this.status, this.raw, body, this.settings.backendErrors.rules)
+    if (answer.errorName !== undefined) this.exchange.errorName = answer.errorName
+    this.res.writeHead(answer.status, this.statusText, answer.headers)
+    this.res.end(answer.body)
+    this.settled?.({ kind: 'answered', status: answer.status, headers: answer.headers, body: this.keep(answer) })
   }
 
-  private keep(body: Buffer): Buffer | undefined {
+  private keep(answer: ClientAnswer): Buffer | undefined {
     const limit = this.settings.keepAnswerBytes
-    return limit !== undefined && body.length <= limit ? body : undefined
+    return limit !== undefined && answerBytes(answer) <= limit ? answer.body : undefined
   }
 }
 

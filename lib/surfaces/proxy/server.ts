@@ -1,23 +1,30 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
+import type { BackendErrorSource } from '../../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
-import { reject, type Rejection } from '../../errors.js'
+import type { Principal } from '../../checks/auth.js'
+import type { Reported } from '../../checks/index.js'
+import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../../errors.js'
 import type { Gate } from '../../gate.js'
 import { answerOf, writeAnswer } from '../../http/answer.js'
 import { answerClientError } from '../../http/client-error.js'
 import { listen } from '../../http/listen.js'
 import { inTurn } from '../../http/pipelining.js'
 import { ABORTED } from '../../http/read-body.js'
+import { requestIdOf } from '../../http/request-id.js'
 import { screen } from '../../http/screen.js'
 import type { Logger } from '../../log.js'
-import type { RecordedAnswer } from '../../idempotency/store.js'
 import type { Metrics } from '../../metrics.js'
+import type { Mode } from '../../policy/policy.js'
 import type { Operation } from '../../schema/payment.js'
+import { registeredTracer, startServerSpan } from '../../tracing.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
+import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
+import { clientAddress } from './x-forwarded.js'
 
-/** The reverse proxy's options: the gate whose checks it runs, the backend, and its server's limits. */
-export interface GatewayOptions {
+/** The reverse proxy's options: the gate whose checks it runs, the backend, retry protection, and its server's limits. */
+export interface GatewayOptions extends RetryProtectionOptions {
   /** The gate built by `createGate`: its checks screen every request. */
   gate: Gate
   /** The backend, an `http:` URL. */
@@ -36,45 +43,62 @@ export interface GatewayOptions {
   keepAliveTimeout?: number
   /** Most connections open to the backend at once. Default 256. */
   maxSockets?: number
+  /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed, for the log line's `remoteAddress`. Default 0. */
+  trustProxy?: number
+  /**
+   * The rules naming the backend's error answers (docs/backend-faults.md), e.g.
+   * `await watchBackendErrors(FILE)`. Default: the gate's (`createGate({ backendErrors })`).
+   */
+  backendErrors?: BackendErrorSource
+  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). Default: the gate's `mode`. */
+  mode?: Mode
 }
 
 export interface Gateway {
   readonly server: Server<typeof IncomingMessage, typeof GatewayResponse>
   /** Listening, and not draining: what `/readyz` reports. */
   readonly ready: boolean
+  /** Waits for retry protection's store (a Redis: until it answers, or its command timeout), then listens. */
   listen(port: number, host?: string): Promise<AddressInfo>
   /**
    * Stops accepting, answers 503 to new requests on open connections, lets
-   * the requests in flight finish, then closes. After `graceMs` the connections
-   * still open are cut.
+   * the requests in flight finish, then closes, retry protection's store included.
+   * After `graceMs` the connections still open are cut.
    */
   drain(graceMs?: number): Promise<void>
 }
 
-const DRAINING = reject('serviceUnavailable', { close: true })
-const INTERNAL_ERROR = reject('internalErrorOccurred', { close: true })
+const DRAINING = closing(SERVICE_UNAVAILABLE)
+const FAILED = closing(INTERNAL_ERROR)
 
 /**
- * A recorded answer, sent again as it was, marked as a replay (the IETF draft
- * "The Idempotency-Key HTTP Header Field"; docs/idempotency.md).
+ * The reverse proxy: every request is screened by the shared checks, then
+ * answered or forwarded once, payments under retry protection. Throws the
+ * one-line `EIDEMPOTENCY` error for a store spec it does not take.
  */
-function replay(res: GatewayResponse, answer: RecordedAnswer): void {
-  res.writeHead(answer.status, [...answer.headers, 'Idempotent-Replayed', 'true'])
-  res.end(answer.body)
+/** A server span's name: the method and operation (`POST sale`), or the method alone for a path passed through. */
+function spanName(method: string, operation: Operation | undefined): string {
+  return operation === undefined ? method : `${method} ${operation}`
 }
 
-/** The reverse proxy: every request is screened by the shared checks, then answered or forwarded once. */
 export function createGateway(options: GatewayOptions): Gateway {
   const { gate, logger, metrics } = options
   const { checks } = gate
+  const mode = options.mode ?? checks.mode
   const recorder = { logger, metrics }
-  const protection = gate.retryProtection
+  const trustProxy = options.trustProxy ?? DEFAULTS.trustProxy
+  const protectedPayments = options.idempotency !== 'off'
+  // Asked once: without a registered SDK no request makes a span (docs/tracing.md).
+  const tracer = registeredTracer()
   const forwarder = createForwarder({
+    tracer,
     target: new URL(options.target),
     timeout: gate.timeout,
     maxSockets: options.maxSockets,
-    keepAnswerBytes: protection === undefined ? undefined : IDEMPOTENCY_DEFAULTS.maxAnswerBytes,
+    keepAnswerBytes: protectedPayments ? IDEMPOTENCY_DEFAULTS.maxAnswerBytes : undefined,
+    backendErrors: options.backendErrors ?? gate.backendErrors,
   })
+  const payments = createPayments(forwarder, { ...options, timeout: gate.timeout, metrics })
   const server = createServer({
     ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.
@@ -98,7 +122,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, DRAINING)
       return
     }
-    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined)
+    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined, mode)
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()
@@ -109,25 +133,39 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, screened)
       return
     }
-    exchange.entity = screened.entity
-    exchange.user = screened.principal?.username
-    const payload = Buffer.from(JSON.stringify(screened.document))
-    if (protection === undefined) {
-      forwarder.forward(req, res, payload)
+    if (screened.ok === 'report') {
+      await passAsItCame(req, res, exchange, screened, expectsContinue)
       return
     }
-    let guarded = protection.guard(screened, payload)
-    if (guarded instanceof Promise) guarded = await guarded
-    exchange.retryProtection = guarded.outcome
-    metrics?.retryProtection(guarded.outcome)
-    if (guarded.kind === 'forward') {
-      const { ticket } = guarded
-      forwarder.forward(req, res, payload, ticket && ((outcome) => protection.settle(ticket, outcome)))
-    } else if (guarded.kind === 'replay') {
-      replay(res, guarded.answer)
-    } else {
-      refuse(res, exchange, guarded.rejection)
+    exchange.entity = screened.entity
+    exchange.user = screened.principal?.username
+    return payments.forward(req, res, exchange, screened, Buffer.from(JSON.stringify(screened.document)))
+  }
+
+  /**
+   * Report mode (docs/rollout.md): the request goes to the backend once, as it came, and its answer
+   * comes back as it came; the record says what enforce mode would have done.
+   */
+  async function passAsItCame(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, reported: Reported, expectsContinue: boolean): Promise<void> {
+    exchange.mode = 'report'
+    exchange.entity = reported.entity
+    // screen() always authenticates: a report reaching the proxy has its user.
+    exchange.user = (reported.principal as Principal).username
+    exchange.wouldRefuse = reported.wouldRefuse?.body.errorName
+    if (reported.wouldRewrite.length > 0) exchange.wouldRewrite = reported.wouldRewrite
+    const { document, body } = reported
+    if (document !== undefined) {
+      let would = payments.inspect({ operation: reported.operation, entity: reported.entity as string, document }, Buffer.from(JSON.stringify(document)))
+      if (would instanceof Promise) would = await would
+      exchange.wouldRetryProtection = would
     }
+    if (body !== undefined) {
+      forwarder.forward(req, res, Buffer.from(body.buffer, body.byteOffset, body.length))
+      return
+    }
+    // A body left unread from the start still waits for its 100; one put back after the limit had it.
+    if (expectsContinue && !req.readableDidRead) res.writeContinue()
+    forwarder.forward(req, res)
   }
 
   // One listener for every response (its `this`), so that no closure is made per request.
@@ -141,11 +179,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
     // Looked up once: the label of the log line and metrics (a 405 keeps its operation's), and screen()'s route.
     const operation = checks.operationOf(req.url)
-    const exchange = track(res, state, operation ?? 'other')
+    const exchange = track(res, state, operation ?? 'other', requestIdOf(req.headers['x-request-id']), clientAddress(req, trustProxy))
+    if (tracer !== undefined) exchange.span = startServerSpan(tracer, spanName(req.method as string, operation), req.method as string, req.headers, exchange.operation, exchange.requestId)
     res.on('close', onClose)
     handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
-      refuse(res, exchange, INTERNAL_ERROR)
+      refuse(res, exchange, FAILED)
     })
   }
 
@@ -154,11 +193,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   // With this listener node leaves `Expect: 100-continue` to us: the 100 is sent only once the head passed.
   server.on('checkContinue', (req: IncomingMessage, res: GatewayResponse) => inTurn(res, () => onRequest(req, res, true)))
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    // Read before the answer closes the socket, which forgets its peer.
+    const { remoteAddress } = socket as Socket
     const refusal = answerClientError(error, socket)
     if (refusal === undefined) return
-    const { status, body } = refusal
-    metrics?.request('unrouted', status, body.errorName, 0)
-    logger.info({ status, errorName: body.errorName, code: error.code }, 'refused below HTTP')
+    const { status, errorName } = refusal
+    metrics?.request('unrouted', status, errorName, 0)
+    logger.info({ status, errorName, code: error.code, remoteAddress }, 'refused below HTTP')
   })
 
   return {
@@ -167,6 +208,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return listening && !state.draining
     },
     async listen(port, host) {
+      await payments.ready()
       const address = await listen(server, port, host)
       listening = true
       return address
@@ -180,7 +222,7 @@ export function createGateway(options: GatewayOptions): Gateway {
           clearTimeout(cut)
           listening = false
           forwarder.close()
-          resolve()
+          resolve(payments.close())
         })
         server.closeIdleConnections()
       })

@@ -23,3 +23,26 @@ function append(headers: IncomingHttpHeaders, name: string, value: string): void
 function portOf(host: string | undefined): string {
   return host?.match(/:(\d+)/)?.[1] ?? '80'
 }
+
+/**
+ * The client's address for the log line. Behind `trustedHops` proxies, each of
+ * which appends the address it was called from to `X-Forwarded-For`, it is the
+ * entry the farthest of them added: the Nth counted from the right. Entries
+ * further left came with the request into that proxy, so any client can forge
+ * them; the leftmost is taken only when it is that Nth one. A header with fewer
+ * entries did not pass every trusted hop, and the connection's peer is logged.
+ */
+export function clientAddress(req: IncomingMessage, trustedHops: number): string | undefined {
+  const peer = req.socket.remoteAddress
+  if (trustedHops === 0) return peer
+  // node joins repeated X-Forwarded-For lines into one string, with ", ".
+  const header = req.headers['x-forwarded-for'] as string | undefined
+  if (header === undefined) return peer
+  let end = header.length
+  for (let hop = 1; hop < trustedHops; hop++) {
+    end = header.lastIndexOf(',', end - 1)
+    if (end === -1) return peer
+  }
+  const start = header.lastIndexOf(',', end - 1) + 1
+  return header.slice(start, end).trim() || peer
+}

@@ -1,10 +1,11 @@
-import { createServer, request, type IncomingMessage } from 'node:http'
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
+import { requestIdOf } from '../../../lib/http/request-id.js'
 import { backendPaths } from '../../../lib/surfaces/proxy/backend-path.js'
 import { GatewayResponse, track, type Exchange } from '../../../lib/surfaces/proxy/exchange.js'
 import { faultKind } from '../../../lib/surfaces/proxy/faults.js'
-import { createForwarder, type BackendOutcome, type ForwarderOptions } from '../../../lib/surfaces/proxy/forward.js'
+import { createForwarder, type BackendOutcome, type Forwarder, type ForwarderOptions } from '../../../lib/surfaces/proxy/forward.js'
 import { send, until } from '../../helpers/http.js'
 import { type Answer, createdBytes, startBackend, startRawBackend } from '../../helpers/servers.js'
 
@@ -14,6 +15,7 @@ import { type Answer, createdBytes, startBackend, startRawBackend } from '../../
  */
 interface Host {
   readonly url: string
+  readonly forwarder: Forwarder
   readonly outcomes: BackendOutcome[]
   readonly exchanges: Exchange[]
 }
@@ -23,7 +25,7 @@ async function startHost(t: Test, target: string, options: Partial<ForwarderOpti
   const outcomes: BackendOutcome[] = []
   const exchanges: Exchange[] = []
   const server = createServer<typeof IncomingMessage, typeof GatewayResponse>({ ServerResponse: GatewayResponse }, (req, res) => {
-    exchanges.push(track(res, { draining: false }, 'sale'))
+    exchanges.push(track(res, { draining: false }, 'sale', requestIdOf(req.headers['x-request-id']), undefined))
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => forwarder.forward(req, res, Buffer.concat(chunks), (outcome) => outcomes.push(outcome)))
@@ -37,7 +39,7 @@ async function startHost(t: Test, target: string, options: Partial<ForwarderOpti
         forwarder.close()
       }),
   )
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, outcomes, exchanges }
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, forwarder, outcomes, exchanges }
 }
 
 async function hostFor(t: Test, answer: Answer, options: Partial<ForwarderOptions> = {}) {
@@ -56,23 +58,25 @@ async function outcomeOf(t: Test, host: Host): Promise<BackendOutcome | undefine
 }
 
 t.test('answered: the status, the relayed header list and, within keepAnswerBytes, the body', async (t) => {
-  const { host } = await hostFor(
+  const { host, backend } = await hostFor(
     t,
     (_req, res) => {
-      res.writeHead(201, { 'X-Trace-ID': 'abc', 'Set-Cookie': ['a=1', 'b=2'], Connection: 'keep-alive, x-private', 'x-private': 'no' })
+      res.writeHead(201, { 'X-Trace-ID': 'abc', 'Set-Cookie': ['a=1', 'b=2'], Connection: 'keep-alive, x-private', 'x-private': 'no', 'X-Request-Id': 'the-backend-s' })
       res.write('{"outcome":')
       res.end('"authorized"}')
     },
     { keepAnswerBytes: 1024 },
   )
-  const reply = await pay(host)
+  const reply = await send(host.url, { path: '/pay', body: '{"amount":1}', headers: { 'x-request-id': 'client-7' } })
   t.equal(reply.status, 201)
   t.same(reply.headers['set-cookie'], ['a=1', 'b=2'])
+  t.equal(backend.received[0]?.headers['x-request-id'], 'client-7', 'the backend gets the request id')
+  t.equal(reply.headers['x-request-id'], 'client-7', "the gateway's id, not the backend's")
   const outcome = await outcomeOf(t, host)
   t.match(outcome, { kind: 'answered', status: 201 })
   if (outcome?.kind !== 'answered') return
   const names = outcome.headers.filter((_, i) => i % 2 === 0)
-  t.same(names, ['X-Trace-ID', 'Set-Cookie', 'Set-Cookie', 'Date'], 'as spelt and as often as sent; Connection, what it names, Keep-Alive and Transfer-Encoding dropped')
+  t.same(names, ['X-Trace-ID', 'Set-Cookie', 'Set-Cookie', 'Date'], 'as spelt and as often as sent; Connection, what it names, Keep-Alive, Transfer-Encoding and X-Request-Id dropped')
   t.equal(outcome.body?.toString(), '{"outcome":"authorized"}', 'the body, whole')
   t.equal(outcome.body?.toString(), reply.text, 'what the client got')
 })
@@ -85,6 +89,24 @@ t.test('no body kept without keepAnswerBytes, nor one larger than it', async (t)
   const small = (await hostFor(t, answer, { keepAnswerBytes: 10 })).host
   t.equal((await pay(small)).status, 201)
   t.match(await outcomeOf(t, small), { kind: 'answered', status: 201, body: undefined })
+})
+
+t.test('the answer kept is measured as the store measures it: body and headers against one limit', async (t) => {
+  const body = '{"outcome":"authorized"}'
+  const answer: Answer = (_req, res) => res.writeHead(201, { 'content-type': 'application/json' }).end(body)
+  const tight = (await hostFor(t, answer, { keepAnswerBytes: body.length + 8 })).host
+  t.equal((await pay(tight)).text, body)
+  t.match(await outcomeOf(t, tight), { kind: 'answered', status: 201, body: undefined }, 'the body alone fits, the answer does not')
+  const error = (_req: unknown, res: ServerResponse) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>gone</h1>')
+  const replaced = (await hostFor(t, error, { keepAnswerBytes: 1024 })).host
+  const reply = await pay(replaced)
+  t.equal(reply.status, 404)
+  const outcome = await outcomeOf(t, replaced)
+  t.match(outcome, { kind: 'answered', status: 404 })
+  if (outcome?.kind !== 'answered') return
+  t.equal(outcome.body?.toString(), reply.text, 'an error answer: what the client got, the standard body')
+  t.equal(replaced.exchanges[0]?.errorName, 'resourceIsNotFound')
+  t.equal(replaced.exchanges[0]?.backendError, undefined, 'a 4xx is no backend fault')
 })
 
 t.test('a 5xx in the error format: answered with its own status, body and length', async (t) => {
@@ -223,6 +245,22 @@ t.test('a client that leaves while its payment waits for a connection: never sen
   t.equal((await first).status, 201)
   t.ok(await until(() => host.outcomes.length === 2))
   t.same(host.outcomes[1], { kind: 'refused' }, 'the backend never got it')
+  t.equal(backend.started, 1, 'only the first payment reached the backend')
+})
+
+t.test('the pool closed while a payment waits for a connection: an error code the fault table does not name, yet never written, so refused', async (t) => {
+  const { host, backend } = await hostFor(t, () => undefined, { maxSockets: 1 })
+  const first = pay(host)
+  t.ok(await until(() => backend.started === 1), 'the one connection is busy')
+  const waiting = pay(host)
+  t.ok(await until(() => host.exchanges.length === 2), 'the second payment waits for it')
+  host.forwarder.close()
+  const reply = await waiting
+  t.equal(reply.status, 503, 'the payment certainly did not happen')
+  t.ok(await until(() => host.outcomes.length === 2))
+  t.same(host.outcomes.map((outcome) => outcome.kind).sort(), ['refused', 'reset'], 'the one written may have been received; the one waiting was never sent')
+  t.equal(faultKind(Object.assign(new Error('destroyed'), { code: 'UND_ERR_DESTROYED' })), 'reset', 'by its code alone it would be a reset')
+  t.equal((await first).status, 500)
   t.equal(backend.started, 1, 'only the first payment reached the backend')
 })
 

@@ -101,10 +101,29 @@ t.test('metrics count requests by operation, status and errorName', async (t) =>
   await send(url, { method: 'GET', path: '/health' })
   await send(url, { method: 'GET', path: '/payments/authorizations/migrateRecurring/' })
   const text = await metrics.registry.metrics()
-  t.match(text, /payments_gate_requests_total\{operation="sale",status="401",errorName="accessDenied"} 1/)
-  t.match(text, /payments_gate_requests_total\{operation="recurring",status="405",errorName="methodIsNotAllowed"} 1/, 'a 405 keeps the operation of its path')
-  t.match(text, /payments_gate_requests_total\{operation="other",status="201",errorName="none"} 1/)
+  t.match(text, /payments_gate_requests_total\{operation="sale",status="401",error_name="accessDenied"} 1/)
+  t.match(text, /payments_gate_requests_total\{operation="recurring",status="405",error_name="methodIsNotAllowed"} 1/, 'a 405 keeps the operation of its path')
+  t.match(text, /payments_gate_requests_total\{operation="other",status="201",error_name="none"} 1/)
   t.match(text, /payments_gate_request_duration_seconds_count\{operation="sale"} 1/)
+})
+
+t.test("the log line names the caller: the connection's address, or behind --trust-proxy N the Nth X-Forwarded-For entry from the right", async (t) => {
+  const direct = await startGateway(t)
+  const behind = await startGateway(t, { trustProxy: 2 })
+  const forged = { 'x-forwarded-for': '6.6.6.6, 203.0.113.7, 10.0.0.2' }
+  const lineOf = async (url: string, path: string, headers: Record<string, string> = {}) => {
+    await send(url, { method: 'GET', path, headers })
+    await until(() => loggedRequests().some((line) => line.path === path))
+    return loggedRequests().find((line) => line.path === path)
+  }
+  t.match(await lineOf(direct.url, '/who-direct', forged), { remoteAddress: '127.0.0.1' }, 'no proxy trusted: the header is not believed')
+  t.match(await lineOf(behind.url, '/who-behind', forged), { remoteAddress: '203.0.113.7' }, 'the address the farthest trusted proxy added, not the forged leftmost')
+  t.match(await lineOf(behind.url, '/who-short', { 'x-forwarded-for': '203.0.113.8' }), { remoteAddress: '127.0.0.1' }, 'fewer entries than trusted hops: the peer')
+  t.match(await lineOf(behind.url, '/who-none'), { remoteAddress: '127.0.0.1' }, 'no header: the peer')
+  const payment = await send(behind.url, { headers: paymentHeaders({ 'x-forwarded-for': '198.51.100.1,192.0.2.1' }), body: saleBody() })
+  t.equal(payment.status, 201)
+  await until(() => loggedRequests().some((line) => line.remoteAddress === '198.51.100.1'))
+  t.match(loggedRequests().find((line) => line.remoteAddress === '198.51.100.1'), { operation: 'sale', status: 201 })
 })
 
 t.test('a request on HTTP/1.0 without keep-alive is answered and closed', async (t) => {

@@ -1,11 +1,11 @@
 import t from 'tap'
-import type { Passed } from '../../lib/checks/index.js'
-import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
-import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_OUTCOME, type Guard, type Ticket } from '../../lib/idempotency/protection.js'
-import type { IdempotencyStore } from '../../lib/idempotency/store.js'
-import type { PaymentRequest } from '../../lib/schema/payment.js'
-import type { BackendOutcome } from '../../lib/surfaces/proxy/forward.js'
-import { saleBody } from '../helpers/fixtures.js'
+import type { Passed } from '../../../lib/checks/index.js'
+import { MemoryIdempotencyStore } from '../../../lib/idempotency/memory.js'
+import type { IdempotencyStore } from '../../../lib/idempotency/store.js'
+import type { PaymentRequest } from '../../../lib/schema/payment.js'
+import type { BackendOutcome } from '../../../lib/surfaces/proxy/forward.js'
+import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_ANSWER, type Guard, type Ticket } from '../../../lib/surfaces/proxy/retry-protection.js'
+import { saleBody } from '../../helpers/fixtures.js'
 
 function passed(reference = 'order-1', entity = 'default', amount = 250): { passed: Passed; payload: Buffer } {
   const document = saleBody() as PaymentRequest
@@ -16,7 +16,7 @@ function passed(reference = 'order-1', entity = 'default', amount = 250): { pass
 }
 
 function memory(): MemoryIdempotencyStore {
-  return new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 30_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_OUTCOME })
+  return new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 30_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_ANSWER })
 }
 
 async function guard(protection: ReturnType<typeof createRetryProtection>, request = passed()): Promise<Guard> {
@@ -31,7 +31,7 @@ function ticketOf(guarded: Guard): Ticket {
 const CREATED = { kind: 'answered', status: 201, headers: ['content-type', 'application/json'], body: Buffer.from('{"outcome":"authorized"}') } as const
 
 t.test('first forwarded, a copy in flight 409, the recorded answer replayed, another payment 422', async (t) => {
-  const protection = createRetryProtection({ store: memory() })
+  const protection = createRetryProtection(memory())
   const first = await guard(protection)
   const ticket = ticketOf(first)
   const copy = await guard(protection)
@@ -59,7 +59,7 @@ t.test('what releases a key and what records it', async (t) => {
     { outcome: { kind: 'answered', status: 201, headers: [], body: undefined }, released: false, status: 422, errorName: 'transactionReferenceIsAlreadyUsed' },
   ] as const
   for (const { outcome, released, ...recorded } of outcomes as readonly { outcome: BackendOutcome; released: boolean; status?: number; errorName?: string }[]) {
-    const protection = createRetryProtection({ store: memory() })
+    const protection = createRetryProtection(memory())
     protection.settle(ticketOf(await guard(protection)), outcome)
     const next = await guard(protection)
     if (released) {
@@ -86,22 +86,42 @@ function unreachable(how: 'throw' | 'reject'): IdempotencyStore & { closed: bool
 t.test('a store that cannot be reached: refused with 503 (closed), or forwarded unprotected (open); reported either way', async (t) => {
   for (const how of ['throw', 'reject'] as const) {
     const errors: unknown[] = []
-    const closed = createRetryProtection({ store: unreachable(how), onStoreError: (error) => errors.push(error) })
+    const closed = createRetryProtection(unreachable(how), { onStoreError: (error) => errors.push(error) })
     t.match(await guard(closed), { kind: 'refuse', rejection: { status: 503, body: { errorName: 'serviceUnavailable' } } }, how)
-    const open = createRetryProtection({ store: unreachable(how), failure: 'open', onStoreError: (error) => errors.push(error) })
+    const open = createRetryProtection(unreachable(how), { idempotencyFailure: 'open', onStoreError: (error) => errors.push(error) })
     t.same(await guard(open), { kind: 'forward', ticket: undefined, outcome: 'unprotected' }, how)
     open.settle({ key: 'k', token: 't' }, CREATED)
     open.settle({ key: 'k', token: 't' }, { kind: 'refused' })
     await new Promise((resolve) => setImmediate(resolve))
     t.equal(errors.length, 4, `${how}: every failure reported, none thrown`)
   }
-  const silent = createRetryProtection({ store: unreachable('reject') })
+  const silent = createRetryProtection(unreachable('reject'))
   silent.settle({ key: 'k', token: 't' }, CREATED)
   t.equal((await guard(silent)).kind, 'refuse', 'without a listener, still refused')
 })
 
+t.test("inspect says what guard would decide, from the store's peek, without claiming", async (t) => {
+  const protection = createRetryProtection(memory())
+  t.equal(protection.inspect(passed().passed, passed().payload), 'claimed')
+  t.equal(protection.inspect(passed().passed, passed().payload), 'claimed', 'still free: nothing was claimed')
+  const ticket = ticketOf(await guard(protection))
+  t.equal(protection.inspect(passed().passed, passed().payload), 'inProgress')
+  protection.settle(ticket, CREATED)
+  t.equal(protection.inspect(passed().passed, passed().payload), 'replayed')
+  const other = passed('order-1', 'default', 999)
+  t.equal(protection.inspect(other.passed, other.payload), 'alreadyUsed')
+  const errors: unknown[] = []
+  for (const how of ['throw', 'reject'] as const) {
+    const store: IdempotencyStore = { ...unreachable(how), peek: unreachable(how).claim as never }
+    t.equal(await createRetryProtection(store, { onStoreError: (error) => errors.push(error) }).inspect(passed().passed, passed().payload), 'storeUnavailable', how)
+    t.equal(await createRetryProtection(store, { idempotencyFailure: 'open' }).inspect(passed().passed, passed().payload), 'unprotected', how)
+  }
+  t.equal(errors.length, 2, 'a failed peek is reported as a store failure')
+  t.equal(createRetryProtection(unreachable('throw')).inspect(passed().passed, passed().payload), undefined, 'a store without peek: nothing to say')
+})
+
 t.test('close closes the store', async (t) => {
   const store = unreachable('throw')
-  await createRetryProtection({ store }).close()
+  await createRetryProtection(store).close()
   t.ok(store.closed)
 })

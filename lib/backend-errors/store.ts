@@ -1,0 +1,59 @@
+import { dirname } from 'node:path'
+import type { Logger } from 'pino'
+import { watchFolder } from '../watch.js'
+import { backendErrorsError, readBackendErrors, type BackendErrorRules, type BackendErrorSource } from './rules.js'
+
+/** The rules of a watched file: `rules` is always one whole compiled set. */
+export interface BackendErrorStore extends BackendErrorSource {
+  /** Re-reads the file now, as SIGHUP asks. */
+  reload(): Promise<void>
+  /** Stops watching. */
+  close(): void
+}
+
+export interface WatchBackendErrorsOptions {
+  /** Where reloads and refused versions of the file are reported. */
+  logger?: Pick<Logger, 'info' | 'warn'>
+  /** As for the policies (docs/policies.md). Defaults 75 and 1000 ms. */
+  debounceMs?: number
+  rescanMs?: number
+}
+
+/**
+ * Loads a rules file (an invalid one throws EBACKENDERRORS: the gateway does
+ * not start), then keeps it current as the policies are kept: its folder is
+ * watched (lib/watch.ts), so an atomic rename or a ConfigMap's symlink swap is
+ * seen; a valid version replaces the rules in one assignment, an invalid or
+ * missing one is logged once and the last good rules stay in force.
+ */
+export async function watchBackendErrors(file: string, options: WatchBackendErrorsOptions = {}): Promise<BackendErrorStore> {
+  const { logger } = options
+  const initial = await readBackendErrors(file)
+  if (Array.isArray(initial)) throw backendErrorsError(file, initial.join('; '))
+  let current: BackendErrorRules = initial
+  /** The reason last logged, so that the periodic re-read does not repeat a warning every second. */
+  let reported: string | undefined
+
+  async function reload(): Promise<void> {
+    const loaded = await readBackendErrors(file).catch((error: Error) => [error.message])
+    if (Array.isArray(loaded)) {
+      const reason = loaded.join('; ')
+      if (reason !== reported) logger?.warn({ file, reason }, 'backend errors file refused, its last good rules stay in force')
+      reported = reason
+      return
+    }
+    reported = undefined
+    if (JSON.stringify(loaded.rules) === JSON.stringify(current.rules)) return
+    current = loaded
+    logger?.info({ file, rules: loaded.rules.length }, 'backend errors rules reloaded')
+  }
+
+  const watcher = watchFolder(dirname(file), reload, { debounceMs: options.debounceMs, rescanMs: options.rescanMs, logger })
+  return {
+    get rules() {
+      return current
+    },
+    reload: () => watcher.reload(),
+    close: () => watcher.close(),
+  }
+}

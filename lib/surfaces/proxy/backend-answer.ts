@@ -1,0 +1,118 @@
+import { defaultName, valueAt, type BackendErrorRule, type BackendErrorRules } from '../../backend-errors/rules.js'
+import { maskCardNumbers } from '../../card-mask.js'
+import { WWW_AUTHENTICATE } from '../../checks/auth.js'
+import { definedRejection, reject, type Rejection } from '../../errors.js'
+import { answerOf, flatHeaders } from '../../http/answer.js'
+import { relayedHeaders } from './hop-by-hop.js'
+
+/**
+ * The one place that decides what the client gets of a backend's answer
+ * (docs/backend-faults.md): both relays ask it, and retry protection records
+ * what it decided, so a replay is what the client first got.
+ */
+
+/** What the client gets of a backend answer that was read whole before anything went out. */
+export interface ClientAnswer {
+  readonly status: number
+  /** A flat raw list, [name, value, ...], free of hop-by-hop headers. */
+  readonly headers: string[]
+  readonly body: Buffer
+  /** The name the answer was given when its body was replaced; undefined when the backend's own error body went on. */
+  readonly errorName: string | undefined
+}
+
+/**
+ * Whether an answer is read whole before anything of it goes out: every
+ * error on the two operations, a 5xx on any other path. Everything else (2xx,
+ * 3xx) streams through unbuffered.
+ */
+export function inspected(status: number, onOperation: boolean): boolean {
+  return status >= (onOperation ? 400 : 500)
+}
+
+/**
+ * What the client gets of an error answer, from its status, raw headers and
+ * body (`undefined` when it went past the read limit). A body in the error
+ * format goes on with card numbers masked; any other becomes the standard
+ * body with the backend's status, named by the first matching rule or by
+ * status, keeping the headers that status needs.
+ */
+export function clientAnswer(status: number, raw: readonly string[], body: Buffer | undefined, rules: BackendErrorRules): ClientAnswer {
+  const document = body === undefined ? undefined : parsed(body)
+  if (isErrorFormat(document)) {
+    const text = (body as Buffer).toString('utf8')
+    const masked = maskCardNumbers(text)
+    const passed = masked === text ? (body as Buffer) : Buffer.from(masked)
+    return { status, headers: relayedHeaders(raw, passed.length), body: passed, errorName: undefined }
+  }
+  const rejection = replacement(status, raw, document, rules)
+  const answer = answerOf(rejection)
+  return { status, headers: flatHeaders(answer), body: answer.body, errorName: rejection.body.errorName }
+}
+
+/** The body as JSON, or undefined when it is not JSON (JSON itself never yields undefined). */
+function parsed(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'))
+  } catch {
+    return undefined
+  }
+}
+
+/** The error format: a JSON object with string `errorName` and `message`. */
+function isErrorFormat(document: unknown): boolean {
+  if (typeof document !== 'object' || document === null) return false
+  const { errorName, message } = document as Record<string, unknown>
+  return typeof errorName === 'string' && typeof message === 'string'
+}
+
+function replacement(status: number, raw: readonly string[], document: unknown, rules: BackendErrorRules): Rejection {
+  const headers = neededHeaders(status, raw)
+  const rule = firstMatch(rules.rules, status, document)
+  if (rule === undefined) return reject(defaultName(status), { status, headers })
+  const copied = rule.messageFrom === undefined ? undefined : valueAt(document, rule.messageFrom)
+  const message = typeof copied === 'string' && copied !== '' ? maskCardNumbers(copied) : rule.message
+  return definedRejection(rule.errorName, message, status, headers)
+}
+
+function firstMatch(rules: readonly BackendErrorRule[], status: number, document: unknown): BackendErrorRule | undefined {
+  for (const rule of rules) {
+    if (status < rule.from || status > rule.to) continue
+    let matches = true
+    for (const { path, value } of rule.match) {
+      if (valueAt(document, path) !== value) {
+        matches = false
+        break
+      }
+    }
+    if (matches) return rule
+  }
+  return undefined
+}
+
+/** The backend's headers that a replaced answer keeps, lower case, as sent, and the status each needs (0: any). */
+const NEEDED = new Map<string, readonly [name: string, status: number]>([
+  ['retry-after', ['Retry-After', 0]],
+  ['www-authenticate', ['WWW-Authenticate', 401]],
+  ['allow', ['Allow', 405]],
+])
+
+/**
+ * The backend's headers that the replaced answer keeps: `Retry-After`, still
+ * telling the client when to come back; `WWW-Authenticate` on a 401 (RFC 9110
+ * 15.5.2 requires one: the gateway's own when the backend sent none); `Allow`
+ * on a 405 (RFC 9110 15.5.6). Repeats are joined as one list.
+ */
+function neededHeaders(status: number, raw: readonly string[]): Record<string, string> | undefined {
+  let headers: Record<string, string> | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    const needed = NEEDED.get((raw[i] as string).toLowerCase())
+    if (needed === undefined || (needed[1] !== 0 && needed[1] !== status)) continue
+    const [name] = needed
+    headers ??= {}
+    const earlier = headers[name]
+    headers[name] = earlier === undefined ? (raw[i + 1] as string) : `${earlier}, ${raw[i + 1] as string}`
+  }
+  if (status === 401 && headers?.['WWW-Authenticate'] === undefined) headers = { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE }
+  return headers
+}

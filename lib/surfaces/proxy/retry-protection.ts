@@ -1,0 +1,286 @@
+import type { IncomingMessage } from 'node:http'
+import type { Passed } from '../../checks/index.js'
+import { IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
+import { reject, type Rejection } from '../../errors.js'
+import { answerOf, flatHeaders, writeAnswer, type Answer } from '../../http/answer.js'
+import { createIdempotencyStore } from '../../idempotency/create-store.js'
+import type { MemoryStoreReport } from '../../idempotency/memory.js'
+import { fingerprint } from '../../idempotency/fingerprint.js'
+import { idempotencyKey } from '../../idempotency/key.js'
+import { RedisIdempotencyStore } from '../../idempotency/redis.js'
+import type { Claim, IdempotencyStore, Peek, RecordedAnswer } from '../../idempotency/store.js'
+import type { Metrics, RetryProtectionOutcome } from '../../metrics.js'
+import type { Exchange, GatewayResponse } from './exchange.js'
+import { faultAnswer } from './faults.js'
+import type { BackendOutcome, Forwarder } from './forward.js'
+
+/** Retry protection's settings, the same as `payments-gate serve`'s (docs/idempotency.md). */
+export interface RetryProtectionOptions {
+  /**
+   * `memory` (this process, the default), `off`, a Redis shared by every
+   * replica (`redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,...][/DB]#MASTER`),
+   * or your own store.
+   */
+  idempotency?: 'memory' | 'off' | string | IdempotencyStore
+  /** How long a recorded answer is replayed, in seconds. Default 86400. */
+  idempotencyTtl?: number
+  /** When the store cannot be reached: `closed` refuses with 503 (the default), `open` forwards unprotected. */
+  idempotencyFailure?: 'closed' | 'open'
+  /** Redis replicas that must acknowledge a claim or a record (`WAIT`). Default 0. */
+  idempotencyReplicas?: number
+  /** Told of every failure of the store (the gateway logs and counts them). */
+  onStoreError?: (error: unknown) => void
+  /** The memory store's bounds: most keys (default 1000000) and most bytes (default 64 MiB). */
+  idempotencyMaxEntries?: number
+  idempotencyMaxBytes?: number
+  /** Told of the memory store's evictions and how far back it remembers (the gateway logs and exports them). */
+  idempotencyReport?: MemoryStoreReport
+}
+
+/** A claimed key: what `settle` needs to record or release it once the backend's outcome is known. */
+export interface Ticket {
+  readonly key: string
+  readonly token: string
+}
+
+/** What retry protection decided for one payment that passed every check (docs/idempotency.md). */
+export type Guard = (
+  /** Forward it; settle the ticket with the outcome. No ticket: forward unprotected (the store failed, failure `open`). */
+  | { readonly kind: 'forward'; readonly ticket: Ticket | undefined }
+  /** Answer this refusal: 409 in flight, 422 another payment, 503 the store failed (failure `closed`). */
+  | { readonly kind: 'refuse'; readonly rejection: Rejection }
+  /** Replay the recorded answer. */
+  | { readonly kind: 'replay'; readonly answer: RecordedAnswer }
+) & {
+  /** The decision, as the log line and the metrics name it. */
+  readonly outcome: RetryProtectionOutcome
+}
+
+/** Retry protection around one store: guard before forwarding, settle after. */
+export interface RetryProtection {
+  guard(passed: Passed, payload: Buffer): Guard | Promise<Guard>
+  /** Records or releases the ticket's key as the outcome says; store failures go to `onStoreError`, never thrown. */
+  settle(ticket: Ticket, outcome: BackendOutcome): void
+  /**
+   * What `guard` would decide, from a read-only look at the store (report mode, docs/rollout.md);
+   * undefined when the store cannot look without claiming.
+   */
+  inspect(passed: Pick<Passed, 'operation' | 'entity' | 'document'>, payload: Buffer): RetryProtectionOutcome | Promise<RetryProtectionOutcome> | undefined
+  close(): Promise<void>
+}
+
+const UNPROTECTED: Guard = Object.freeze({ kind: 'forward', ticket: undefined, outcome: 'unprotected' })
+const IN_PROGRESS: Guard = Object.freeze({
+  kind: 'refuse',
+  rejection: reject('paymentIsInProgress', { headers: { 'Retry-After': String(IDEMPOTENCY_DEFAULTS.retryAfterSeconds) } }),
+  outcome: 'inProgress',
+})
+const ALREADY_USED: Guard = Object.freeze({ kind: 'refuse', rejection: reject('transactionReferenceIsAlreadyUsed'), outcome: 'alreadyUsed' })
+const STORE_UNAVAILABLE: Guard = Object.freeze({
+  kind: 'refuse',
+  rejection: reject('serviceUnavailable', { message: 'Retry protection is unavailable, so the payment was not forwarded. Retry later.' }),
+  outcome: 'storeUnavailable',
+})
+
+/** A refusal as an answer to record: what the client got. */
+function recorded(answer: Answer): RecordedAnswer {
+  return { status: answer.status, headers: flatHeaders(answer), body: answer.body }
+}
+
+/** Recorded instead of a backend answer too large to keep: the payment happened, its answer cannot be replayed. */
+export const OVERSIZED_ANSWER = recorded(
+  answerOf(
+    reject('transactionReferenceIsAlreadyUsed', {
+      message: 'This transactionReference was already used: its payment was processed, but the answer was too large to keep for replay.',
+    }),
+  ),
+)
+
+/** What the client got when the backend timed out or reset: the outcome is unknown, so this is what a retry gets. */
+const TIMED_OUT = recorded(answerOf(faultAnswer('timeout')))
+
+/**
+ * What a claim past its in-flight window answers: the gateway that forwarded
+ * it may have died after the backend received it, so its outcome is unknown,
+ * as after a timeout, and it is never forwarded again (docs/idempotency.md).
+ */
+export const UNKNOWN_ANSWER = recorded(
+  answerOf(
+    reject('internalErrorOccurred', {
+      message: 'The outcome of this payment is unknown: it may have reached the backend, so it is not forwarded again. Check its status with the backend.',
+    }),
+  ),
+)
+
+/**
+ * Whether an outcome frees the key for a retry: the backend refused the
+ * request (4xx: the client fixes it and retries), said it is unavailable
+ * (503), or was never reached. Anything else may have moved money, so it is
+ * recorded and replayed, never forwarded again.
+ */
+function releases(outcome: BackendOutcome): boolean {
+  if (outcome.kind === 'refused') return true
+  if (outcome.kind !== 'answered') return false
+  return (outcome.status >= 400 && outcome.status < 500) || outcome.status === 503
+}
+
+/** The backend's answer as the client got it, or the stand-in when the forwarder did not keep its body. */
+function answerToKeep({ status, headers, body }: { status: number; headers: readonly string[]; body: Buffer | undefined }): RecordedAnswer {
+  return body === undefined ? OVERSIZED_ANSWER : { status, headers, body }
+}
+
+/** What `guard` decides on each answer of the store, as `peek` gives it. */
+const WOULD: Readonly<Record<Peek, RetryProtectionOutcome>> = { free: 'claimed', inFlight: 'inProgress', recorded: 'replayed', mismatch: 'alreadyUsed' }
+const would = (peek: Peek) => WOULD[peek]
+
+export function createRetryProtection(
+  store: IdempotencyStore,
+  options: Pick<RetryProtectionOptions, 'idempotencyFailure' | 'onStoreError'> = {},
+): RetryProtection {
+  const failOpen = options.idempotencyFailure === 'open'
+  const onStoreError = options.onStoreError
+
+  function decide(key: string, claim: Claim): Guard {
+    switch (claim.state) {
+      case 'claimed':
+        return { kind: 'forward', ticket: { key, token: claim.token }, outcome: 'claimed' }
+      case 'inFlight':
+        return IN_PROGRESS
+      case 'mismatch':
+        return ALREADY_USED
+      default:
+        return { kind: 'replay', answer: claim.answer, outcome: 'replayed' }
+    }
+  }
+
+  function failed(error: unknown): Guard {
+    onStoreError?.(error)
+    return failOpen ? UNPROTECTED : STORE_UNAVAILABLE
+  }
+
+  function settled(result: void | Promise<void>): void {
+    if (result instanceof Promise) result.catch(failedQuietly)
+  }
+  const failedQuietly = (error: unknown) => onStoreError?.(error)
+
+  return {
+    guard(passed, payload) {
+      const key = idempotencyKey(passed.entity, passed.document.transactionReference)
+      let claim: Claim | Promise<Claim>
+      try {
+        claim = store.claim(key, fingerprint(passed.operation, payload))
+      } catch (error) {
+        return failed(error)
+      }
+      return claim instanceof Promise ? claim.then((found) => decide(key, found), failed) : decide(key, claim)
+    },
+    settle(ticket, outcome) {
+      try {
+        if (releases(outcome)) settled(store.release(ticket.key, ticket.token))
+        else if (outcome.kind !== 'answered') settled(store.record(ticket.key, ticket.token, TIMED_OUT))
+        else settled(store.record(ticket.key, ticket.token, answerToKeep(outcome)))
+      } catch (error) {
+        failedQuietly(error)
+      }
+    },
+    inspect(passed, payload) {
+      if (store.peek === undefined) return undefined
+      let peek: Peek | Promise<Peek>
+      try {
+        peek = store.peek(idempotencyKey(passed.entity, passed.document.transactionReference), fingerprint(passed.operation, payload))
+      } catch (error) {
+        return failed(error).outcome
+      }
+      return peek instanceof Promise ? peek.then(would, (error: unknown) => failed(error).outcome) : would(peek)
+    },
+    close: () => store.close(),
+  }
+}
+
+/**
+ * A recorded answer, sent again as it was, marked as a replay (the IETF draft
+ * "The Idempotency-Key HTTP Header Field"; docs/idempotency.md).
+ */
+function replay(res: GatewayResponse, answer: RecordedAnswer): void {
+  res.writeHead(answer.status, [...answer.headers, 'Idempotent-Replayed', 'true'])
+  res.end(answer.body)
+}
+
+/** The proxy's payments: each forwarded once, under retry protection unless it is off. */
+export interface Payments {
+  /** Forwards a payment that passed every check, or answers it from retry protection. */
+  forward(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, passed: Passed, payload: Buffer): void | Promise<void>
+  /** What retry protection would do with the payment (report mode); undefined when it is off or cannot look. */
+  inspect: RetryProtection['inspect']
+  /** Resolves true once the store answers (at once for memory), false after `timeoutMs`; never rejects. */
+  ready(timeoutMs?: number): Promise<boolean>
+  /** Closes the store. */
+  close(): Promise<void>
+}
+
+export interface PaymentsOptions extends RetryProtectionOptions {
+  /** How long the backend may stay silent, in ms: a claim holds its key for twice this plus a margin. */
+  readonly timeout: number
+  readonly metrics: Metrics | undefined
+}
+
+/**
+ * Retry protection as the proxy runs it around the forwarder: the store
+ * `idempotency` names, a claim before each payment is forwarded, its outcome
+ * recorded or its key released after. Throws the one-line `EIDEMPOTENCY`
+ * error for a store spec it does not take.
+ */
+export function createPayments(forwarder: Forwarder, options: PaymentsOptions): Payments {
+  const { metrics } = options
+  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+  const store =
+    typeof idempotency === 'string'
+      ? createIdempotencyStore(idempotency, {
+          ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
+          inFlightMs: 2 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
+          oversizedAnswer: OVERSIZED_ANSWER,
+          unknownAnswer: UNKNOWN_ANSWER,
+          replicas: options.idempotencyReplicas,
+          maxEntries: options.idempotencyMaxEntries,
+          maxBytes: options.idempotencyMaxBytes,
+          report: options.idempotencyReport,
+          onError: options.onStoreError,
+        })
+      : idempotency
+  const protection = store && createRetryProtection(store, options)
+
+  async function guarded(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, pending: Promise<Guard>, payload: Buffer): Promise<void> {
+    act(req, res, exchange, await pending, payload)
+  }
+
+  function act(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, guard: Guard, payload: Buffer): void {
+    exchange.retryProtection = guard.outcome
+    metrics?.retryProtection(guard.outcome)
+    if (guard.kind === 'forward') {
+      const { ticket } = guard
+      forwarder.forward(req, res, payload, ticket && ((outcome) => (protection as RetryProtection).settle(ticket, outcome)))
+    } else if (guard.kind === 'replay') {
+      replay(res, guard.answer)
+    } else {
+      exchange.errorName = guard.rejection.body.errorName
+      writeAnswer(res, answerOf(guard.rejection))
+    }
+  }
+
+  return {
+    forward(req, res, exchange, passed, payload) {
+      if (protection === undefined) {
+        forwarder.forward(req, res, payload)
+        return
+      }
+      const guard = protection.guard(passed, payload)
+      if (guard instanceof Promise) return guarded(req, res, exchange, guard, payload)
+      act(req, res, exchange, guard, payload)
+    },
+    inspect: (passed, payload) => protection?.inspect(passed, payload),
+    async ready(timeoutMs) {
+      return store instanceof RedisIdempotencyStore ? store.ready(timeoutMs) : true
+    },
+    close: async () => protection?.close(),
+  }
+}

@@ -1,0 +1,115 @@
+import t from 'tap'
+import { ACCESS_DENIED, type Principal } from '../../lib/checks/auth.js'
+import { buildChecks, type Reported, type Verdict } from '../../lib/checks/index.js'
+import { rewritesOf } from '../../lib/checks/policy.js'
+import { compilePolicy } from '../../lib/policy/policy.js'
+import type { PaymentRequest } from '../../lib/schema/payment.js'
+import { bytes, policies, policyFile, saleBody, TEST_PAN } from '../helpers/fixtures.js'
+
+// Report mode (docs/rollout.md): the same checks, a verdict that says what enforce mode would have done.
+const headers = { 'content-type': 'application/vnd.example.payments-v6+json' }
+const shop: Principal = { username: 'shop-1', entities: new Set(['default', 'strict', 'trial', 'nowhere']) }
+// `default` follows the gateway's mode, `strict` always enforces, `trial` always reports; `nowhere` has no policy.
+const source = policies({ entity: 'strict', mode: 'enforce' }, { entity: 'trial', mode: 'report' })
+const report = buildChecks({ policies: source, mode: 'report' })
+const enforce = buildChecks({ policies: source })
+
+function reported(verdict: Verdict): Reported {
+  if (verdict.ok !== 'report') throw new Error(`expected a report, got ${JSON.stringify(verdict)}`)
+  return verdict
+}
+
+const errorNameOf = (verdict: Verdict) => (verdict.ok === false ? verdict.body.errorName : verdict.ok === 'report' ? verdict.wouldRefuse?.body.errorName : 'passed')
+
+t.test('the mode is enforce unless told, and a policy file may name one', async (t) => {
+  t.equal(enforce.mode, 'enforce')
+  t.equal(report.mode, 'report')
+  t.match(compilePolicy(policyFile({ mode: 'report' })), { mode: 'report' })
+  t.match(compilePolicy(policyFile()), { mode: undefined })
+  t.match(compilePolicy({ ...policyFile(), mode: 'audit' }), [/^\$\.mode: /])
+})
+
+t.test('report mode: a clean sale is reported with the rewrites enforce would make, the document as it came kept apart', async (t) => {
+  const body = saleBody()
+  body.instruction.narrative = { line1: 'Mind Palace — Baker Street London', line2: 'order #12' }
+  const sent = Buffer.from(` ${JSON.stringify(body)}`)
+  const verdict = reported(report.check('sale', headers, sent, shop))
+  t.equal(verdict.wouldRefuse, undefined)
+  t.same(verdict.wouldRewrite, ['line1Characters', 'line1Truncated', 'line2Characters', 'mccFilledIn', 'reserialized'])
+  t.equal(verdict.body, sent, 'the bytes that came, to forward')
+  t.same(verdict.received, body, 'the body as parsed, not rewritten')
+  t.equal(verdict.document?.instruction.narrative.line1, 'Mind Palace   Baker Stre', 'the document enforce would forward')
+  t.equal(verdict.document?.merchant.mcc, '5734')
+  t.match(verdict, { operation: 'sale', entity: 'default', principal: shop })
+  t.same(reported(report.checkBody('sale', bytes(saleBody()), shop)).wouldRewrite, ['mccFilledIn'], 'nothing but the mcc for a clean body')
+})
+
+t.test('report mode: every refusal is reported, with the entity when the body names one', async (t) => {
+  const luhn = saleBody()
+  luhn.instruction.paymentInstrument.cardNumber = TEST_PAN.slice(0, -1) + '2'
+  const cases: [string, Buffer, string, string | undefined][] = [
+    ['not JSON', Buffer.from('{"merchant":'), 'bodyIsNotJson', undefined],
+    ['empty', Buffer.from(' '), 'bodyIsEmpty', undefined],
+    ['a schema failure', bytes(luhn), 'bodyDoesNotMatchSchema', 'default'],
+    ['a schema failure without an entity', bytes({ merchant: { entity: 7 } }), 'bodyDoesNotMatchSchema', undefined],
+    ['a body that is not an object', bytes(['a']), 'bodyDoesNotMatchSchema', undefined],
+    ['an entity without a policy', bytes(saleBody({ entity: 'nowhere' })), 'entityIsNotConfigured', 'nowhere'],
+    ['a policy refusal', bytes({ ...saleBody(), instruction: { ...saleBody().instruction, value: { amount: 1, currency: 'JPY' } } }), 'currencyIsNotSupported', 'default'],
+  ]
+  for (const [name, body, errorName, entity] of cases) {
+    const verdict = reported(report.checkBody('sale', body, shop))
+    t.match(verdict, { entity, wouldRefuse: { body: { errorName } }, document: undefined, body }, name)
+    t.same(verdict.wouldRewrite, [], `${name}: no rewrite`)
+  }
+  t.equal(reported(report.checkBody('sale', Buffer.from('[1'), shop)).received, undefined, 'nothing parsed')
+})
+
+t.test('report mode: a refused header is reported first, and the body is still read for its entity', async (t) => {
+  const wrong = { 'content-type': 'text/plain' }
+  t.match(reported(report.check('sale', wrong, bytes(saleBody()), shop)), { entity: 'default', wouldRefuse: { status: 415 }, wouldRewrite: [], document: undefined })
+  t.match(reported(report.check('sale', wrong, Buffer.from('x'), shop)), { entity: undefined, wouldRefuse: { status: 415 } })
+  t.match(report.check('sale', wrong, bytes(saleBody({ entity: 'strict' })), shop), { ok: false, status: 415 }, "an enforcing entity gets the header's refusal")
+  t.match(enforce.check('sale', wrong, bytes(saleBody({ entity: 'trial' })), shop), { ok: false, status: 415 }, 'enforce mode refuses a header before it reads an entity')
+})
+
+t.test("report mode still refuses a user acting for an entity not theirs (check 9)", async (t) => {
+  const other: Principal = { username: 'shop-2', entities: new Set(['elsewhere']) }
+  t.equal(report.checkBody('sale', bytes(saleBody()), other), ACCESS_DENIED)
+  const broken = saleBody()
+  delete (broken as Record<string, unknown>).transactionReference
+  t.equal(report.checkBody('sale', bytes(broken), other), ACCESS_DENIED, 'also when the schema fails but the entity is readable')
+  t.match(enforce.checkBody('sale', bytes(broken), other), { body: { errorName: 'bodyDoesNotMatchSchema' } }, 'enforce answers the schema first, as ever')
+  t.match(report.checkBody('sale', bytes(broken)), { ok: 'report', entity: 'default' }, 'without a principal (validate) check 9 is skipped')
+})
+
+t.test("a policy's mode overrides the gateway's for its entity", async (t) => {
+  const currency = (entity: string) => {
+    const body = saleBody({ entity })
+    body.instruction.value.currency = 'JPY'
+    return bytes(body)
+  }
+  t.match(report.checkBody('sale', currency('strict'), shop), { ok: false, body: { errorName: 'currencyIsNotSupported' } }, 'strict enforces under report')
+  t.match(report.checkBody('sale', bytes(saleBody({ entity: 'strict' })), shop), { ok: true, entity: 'strict' }, 'and passes, rewritten')
+  t.match(enforce.checkBody('sale', currency('trial'), shop), { ok: 'report', wouldRefuse: { body: { errorName: 'currencyIsNotSupported' } } }, 'trial reports under enforce')
+  t.match(enforce.checkBody('sale', bytes(saleBody({ entity: 'trial' })), shop), { ok: 'report', wouldRefuse: undefined, wouldRewrite: ['mccFilledIn'] })
+  const broken = saleBody({ entity: 'trial' })
+  broken.instruction.value.amount = -1
+  t.match(enforce.checkBody('sale', bytes(broken), shop), { ok: 'report', entity: 'trial' }, "a schema failure takes its entity's mode")
+  t.match(enforce.checkBody('sale', Buffer.from('{'), shop), { ok: false, body: { errorName: 'bodyIsNotJson' } }, "without an entity, the gateway's mode")
+  t.match(enforce.checkBody('sale', bytes(saleBody({ entity: 'nowhere' })), shop), { ok: false }, "an entity without a policy, the gateway's mode")
+  t.equal(errorNameOf(enforce.checkBody('sale', bytes(saleBody()), shop)), 'passed')
+  t.equal(errorNameOf(report.checkBody('sale', Buffer.from('{'), shop, 'enforce')), 'bodyIsNotJson', "a caller's mode wins over the checks' own")
+  t.equal(errorNameOf(enforce.checkBody('sale', Buffer.from('{'), shop, 'enforce', report.checkHead({}))), 'headerIsMissing', 'an earlier refusal comes first')
+})
+
+t.test('rewritesOf names each change between a document and its rewritten copy', async (t) => {
+  const document = saleBody() as PaymentRequest
+  const same = structuredClone(document)
+  t.same(rewritesOf(document, same, bytes(document)), [])
+  t.same(rewritesOf(document, same, Buffer.from(`${JSON.stringify(document)}\n`)), ['reserialized'])
+  const long = structuredClone(document)
+  long.instruction.narrative.line1 = 'a'.repeat(30)
+  const cut = structuredClone(long)
+  cut.instruction.narrative.line1 = 'a'.repeat(24)
+  t.same(rewritesOf(long, cut, bytes(long)), ['line1Truncated'])
+})

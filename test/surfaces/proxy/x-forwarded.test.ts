@@ -1,0 +1,26 @@
+import type { IncomingMessage } from 'node:http'
+import t from 'tap'
+import { clientAddress } from '../../../lib/surfaces/proxy/x-forwarded.js'
+
+/** What clientAddress reads of a request: its connection's peer and its X-Forwarded-For. */
+function request(forwardedFor: string | undefined, peer: string | null = '10.0.0.9'): IncomingMessage {
+  return { socket: { remoteAddress: peer ?? undefined }, headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } } as unknown as IncomingMessage
+}
+
+t.test('no trusted proxy: the connection itself, whatever the header says', async (t) => {
+  t.equal(clientAddress(request('1.1.1.1'), 0), '10.0.0.9')
+  t.equal(clientAddress(request(undefined, null), 0), undefined, 'a socket already gone')
+})
+
+t.test('N trusted proxies: the Nth entry from the right, never a further one', async (t) => {
+  const header = '6.6.6.6 , 203.0.113.7,10.0.0.2,  10.0.0.3'
+  t.equal(clientAddress(request(header), 1), '10.0.0.3')
+  t.equal(clientAddress(request(header), 2), '10.0.0.2')
+  t.equal(clientAddress(request(header), 3), '203.0.113.7')
+  t.equal(clientAddress(request(header), 4), '6.6.6.6', 'the leftmost only when it is the Nth')
+  t.equal(clientAddress(request(header), 5), '10.0.0.9', 'fewer entries than hops: the peer')
+  t.equal(clientAddress(request('2001:db8::1'), 1), '2001:db8::1')
+  t.equal(clientAddress(request(undefined), 1), '10.0.0.9', 'no header')
+  t.equal(clientAddress(request('1.1.1.1, '), 1), '10.0.0.9', 'an empty entry names nobody')
+  t.equal(clientAddress(request(',1.1.1.1'), 2), '10.0.0.9')
+})
