@@ -7,6 +7,7 @@ import type { Logger } from 'pino'
 import { ACCESS_DENIED, type Authenticator, type Principal } from './checks/auth.js'
 import type { Rejection } from './errors.js'
 import { CREDENTIAL_DEFAULTS, SCRYPT_DEFAULTS } from './defaults.js'
+import { readFailure } from './file-error.js'
 import { definedOnly, MemoryLoginThrottle, type LoginAttempt, type LoginThrottle } from './login-throttle.js'
 import { compileSchema } from './schema/compile.js'
 import { Type, type Static } from './schema/typebox.js'
@@ -331,8 +332,13 @@ function parseCredentials(text: string): readonly UserCredentials[] {
 
 /** The store of a credentials file and the text it was built from; anything wrong throws an `ECREDENTIALS` error naming the file. */
 async function openCredentials(file: string, options: CredentialStoreOptions): Promise<{ store: CredentialStore; text: string }> {
+  let text: string
   try {
-    const text = await readFile(file, 'utf8')
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    throw credentialsError(`${file}: ${readFailure(error)}`)
+  }
+  try {
     return { store: new CredentialStore(parseCredentials(text), options), text }
   } catch (error) {
     throw credentialsError(`${file}: ${(error as Error).message}`)
@@ -384,7 +390,8 @@ export async function watchCredentials(file: string, options: WatchCredentialsOp
       text = await readFile(file, 'utf8')
       if (text !== inForce) store.replace(parseCredentials(text))
     } catch (error) {
-      const reason = (error as Error).message
+      // A file that cannot be read is said in words, one that does not parse by its own message (docs/cli.md).
+      const reason = text === undefined ? readFailure(error) : (error as Error).message
       const version = `${reason}\n${text ?? ''}`
       if (!forced && version === refused) return
       refused = version

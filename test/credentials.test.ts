@@ -276,7 +276,7 @@ t.test('loadCredentials reads and validates the file', async (t) => {
   t.equal(users.size, 1)
   t.ok(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'))))
   const cases: Array<[string, RegExp]> = [
-    ['missing.json', /missing\.json: ENOENT/],
+    ['missing.json', /missing\.json: no such file or folder$/],
     ['not-json.json', /not-json\.json: not JSON: /],
     ['extra-key.json', /extra-key\.json: \$\.users\[0\]\.role: /],
     ['extra-top.json', /extra-top\.json: \$\.version: /],

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { ERRORS, FIELD_ERRORS, isErrorName, type ErrorName } from '../errors.js'
+import { readFailure } from '../file-error.js'
 
 /**
  * The rules file of `--backend-errors` (docs/backend-faults.md, rules): which
@@ -174,9 +175,14 @@ export function backendErrorsError(file: string, reason: string): Error & { code
   return Object.assign(new Error(`${file}: ${reason}`), { code: 'EBACKENDERRORS' as const })
 }
 
-/** Reads and compiles a rules file: the rules, or why it is refused. A file that cannot be read throws. */
+/** Reads and compiles a rules file: the rules, or why it is refused (a file that cannot be read too, in words: docs/cli.md). */
 export async function readBackendErrors(file: string): Promise<BackendErrorRules | string[]> {
-  const text = await readFile(file, 'utf8')
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    return [readFailure(error)]
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

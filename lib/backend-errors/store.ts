@@ -35,7 +35,7 @@ export async function watchBackendErrors(file: string, options: WatchBackendErro
   let reported: string | undefined
 
   async function reload(): Promise<void> {
-    const loaded = await readBackendErrors(file).catch((error: Error) => [error.message])
+    const loaded = await readBackendErrors(file)
     if (Array.isArray(loaded)) {
       const reason = loaded.join('; ')
       if (reason !== reported) logger?.warn({ file, reason }, 'backend errors file refused, its last good rules stay in force')

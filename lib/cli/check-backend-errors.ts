@@ -1,17 +1,21 @@
 import { readBackendErrors } from '../backend-errors/rules.js'
 import { isErrorName } from '../errors.js'
+import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, UsageError, type Command } from './io.js'
 
-export const usage = 'payments-gate check-backend-errors FILE'
+export const spec: CommandSpec<Record<never, never>> = {
+  name: 'check-backend-errors',
+  usage: 'FILE',
+  description:
+    'Checks a --backend-errors rules file as the gateway loads it: a summary and exit 0 when it is valid, else one "file: reason" line per problem on stdout and exit 1. Meant for CI before a rules change ships.',
+  env: false,
+  positionals: 1,
+  flags: {},
+}
 
-/**
- * Validates a `--backend-errors` rules file as the gateway would load it: a
- * summary and exit 0 when it is good, else one `file: reason` line per reason
- * on stdout and exit 1. Meant for CI before a rules change ships.
- */
 export const run: Command = async (args, io) => {
-  const [file] = args
-  if (file === undefined || args.length > 1 || file.startsWith('-')) throw new UsageError(`give one FILE (usage: ${usage})`)
+  const [file] = parseFlags(spec, args, io.env).positionals
+  if (file === undefined) throw new UsageError('give the rules file to check: payments-gate check-backend-errors FILE')
   const rules = await readBackendErrors(file)
   if (Array.isArray(rules)) {
     for (const reason of rules) io.stdout.write(`${file}: ${reason}\n`)

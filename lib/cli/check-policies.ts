@@ -1,17 +1,24 @@
+import { readFailure } from '../file-error.js'
 import { loadPolicyDir } from '../policy/load.js'
+import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, UsageError, type Command } from './io.js'
 
-export const usage = 'payments-gate check-policies DIR'
+export const spec: CommandSpec<Record<never, never>> = {
+  name: 'check-policies',
+  usage: 'DIR',
+  description:
+    'Checks every *.json policy file of DIR as the gateway loads it: a summary and exit 0 when all are valid, else one "file: reason" line per invalid file on stdout and exit 1. Meant for CI before a policy change ships.',
+  env: false,
+  positionals: 1,
+  flags: {},
+}
 
-/**
- * Validates every policy file of a folder, as the gateway would load it: a
- * summary and exit 0 when all are good, else one `file: reason` line per
- * refused file on stdout and exit 1. Meant for CI before a policy change ships.
- */
 export const run: Command = async (args, io) => {
-  const [dir] = args
-  if (dir === undefined || args.length > 1 || dir.startsWith('-')) throw new UsageError(`give one DIR (usage: ${usage})`)
-  const { policies, problems } = await loadPolicyDir(dir)
+  const [dir] = parseFlags(spec, args, io.env).positionals
+  if (dir === undefined) throw new UsageError('give the folder to check: payments-gate check-policies DIR')
+  const { policies, problems } = await loadPolicyDir(dir).catch((error: unknown) => {
+    throw new UsageError(`${dir}: ${readFailure(error)}; give a readable folder of policy files`)
+  })
   for (const { file, reason } of problems) io.stdout.write(`${file}: ${reason}\n`)
   if (problems.length > 0) return EXIT_NO
   const entities = [...policies.keys()]

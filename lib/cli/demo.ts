@@ -1,14 +1,30 @@
 import { randomBytes } from 'node:crypto'
-import { parseArgs } from 'node:util'
 import { CredentialStore, hashPassword } from '../credentials.js'
 import { DEFAULTS, mediaTypes } from '../defaults.js'
 import { loadPolicyDir } from '../policy/load.js'
 import { startDemoBackend, type DemoBackend } from '../demo/backend.js'
 import { OPERATION_PATHS } from '../schema/payment.js'
+import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_OK, type Command, type Io } from './io.js'
-import { parseAddress } from './options.js'
+import { SHARED_FLAGS } from './options.js'
 import { startServing, type Serving } from './serve.js'
-import { stopSignal } from './signals.js'
+import { stopSignals } from './signals.js'
+import { unreadable } from './startup.js'
+
+const DEMO_FLAGS = {
+  listen: { ...SHARED_FLAGS.listen, summary: 'where the gateway listens; on loopback unless a host is given, since the demo prints a working password', shown: '`127.0.0.1:8080`' },
+  policies: SHARED_FLAGS.policies,
+}
+
+export const spec: CommandSpec<typeof DEMO_FLAGS> = {
+  name: 'demo',
+  usage: '[flags]',
+  description:
+    'Starts a demo backend on a free loopback port and the gateway in front of it, with a demo user whose random password it prints with two ready curl lines. Ctrl-C stops it, without the shutdown delay of serve.',
+  env: false,
+  positionals: 0,
+  flags: DEMO_FLAGS,
+}
 
 export const DEMO_USER = 'demo'
 /**
@@ -71,14 +87,12 @@ export function curlLine({ url, headers, body }: Example): string {
  * password is random, so the demo never ships a known credential).
  */
 export async function startDemo(args: string[], io: Io): Promise<Demo> {
-  const { values } = parseArgs({
-    args,
-    options: { listen: { type: 'string', default: String(DEFAULTS.port) }, policies: { type: 'string', default: DEFAULTS.policies } },
-  })
-  const given = parseAddress('listen', values.listen)
+  const { values, where } = parseFlags(spec, args, io.env)
   // The demo prints a working password: it listens on loopback unless told otherwise.
-  const listen = { host: given.host ?? DEFAULTS.demoHost, port: given.port }
-  const { policies } = await loadPolicyDir(values.policies)
+  const listen = { host: values.listen.host ?? DEFAULTS.demoHost, port: values.listen.port }
+  const { policies } = await loadPolicyDir(values.policies).catch((error: unknown) => {
+    throw unreadable(error, where)
+  })
   const password = randomBytes(12).toString('base64url')
   const credentials = new CredentialStore([{ username: DEMO_USER, password: await hashPassword(password), entities: [...policies.keys()] }])
   const backend = await startDemoBackend()
@@ -95,6 +109,7 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
         bodyLimit: DEFAULTS.bodyLimit,
         timeout: DEFAULTS.timeout,
         admin: undefined,
+        where,
       },
       io,
     )
@@ -127,9 +142,9 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
 }
 
 export const run: Command = async (args, io) => {
-  const stop = stopSignal()
+  const signals = stopSignals()
   const demo = await startDemo(args, io)
-  await stop
+  await signals.stop
   await demo.stop()
   return EXIT_OK
 }

@@ -1,22 +1,27 @@
 import { hashPassword } from '../credentials.js'
+import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_OK, UsageError, readAll, type Command } from './io.js'
 
-export const usage = 'payments-gate hash-password < password'
+export const spec: CommandSpec<Record<never, never>> = {
+  name: 'hash-password',
+  usage: '< password',
+  description:
+    'Reads one password on stdin (so it stays out of the shell history and the process list) and prints its salted scrypt hash for the credentials file. One trailing newline is not part of the password.',
+  env: false,
+  positionals: 0,
+  flags: {},
+}
 
-/**
- * Reads one password on stdin (so it stays out of the shell's history and the
- * process list) and prints its hash for the credentials file.
- */
 export const run: Command = async (args, io) => {
-  if (args.length > 0) throw new UsageError(`takes no arguments, the password comes on stdin (usage: ${usage})`)
+  parseFlags(spec, args, io.env)
   // `echo secret |` adds a newline that is not part of the password.
   let password: string
   try {
     password = new TextDecoder('utf-8', { fatal: true }).decode(await readAll(io.stdin)).replace(/\r?\n$/, '')
   } catch {
-    throw new UsageError('the password on stdin is not UTF-8')
+    throw new UsageError('the password on stdin is not UTF-8; give it as UTF-8 text')
   }
-  if (password.length === 0) throw new UsageError(`the password on stdin is empty (usage: ${usage})`)
+  if (password.length === 0) throw new UsageError('the password on stdin is empty; pipe it in: printf %s PASSWORD | payments-gate hash-password')
   io.stdout.write(`${await hashPassword(password)}\n`)
   return EXIT_OK
 }

@@ -1,154 +1,193 @@
 import { availableParallelism } from 'node:os'
-import { parseArgs } from 'node:util'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
-import type { GateOptions } from '../gate.js'
-import { UsageError } from './io.js'
-import { parseByteCount } from './numbers.js'
+import { InvalidValue, option, parseFlags, type CommandSpec, type Values } from './flags.js'
 
 export interface Address {
   readonly host: string | undefined
   readonly port: number
 }
 
-/** `payments-gate serve` as configured by flags and `PAYMENTS_GATE_*` variables (docs/cli.md): the gate's options and the proxy's. */
-export interface ServeOptions extends Required<Pick<GateOptions, 'vendor' | 'basePath' | 'bodyLimit'>> {
-  readonly listen: Address
-  readonly target: URL
-  readonly policies: string
-  readonly credentials: string
-  readonly timeout: number
-  readonly admin: Address | undefined
-  /** Processes serving the port; 1 runs the gateway in this process. */
-  readonly workers: number
-  /** Retry protection's store: `memory`, `off`, a `redis://` or `redis-sentinel://` URL (docs/idempotency.md). */
-  readonly idempotency: string
-  /** How long a recorded answer is replayed, in seconds. */
-  readonly idempotencyTtl: number
-  readonly idempotencyFailure: 'closed' | 'open'
-  /** The memory store's bounds: most keys, most bytes. */
-  readonly idempotencyMaxEntries: number
-  readonly idempotencyMaxBytes: number
-  /** Proxies in front of the gateway: the log line's client address is the one the farthest of them added to `X-Forwarded-For`. */
-  readonly trustProxy: number
-  /** Redis replicas that must acknowledge a claim or a record. */
-  readonly idempotencyReplicas: number
-  /** The rules file naming the backend's error answers (docs/backend-faults.md); none when unset. */
-  readonly backendErrors?: string
-  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). */
-  readonly mode: 'enforce' | 'report'
-}
-
-export const SERVE_FLAGS = [
-  'listen',
-  'target',
-  'policies',
-  'credentials',
-  'vendor',
-  'base-path',
-  'body-limit',
-  'timeout',
-  'admin',
-  'workers',
-  'idempotency',
-  'idempotency-ttl',
-  'idempotency-failure',
-  'idempotency-max-entries',
-  'idempotency-max-bytes',
-  'trust-proxy',
-  'idempotency-replicas',
-  'backend-errors',
-  'mode',
-] as const
-type Flag = (typeof SERVE_FLAGS)[number]
-
-export const usage =
-  'payments-gate serve --target URL --credentials FILE [--listen [HOST:]PORT] [--policies DIR] [--vendor NAME] ' +
-  '[--base-path PATH] [--body-limit BYTES] [--timeout MS] [--admin HOST:PORT] [--workers N|auto] ' +
-  '[--idempotency memory|off|redis://HOST:PORT[/DB]|redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER] [--idempotency-ttl SECONDS] ' +
-  '[--idempotency-failure closed|open] [--idempotency-replicas N] [--idempotency-max-entries N] [--idempotency-max-bytes BYTES] ' +
-  '[--trust-proxy N] [--backend-errors FILE] [--mode enforce|report]'
-
-/** `--body-limit` reads `PAYMENTS_GATE_BODY_LIMIT`. */
-export function envName(flag: string): string {
-  return `PAYMENTS_GATE_${flag.toUpperCase().replace(/-/g, '_')}`
+/** A whole number of at least `min`, in `unit` (the error says so). */
+export function wholeNumber(unit: string, min = 0): (text: string) => number {
+  return (text) => {
+    const number = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN
+    if (!(number >= min)) throw new InvalidValue(`must be a whole number of ${unit}, at least ${min}`)
+    return number
+  }
 }
 
 /** `PORT`, `HOST:PORT` or `[IPv6]:PORT`. */
-export function parseAddress(flag: string, value: string): Address {
+export function parseAddress(value: string): Address {
   const match = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):)?([0-9]{1,5})$/.exec(value)
   const port = Number(match?.[3])
-  if (match === null || port > 65535) throw new UsageError(`--${flag} must be PORT or HOST:PORT, got "${value}"`)
+  if (match === null || port > 65535) throw new InvalidValue('must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535')
   return { host: match[1] ?? match[2], port }
 }
 
-function parseTarget(value: string | undefined): URL {
-  if (value === undefined) throw new UsageError(`--target is required (usage: ${usage})`)
+function parseTarget(value: string): URL {
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    throw new UsageError(`--target must be a URL, got "${value}"`)
+    throw new InvalidValue('must be an http:// URL, e.g. http://127.0.0.1:9000')
   }
   // The backend sits next to the gateway (same pod): TLS to it would only cost time.
-  if (url.protocol !== 'http:') throw new UsageError(`--target must be an http:// URL, got "${value}"`)
+  if (url.protocol !== 'http:') throw new InvalidValue('must be an http:// URL (terminate TLS in front of the gateway, docs/deployment.md)')
   return url
 }
 
+/** The vendor goes into a media type: RFC 6838 restricted-name characters only. */
+function parseVendor(value: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value)) throw new InvalidValue('must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
+  return value
+}
+
+/**
+ * A base path is `/`-separated segments of RFC 3986 path characters (pchar:
+ * unreserved, percent-escapes, sub-delims, `:` and `@`), without `.` or `..`
+ * segments, so that the path the router matches is the one clients send. A
+ * query, a fragment, a space or an empty segment is refused; one leading and
+ * trailing slash are optional.
+ */
+const PCHAR = String.raw`(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})`
+const BASE_PATH = new RegExp(String.raw`^\/?(?:${PCHAR}+\/)*${PCHAR}*$`)
+
+function parseBasePath(value: string): string {
+  const segments = value.replace(/^\/|\/$/g, '').split('/')
+  if (!BASE_PATH.test(value) || segments.some((segment) => segment === '.' || segment === '..')) {
+    throw new InvalidValue('must be a path such as /api/v1: segments of letters, digits and -._~!$&\'()*+,;=:@ or %XX, no query, no spaces')
+  }
+  return value
+}
+
+const processes = wholeNumber('processes (or auto)', 1)
+
 function parseWorkers(value: string): number {
-  if (value === 'auto') return availableParallelism()
-  const workers = parseByteCount('--workers', value)
-  if (workers < 1) throw new UsageError('--workers must be at least 1')
-  return workers
+  return value === 'auto' ? availableParallelism() : processes(value)
+}
+
+/** One of a few words, e.g. `closed` or `open`. */
+export function oneOf<const T extends string>(...choices: T[]): (text: string) => T {
+  return (text) => {
+    if (!(choices as string[]).includes(text)) throw new InvalidValue(`must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}`)
+    return text as T
+  }
+}
+
+/** A value taken as it is given (a path, a store spec checked later). */
+export const identity = (text: string) => text
+
+/**
+ * Flags that several commands take: declared once here, so every command
+ * checks them with the same code (`openapi` refuses the `--vendor` that
+ * `serve` refuses).
+ */
+export const SHARED_FLAGS = {
+  listen: option({ value: '[HOST:]PORT', summary: 'where the gateway listens (`[::1]:8080` for IPv6); all interfaces when no host is given', default: String(DEFAULTS.port), parse: parseAddress }),
+  policies: option({ value: 'DIR', summary: 'folder of per-entity policy files', default: DEFAULTS.policies, parse: identity, see: '[policies](policies.md)' }),
+  vendor: option({ value: 'NAME', summary: 'the `<vendor>` in `application/vnd.<vendor>.payments-v6+json` (RFC 6838 name characters)', default: DEFAULTS.vendor, parse: parseVendor }),
+  basePath: option({
+    value: 'PATH',
+    summary: 'prefix in front of `/payments/...`: `/`-separated segments of RFC 3986 path characters, no query, no spaces; a leading slash is added, a trailing one removed',
+    default: DEFAULTS.basePath,
+    shown: 'empty',
+    parse: parseBasePath,
+  }),
+  bodyLimit: option({ value: 'BYTES', summary: 'largest request body read', default: String(DEFAULTS.bodyLimit), parse: wholeNumber('bytes') }),
+  backendErrors: option({
+    value: 'FILE',
+    summary: "rules naming the backend's error answers on the two operations, watched for changes",
+    shown: 'none: names by status',
+    parse: identity,
+    see: '[backend faults](backend-faults.md#rules---backend-errors)',
+  }),
+}
+
+const SERVE_FLAGS = {
+  target: option({ value: 'URL', summary: 'the backend, an `http://` URL; a path in it is put in front of the request\'s path', required: true, parse: parseTarget }),
+  credentials: option({ value: 'FILE', summary: 'BasicAuth users, JSON with scrypt hashes', required: true, parse: identity, see: '[credentials](credentials.md)' }),
+  ...SHARED_FLAGS,
+  timeout: option({ value: 'MS', summary: 'how long the backend may stay silent, at least 1', default: String(DEFAULTS.timeout), parse: wholeNumber('milliseconds', 1), see: '[backend faults](backend-faults.md)' }),
+  admin: option({ value: 'HOST:PORT', summary: 'health and metrics listener', shown: 'off', parse: parseAddress, see: '[deployment](deployment.md#health-readiness-and-metrics)' }),
+  workers: option({ value: 'N|auto', summary: 'processes sharing the port; `auto`: one per core', default: '1', parse: parseWorkers, see: '[deployment](deployment.md#workers)' }),
+  idempotency: option({
+    value: 'memory|off|URL',
+    summary:
+      "retry protection's store: `memory`, `off`, a `redis://HOST:PORT[/DB]` URL or a `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL; Redis is shared by every replica and also shares the failed-login throttle",
+    default: IDEMPOTENCY_DEFAULTS.store,
+    parse: identity,
+    see: '[retry protection](idempotency.md)',
+  }),
+  idempotencyTtl: option({ value: 'SECONDS', summary: 'how long a recorded answer is replayed, at least 1', default: String(IDEMPOTENCY_DEFAULTS.ttlSeconds), parse: wholeNumber('seconds', 1) }),
+  idempotencyFailure: option({ value: 'closed|open', summary: 'when the store cannot be reached: refuse with 503, or forward unprotected', default: IDEMPOTENCY_DEFAULTS.failure, parse: oneOf('closed', 'open') }),
+  idempotencyReplicas: option({
+    value: 'N',
+    summary: 'Redis replicas that must acknowledge a claim (`WAIT`) before the payment is forwarded',
+    default: String(IDEMPOTENCY_DEFAULTS.replicas),
+    parse: wholeNumber('replicas'),
+    see: '[replicas](idempotency.md#replicas-and-failover)',
+  }),
+  idempotencyMaxEntries: option({
+    value: 'N',
+    summary: "the memory store's most keys, at least 1; high enough by default that the bytes bind first",
+    default: String(IDEMPOTENCY_DEFAULTS.maxEntries),
+    parse: wholeNumber('keys', 1),
+    see: '[memory store](idempotency.md#memory-default)',
+  }),
+  idempotencyMaxBytes: option({
+    value: 'BYTES',
+    summary: "the memory store's most bytes, what its entries really take in memory, at least 1",
+    default: String(IDEMPOTENCY_DEFAULTS.maxBytes),
+    parse: wholeNumber('bytes', 1),
+    see: '[memory store](idempotency.md#memory-default)',
+  }),
+  mode: option({
+    value: 'enforce|report',
+    summary: '`report` passes every request that passed BasicAuth on as it came and reports what `enforce` would have done; a policy\'s `mode` overrides it for its entity',
+    default: DEFAULTS.mode,
+    parse: oneOf('enforce', 'report'),
+    see: '[rollout](rollout.md)',
+  }),
+  trustProxy: option({
+    value: 'N',
+    summary: 'proxies in front of the gateway (a load balancer, an ingress): the log line\'s `remoteAddress` is the address the farthest of them added to `X-Forwarded-For`, the Nth counted from the right; 0: the connection\'s own address',
+    default: String(DEFAULTS.trustProxy),
+    parse: wholeNumber('proxies'),
+    see: '[logs and metrics](logs-and-metrics.md#the-clients-address)',
+  }),
+  shutdownDelay: option({
+    value: 'SECONDS',
+    summary: 'after `SIGTERM`, how long the gateway keeps accepting and serving (answering with `Connection: close`) while `/readyz` says 503, before it drains',
+    default: String(DEFAULTS.shutdownDelaySeconds),
+    parse: wholeNumber('seconds'),
+    see: '[deployment](deployment.md#stopping)',
+  }),
+  drainTimeout: option({
+    value: 'SECONDS',
+    summary: 'after the delay, how long requests in flight may take to finish before their connections are cut',
+    shown: '`--timeout` + 1 s',
+    parse: wholeNumber('seconds'),
+    see: '[deployment](deployment.md#stopping)',
+  }),
+}
+
+/** `payments-gate serve`: every flag also from its `PAYMENTS_GATE_*` variable (docs/cli.md). Adding a flag is one entry. */
+export const SERVE: CommandSpec<typeof SERVE_FLAGS> = {
+  name: 'serve',
+  usage: '--target URL --credentials FILE [flags]',
+  description: 'Runs the gateway in front of a backend. Every flag can also be given as its PAYMENTS_GATE_* variable; a flag wins over its variable.',
+  env: true,
+  positionals: 0,
+  flags: SERVE_FLAGS,
+}
+
+/** `payments-gate serve` as configured by flags and variables: the gate's options and the proxy's, and where each came from. */
+export interface ServeOptions extends Values<typeof SERVE_FLAGS> {
+  /** Where a flag's value came from, for start-up errors. */
+  readonly where: (key: string) => string
 }
 
 export function parseServeOptions(args: string[], env: Readonly<Record<string, string | undefined>>): ServeOptions {
-  const options = Object.fromEntries(SERVE_FLAGS.map((flag) => [flag, { type: 'string' as const }]))
-  const { values } = parseArgs({ args, options, strict: true })
-  const given = values as Partial<Record<Flag, string>>
-  const value = (flag: Flag): string | undefined => given[flag] ?? env[envName(flag)]
-  const number = (flag: Flag, fallback: number): number => {
-    const text = value(flag)
-    return text === undefined ? fallback : parseByteCount(`--${flag}`, text)
-  }
-  const credentials = value('credentials')
-  if (credentials === undefined) throw new UsageError(`--credentials is required (usage: ${usage})`)
-  const admin = value('admin')
-  const vendor = value('vendor') ?? DEFAULTS.vendor
-  // The vendor goes into a media type: RFC 6838 restricted-name characters only.
-  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(vendor)) throw new UsageError(`--vendor must be a media type name, got "${vendor}"`)
-  const timeout = number('timeout', DEFAULTS.timeout)
-  if (timeout < 1) throw new UsageError('--timeout must be at least 1 ms')
-  const idempotencyTtl = number('idempotency-ttl', IDEMPOTENCY_DEFAULTS.ttlSeconds)
-  if (idempotencyTtl < 1) throw new UsageError('--idempotency-ttl must be at least 1 second')
-  const idempotencyFailure = value('idempotency-failure') ?? IDEMPOTENCY_DEFAULTS.failure
-  if (idempotencyFailure !== 'closed' && idempotencyFailure !== 'open') {
-    throw new UsageError(`--idempotency-failure must be closed or open, got "${idempotencyFailure}"`)
-  }
-  const idempotencyMaxEntries = number('idempotency-max-entries', IDEMPOTENCY_DEFAULTS.maxEntries)
-  if (idempotencyMaxEntries < 1) throw new UsageError('--idempotency-max-entries must be at least 1')
-  const idempotencyMaxBytes = number('idempotency-max-bytes', IDEMPOTENCY_DEFAULTS.maxBytes)
-  if (idempotencyMaxBytes < 1) throw new UsageError('--idempotency-max-bytes must be at least 1')
-  const mode = value('mode') ?? DEFAULTS.mode
-  if (mode !== 'enforce' && mode !== 'report') throw new UsageError(`--mode must be enforce or report, got "${mode}"`)
-  return {
-    listen: parseAddress('listen', value('listen') ?? String(DEFAULTS.port)),
-    target: parseTarget(value('target')),
-    policies: value('policies') ?? DEFAULTS.policies,
-    credentials,
-    vendor,
-    basePath: value('base-path') ?? DEFAULTS.basePath,
-    bodyLimit: number('body-limit', DEFAULTS.bodyLimit),
-    timeout,
-    admin: admin === undefined ? undefined : parseAddress('admin', admin),
-    workers: parseWorkers(value('workers') ?? '1'),
-    idempotency: value('idempotency') ?? IDEMPOTENCY_DEFAULTS.store,
-    idempotencyTtl,
-    idempotencyFailure,
-    idempotencyMaxEntries,
-    idempotencyMaxBytes,
-    trustProxy: number('trust-proxy', DEFAULTS.trustProxy),
-    idempotencyReplicas: number('idempotency-replicas', IDEMPOTENCY_DEFAULTS.replicas),
-    backendErrors: value('backend-errors'),
-    mode,
-  }
+  const { values, where } = parseFlags(SERVE, args, env)
+  return { ...values, where }
 }

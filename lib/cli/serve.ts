@@ -3,27 +3,36 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
-import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
-import { EXIT_OK, UsageError, logDestination, type Command, type Io } from './io.js'
+import { flagName } from './flags.js'
+import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
-import { reloadSignal, stopSignal } from './signals.js'
+export { SERVE as spec } from './options.js'
+import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
+import { bind, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
-import { runPrimary, WORKER_READY } from './workers.js'
+import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
-type DefaultedFlags = RetryProtectionFlags | 'trustProxy' | 'mode'
+type DefaultedFlags = RetryProtectionFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
 
-/** What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection, `trustProxy` and the mode as their defaults unless given. */
-export interface ServeSetup extends Omit<ServeOptions, 'credentials' | 'workers' | DefaultedFlags>, Partial<Pick<ServeOptions, DefaultedFlags>> {
+/**
+ * What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection,
+ * `trustProxy` and the mode as their defaults unless given; no shutdown delay and a drain of the backend timeout
+ * plus a second unless given.
+ */
+export interface ServeSetup
+  extends Omit<ServeOptions, 'credentials' | 'workers' | 'where' | DefaultedFlags>,
+    Partial<Pick<ServeOptions, DefaultedFlags>> {
   readonly credentials: string | Authenticator
-  /** How long a drain waits for requests in flight, in ms. Default 10000. */
-  readonly graceMs?: number
+  /** Where a flag's value came from (`--listen` or `PAYMENTS_GATE_LISTEN`), for start-up errors; the flag unless given. */
+  where?(key: string): string
 }
 
 export interface Serving {
@@ -33,8 +42,11 @@ export interface Serving {
   readonly gate: Gate
   readonly logger: Logger
   readonly metrics: Metrics
-  /** Drains the gateway, then closes the gate and the admin listener. */
-  stop(): Promise<void>
+  /**
+   * Withdraws the gateway (`/readyz` 503, `Connection: close`) and keeps serving for the shutdown delay, or until
+   * `hurry` resolves; then drains it and closes the gate and the admin listener.
+   */
+  stop(hurry?: Promise<void>): Promise<void>
 }
 
 /**
@@ -43,6 +55,7 @@ export interface Serving {
  * port in use throws before anything listens on the gateway's port.
  */
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
+  const where = (key: string) => setup.where?.(key) ?? flagName(key)
   const logger = createLogger({ destination: logDestination(io, cluster.isWorker) })
   const metrics = createMetrics()
   // Before the gateway, which asks for a tracer once (docs/tracing.md).
@@ -53,27 +66,33 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   if (withAdmin && setup.admin !== undefined) {
     const { port, host } = setup.admin
     const listener = createAdmin({ ready: () => gateway?.ready === true, ...metricsOf(metrics.registry) })
-    adminAddress = await bind('--admin', () => listener.listen(port, host))
+    adminAddress = await bind(where('admin'), setup.admin, () => listener.listen(port, host))
     admin = listener
   }
   try {
     const idempotency = setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store
-    checkIdempotencySpec(idempotency)
     const onStoreError = storeErrorReporter(logger, metrics)
-    const gate = await createGate({
-      ...setup,
-      logger,
-      onPolicyReload: (outcome) => metrics.policyReload(outcome),
-      onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
-      // The Redis of retry protection also shares the failed-login throttle (docs/idempotency.md).
-      throttleRedis: idempotency.startsWith('redis') ? idempotency : undefined,
-      onStoreError,
-    })
+    const gate = await Promise.resolve()
+      .then(() => {
+        checkIdempotencySpec(idempotency)
+        return createGate({
+          ...setup,
+          logger,
+          onPolicyReload: (outcome) => metrics.policyReload(outcome),
+          onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
+          // The Redis of retry protection also shares the failed-login throttle (docs/idempotency.md).
+          throttleRedis: idempotency.startsWith('redis') ? idempotency : undefined,
+          onStoreError,
+        })
+      })
+      .catch((error: unknown) => {
+        throw unreadable(error, where)
+      })
     try {
       // The rules file is the gate's, watched there; the gateway applies the gate's rules.
       const { backendErrors: _file, ...gatewaySetup } = setup
       const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
-      const address = await bind('--listen', () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
+      const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)
         throw error
@@ -87,9 +106,14 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         gate,
         logger,
         metrics,
-        async stop() {
-          logger.info('draining')
-          await started.drain(setup.graceMs)
+        async stop(hurry) {
+          const delay = setup.shutdownDelay ?? 0
+          started.withdraw()
+          logger.info({ shutdownDelay: delay }, 'shutting down')
+          await shutdownDelay(delay, hurry ?? new Promise(() => undefined))
+          const drainTimeout = setup.drainTimeout ?? Math.ceil(setup.timeout / 1000) + DEFAULTS.drainMarginSeconds
+          logger.info({ drainTimeout }, 'draining')
+          await started.drain(drainTimeout * 1000)
           await tracing?.shutdown()
           await gate.close()
           await admin?.close()
@@ -108,7 +132,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   }
 }
 
-/** What SIGHUP does to a gateway: its policies and credentials read again at once. */
+/** What SIGHUP does to a gateway: its policies, credentials and rules read again at once. */
 function reloader({ gate, logger }: Serving): () => void {
   return () => {
     logger.info('SIGHUP: reloading policies and credentials')
@@ -156,30 +180,21 @@ export function evictionReporter(logger: Logger, metrics: Metrics, now = () => p
   }
 }
 
-/** A port that cannot be bound is a start-up failure: one line, exit 2. */
-async function bind(flag: string, listen: () => Promise<AddressInfo>): Promise<AddressInfo> {
-  try {
-    return await listen()
-  } catch (error) {
-    throw new UsageError(`${flag}: cannot listen (${(error as NodeJS.ErrnoException).code})`)
-  }
-}
-
 export const run: Command = async (args, io) => {
   const options = parseServeOptions(args, io.env)
-  const stop = stopSignal()
+  const signals = stopSignals()
   const onReload = reloadSignal()
-  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, stop, onReload)
-  if (cluster.isWorker) return runWorker(options, io, stop, onReload)
+  if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, signals, onReload)
+  if (cluster.isWorker) return runWorker(options, io, signals, onReload)
   const serving = await startServing(options, io)
   onReload(reloader(serving))
-  await stop
-  await serving.stop()
+  await signals.stop
+  await serving.stop(signals.hurry)
   return EXIT_OK
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
-async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>, onReload: (reload: () => void) => void): Promise<number> {
+async function runWorker(options: ServeOptions, io: Io, signals: StopSignals, onReload: (reload: () => void) => void): Promise<number> {
   try {
     const serving = await startServing(options, io, false)
     onReload(reloader(serving))
@@ -189,9 +204,15 @@ async function runWorker(options: ServeOptions, io: Io, stop: Promise<unknown>, 
     AggregatorRegistry.setRegistries([serving.metrics.registry])
     // A cluster worker always has its IPC channel.
     ;(process.send as (message: string) => boolean)(WORKER_READY)
-    await stop
-    await serving.stop()
+    await signals.stop
+    await serving.stop(signals.hurry)
     return EXIT_OK
+  } catch (error) {
+    /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
+    if (!(error instanceof UsageError)) throw error
+    // The primary prints the reason once for all its workers: one line (docs/cli.md).
+    await new Promise((resolve) => (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve))
+    return EXIT_USAGE
   } finally {
     // The channel to the primary would keep this process alive after its work is done. Closing it
     // through the worker (not process.disconnect, which exits 0 at once) keeps the exit code.

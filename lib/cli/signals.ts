@@ -1,13 +1,40 @@
+/** The signals that stop `serve` and `demo` (docs/deployment.md, stopping). */
+export interface StopSignals {
+  /** Resolves on the first SIGTERM (Kubernetes stopping the pod) or SIGINT (Ctrl-C). */
+  readonly stop: Promise<NodeJS.Signals>
+  /** Resolves on SIGINT, or on a second SIGTERM: what is left of the shutdown delay is skipped. */
+  readonly hurry: Promise<void>
+}
+
 /**
- * Resolves on the first SIGTERM (Kubernetes stopping the pod) or SIGINT
- * (Ctrl-C). The listeners stay for the life of the process, so a second
- * signal during the drain does not kill it half-way.
+ * Listens for SIGTERM and SIGINT for the life of the process, so that a later
+ * signal during the delay or the drain never kills it half-way. `onSignal`
+ * hears every one (the workers' primary passes them on).
  */
-export function stopSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    process.on('SIGTERM', resolve)
-    process.on('SIGINT', resolve)
-  })
+export function stopSignals(onSignal: (signal: NodeJS.Signals) => void = () => undefined): StopSignals {
+  let stop!: (signal: NodeJS.Signals) => void
+  let hurry!: () => void
+  let received = 0
+  const signals: StopSignals = {
+    stop: new Promise((resolve) => (stop = resolve)),
+    hurry: new Promise((resolve) => (hurry = resolve)),
+  }
+  const listener = (signal: NodeJS.Signals) => {
+    received++
+    if (signal === 'SIGINT' || received > 1) hurry()
+    stop(signal)
+    onSignal(signal)
+  }
+  process.on('SIGTERM', listener)
+  process.on('SIGINT', listener)
+  return signals
+}
+
+/** Waits `seconds`, or less when `hurry` resolves first. */
+export async function shutdownDelay(seconds: number, hurry: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([hurry, new Promise<void>((resolve) => (timer = setTimeout(resolve, seconds * 1000)))])
+  clearTimeout(timer)
 }
 
 /**

@@ -1,52 +1,70 @@
 import { readFile } from 'node:fs/promises'
-import { parseArgs } from 'node:util'
+import { maskCardNumbers } from '../card-mask.js'
 import { serializeError, type Rejection } from '../errors.js'
 import { buildChecks } from '../checks/index.js'
-import { DEFAULTS } from '../defaults.js'
+import { readFailure } from '../file-error.js'
 import { loadPolicyDir } from '../policy/load.js'
+import { policyError } from '../policy/store.js'
 import { OPERATIONS, type Operation } from '../schema/payment.js'
+import { InvalidValue, option, parseFlags, toggle, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, UsageError, readAll, type Command, type Io } from './io.js'
-import { parseByteCount } from './numbers.js'
+import { SHARED_FLAGS } from './options.js'
+import { unreadable } from './startup.js'
 
-export const usage = 'payments-gate validate --operation sale|recurring [--policies DIR] [--body-limit BYTES] FILE|-'
+function parseOperation(text: string): Operation {
+  if (!OPERATIONS.includes(text as Operation)) throw new InvalidValue('must be sale or recurring')
+  return text as Operation
+}
+
+const VALIDATE_FLAGS = {
+  operation: option({ value: 'sale|recurring', summary: 'the operation whose path the body would be posted to', required: true, parse: parseOperation }),
+  policies: SHARED_FLAGS.policies,
+  bodyLimit: SHARED_FLAGS.bodyLimit,
+  showCardNumbers: toggle('print card numbers whole, for those who need the exact bytes; by default they are masked to their first six and last four digits, as in the logs'),
+}
+
+export const spec: CommandSpec<typeof VALIDATE_FLAGS> = {
+  name: 'validate',
+  usage: '--operation sale|recurring [flags] FILE|-',
+  description:
+    'Runs a body (a file, or - for stdin) through the same checks as the gateway, the headers taken as right and no credentials, and prints what the gateway would do: the document it would forward (exit 0) or the error body it would answer (exit 1).',
+  env: false,
+  positionals: 1,
+  flags: VALIDATE_FLAGS,
+}
 
 /**
  * Runs a body through the same checks as the gateway (the headers taken as
  * right, no credentials) and prints what the gateway would do: the error body
- * it would answer (exit 1), or the document it would forward (exit 0).
+ * it would answer (exit 1), or the document it would forward (exit 0). Card
+ * numbers are masked as the logs mask them unless asked for whole.
  */
 export const run: Command = async (args, io) => {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      operation: { type: 'string' },
-      policies: { type: 'string', default: DEFAULTS.policies },
-      'body-limit': { type: 'string' },
-    },
-  })
-  const operation = values.operation as Operation
-  if (!OPERATIONS.includes(operation)) throw new UsageError(`--operation must be sale or recurring (usage: ${usage})`)
+  const { values, positionals, where } = parseFlags(spec, args, io.env)
   const [file] = positionals
-  if (file === undefined || positionals.length > 1) throw new UsageError(`give one FILE, or - for stdin (usage: ${usage})`)
-  const { policies, problems } = await loadPolicyDir(values.policies)
+  if (file === undefined) throw new UsageError(`give the body: a FILE, or - for stdin (usage: payments-gate validate ${spec.usage})`)
+  const { policies, problems } = await loadPolicyDir(values.policies).catch((error: unknown) => {
+    throw unreadable(error, where)
+  })
   const [problem] = problems
-  if (problem !== undefined) throw new UsageError(`${problem.file}: ${problem.reason}`)
-  const bodyLimit = values['body-limit'] === undefined ? undefined : parseByteCount('--body-limit', values['body-limit'])
-  const checks = buildChecks({ policies, bodyLimit })
-  const body = file === '-' ? await readAll(io.stdin) : await readFile(file)
-  const verdict = checks.checkBody(operation, body)
-  if (verdict.ok === false) return refused(io, verdict, '')
+  if (problem !== undefined) throw unreadable(policyError(`${problem.file}: ${problem.reason}`), where)
+  const checks = buildChecks({ policies, bodyLimit: values.bodyLimit })
+  const body = file === '-' ? await readAll(io.stdin) : await readFile(file).catch((error: unknown) => {
+    throw new UsageError(`${file}: ${readFailure(error)}; give the path of a file holding the body, or - for stdin`)
+  })
+  const shown = values.showCardNumbers ? (text: string) => text : maskCardNumbers
+  const verdict = checks.checkBody(values.operation, body)
+  if (verdict.ok === false) return refused(io, shown, verdict, '')
   // An entity in report mode (docs/rollout.md): what enforce would do is still the answer, with a note.
   const note = verdict.ok === 'report' ? ' (its entity is in report mode: the gateway forwards the body as it came)' : ''
-  if (verdict.ok === 'report' && verdict.wouldRefuse !== undefined) return refused(io, verdict.wouldRefuse, note)
-  io.stderr.write(`clean: the gateway would forward this ${operation} request for entity ${verdict.entity}${note}\n`)
-  io.stdout.write(`${JSON.stringify(verdict.document)}\n`)
+  if (verdict.ok === 'report' && verdict.wouldRefuse !== undefined) return refused(io, shown, verdict.wouldRefuse, note)
+  io.stderr.write(`clean: the gateway would forward this ${values.operation} request for entity ${verdict.entity}${note}\n`)
+  io.stdout.write(`${shown(JSON.stringify(verdict.document))}\n`)
   return EXIT_OK
 }
 
-function refused(io: Io, rejection: Rejection, note: string): number {
+function refused(io: Io, shown: (text: string) => string, rejection: Rejection, note: string): number {
   io.stderr.write(`refused: ${rejection.status} ${rejection.body.errorName}${note}\n`)
-  io.stdout.write(`${serializeError(rejection.body)}\n`)
+  io.stdout.write(`${shown(serializeError(rejection.body))}\n`)
   return EXIT_NO
 }

@@ -4,11 +4,20 @@ import { createAdmin, type Admin } from '../admin.js'
 import { createGate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
-import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Io } from './io.js'
+import { EXIT_OK, UsageError, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
+import { bind, unreadable } from './startup.js'
+import type { StopSignals } from './signals.js'
 
 /** What a worker tells the primary once it listens. */
 export const WORKER_READY = 'payments-gate:ready'
+
+/** The key of what a worker that cannot start tells the primary: its one-line reason, which the primary prints once for all. */
+export const WORKER_FAILED = 'payments-gate:failed'
+
+function failureOf(message: unknown): string | undefined {
+  return typeof message === 'object' && message !== null ? (message as Record<string, string | undefined>)[WORKER_FAILED] : undefined
+}
 
 /**
  * `--workers N`: N processes share the gateway's port (node's cluster hands
@@ -16,17 +25,25 @@ export const WORKER_READY = 'payments-gate:ready'
  * payments: it checks the files once (a bad one is exit 2 here, not N
  * crashing workers), starts the workers, replaces one that dies, hosts the
  * admin listener with every worker's metrics summed, passes SIGHUP on to every
- * worker, and on SIGTERM drains them all before exiting.
+ * worker, and passes SIGTERM and SIGINT on to every worker, so that each keeps
+ * serving for the shutdown delay and drains, before exiting once they all have.
  */
-export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<unknown>, onReload: (reload: () => void) => void): Promise<number> {
-  checkIdempotencySpec(options.idempotency)
-  await (await createGate(options)).close()
+export async function runPrimary(options: ServeOptions, io: Io, signals: StopSignals, onReload: (reload: () => void) => void): Promise<number> {
+  const checked = await Promise.resolve()
+    .then(() => {
+      checkIdempotencySpec(options.idempotency)
+      return createGate(options)
+    })
+    .catch((error: unknown) => {
+      throw unreadable(error, options.where)
+    })
+  await checked.close()
   const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false
-  let failed!: (code: number) => void
-  const failure = new Promise<number>((resolve) => {
+  let failed!: (error: UsageError) => void
+  const failure = new Promise<UsageError>((resolve) => {
     failed = resolve
   })
 
@@ -35,15 +52,16 @@ export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<un
     workers.add(worker)
     worker.on('message', (message: unknown) => {
       if (message === WORKER_READY) ready.add(worker.id)
+      const reason = failureOf(message)
+      if (reason !== undefined) failed(new UsageError(reason))
     })
     worker.on('exit', (code, signal) => {
       workers.delete(worker)
-      const wasReady = ready.delete(worker.id)
+      ready.delete(worker.id)
       if (stopping) return
       logger.error({ worker: worker.id, code, signal }, 'worker exited')
-      // A worker that could not start (its port refused) would fail again: stop instead of looping.
-      if (!wasReady && code === EXIT_USAGE) failed(EXIT_USAGE)
-      else fork()
+      // No restart loop: a worker that could not start (its port refused) said why before it exited, which stops them all.
+      fork()
     })
   }
 
@@ -55,7 +73,8 @@ export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<un
       metrics: () => aggregator.clusterMetrics(),
       contentType: aggregator.contentType,
     })
-    await bindAdmin(admin, options.admin.port, options.admin.host)
+    const { port, host } = options.admin
+    await bind(options.where('admin'), options.admin, () => (admin as Admin).listen(port, host))
   }
   for (let i = 0; i < options.workers; i++) fork()
   logger.info({ workers: options.workers }, 'workers started')
@@ -63,26 +82,18 @@ export async function runPrimary(options: ServeOptions, io: Io, stop: Promise<un
   onReload(() => {
     for (const worker of workers) if (ready.has(worker.id)) worker.process.kill('SIGHUP')
   })
-  const code = await Promise.race([stop.then(() => EXIT_OK), failure])
+  const outcome = await Promise.race([signals.stop, failure])
   stopping = true
-  await Promise.all(
-    [...workers].map(
-      (worker) =>
-        new Promise((resolve) => {
-          worker.once('exit', resolve)
-          worker.process.kill('SIGTERM')
-        }),
-    ),
-  )
+  const exited = Promise.all([...workers].map((worker) => new Promise((resolve) => worker.once('exit', resolve))))
+  const pass = (signal: NodeJS.Signals) => {
+    for (const worker of workers) worker.process.kill(signal)
+  }
+  // A failed start-up has nothing to wait for: SIGINT skips the workers' delay.
+  pass(outcome instanceof UsageError ? 'SIGINT' : outcome)
+  void signals.hurry.then(() => pass('SIGINT'))
+  await exited
   await admin?.close()
   logger.info('stopped')
-  return code
-}
-
-async function bindAdmin(admin: Admin, port: number, host: string | undefined): Promise<void> {
-  try {
-    await admin.listen(port, host)
-  } catch (error) {
-    throw new UsageError(`--admin: cannot listen (${(error as NodeJS.ErrnoException).code})`)
-  }
+  if (outcome instanceof UsageError) throw outcome
+  return EXIT_OK
 }

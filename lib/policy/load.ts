@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
+import { readFailure } from '../file-error.js'
 import { compilePolicy, type Policy } from './policy.js'
 
 export interface PolicyProblem {
@@ -22,13 +23,13 @@ export async function loadPolicyFile(path: string): Promise<Policy | PolicyProbl
   try {
     text = await readFile(path, 'utf8')
   } catch (error) {
-    return { file: path, reason: (error as Error).message }
+    return { file: path, reason: readFailure(error) }
   }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
   } catch (error) {
-    return { file: path, reason: `not JSON: ${(error as Error).message}`, text }
+    return { file: path, reason: `not JSON: ${(error as SyntaxError).message}`, text }
   }
   const policy = compilePolicy(parsed)
   if (Array.isArray(policy)) return { file: path, reason: policy.join('; '), text }

@@ -42,12 +42,18 @@ t.test('invalid files: exit 1 and one "file: reason" line per bad file', async (
 })
 
 t.test('a bad call is one line on stderr and exit 2', async (t) => {
-  for (const args of [[], ['a', 'b'], ['--dir']]) {
+  for (const [args, message] of [
+    [[], /give the folder to check: payments-gate check-policies DIR/],
+    [['a', 'b'], /too many arguments; usage: payments-gate check-policies DIR/],
+    [['--dir'], /unknown flag --dir; see payments-gate check-policies --help/],
+  ] as const) {
     const result = await runCli(['check-policies', ...args])
     t.equal(result.code, 2, args.join(' '))
-    t.match(result.stderr, /^payments-gate check-policies: give one DIR \(usage: payments-gate check-policies DIR\)\n$/)
+    t.match(result.stderr, message)
+    t.match(result.stderr, /^payments-gate check-policies: [^\n]+\n$/)
   }
-  const missing = await runCli(['check-policies', join(t.testdirName, 'nowhere')])
+  const nowhere = join(t.testdirName, 'nowhere')
+  const missing = await runCli(['check-policies', nowhere])
   t.equal(missing.code, 2)
-  t.match(missing.stderr, /^payments-gate check-policies: ENOENT.*\n$/)
+  t.equal(missing.stderr, `payments-gate check-policies: ${nowhere}: no such file or folder; give a readable folder of policy files\n`)
 })

@@ -23,12 +23,14 @@ t.test('an empty password, a password that is not UTF-8, or an argument is refus
     [[], '', /the password on stdin is empty/],
     [[], '\n', /the password on stdin is empty/],
     [[], Buffer.from([0x70, 0xff]), /not UTF-8/],
-    [['secret'], 'x', /takes no arguments/],
+    [['secret'], 'x', /too many arguments; usage: payments-gate hash-password < password/],
+    [['--password', 'secret'], 'x', /unknown flag --password/],
   ] as const) {
     const result = await runCli(['hash-password', ...args], stdin)
     t.equal(result.code, 2)
     t.equal(result.stdout, '')
     t.match(result.stderr, message)
     t.match(result.stderr, /^payments-gate hash-password: [^\n]*\n$/)
+    t.notMatch(result.stderr, /secret/, 'an argument is never echoed: it may be a password')
   }
 })

@@ -5,6 +5,7 @@ import { buildOpenApi } from '../../lib/openapi.js'
 import { main } from '../../lib/cli/main.js'
 import { PassThrough } from 'node:stream'
 import { runCli } from '../helpers/cli.js'
+import { parseServeOptions } from '../../lib/cli/options.js'
 
 t.test('prints the OpenAPI document', async (t) => {
   const { code, stdout } = await runCli(['openapi'])
@@ -60,5 +61,33 @@ t.test('--backend-errors FILE (or its variable): the names the rules give appear
 t.test('a file argument is a usage error', async (t) => {
   const { code, stderr } = await runCli(['openapi', 'spec.json'])
   t.equal(code, 2)
-  t.match(stderr, /takes no file/)
+  t.match(stderr, /^payments-gate openapi: too many arguments; usage: payments-gate openapi \[flags\]\n$/)
 })
+
+t.test('--vendor and --base-path are refused as serve refuses them, from a flag or a variable', async (t) => {
+  const cases: [string[], Record<string, string>, string][] = [
+    [['--vendor', 'a b/c'], {}, '--vendor="a b/c" must be a media type name'],
+    [[], { PAYMENTS_GATE_VENDOR: 'a b/c' }, 'PAYMENTS_GATE_VENDOR="a b/c" must be a media type name'],
+    [['--base-path', '/api?x=1'], {}, '--base-path="/api?x=1" must be a path'],
+    [[], { PAYMENTS_GATE_BASE_PATH: '/my api' }, 'PAYMENTS_GATE_BASE_PATH="/my api" must be a path'],
+  ]
+  for (const [args, env, message] of cases) {
+    const stdout = new PassThrough()
+    const stderr = new PassThrough()
+    const err: Buffer[] = []
+    stderr.on('data', (chunk: Buffer) => err.push(chunk))
+    t.equal(await main(['openapi', ...args], { stdin: new PassThrough(), stdout, stderr, env }), 2)
+    t.ok(Buffer.concat(err).toString().startsWith(`payments-gate openapi: ${message}`), message)
+    const serve = parse(['--target', 'http://b', '--credentials', 'c', ...args], env)
+    t.ok(serve.startsWith(message), `serve: ${message}`)
+  }
+})
+
+function parse(args: string[], env: Record<string, string>): string {
+  try {
+    parseServeOptions(args, env)
+    return ''
+  } catch (error) {
+    return (error as Error).message
+  }
+}

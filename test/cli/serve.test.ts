@@ -74,10 +74,15 @@ t.test('a full memory store: evictions counted, the window exported, one warning
 
 t.test('start-up failures: invalid policy, bad credentials, port in use; nothing left listening', async (t) => {
   const port = await takenPort(t)
-  await t.rejects(startServing(setup({ policies: join(dir, 'bad-policies') }), io().io), { code: 'EPOLICY' })
-  await t.rejects(startServing(setup({ credentials: join(dir, 'bad.json') }), io().io), { code: 'ECREDENTIALS' })
-  await t.rejects(startServing(setup({ listen: { host: '127.0.0.1', port } }), io().io), { message: /--listen: cannot listen \(EADDRINUSE\)/ })
-  await t.rejects(startServing(setup({ admin: { host: '127.0.0.1', port } }), io().io), { message: /--admin: cannot listen/ })
+  const policy = join(dir, 'bad-policies', 'default.json')
+  await t.rejects(startServing(setup({ policies: join(dir, 'bad-policies') }), io().io), {
+    message: new RegExp(`^--policies: ${policy}: .+; fix it \\(payments-gate check-policies DIR lists every problem\\)$`),
+  })
+  await t.rejects(startServing(setup({ credentials: join(dir, 'bad.json') }), io().io), { message: /^--credentials: .*bad\.json: \$\.users: .*; give a credentials file as docs\/credentials\.md describes$/ })
+  await t.rejects(startServing(setup({ listen: { host: '127.0.0.1', port } }), io().io), { message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port` })
+  await t.rejects(startServing(setup({ admin: { host: '127.0.0.1', port }, where: (key) => `PAYMENTS_GATE_${key.toUpperCase()}` }), io().io), {
+    message: `PAYMENTS_GATE_ADMIN: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
+  })
 })
 
 t.test('the real process: a bad flag is one line on stderr and exit 2', async (t) => {
@@ -86,13 +91,13 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
   t.match(run.output().stderr, /^payments-gate serve: .*bogus.*\n$/)
   const env = spawnCli(['serve'], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: credentials })
   t.equal(await env.exited, 2)
-  t.match(env.output().stderr, /--target must be an http:\/\/ URL/)
+  t.match(env.output().stderr, /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ URL/)
 })
 
 t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {
   const slow = await startBackend((_req, res) => setTimeout(() => res.writeHead(201).end('late but whole'), 300))
   t.teardown(() => slow.close())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', slow.url, '--credentials', credentials, '--admin', '127.0.0.1:0'])
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', slow.url, '--credentials', credentials, '--admin', '127.0.0.1:0', '--shutdown-delay', '0'])
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   const reply = send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })
@@ -105,7 +110,7 @@ t.test('the real process: SIGTERM with a request in flight lets it finish, then 
 
 
 t.test('the real process: after a run of requests and a SIGTERM, every request has its log line', async (t) => {
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials])
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], { PAYMENTS_GATE_SHUTDOWN_DELAY: '0' })
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   const post = keepAliveSender(t, `http://127.0.0.1:${port}`)

@@ -1,5 +1,97 @@
-import t from 'tap'
+import { Agent } from 'node:http'
+import t, { type Test } from 'tap'
 import { reloadSignal } from '../../lib/cli/signals.js'
+import { spawnCli, type Running } from '../helpers/cli.js'
+import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
+import { freePort, poll, startBackend } from '../helpers/servers.js'
+
+/** `serve` and its shutdown (docs/deployment.md, stopping) in real processes, with signals sent to them. */
+const credentials = await writeCredentials(t.testdir())
+const backend = await startBackend()
+t.teardown(() => backend.close())
+
+interface Gateway {
+  readonly run: Running
+  readonly url: string
+  readonly readyz: string
+}
+
+async function serve(t: Test, target: string, args: string[]): Promise<Gateway> {
+  const admin = await freePort()
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, ...args])
+  t.teardown(() => run.child.kill('SIGKILL'))
+  await run.waitFor(/"msg":"gateway listening"/)
+  const port = /"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]
+  return { run, url: `http://127.0.0.1:${port}`, readyz: `http://127.0.0.1:${admin}/readyz` }
+}
+
+let reference = 0
+/** A sale with a fresh transactionReference, on `agent`'s connections or a new one. */
+function pay(url: string, agent: Agent | false = false): Promise<Reply> {
+  return send(url, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `signals-${++reference}` } }, agent)
+}
+
+t.test('SIGTERM under load: readyz 503 at once, every request served through the delay with Connection: close, new connections accepted; a second SIGTERM drains, exit 0', async (t) => {
+  const { run, url, readyz } = await serve(t, backend.url, ['--shutdown-delay', '600'])
+  const agent = new Agent({ keepAlive: true, maxSockets: 4 })
+  t.teardown(() => agent.destroy())
+  let withdrawn = false
+  const replies: { reply: Reply; afterWithdrawn: boolean; fresh: boolean }[] = []
+  const received = backend.received.length
+  /** One client: bounded in count; it stops once it has sent ten requests after /readyz was seen to say 503. */
+  async function client(id: number): Promise<void> {
+    let after = 0
+    for (let i = 0; i < 300 && after < 10; i++) {
+      const afterWithdrawn = withdrawn
+      if (afterWithdrawn) after++
+      // Every third request after the signal on a connection of its own: new connections must still be accepted.
+      const fresh = afterWithdrawn && i % 3 === 0
+      replies.push({ reply: await pay(url, fresh ? false : agent), afterWithdrawn, fresh })
+      if (id === 0 && i === 5) run.child.kill('SIGTERM')
+    }
+  }
+  const watcher = poll(readyz, 503).then(() => (withdrawn = true))
+  await Promise.all([0, 1, 2, 3].map(client))
+  await watcher
+  t.equal(run.child.exitCode, null, 'still serving: the delay is not over')
+  t.same(new Set(replies.map(({ reply }) => reply.status)), new Set([201]), 'no request failed')
+  const after = replies.filter(({ afterWithdrawn }) => afterWithdrawn)
+  t.ok(after.length >= 40, 'requests sent after /readyz turned 503')
+  t.same(new Set(after.map(({ reply }) => reply.headers.connection)), new Set(['close']), 'each answered with Connection: close')
+  t.ok(after.some(({ fresh }) => fresh), 'on new connections too')
+  t.equal(backend.received.length - received, replies.length, 'each payment forwarded once')
+  run.child.kill('SIGTERM')
+  t.equal(await run.exited, 0)
+  const { stdout } = run.output()
+  t.match(stdout, /"shutdownDelay":600,"msg":"shutting down"[^]*"drainTimeout":31,"msg":"draining"[^]*"msg":"stopped"/)
+})
+
+t.test('the delay ends on its own, then the drain, then exit 0', async (t) => {
+  const { run, readyz } = await serve(t, backend.url, [])
+  run.child.kill('SIGTERM')
+  await poll(readyz, 503)
+  t.equal(await run.exited, 0)
+  t.match(run.output().stdout, /"shutdownDelay":5,"msg":"shutting down"[^]*"msg":"draining"/)
+})
+
+t.test('SIGINT skips the delay', async (t) => {
+  const { run } = await serve(t, backend.url, ['--shutdown-delay', '600', '--drain-timeout', '3'])
+  run.child.kill('SIGINT')
+  t.equal(await run.exited, 0)
+  t.match(run.output().stdout, /"drainTimeout":3,"msg":"draining"/)
+})
+
+t.test('a request still in flight when the drain timeout ends is cut, and the process exits 0', async (t) => {
+  const silent = await startBackend(() => undefined)
+  t.teardown(() => silent.close())
+  const { run, url } = await serve(t, silent.url, ['--shutdown-delay', '0', '--drain-timeout', '1'])
+  const reply = pay(url)
+  t.ok(await until(() => silent.received.length === 1, 60_000))
+  run.child.kill('SIGTERM')
+  await t.rejects(reply, { code: 'ECONNRESET' })
+  t.equal(await run.exited, 0)
+})
 
 t.test('SIGHUP: ignored until a reload is given, then runs it each time; the process stays', async (t) => {
   const before = process.listenerCount('SIGHUP')

@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import t from 'tap'
 import { main } from '../../lib/cli/main.js'
 import { FIELD_RULE_CASES } from '../helpers/cases.js'
-import { bytes, policyFile, saleBody } from '../helpers/fixtures.js'
+import { bytes, policyFile, saleBody, TEST_PAN } from '../helpers/fixtures.js'
+import { maskPan } from '../../lib/card-mask.js'
 import { until } from '../helpers/http.js'
 
 async function run(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -35,6 +36,21 @@ t.test('a clean body: exit 0 and the document the gateway would forward', async 
   t.equal(result.code, 0)
   t.strictSame(JSON.parse(result.stdout).merchant, { entity: 'default', mcc: '5734' })
   t.match(result.stderr, /^clean: /)
+})
+
+t.test('card numbers are masked in what it prints, as in the logs; --show-card-numbers prints them whole', async (t) => {
+  const body = JSON.stringify(saleBody())
+  t.ok(body.includes(TEST_PAN))
+  const masked = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], body)
+  t.equal(masked.code, 0)
+  t.equal(JSON.parse(masked.stdout).instruction.paymentInstrument.cardNumber, maskPan(TEST_PAN))
+  t.notOk(masked.stdout.includes(TEST_PAN))
+  const whole = await run(['validate', '--operation', 'sale', '--policies', policies, '--show-card-numbers', '-'], body)
+  t.equal(JSON.parse(whole.stdout).instruction.paymentInstrument.cardNumber, TEST_PAN)
+  // A refusal's body holds no card number today; it is masked all the same, so one added later cannot leak.
+  const refused = await run(['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '10', '-'], body)
+  t.equal(refused.code, 1)
+  t.equal(JSON.parse(refused.stdout).errorName, 'bodyIsTooLarge')
 })
 
 t.test('every field rule: exit 1 and the error body, from stdin', async (t) => {
@@ -79,6 +95,7 @@ t.test('--body-limit applies', async (t) => {
 t.test('bad calls exit 2 with one line on stderr', async (t) => {
   const cases = [
     ['validate', '--operation', 'refund', '-'],
+    ['validate', '-'],
     ['validate', '--operation', 'sale'],
     ['validate', '--operation', 'sale', 'a', 'b'],
     ['validate', '--operation', 'sale', '--policies', join(dir, 'broken'), '-'],
@@ -92,6 +109,7 @@ t.test('bad calls exit 2 with one line on stderr', async (t) => {
     t.equal(result.code, 2, args.join(' '))
     t.match(result.stderr, /^payments-gate validate: .+\n$/, args.join(' '))
     t.equal(result.stderr.split('\n').length, 2, 'one line')
+    t.notMatch(result.stderr, /\bE[A-Z]{3,}\b/, 'no errno code')
   }
 })
 
@@ -103,7 +121,7 @@ t.test('help and unknown commands', async (t) => {
   t.equal(bare.code, 2)
   const unknown = await run(['frobnicate'])
   t.equal(unknown.code, 2)
-  t.match(unknown.stderr, /unknown command "frobnicate"/)
+  t.match(unknown.stderr, /^payments-gate: unknown command "frobnicate"; payments-gate --help lists the commands\n$/)
 })
 
 t.test('an unexpected failure is not swallowed as a usage error', async (t) => {

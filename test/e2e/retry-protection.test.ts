@@ -208,7 +208,7 @@ async function gatewayProcess(t: Test, target: string, args: string[]): Promise<
   const credentials = await writeCredentials(t.testdir())
   const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, ...args])
   t.teardown(async () => {
-    run.child.kill('SIGTERM')
+    run.child.kill('SIGINT')
     await run.exited
   })
   await run.waitFor(/"msg":"gateway listening"/)

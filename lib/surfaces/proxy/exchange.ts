@@ -41,6 +41,7 @@ export interface Exchange {
 
 /** What every response of one gateway reads when its answer starts. */
 export interface GatewayState {
+  /** From `withdraw()` on (the shutdown delay, then the drain): every answer ends its connection. */
   draining: boolean
 }
 

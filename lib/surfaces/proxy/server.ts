@@ -61,9 +61,16 @@ export interface Gateway {
   /** Waits for retry protection's store (a Redis: until it answers, or its command timeout), then listens. */
   listen(port: number, host?: string): Promise<AddressInfo>
   /**
-   * Stops accepting, answers 503 to new requests on open connections, lets
-   * the requests in flight finish, then closes, retry protection's store included.
-   * After `graceMs` the connections still open are cut.
+   * The first step of stopping: not ready any more, and every answer from now
+   * on says `Connection: close`, while new connections are still accepted and
+   * served, so that clients move to other instances as the load balancers
+   * learn that this one is leaving (docs/deployment.md, stopping).
+   */
+  withdraw(): void
+  /**
+   * Withdraws, stops accepting, answers 503 to new requests on open
+   * connections, lets the requests in flight finish, then closes. After
+   * `graceMs` the connections still open are cut. Retry protection's store is closed with it.
    */
   drain(graceMs?: number): Promise<void>
 }
@@ -110,6 +117,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     keepAliveTimeout: options.keepAliveTimeout ?? DEFAULTS.keepAliveTimeout,
   })
   const state: GatewayState = { draining: false }
+  /** The listener is closed: a request on a connection still open gets 503, and idle connections are closed. */
+  let closed = false
   let listening = false
 
   function refuse(res: GatewayResponse, exchange: Exchange, rejection: Rejection): void {
@@ -118,7 +127,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
 
   async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, operation: Operation | undefined, expectsContinue: boolean): Promise<void> {
-    if (state.draining) {
+    if (closed) {
       refuse(res, exchange, DRAINING)
       return
     }
@@ -172,7 +181,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onClose(this: GatewayResponse): void {
     record(this, this.exchange as Exchange, recorder)
     // A connection whose last answer just ended is idle now: let a drain close it.
-    if (state.draining) setImmediate(closeIdle)
+    if (closed) setImmediate(closeIdle)
   }
   const closeIdle = () => server.closeIdleConnections()
 
@@ -213,9 +222,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       listening = true
       return address
     },
-    drain(graceMs = DEFAULTS.graceMs) {
+    withdraw() {
       // Answers not yet started will say `Connection: close` (GatewayResponse.writeHead), so their connections end with them.
       state.draining = true
+    },
+    drain(graceMs = DEFAULTS.graceMs) {
+      state.draining = true
+      closed = true
       return new Promise((resolve) => {
         const cut = setTimeout(() => server.closeAllConnections(), graceMs)
         server.close(() => {

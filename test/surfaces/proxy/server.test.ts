@@ -2,7 +2,7 @@ import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
 import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../../helpers/fixtures.js'
-import { paymentHeaders, raw, send, until } from '../../helpers/http.js'
+import { keepAliveAgent, paymentHeaders, raw, send, until } from '../../helpers/http.js'
 import { captureLogger, loggedRequests, logLines, scanLogsForCards } from '../../helpers/logs.js'
 import { startGateway } from '../../helpers/surfaces.js'
 import { createGateway } from '../../../lib/surfaces/proxy/server.js'
@@ -58,6 +58,26 @@ t.test('drain: a request that arrives on an open connection meanwhile gets 503 s
   t.match(text, /^HTTP\/1.1 201 Created[^]*\r\n\r\nok/)
   t.match(text, /HTTP\/1.1 503 Service Unavailable[^]*"errorName":"serviceUnavailable"/)
   t.equal(backend.received.length, 1)
+})
+
+t.test('withdraw: not ready, yet new connections are accepted and served, each answer with Connection: close', async (t) => {
+  const { gateway, backend, url } = await startGateway(t)
+  const agent = keepAliveAgent(t)
+  t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() }, agent)).headers.connection, 'keep-alive')
+  gateway.withdraw()
+  t.notOk(gateway.ready, 'not ready once withdrawn')
+  t.ok(gateway.server.listening, 'still listening')
+  const replies = [
+    await send(url, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'withdrawn-1' }) }, agent),
+    await send(url, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'withdrawn-2' }) }),
+    await send(url, { method: 'GET', path: '/other' }),
+  ]
+  t.same(replies.map((reply) => [reply.status, reply.headers.connection]), [
+    [201, 'close'],
+    [201, 'close'],
+    [201, 'close'],
+  ])
+  t.equal(backend.received.length, 4)
 })
 
 t.test('drain: connections still open after the grace period are cut', async (t) => {
