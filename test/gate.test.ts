@@ -154,7 +154,7 @@ t.test('backend-errors rules: a file loaded and watched, or a source of your own
   t.equal(none.backendErrors, undefined)
   await none.close()
   await t.rejects(createGate({ ...options, backendErrors: `${dir}/bad.json` }), { code: 'EBACKENDERRORS', message: `${dir}/bad.json: $.rules[0]: must be an object` })
-  await t.rejects(createGate({ ...options, policies: 'policies', backendErrors: `${dir}/missing.json` }), { code: 'ENOENT' }, 'the policy folder is let go too')
+  await t.rejects(createGate({ ...options, policies: 'policies', backendErrors: `${dir}/missing.json` }), { code: 'EBACKENDERRORS' }, 'the policy folder is let go too')
 })
 
 scanLogsForCards(t)

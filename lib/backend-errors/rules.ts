@@ -175,14 +175,9 @@ export function backendErrorsError(file: string, reason: string): Error & { code
   return Object.assign(new Error(`${file}: ${reason}`), { code: 'EBACKENDERRORS' as const })
 }
 
-/** Reads and compiles a rules file: the rules, or why it is refused (a file that cannot be read too, in words: docs/cli.md). */
+/** Reads and compiles a rules file: the rules, or why it is refused. A file that cannot be read throws. */
 export async function readBackendErrors(file: string): Promise<BackendErrorRules | string[]> {
-  let text: string
-  try {
-    text = await readFile(file, 'utf8')
-  } catch (error) {
-    return [readFailure(error)]
-  }
+  const text = await readFile(file, 'utf8')
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -194,7 +189,10 @@ export async function readBackendErrors(file: string): Promise<BackendErrorRules
 
 /** Reads and compiles a rules file, or throws EBACKENDERRORS with the file and the reasons. */
 export async function loadBackendErrors(file: string): Promise<BackendErrorRules> {
-  const rules = await readBackendErrors(file)
+  // A file that cannot be read is said in words, never by its errno code (docs/cli.md).
+  const rules = await readBackendErrors(file).catch((error: unknown) => {
+    throw backendErrorsError(file, readFailure(error))
+  })
   if (Array.isArray(rules)) throw backendErrorsError(file, rules.join('; '))
   return rules
 }

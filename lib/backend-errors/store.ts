@@ -1,7 +1,8 @@
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
+import { readFailure } from '../file-error.js'
 import { watchFolder } from '../watch.js'
-import { backendErrorsError, readBackendErrors, type BackendErrorRules, type BackendErrorSource } from './rules.js'
+import { loadBackendErrors, readBackendErrors, type BackendErrorRules, type BackendErrorSource } from './rules.js'
 
 /** The rules of a watched file: `rules` is always one whole compiled set. */
 export interface BackendErrorStore extends BackendErrorSource {
@@ -28,14 +29,12 @@ export interface WatchBackendErrorsOptions {
  */
 export async function watchBackendErrors(file: string, options: WatchBackendErrorsOptions = {}): Promise<BackendErrorStore> {
   const { logger } = options
-  const initial = await readBackendErrors(file)
-  if (Array.isArray(initial)) throw backendErrorsError(file, initial.join('; '))
-  let current: BackendErrorRules = initial
+  let current: BackendErrorRules = await loadBackendErrors(file)
   /** The reason last logged, so that the periodic re-read does not repeat a warning every second. */
   let reported: string | undefined
 
   async function reload(): Promise<void> {
-    const loaded = await readBackendErrors(file)
+    const loaded = await readBackendErrors(file).catch((error: unknown) => [readFailure(error)])
     if (Array.isArray(loaded)) {
       const reason = loaded.join('; ')
       if (reason !== reported) logger?.warn({ file, reason }, 'backend errors file refused, its last good rules stay in force')

@@ -1,5 +1,6 @@
 import { readBackendErrors } from '../backend-errors/rules.js'
 import { isErrorName } from '../errors.js'
+import { readFailure } from '../file-error.js'
 import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, UsageError, type Command } from './io.js'
 
@@ -16,7 +17,9 @@ export const spec: CommandSpec<Record<never, never>> = {
 export const run: Command = async (args, io) => {
   const [file] = parseFlags(spec, args, io.env).positionals
   if (file === undefined) throw new UsageError('give the rules file to check: payments-gate check-backend-errors FILE')
-  const rules = await readBackendErrors(file)
+  const rules = await readBackendErrors(file).catch((error: unknown) => {
+    throw new UsageError(`${file}: ${readFailure(error)}; give a readable rules file`)
+  })
   if (Array.isArray(rules)) {
     for (const reason of rules) io.stdout.write(`${file}: ${reason}\n`)
     return EXIT_NO

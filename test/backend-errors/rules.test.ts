@@ -111,7 +111,7 @@ t.test('files: read and compiled; not JSON or invalid is a reason; load throws E
   t.equal(good.rules.length, 1)
   t.match(await readBackendErrors(join(dir, 'text.json')), [/^not JSON: /])
   await t.rejects(loadBackendErrors(join(dir, 'bad.json')), { code: 'EBACKENDERRORS', message: `${join(dir, 'bad.json')}: $.rules[0]: must be an object` })
-  await t.rejects(loadBackendErrors(join(dir, 'missing.json')), { code: 'ENOENT' }, 'a file that cannot be read throws as it is')
+  await t.rejects(loadBackendErrors(join(dir, 'missing.json')), { code: 'EBACKENDERRORS', message: `${join(dir, 'missing.json')}: no such file or folder` }, 'a file that cannot be read, in words')
   await writeFile(join(dir, 'empty.json'), '')
   await t.rejects(loadBackendErrors(join(dir, 'empty.json')), { code: 'EBACKENDERRORS', message: /not JSON/ })
 })
