@@ -161,7 +161,8 @@ const EVICTION_LOG_INTERVAL_MS = 60_000
 /** Every eviction of the memory store is counted; one line a minute at most says how far back it still remembers (docs/idempotency.md). */
 export function evictionReporter(logger: Logger, metrics: Metrics, now = () => performance.now()): MemoryStoreReport {
   let logged = Number.NEGATIVE_INFINITY
-  let window = () => 0
+  // The store hands it over when it is built, before it can evict anything.
+  let window: () => number
   return {
     window(read) {
       window = read
