@@ -96,8 +96,8 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
   inFlightMarginMs: 5000,
   /** Largest answer kept for replay (body plus header bytes). */
   maxAnswerBytes: 65_536,
-  /** Memory store: most keys held. */
-  maxEntries: 100_000,
+  /** Memory store: most keys held; high enough that the byte bound is the one that binds. */
+  maxEntries: 1_000_000,
   /** Memory store: most bytes held (answers, fingerprints and keys). */
   maxBytes: 64 * 1024 * 1024,
   /** Redis store: longest wait for one command before it rejects, and for the replicas' acknowledgement, in ms. */

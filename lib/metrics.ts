@@ -17,6 +17,10 @@ export interface Metrics {
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
   storeError(): void
+  /** An entry of the memory store evicted before its TTL (docs/idempotency.md). */
+  retryProtectionEviction(): void
+  /** Exports what `read` says at each scrape: the age of the memory store's oldest entry, in seconds. */
+  retryProtectionWindow(read: () => number): void
   /** Report mode: a request enforce mode would have refused, with that refusal's error name (docs/rollout.md). */
   wouldRefuse(operation: string, errorName: string, entity: string): void
   /** Report mode: a rewrite enforce mode would have made to a request it forwards. */
@@ -62,6 +66,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
     registers: [registry],
   })
+  const evictions = new SingleCount()
+  registry.registerMetric(
+    new PlainCounter('payments_gate_retry_protection_evictions_total', 'Entries the memory store evicted before their TTL to stay within its bounds.', evictions) as unknown as Counter,
+  )
+  let window: (() => number) | undefined
   // Counted only in report mode; `entity` is bounded by the credentials file, since report mode still refuses a user acting for an entity not theirs.
   const wouldRefuse = new Counter({
     name: 'payments_gate_would_refuse_total',
@@ -83,6 +92,20 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     credentialsReload,
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
+    retryProtectionEviction: () => evictions.count.count++,
+    retryProtectionWindow(read) {
+      if (window === undefined) {
+        new Gauge({
+          name: 'payments_gate_retry_protection_window_seconds',
+          help: 'Age of the oldest entry the memory store keeps: how far back a retry is still recognized.',
+          registers: [registry],
+          collect() {
+            this.set((window as () => number)())
+          },
+        })
+      }
+      window = read
+    },
     wouldRefuse: (operation, errorName, entity) => wouldRefuse.inc({ operation, error_name: errorName, entity }),
     wouldRewrite: (operation, rewrite, entity) => wouldRewrite.inc({ operation, rewrite, entity }),
   }
@@ -231,6 +254,16 @@ class OutcomeCounts implements Counts {
   reset(): void {
     this.#byOutcome.clear()
     this.counts.length = 0
+  }
+}
+
+/** One count without labels. */
+class SingleCount implements Counts {
+  readonly count: Count = { labels: {}, count: 0 }
+  readonly counts = [this.count]
+
+  reset(): void {
+    this.count.count = 0
   }
 }
 

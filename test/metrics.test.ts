@@ -131,3 +131,26 @@ t.test("retry protection's outcomes are counted exactly as prom-client's Counter
   ours[0]?.registry.resetMetrics()
   t.notMatch(await ours[0]?.registry.metrics(), /outcome=/, 'a reset of the registry forgets the outcomes')
 })
+
+t.test("the memory store's evictions, counted as prom-client counts them, and its window read at each scrape", async (t) => {
+  const metrics = createMetrics({ defaultMetrics: false })
+  const reference = new Registry()
+  const counter = new Counter({ name: 'payments_gate_retry_protection_evictions_total', help: 'Entries the memory store evicted before their TTL to stay within its bounds.', registers: [reference] })
+  const text = (registry: Registry) => registry.getSingleMetricAsString('payments_gate_retry_protection_evictions_total')
+  t.equal(await text(metrics.registry), await text(reference), 'none yet')
+  t.notMatch(await metrics.registry.metrics(), /window_seconds/, 'no window without a memory store')
+  for (let i = 0; i < 3; i++) {
+    metrics.retryProtectionEviction()
+    counter.inc()
+  }
+  t.equal(await text(metrics.registry), await text(reference), 'three')
+  let window = 12.5
+  metrics.retryProtectionWindow(() => window)
+  t.match(await metrics.registry.metrics(), /payments_gate_retry_protection_window_seconds 12\.5\n/)
+  window = 30
+  t.match(await metrics.registry.metrics(), /payments_gate_retry_protection_window_seconds 30\n/, 'read again at the next scrape')
+  metrics.retryProtectionWindow(() => 7)
+  t.match(await metrics.registry.metrics(), /payments_gate_retry_protection_window_seconds 7\n/, 'a new store replaces the reader')
+  metrics.registry.resetMetrics()
+  t.match(await text(metrics.registry), /evictions_total 0$/, "a reset of the registry forgets them")
+})

@@ -35,16 +35,16 @@ const SERIAL_CHUNKS = 5
 /** The children `--profile` profiles during the rounds: the baseline and the two gateways. */
 export const PROFILED = ['passthrough', 'gateway', 'refusals']
 
-/** The rounds and their lengths; `rounds` (`--rounds N`) overrides the count, for a noisy machine. */
-export function settings(quick, rounds) {
+/** The rounds and their lengths; `rounds` (`--rounds N`) and `pairs` (`--pairs N`) override the counts, for a noisy machine. */
+export function settings(quick, rounds, pairs) {
   const s = quick
-    ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: CONNECTIONS, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
-    : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
-  return rounds === undefined ? s : { ...s, rounds }
+    ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: CONNECTIONS, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100, pairs: 4, pairSeconds: 1 }
+    : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300, pairs: 12, pairSeconds: 2 }
+  return { ...s, ...(rounds === undefined ? {} : { rounds }), ...(pairs === undefined ? {} : { pairs }) }
 }
 
-export async function runE2E({ quick, rounds, profileDir, log }) {
-  const s = settings(quick, rounds)
+export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
+  const s = settings(quick, rounds, pairs)
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
   let redis
@@ -86,6 +86,8 @@ export async function runE2E({ quick, rounds, profileDir, log }) {
     await alternate(live, s, load, (text) => log(`e2e: ${text}`))
     const profiled = {}
     for (const name of profiling) profiled[name] = await stopProfile(servers[name].child, new URL(`${name}.cpuprofile`, profileDir).pathname)
+    const [c, c0] = ['c', 'c0'].map((key) => live.find((t) => t.key === key))
+    const paired = c && c0 ? await pairRounds([{ name: 'this build', memory: c, off: c0 }], s, load, (text) => log(`e2e: ${text}`)) : undefined
 
     if (gateway) {
       const c = live.find((t) => t.key === 'c')
@@ -102,7 +104,7 @@ export async function runE2E({ quick, rounds, profileDir, log }) {
     for (const t of live) {
       t.serial = await serial(t.url, { body: bodies[t.body], headers, count: s.serialCount, warmup: s.serialWarmup, cpu: () => cpu(t.child), chunks: SERIAL_CHUNKS })
     }
-    return { settings: s, targets: targets.map(summarize), memory, profiled }
+    return { settings: s, targets: targets.map(summarize), memory, profiled, paired }
   } finally {
     await stopAll()
     await redis?.stop?.()
@@ -126,6 +128,76 @@ async function alternate(live, s, load, log) {
       if (t.sidecar) r.sidecarCpuUs = (t.sidecar.cpu() - sidecarBefore) / r.total
       t.rounds.push(r)
     }
+  }
+}
+
+/**
+ * What the memory store costs, in paired rounds: for each build, the gateway
+ * with the memory store and the same gateway with retry protection off, one
+ * right after the other (the order swapped every pair), `s.pairs` times; each
+ * pair gives CPU(memory)/CPU(off) per request, and the figure is the median of
+ * those ratios. Two medians taken apart divide figures of different moments,
+ * and on a shared machine a moment moves by more than the store costs.
+ */
+async function pairRounds(builds, s, load, log) {
+  for (const build of builds) build.pairs = []
+  log(`paired rounds: ${s.pairs} pairs of ${s.pairSeconds} s, memory store and off, ${builds.map((b) => b.name).join(' and ')}`)
+  for (let i = 0; i < s.pairs; i++) {
+    for (const build of builds) {
+      const cpuUs = {}
+      for (const key of i % 2 === 0 ? ['memory', 'off'] : ['off', 'memory']) {
+        const t = build[key]
+        const before = await cpu(t.child)
+        const r = await load(t, s.pairSeconds)
+        cpuUs[key] = ((await cpu(t.child)) - before) / r.total
+      }
+      build.pairs.push(cpuUs)
+    }
+  }
+  return builds.map(({ name, pairs }) => ({
+    name,
+    ratio: median(pairs.map((p) => p.memory / p.off)),
+    ratios: pairs.map((p) => p.memory / p.off),
+    memoryCpuUs: median(pairs.map((p) => p.memory)),
+    offCpuUs: median(pairs.map((p) => p.off)),
+  }))
+}
+
+/**
+ * `--pairs-only`: the paired rounds alone, with a backend and two gateways per build: this one, and with
+ * `baseline` (another build's directory, `--baseline`) that one too, pair after pair in the same run.
+ * `fill` (`--fill N`) payments are sent to each memory store first, so that it is measured full, as a
+ * gateway that has run a while is.
+ */
+export async function runPairs({ quick, pairs, fill = 0, log, baseline }) {
+  const s = settings(quick, undefined, pairs)
+  const body = bytesOf(validSale())
+  const { headers, users } = await credentials()
+  try {
+    const backend = await start('backend')
+    if (backend.error) throw new Error(backend.error)
+    const builds = []
+    for (const [name, dist] of [['this build', ''], ...(baseline === undefined ? [] : [[`built from ${baseline}`, baseline]])]) {
+      const build = { name }
+      for (const key of ['memory', 'off']) {
+        const server = await start(`pairs ${name} ${key}`, { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_IDEMPOTENCY: key, BENCH_DIST: dist }, [], 'gateway')
+        if (server.error) throw new Error(server.error)
+        build[key] = { key, expect: 201, child: server.child, url: `${server.url}${SALE_PATH}` }
+        const error = await sanity(build[key], body, headers)
+        if (error) throw new Error(`${name} ${key}: ${error}`)
+      }
+      builds.push(build)
+    }
+    const load = (t, seconds) => round(t.url, { body, headers, connections: s.connections, seconds })
+    log(`pairs: warm-up ${s.warmupSeconds} s per gateway`)
+    for (const build of builds) for (const key of ['memory', 'off']) await load(build[key], s.warmupSeconds)
+    for (const build of builds) {
+      if (fill > 0) log(`pairs: ${fill} payments to fill the memory store of ${build.name}`)
+      if (fill > 0) await fixedCount(build.memory.url, { body, headers, connections: s.connections, count: fill })
+    }
+    return { settings: { ...s, fill }, paired: await pairRounds(builds, s, load, (text) => log(`pairs: ${text}`)) }
+  } finally {
+    await stopAll()
   }
 }
 

@@ -142,6 +142,7 @@ export function targetsSection(e2e) {
     [`p99 (c) <= p99 (b) at ${CONNECTIONS} connections`, p99Met === undefined ? 'n/a' : `${p99[0]} ms vs ${p99[1]} ms`, verdict(p99Met)],
     ['c0/c: retry protection off vs the memory store', fixed(over('c0', 'c')), 'no target'],
     ['cr/c: the Redis store vs the memory store', fixed(over('cr', 'c')), 'no target'],
+    ...(e2e?.paired ? [[`CPU(c)/CPU(c0) paired: the memory store's cost, median of ${e2e.settings.pairs} per-pair ratios`, fixed(e2e.paired[0].ratio), `<= ${PAIRED_TARGET}: ${verdict(e2e.paired[0].ratio <= PAIRED_TARGET)}`]] : []),
     ['ct/c: tracing on vs off', fixed(over('ct', 'c')), 'no target'],
   ]
   return [
@@ -150,6 +151,32 @@ export function targetsSection(e2e) {
     table(['target', 'this run', 'verdict'], rows),
   ].join('\n')
 }
+
+/**
+ * The paired figure of the memory store's cost: CPU(memory)/CPU(off) per request, the median of the
+ * per-pair ratios, for each build measured (this one, and a `--baseline` build with `--pairs-only`).
+ */
+export function pairedSection({ settings: s, paired }) {
+  const rows = paired.map((b) => {
+    const sorted = [...b.ratios].sort((x, y) => x - y)
+    return [
+      b.name,
+      b.ratio.toFixed(3),
+      `${sorted[0].toFixed(3)} to ${sorted.at(-1).toFixed(3)}`,
+      num(b.memoryCpuUs, 1),
+      num(b.offCpuUs, 1),
+      verdict(b.ratio <= PAIRED_TARGET),
+    ]
+  })
+  return [
+    `## The memory store's cost, paired (${s.pairs} pairs of ${s.pairSeconds} s, ${s.connections} connections: the gateway with the memory store and with retry protection off, one right after the other${s.fill ? `; each memory store filled with ${num(s.fill)} payments first` : ''})`,
+    '',
+    table(['build', 'CPU(memory)/CPU(off), median of the pairs', 'range of the pairs', 'memory us/req (median)', 'off us/req (median)', `<= ${PAIRED_TARGET}`], rows),
+  ].join('\n')
+}
+
+/** Issue 21: the memory store costs at most 8% of a payment's CPU. */
+const PAIRED_TARGET = 1.08
 
 const LADDER_TITLES = {
   valid: 'Valid sales, from the bare undici forwarder (u) to the gateway (c), the pass-through (b) for reference',

@@ -127,6 +127,20 @@ const SERVE_FLAGS = {
     parse: wholeNumber('replicas'),
     see: '[replicas](idempotency.md#replicas-and-failover)',
   }),
+  idempotencyMaxEntries: option({
+    value: 'N',
+    summary: "the memory store's most keys, at least 1; high enough by default that the bytes bind first",
+    default: String(IDEMPOTENCY_DEFAULTS.maxEntries),
+    parse: wholeNumber('keys', 1),
+    see: '[memory store](idempotency.md#memory-default)',
+  }),
+  idempotencyMaxBytes: option({
+    value: 'BYTES',
+    summary: "the memory store's most bytes, what its entries really take in memory, at least 1",
+    default: String(IDEMPOTENCY_DEFAULTS.maxBytes),
+    parse: wholeNumber('bytes', 1),
+    see: '[memory store](idempotency.md#memory-default)',
+  }),
   mode: option({
     value: 'enforce|report',
     summary: '`report` passes every request that passed BasicAuth on as it came and reports what `enforce` would have done; a policy\'s `mode` overrides it for its entity',

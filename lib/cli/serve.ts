@@ -6,6 +6,7 @@ import type { Authenticator } from '../checks/auth.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
+import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../surfaces/proxy/server.js'
@@ -18,7 +19,7 @@ import { bind, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
-type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas'
+type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
 type DefaultedFlags = RetryProtectionFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
 
 /**
@@ -90,7 +91,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     try {
       // The rules file is the gate's, watched there; the gateway applies the gate's rules.
       const { backendErrors: _file, ...gatewaySetup } = setup
-      const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError })
+      const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
       const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)
@@ -151,6 +152,32 @@ export function storeErrorReporter(logger: Logger, metrics: Metrics, now = () =>
     if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
     logged = time
     logger.warn({ err: error }, 'retry-protection store failed')
+  }
+}
+
+/** How often at most the memory store's evictions are logged while they happen. */
+const EVICTION_LOG_INTERVAL_MS = 60_000
+
+/** Every eviction of the memory store is counted; one line a minute at most says how far back it still remembers (docs/idempotency.md). */
+export function evictionReporter(logger: Logger, metrics: Metrics, now = () => performance.now()): MemoryStoreReport {
+  let logged = Number.NEGATIVE_INFINITY
+  // The store hands it over when it is built, before it can evict anything.
+  let window: () => number
+  return {
+    window(read) {
+      window = read
+      metrics.retryProtectionWindow(read)
+    },
+    evicted() {
+      metrics.retryProtectionEviction()
+      const time = now()
+      if (time - logged < EVICTION_LOG_INTERVAL_MS) return
+      logged = time
+      logger.warn(
+        { windowSeconds: Math.floor(window()) },
+        'retry-protection memory store full: payments are evicted before their TTL, and a retry of an evicted payment is forwarded again',
+      )
+    },
   }
 }
 

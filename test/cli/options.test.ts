@@ -29,6 +29,8 @@ t.test('the defaults of docs/cli.md (serve)', async (t) => {
     idempotencyTtl: 86400,
     idempotencyFailure: 'closed',
     idempotencyReplicas: 0,
+    idempotencyMaxEntries: 1_000_000,
+    idempotencyMaxBytes: 64 * 1024 * 1024,
     backendErrors: undefined,
     mode: 'enforce',
     trustProxy: 0,
@@ -80,6 +82,8 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
     { idempotencyReplicas: 1, backendErrors: 'mine.json', mode: 'enforce', trustProxy: 2 },
     'or their flags, which win',
   )
+  t.match(parseServeOptions(required, { PAYMENTS_GATE_IDEMPOTENCY_MAX_ENTRIES: '5000', PAYMENTS_GATE_IDEMPOTENCY_MAX_BYTES: '1048576' }), { idempotencyMaxEntries: 5000, idempotencyMaxBytes: 1048576 }, "the memory store's bounds from their variables")
+  t.match(parseServeOptions([...required, '--idempotency-max-bytes', '2048', '--idempotency-max-entries', '7'], {}), { idempotencyMaxEntries: 7, idempotencyMaxBytes: 2048 }, 'and from their flags')
 })
 
 t.test('a bad value names the flag, or the variable it came from, and says what to give', async (t) => {
@@ -98,6 +102,8 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
     [[...required, '--idempotency-ttl', '0'], '--idempotency-ttl="0" must be a whole number of seconds, at least 1'],
     [[...required, '--idempotency-failure', 'maybe'], '--idempotency-failure="maybe" must be closed or open'],
     [[...required, '--idempotency-replicas', 'two'], '--idempotency-replicas="two" must be a whole number of replicas, at least 0'],
+    [[...required, '--idempotency-max-entries', '0'], '--idempotency-max-entries="0" must be a whole number of keys, at least 1'],
+    [[...required, '--idempotency-max-bytes', '64MiB'], '--idempotency-max-bytes="64MiB" must be a whole number of bytes, at least 1'],
     [[...required, '--mode', 'audit'], '--mode="audit" must be enforce or report'],
     [[...required, '--trust-proxy', 'two'], '--trust-proxy="two" must be a whole number of proxies, at least 0'],
     [[...required, '--shutdown-delay', '-1'], '--shutdown-delay="-1" must be a whole number of seconds, at least 0'],

@@ -51,6 +51,27 @@ t.test('startServing: admin, policies, credentials, gateway; stop drains and clo
   t.same(lines.filter((line) => (line.match(/[0-9]{12,19}/g) ?? []).some(luhnValid)), [])
 })
 
+t.test('a full memory store: evictions counted, the window exported, one warning line a minute at most', async (t) => {
+  const { io: streams, lines } = io()
+  const serving = await startServing(setup({ idempotencyMaxEntries: 2 }), streams)
+  t.teardown(() => serving.stop())
+  const admin = `http://127.0.0.1:${serving.admin?.port}`
+  const metrics = async () => (await fetch(`${admin}/metrics`)).text()
+  t.match(await metrics(), /payments_gate_retry_protection_evictions_total 0\n/, 'none yet')
+  for (let i = 0; i < 5; i++) {
+    const reply = await send(`http://127.0.0.1:${serving.address.port}`, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `evicted-${i}` } })
+    t.equal(reply.status, 201)
+  }
+  const text = await metrics()
+  t.match(text, /payments_gate_retry_protection_evictions_total 3\n/, 'three payments evicted before their TTL')
+  t.match(text, /payments_gate_retry_protection_window_seconds [0-9.e-]+\n/, 'the window')
+  const warnings = lines.filter((line) => line.includes('retry-protection memory store full'))
+  t.equal(warnings.length, 1, 'one line for the three')
+  t.match(JSON.parse(warnings[0] as string), { level: 40, windowSeconds: 0 })
+  const again = await send(`http://127.0.0.1:${serving.address.port}`, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: 'evicted-4' } })
+  t.equal(again.headers['idempotent-replayed'], 'true', 'a recent payment is still replayed')
+})
+
 t.test('start-up failures: invalid policy, bad credentials, port in use; nothing left listening', async (t) => {
   const port = await takenPort(t)
   const policy = join(dir, 'bad-policies', 'default.json')

@@ -13,6 +13,7 @@ t.test('memory store', async (t) => {
     return { store, exact: true, advance: async (ms) => void (time += ms) }
   }
   storeContract(t, make)
+  unknownOutcomeContract(t, make)
   peekContract(t, make)
 })
 

@@ -4,6 +4,7 @@ import { IDEMPOTENCY_DEFAULTS } from '../../defaults.js'
 import { reject, type Rejection } from '../../errors.js'
 import { answerOf, flatHeaders, writeAnswer, type Answer } from '../../http/answer.js'
 import { createIdempotencyStore } from '../../idempotency/create-store.js'
+import type { MemoryStoreReport } from '../../idempotency/memory.js'
 import { fingerprint } from '../../idempotency/fingerprint.js'
 import { idempotencyKey } from '../../idempotency/key.js'
 import { RedisIdempotencyStore } from '../../idempotency/redis.js'
@@ -29,6 +30,11 @@ export interface RetryProtectionOptions {
   idempotencyReplicas?: number
   /** Told of every failure of the store (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
+  /** The memory store's bounds: most keys (default 1000000) and most bytes (default 64 MiB). */
+  idempotencyMaxEntries?: number
+  idempotencyMaxBytes?: number
+  /** Told of the memory store's evictions and how far back it remembers (the gateway logs and exports them). */
+  idempotencyReport?: MemoryStoreReport
 }
 
 /** A claimed key: what `settle` needs to record or release it once the backend's outcome is known. */
@@ -235,6 +241,9 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
           oversizedAnswer: OVERSIZED_ANSWER,
           unknownAnswer: UNKNOWN_ANSWER,
           replicas: options.idempotencyReplicas,
+          maxEntries: options.idempotencyMaxEntries,
+          maxBytes: options.idempotencyMaxBytes,
+          report: options.idempotencyReport,
           onError: options.onStoreError,
         })
       : idempotency

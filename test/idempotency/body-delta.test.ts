@@ -1,0 +1,49 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import t, { type Test } from 'tap'
+import { decode, encode, Reference } from '../../lib/idempotency/body-delta.js'
+
+/** An answer as a backend writes them: the same fields and links, a few values of its own. */
+const answer = (id: string, reference: string) =>
+  Buffer.from(JSON.stringify({ outcome: 'authorized', paymentId: id, transactionReference: reference, amount: { value: 12550, currency: 'GBP' }, _links: { self: { href: `/payments/events/${id}` } } }))
+
+function roundTrip(t: Test, body: Buffer, reference: Reference, message: string): string {
+  const encoded = encode(body, reference)
+  t.equal(decode(encoded, reference).toString('hex'), body.toString('hex'), message)
+  return encoded
+}
+
+t.test('a body like the reference is written in a fraction of its bytes, and read back byte for byte', async (t) => {
+  const reference = new Reference(answer(randomUUID(), 'order-000000000001'))
+  const body = answer(randomUUID(), 'order-000000000002')
+  const encoded = roundTrip(t, body, reference, 'the same bytes')
+  t.ok(encoded.length * 2 < body.length, `${encoded.length} characters for ${body.length} bytes`)
+  roundTrip(t, Buffer.from(reference.bytes), reference, 'the reference itself')
+})
+
+t.test('any bytes round-trip: empty, shorter than a copy, all literals, longer than the reference, every byte value', async (t) => {
+  const reference = new Reference(randomBytes(300))
+  roundTrip(t, Buffer.alloc(0), reference, 'empty')
+  roundTrip(t, Buffer.from('abc'), reference, 'three bytes')
+  roundTrip(t, randomBytes(5000), reference, 'random, literal runs longer than one token, a scratch buffer grown')
+  roundTrip(t, Buffer.concat([reference.bytes, reference.bytes, Buffer.from([0, 0x80, 0xff])]), reference, 'the reference twice, then bytes a token could be confused with')
+  roundTrip(t, Buffer.from(Array.from({ length: 256 }, (_, i) => i)), reference, 'every byte value')
+  const near = Buffer.from(reference.bytes)
+  near[150] = (near[150] as number) ^ 1
+  t.ok(roundTrip(t, near, reference, 'one byte changed').length < 40, 'two copies and a literal')
+})
+
+t.test('a reference is at most 65535 bytes; a longer body is written against its start', async (t) => {
+  const long = randomBytes(70_000)
+  const reference = new Reference(long)
+  t.equal(reference.bytes.length, 65_535)
+  t.ok(roundTrip(t, long, reference, 'the body it was made from').length <= 4 + long.length + Math.ceil(long.length / 127), 'never more than all literals')
+})
+
+t.test('a retired reference writes nothing against itself, and still reads what was written against it', async (t) => {
+  const reference = new Reference(answer(randomUUID(), 'order-1'))
+  const body = answer(randomUUID(), 'order-2')
+  const before = encode(body, reference)
+  reference.retire()
+  t.equal(decode(before, reference).toString(), body.toString())
+  t.ok(roundTrip(t, body, reference, 'all literals').length > body.length)
+})
