@@ -1,6 +1,7 @@
 import t from 'tap'
 import { NO_RULES } from '../lib/backend-errors/rules.js'
 import { createGate, type Gate } from '../lib/gate.js'
+import { writeFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import { createRedisClient } from '../lib/idempotency/redis-client.js'
 import { LOGIN_KEY_PREFIX } from '../lib/login-throttle-redis.js'
@@ -145,6 +146,9 @@ t.test('backend-errors rules: a file loaded and watched, or a source of your own
   const options = { policies: new Map(), credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } }
   const watched = await createGate({ ...options, backendErrors: `${dir}/rules.json` })
   t.match(watched.backendErrors?.rules.rules, [{ from: 404, errorName: 'resourceIsNotFound' }])
+  await writeFile(`${dir}/rules.json`, JSON.stringify({ rules: [{ status: 409, errorName: 'requestIsInConflict' }] }))
+  await watched.reload()
+  t.match(watched.backendErrors?.rules.rules, [{ from: 409, errorName: 'requestIsInConflict' }], 'reload (SIGHUP) re-reads the rules file at once')
   await watched.close()
   const own = { rules: NO_RULES }
   const mine = await createGate({ ...options, backendErrors: own })
