@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
@@ -46,6 +47,13 @@ function reportLoads(dir: string): { env: Record<string, string>; loaded: () => 
   return { env: { NODE_OPTIONS: REPORT_LOADS, PAYMENTS_GATE_TEST_LOADS: file }, loaded: () => readFileSync(file, 'utf8') }
 }
 
+t.test('the load report sees a module of the SDK when one is imported', async (t) => {
+  const loads = reportLoads(t.testdir())
+  const child = spawn(process.execPath, ['--input-type=module', '-e', "await import('@opentelemetry/exporter-trace-otlp-proto')"], { env: { ...process.env, ...loads.env }, stdio: 'ignore' })
+  t.equal(await new Promise((resolve) => child.on('exit', resolve)), 0)
+  t.match(loads.loaded(), /otel module loaded: @opentelemetry\/exporter-trace-otlp-proto/)
+})
+
 t.test('the real process without the variables: serve loads nothing of the SDK', async (t) => {
   const backend = await startBackend()
   t.teardown(() => backend.close())
@@ -65,14 +73,11 @@ t.test('the real process: serve exports its spans over OTLP (protobuf by default
   const receiver = await startReceiver(t)
   const backend = await startBackend()
   t.teardown(() => backend.close())
-  const dir = t.testdir()
-  const credentials = await writeCredentials(dir)
-  const loads = reportLoads(dir)
+  const credentials = await writeCredentials(t.testdir())
   const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     // Longer than the test: only the drain sends them.
     OTEL_BSP_SCHEDULE_DELAY: '600000',
-    ...loads.env,
   })
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
@@ -80,7 +85,6 @@ t.test('the real process: serve exports its spans over OTLP (protobuf by default
   t.equal(receiver.exports.length, 0, 'nothing sent before the drain')
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)
-  t.match(loads.loaded(), /otel module loaded: @opentelemetry\/exporter-trace-otlp-proto/, 'the reporter sees the SDK when it is loaded')
   t.ok(receiver.exports.length > 0, 'sent on the drain')
   t.ok(receiver.exports.every((received) => received.contentType === 'application/x-protobuf' && !received.body.includes(TEST_PAN)))
   const spans = receiver.spans()
