@@ -207,16 +207,21 @@ async function runWorker(options: ServeOptions, io: Io, signals: StopSignals, on
     ;(process.send as (message: string) => boolean)(WORKER_READY)
     await signals.stop
     await serving.stop(signals.hurry)
-    return EXIT_OK
   } catch (error) {
     /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
     if (!(error instanceof UsageError)) throw error
     // The primary prints the reason once for all its workers: one line (docs/cli.md).
     await new Promise((resolve) => (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve))
-    return EXIT_USAGE
-  } finally {
-    // The channel to the primary would keep this process alive after its work is done. Closing it
-    // through the worker (not process.disconnect, which exits 0 at once) keeps the exit code.
-    ;(cluster.worker as Worker).disconnect()
+    return leavePrimary(EXIT_USAGE)
   }
+  return leavePrimary(EXIT_OK)
+}
+
+/**
+ * The channel to the primary would keep a worker alive after its work is done. Closing it through
+ * the worker (not process.disconnect, which exits 0 at once) keeps the exit code.
+ */
+function leavePrimary(code: number): number {
+  ;(cluster.worker as Worker).disconnect()
+  return code
 }
