@@ -72,3 +72,16 @@ t.test('closing: the same refusal with Connection: close, made once', async (t) 
   t.equal(refusal.close, undefined, 'the original is left as it was')
   t.equal(closing(closed), closed, 'an answer already closing is returned as it is')
 })
+
+t.test('the error body schema (the OpenAPI document\'s) refuses what the service never sends', async (t) => {
+  const item = { errorName: 'fieldIsNull', message: 'x', jsonPath: '$.a' }
+  const body = (validationErrors: unknown[]) => ({ errorName: 'bodyDoesNotMatchSchema', message: 'm', validationErrors })
+  t.ok(isErrorBody(body([item])))
+  for (const field of ['errorName', 'message', 'jsonPath'] as const) {
+    const { [field]: _, ...missing } = item
+    t.notOk(isErrorBody(body([missing])), `a field error without ${field}`)
+    t.notOk(isErrorBody(body([{ ...item, [field]: 1 }])), `a field error whose ${field} is not a string`)
+  }
+  t.notOk(isErrorBody(body([{ ...item, extra: 'x' }])), 'a field error with a field of its own')
+  t.notOk(isErrorBody({ errorName: 'bodyIsEmpty', message: 'm', extra: 'x' }), 'a body with a field of its own')
+})

@@ -23,6 +23,7 @@ t.test('answerOf: the status, the one serializer\'s body, its type and length, t
   const answer = answerOf(rejection)
   t.equal(answer.status, 405)
   t.equal(answer.body.toString(), serializeError(rejection.body))
+  t.equal(ERROR_CONTENT_TYPE, 'application/json')
   t.same(answer.headers, { 'content-type': ERROR_CONTENT_TYPE, 'content-length': answer.body.length, allow: 'POST' })
   t.same(answerOf(reject('bodyIsEmpty')).headers, { 'content-type': ERROR_CONTENT_TYPE, 'content-length': answerOf(reject('bodyIsEmpty')).body.length })
 })
@@ -34,6 +35,12 @@ t.test('answerOf: Connection: close only for a rejection whose body was not read
   // Bytes, not characters: a message may hold any character.
   const text = serializeError(reject('bodyIsEmpty', { message: 'é' }).body)
   t.equal(answerOf(reject('bodyIsEmpty', { message: 'é' })).headers['content-length'], text.length + 1)
+})
+
+t.test('rawAnswer writes header values as latin1, as node writes them', async (t) => {
+  const answer = { status: 400, headers: { 'x-note': 'caf\u00e9' }, body: Buffer.from('{}') }
+  t.same(rawAnswer(answer), Buffer.concat([Buffer.from('HTTP/1.1 400 Bad Request\r\nx-note: caf\u00e9\r\n\r\n', 'latin1'), answer.body]))
+  t.ok(rawAnswer(answer).includes(Buffer.from([0x66, 0xe9, 0x0d, 0x0a])), 'é is one byte')
 })
 
 t.test('flatHeaders and rawAnswer: the same headers, in order, as a raw list and as HTTP/1.1 bytes', async (t) => {
