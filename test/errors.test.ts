@@ -84,4 +84,9 @@ t.test('the error body schema (the OpenAPI document\'s) refuses what the service
   }
   t.notOk(isErrorBody(body([{ ...item, extra: 'x' }])), 'a field error with a field of its own')
   t.notOk(isErrorBody({ errorName: 'bodyIsEmpty', message: 'm', extra: 'x' }), 'a body with a field of its own')
+  const top = { errorName: 'headerIsMissing', message: 'm', headerName: 'Accept' }
+  t.ok(isErrorBody(top))
+  for (const field of ['errorName', 'message', 'headerName'] as const) t.notOk(isErrorBody({ ...top, [field]: 1 }), `a body whose ${field} is not a string`)
+  t.notOk(isErrorBody({ message: 'm' }), 'a body without errorName')
+  t.notOk(isErrorBody({ errorName: 'bodyIsEmpty' }), 'a body without message')
 })
