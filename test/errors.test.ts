@@ -83,3 +83,21 @@ t.test('one refusal value per error without a message of its own; a name a rule 
   t.same(definedRejection('paymentIsDeclined', 'The payment was declined.', 402), { ok: false, status: 402, body: { errorName: 'paymentIsDeclined', message: 'The payment was declined.' } })
   t.same(definedRejection('x', 'y', 429, { 'Retry-After': '5' }).headers, { 'Retry-After': '5' })
 })
+
+t.test('the error body schema (the OpenAPI document\'s) refuses what the service never sends', async (t) => {
+  const item = { errorName: 'fieldIsNull', message: 'x', jsonPath: '$.a' }
+  const body = (validationErrors: unknown[]) => ({ errorName: 'bodyDoesNotMatchSchema', message: 'm', validationErrors })
+  t.ok(isErrorBody(body([item])))
+  for (const field of ['errorName', 'message', 'jsonPath'] as const) {
+    const { [field]: _, ...missing } = item
+    t.notOk(isErrorBody(body([missing])), `a field error without ${field}`)
+    t.notOk(isErrorBody(body([{ ...item, [field]: 1 }])), `a field error whose ${field} is not a string`)
+  }
+  t.notOk(isErrorBody(body([{ ...item, extra: 'x' }])), 'a field error with a field of its own')
+  t.notOk(isErrorBody({ errorName: 'bodyIsEmpty', message: 'm', extra: 'x' }), 'a body with a field of its own')
+  const top = { errorName: 'headerIsMissing', message: 'm', headerName: 'Accept' }
+  t.ok(isErrorBody(top))
+  for (const field of ['errorName', 'message', 'headerName'] as const) t.notOk(isErrorBody({ ...top, [field]: 1 }), `a body whose ${field} is not a string`)
+  t.notOk(isErrorBody({ message: 'm' }), 'a body without errorName')
+  t.notOk(isErrorBody({ errorName: 'bodyIsEmpty' }), 'a body without message')
+})

@@ -15,6 +15,7 @@ t.test('the media types carry the vendor', async (t) => {
 
 t.test('Content-Type: absent is 400 headerIsMissing', async (t) => {
   t.match(contentType({}), { status: 400, body: { errorName: 'headerIsMissing', headerName: 'Content-Type' } })
+  t.equal(contentType({})?.body.message, 'The Content-Type header is missing. Send application/vnd.example.payments-v6+json.')
 })
 
 t.test('Content-Type: the v6 type, case-insensitive, with parameters', async (t) => {
@@ -25,6 +26,7 @@ t.test('Content-Type: the v6 type, case-insensitive, with parameters', async (t)
     'application/vnd.example.payments-v6+json;charset="UTF-8"',
     'application/vnd.example.payments-v6+json ; version=6 ; charset=utf-8',
     'application/vnd.example.payments-v6+json; note="a \\"quoted\\" value"',
+    'application/vnd.example.payments-v6+json; charset="utf\\-8"',
     'application/vnd.example.payments-v6+json;',
     ['application/vnd.example.payments-v6+json'],
   ]) {
@@ -46,6 +48,10 @@ t.test('Content-Type: anything else is 415 headerHasInvalidValue', async (t) => 
   ]) {
     t.match(contentType({ 'content-type': value }), { status: 415, body: { errorName: 'headerHasInvalidValue', headerName: 'Content-Type' } }, value)
   }
+  t.equal(
+    contentType({ 'content-type': 'application/json' })?.body.message,
+    'The Content-Type must be application/vnd.example.payments-v6+json (charset, if given, utf-8).',
+  )
 })
 
 t.test('Accept: absent, empty or admitting the HAL type is fine', async (t) => {
@@ -86,9 +92,21 @@ t.test('Accept: nothing admitting the HAL type with q > 0 is 406', async (t) => 
   ]) {
     t.match(accept({ accept: value }), { status: 406, body: { errorName: 'headerHasInvalidValue', headerName: 'Accept' } }, value)
   }
+  t.equal(accept({ accept: 'application/json' })?.body.message, 'The Accept header must admit application/vnd.example.payments-v6.hal+json.')
+})
+
+t.test('Accept: a q that is not a qvalue (RFC 9110 section 12.4.2) ignores its range', async (t) => {
+  for (const q of ['1.5', '20', '0.1234', '-1', '.5']) {
+    t.not(accept({ accept: `application/vnd.example.payments-v6.hal+json;q=${q}` }), undefined, `q=${q}`)
+  }
+  t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;q=0.001' }), undefined)
+  t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;q=1.000' }), undefined)
 })
 
 t.test('Accept: the most specific range decides, equal ranges take the best q', async (t) => {
   t.equal(accept({ accept: '*/*;q=0, application/vnd.example.payments-v6.hal+json;q=0.2' }), undefined)
   t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;q=0, application/vnd.example.payments-v6.hal+json;q=0.3' }), undefined)
+  t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;q=0.3, application/vnd.example.payments-v6.hal+json;q=0' }), undefined, 'the best, not the last')
+  t.not(accept({ accept: '*/*;q=0.5, application/vnd.example.payments-v6.hal+json;q=0' }), undefined, 'a more specific range later overrides a better q')
+  t.not(accept({ accept: 'application/*;q=0.5, application/vnd.example.payments-v6.hal+json;q=0' }), undefined)
 })

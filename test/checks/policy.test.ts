@@ -102,6 +102,7 @@ t.test('narrative line1 over 24 characters: stringIsTooLong in reject mode, cut 
   t.same(rejected.validationErrors?.map(({ errorName, jsonPath }) => ({ errorName, jsonPath })), [
     { errorName: 'stringIsTooLong', jsonPath: '$.instruction.narrative.line1' },
   ])
+  t.equal(rejected.validationErrors?.[0]?.message, 'The string must be at most 24 characters long.')
   const both = refusal(checks.checkBody('sale', saleRequest('marketplace', (r) => (r.instruction.narrative.line1 = long))))
   t.same(both.validationErrors?.map((item) => item.errorName), ['fieldIsMissing', 'stringIsTooLong'], 'both rules reported')
   const exactly = 'x'.repeat(24)

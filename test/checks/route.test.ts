@@ -28,6 +28,7 @@ t.test('any other path is not ours', async (t) => {
   t.equal(route('POST', '/api/payments/sales/migrateCardOnFile/..'), undefined)
   t.equal(route('POST', undefined), undefined)
   t.equal(route('POST', '/api/payments/sales/migrateCardOnFile'), 'sale')
+  t.equal(route('GET', '/status'), undefined, 'whatever the method: the 405 is for our paths only')
 })
 
 t.test('other spellings of an operation path are that operation: a lenient backend router would take them as one', async (t) => {
@@ -72,4 +73,5 @@ t.test('base paths are normalized', async (t) => {
   t.equal(normalizeBasePath('/'), '')
   t.equal(normalizeBasePath('api/v6/'), '/api/v6')
   t.equal(normalizeBasePath('/api'), '/api')
+  t.equal(normalizeBasePath('/api//'), '/api', 'every trailing slash')
 })

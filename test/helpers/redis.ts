@@ -39,7 +39,7 @@ export interface SentinelServer {
 }
 
 const MISSING =
-  '!!! redis-server is not on PATH: the Redis tests cannot run. Install it (Debian: apt-get install -y redis-server; .ci/run does).'
+  '!!! redis-server is not on PATH: the Redis tests cannot run. Install it (Debian: apt-get install -y redis-server redis-sentinel; npm test does so as root, test/before.ts).'
 
 /** Whether `redis-server` can be run on this machine. */
 function haveRedis(): boolean {

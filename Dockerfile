@@ -1,0 +1,29 @@
+# The payments-gate image (docs/deployment.md, the image). Build: docker build -t payments-gate .
+# Run: mount the policies and the credentials, give the backend:
+#   docker run -v "$PWD/policies:/etc/payments-gate/policies:ro" -v "$PWD/secrets:/etc/payments-gate/credentials:ro" \
+#     -e PAYMENTS_GATE_TARGET=http://backend:9000 -p 8080:8080 -p 9901:9901 payments-gate
+
+# Build stage: every dependency, TypeScript included; `npm ci` builds dist/ (the prepare script).
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY lib ./lib
+RUN npm ci --no-audit --no-fund
+
+# Final stage: the production dependencies and dist/, nothing else.
+FROM node:20-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY scripts ./scripts
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+# Policies (a ConfigMap) and credentials (a Secret: credentials.json, hashes only) are mounted here.
+VOLUME ["/etc/payments-gate/policies", "/etc/payments-gate/credentials"]
+# The node user of the base image: the code and the mounts are read, never written.
+USER 1000:1000
+EXPOSE 8080 9901
+# Exec form: node is PID 1 and gets SIGTERM itself, so a stop drains (docs/deployment.md, stopping).
+ENTRYPOINT ["node", "dist/cli.js"]
+CMD ["serve", "--listen", "0.0.0.0:8080", "--admin", "0.0.0.0:9901", "--policies", "/etc/payments-gate/policies", "--credentials", "/etc/payments-gate/credentials/credentials.json"]
