@@ -51,10 +51,9 @@ class Entry {
 /**
  * What an entry holds in memory besides the characters of its key,
  * fingerprint and answer: its objects, the map's and the queue's slots
- * (about 200 bytes, measured as the heap's growth from 10,000 to 50,000
- * entries after a full GC; test/idempotency/memory.test.ts checks that this
- * covers it). Counted so that `maxBytes` bounds what the process really
- * holds, not just the payload.
+ * (docs/idempotency.md has the figure; test/idempotency/memory.test.ts
+ * checks against the heap's growth that this covers it). Counted so that
+ * `maxBytes` bounds what the process really holds, not just the payload.
  */
 const ENTRY_OVERHEAD = 224
 
