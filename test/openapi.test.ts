@@ -185,13 +185,13 @@ t.test('each operation has one example that passes every check with the sample p
   t.ok(other.paths[OPERATION_PATHS.sale].post.requestBody.content['application/vnd.acme.payments-v6+json'].example, 'the example follows the vendor')
 })
 
-/** Every `description` below `node`, by its JSONPath from `path` (the text a reader of the document sees). */
-function descriptions(node: unknown, path = '$', found: Record<string, string> = {}): Record<string, string> {
+/** Every text annotation `name` below `node`, by its JSONPath from `path` (what a reader of the document sees). */
+function annotations(node: unknown, name: string, path = '$', found: Record<string, string> = {}): Record<string, string> {
   if (node === null || typeof node !== 'object') return found
   for (const [key, child] of Object.entries(node)) {
     const step = Array.isArray(node) ? `${path}[${key}]` : `${path}.${key}`
-    if (key === 'description' && typeof child === 'string') found[step] = child
-    else descriptions(child, step, found)
+    if (key === name && typeof child === 'string') found[step] = child
+    else annotations(child, name, step, found)
   }
   return found
 }
@@ -241,8 +241,27 @@ const SALE_DESCRIPTIONS: Record<string, string> = {
   '$.properties.customer.properties.authentication.description': '3DS or Network Token authentication.',
 }
 
+/** The shapes that the field errors name (`x-format`, lib/schema/payment.ts), the same in both operations. */
+const FORMATS: Record<string, string> = {
+  '$.properties.transactionReference.x-format': 'letters, digits and - _ / ! @ # $ % ( ) * = . : ; ? [ ] { } ~ +',
+  [`${MERCHANT}.mcc.x-format`]: 'four digits',
+  [`${INSTRUMENT}.oneOf[0].properties.cardNumber.x-format`]: '12 to 19 digits',
+  [`${INSTRUMENT}.oneOf[0].properties.cardExpiryDate.properties.month.x-format`]: 'a month from 1 to 12',
+  [`${INSTRUMENT}.oneOf[0].properties.cardExpiryDate.properties.year.x-format`]: 'a four-digit year',
+  [`${INSTRUMENT}.oneOf[2].properties.type.x-format`]: 'a payment instrument type',
+  [`${INSTRUCTION}.value.properties.currency.x-format`]: 'three upper-case letters (ISO 4217)',
+}
+
 t.test('every field of the request schemas has its description, and no other', async (t) => {
   const { schemas } = (buildOpenApi() as Json).components
-  t.same(descriptions(schemas.CardOnFileSale), { ...SHARED_DESCRIPTIONS, ...SALE_DESCRIPTIONS }, 'the sale')
-  t.same(descriptions(schemas.MigrateRecurringAuthorization), SHARED_DESCRIPTIONS, 'the recurring authorization')
+  t.same(annotations(schemas.CardOnFileSale, 'description'), { ...SHARED_DESCRIPTIONS, ...SALE_DESCRIPTIONS }, 'the sale')
+  t.same(annotations(schemas.MigrateRecurringAuthorization, 'description'), SHARED_DESCRIPTIONS, 'the recurring authorization')
+})
+
+t.test('the request schemas keep their titles and the shapes their field errors name', async (t) => {
+  const { schemas } = (buildOpenApi() as Json).components
+  t.equal(schemas.CardOnFileSale.title, 'CardOnFileSale')
+  t.equal(schemas.MigrateRecurringAuthorization.title, 'MigrateRecurringAuthorization')
+  t.same(annotations(schemas.CardOnFileSale, 'x-format'), FORMATS, 'the sale')
+  t.same(annotations(schemas.MigrateRecurringAuthorization, 'x-format'), FORMATS, 'the recurring authorization')
 })
