@@ -92,3 +92,56 @@ t.test('a member whose name begins with another member\'s name is reported on it
     ['fieldMustBeString', '$.ab'],
   ])
 })
+
+t.test('bounds name their limit, or the shape when the field has one', async (t) => {
+  const schema = Type.Object({
+    high: Type.Integer({ maximum: 5 }),
+    low: Type.Number({ minimum: 1.5 }),
+    over: Type.Number({ maximum: 2.5 }),
+    month: Type.Integer({ minimum: 1, 'x-format': 'a month from 1 to 12' }),
+  })
+  t.strictSame(errorsOf(schema, { high: 6, low: 1, over: 3, month: 0 }), [
+    ['integerIsTooLarge', '$.high', 'The value must be at most 5.'],
+    ['numberIsTooSmall', '$.low', 'The value must be at least 1.5.'],
+    ['numberIsTooLarge', '$.over', 'The value must be at most 2.5.'],
+    ['integerIsTooSmall', '$.month', 'The value must be a month from 1 to 12.'],
+  ])
+})
+
+t.test('a choice lists every allowed value; only a choice of strings makes another type a type error', async (t) => {
+  const schema = Type.Object({
+    intent: Type.Union([Type.Literal('instalment'), Type.Literal('subscription')]),
+    mixed: Type.Union([Type.Literal('a'), Type.Literal(1)]),
+    numbers: Type.Union([Type.Literal(1), Type.Literal(2)]),
+  })
+  t.strictSame(errorsOf(schema, { intent: 'x', mixed: true, numbers: true }), [
+    ['fieldHasInvalidValue', '$.intent', 'The value must be one of: instalment, subscription.'],
+    ['fieldHasInvalidValue', '$.mixed', 'The value must be one of: a, 1.'],
+    ['fieldHasInvalidValue', '$.numbers', 'The value must be one of: 1, 2.'],
+  ])
+})
+
+t.test("an object's own problem covers the problems of its members", async (t) => {
+  const schema = Type.Object({ o: Type.Object({ a: Type.String() }, { minProperties: 2 }) })
+  t.strictSame(errorsOf(schema, { o: { a: 1 } }).map(([name, path]) => [name, path]), [['fieldHasInvalidValue', '$.o']])
+})
+
+t.test('a discriminated union falls back to the variant without the discriminator', async (t) => {
+  const schema = Type.Object({
+    u: Type.Union([Type.Object({ kind: Type.Literal('a') }), Type.Object({ other: Type.String() })], { discriminator: { propertyName: 'kind' } }),
+  })
+  t.strictSame(errorsOf(schema, { u: { kind: 'z' } }).map(([name, path]) => [name, path]), [['fieldIsMissing', '$.u.other']])
+})
+
+t.test('a discriminator on a schema that is no union is only an annotation', async (t) => {
+  const schema = Type.Object({ s: Type.String({ discriminator: { propertyName: 'kind' } }) })
+  t.strictSame(errorsOf(schema, { s: { kind: 'a' } }).map(([name, path]) => [name, path]), [['fieldMustBeString', '$.s']])
+})
+
+t.test('a member whose name holds a tilde is not taken for another member', async (t) => {
+  const schema = Type.Object({ a: Type.String(), 'a~': Type.String() })
+  t.strictSame(errorsOf(schema, { 'a~': 1 }).map(([name, path]) => [name, path]), [
+    ['fieldIsMissing', '$.a'],
+    ['fieldMustBeString', "$['a~']"],
+  ])
+})

@@ -31,3 +31,8 @@ t.test('appendKey adds one member', async (t) => {
   t.equal(appendKey('$', 'a'), '$.a')
   t.equal(appendKey('$.a', 'b c'), "$.a['b c']")
 })
+
+t.test('an empty key, last in the pointer, is a member too', async (t) => {
+  t.equal(pointerToJsonPath('/', {}), "$['']")
+  t.equal(pointerToJsonPath('/a/', { a: {} }), "$.a['']")
+})
