@@ -114,7 +114,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     this.headers = relayedHeaders(this.raw)
     if (!this.clientLeft) this.res.writeHead(status, statusText, this.headers)
     const limit = this.settings.keepAnswerBytes
-    // Kept only while the whole answer fits the limit, measured as the store measures it (answer-size.ts).
+    // Kept only while the whole answer fits the limit, counted as the store counts it (answer-size.ts).
     if (limit !== undefined) this.kept = new BoundedBody(limit - headerBytes(this.headers))
     this.resume = resume
     return true
