@@ -74,7 +74,8 @@ function scratch(t: Test): string {
 
 function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildProcess {
   // No persistence: a restart comes back empty. A replica still writes the copy it syncs from its primary: in `dir`.
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', dir, ...extra]
+  // A primary syncs a new replica at once: Redis's default waits 5 s for more replicas before a diskless sync.
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0', ...extra]
   return spawn('redis-server', args, { stdio: 'ignore' })
 }
 
@@ -91,7 +92,8 @@ async function ask<T>(port: number, question: (client: Redis) => Promise<T>): Pr
 
 /** Waits, bounded, until `ok` holds; false when it never did. */
 async function eventually(ok: () => Promise<boolean>): Promise<boolean> {
-  for (let attempt = 0; attempt < 250; attempt++) {
+  // Up to 15 s: a loaded machine makes a replica's first sync slow.
+  for (let attempt = 0; attempt < 750; attempt++) {
     if (await ok().catch(() => false)) return true
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
