@@ -10,7 +10,7 @@ import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, SALE_PATH, bytesOf, validSale } fr
 const dist = resolve(process.argv[2] ?? new URL('../dist', import.meta.url).pathname)
 const load = (path) => import(pathToFileURL(resolve(dist, path)).href)
 const { startDemoBackend } = await load('demo/backend.js')
-const { relayedHeaders } = await load('surfaces/proxy/hop-by-hop.js')
+const { relayedHeaders } = await load('proxy/hop-by-hop.js')
 const { MemoryIdempotencyStore } = await load('idempotency/memory.js')
 const { fingerprint } = await load('idempotency/fingerprint.js')
 const { idempotencyKey } = await load('idempotency/key.js')

@@ -3,7 +3,7 @@
  * code the proxy runs: one set of checks, one error table, one serializer.
  */
 export { createGate, type Gate, type GateOptions } from './gate.js'
-export { createGateway, type Gateway, type GatewayOptions } from './surfaces/proxy/server.js'
+export { createGateway, type Gateway, type GatewayOptions } from './proxy/server.js'
 export { DEFAULTS, mediaTypes, type MediaTypes } from './defaults.js'
 export type { GateContext, GateLogger, GateReport } from './surfaces/shared.js'
 export type { NodeNext } from './surfaces/node.js'

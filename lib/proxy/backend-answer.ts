@@ -1,8 +1,8 @@
-import { defaultName, valueAt, type BackendErrorRule, type BackendErrorRules } from '../../backend-errors/rules.js'
-import { maskCardNumbers } from '../../card-mask.js'
-import { WWW_AUTHENTICATE } from '../../checks/auth.js'
-import { definedRejection, reject, type Rejection } from '../../errors.js'
-import { answerOf, flatHeaders } from '../../http/answer.js'
+import { defaultName, valueAt, type BackendErrorRule, type BackendErrorRules } from '../backend-errors/rules.js'
+import { maskCardNumbers } from '../card-mask.js'
+import { WWW_AUTHENTICATE } from '../checks/auth.js'
+import { definedRejection, reject, type Rejection } from '../errors.js'
+import { answerOf, flatHeaders } from '../http/answer.js'
 import { relayedHeaders } from './hop-by-hop.js'
 
 /**

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import t from 'tap'
-import { clientAddress } from '../../../lib/surfaces/proxy/x-forwarded.js'
+import { clientAddress } from '../../lib/proxy/x-forwarded.js'
 
 /** What clientAddress reads of a request: its connection's peer and its X-Forwarded-For. */
 function request(forwardedFor: string | undefined, peer: string | null = '10.0.0.9'): IncomingMessage {

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { compileBackendErrors, NO_RULES, type BackendErrorRules } from '../../../lib/backend-errors/rules.js'
-import { ERRORS, serializeError } from '../../../lib/errors.js'
-import { clientAnswer, inspected } from '../../../lib/surfaces/proxy/backend-answer.js'
+import { compileBackendErrors, NO_RULES, type BackendErrorRules } from '../../lib/backend-errors/rules.js'
+import { ERRORS, serializeError } from '../../lib/errors.js'
+import { clientAnswer, inspected } from '../../lib/proxy/backend-answer.js'
 
 const RULES = compileBackendErrors({
   rules: [

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici'
-import type { BackendErrorSource } from '../../backend-errors/rules.js'
-import { answerBytes, headerBytes } from '../../idempotency/answer-size.js'
+import type { BackendErrorSource } from '../backend-errors/rules.js'
+import { answerBytes, headerBytes } from '../idempotency/answer-size.js'
 import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected, type ClientAnswer } from './backend-answer.js'
 import { BoundedBody } from './bounded-body.js'

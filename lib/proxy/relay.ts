@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { NO_RULES } from '../../backend-errors/rules.js'
+import { NO_RULES } from '../backend-errors/rules.js'
 import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected } from './backend-answer.js'
 import { BoundedBody } from './bounded-body.js'

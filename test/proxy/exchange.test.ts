@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage } from 'node:http'
 import t from 'tap'
-import { GatewayResponse, track } from '../../../lib/surfaces/proxy/exchange.js'
-import { send } from '../../helpers/http.js'
-import { listenOnLoopback } from '../../helpers/servers.js'
+import { GatewayResponse, track } from '../../lib/proxy/exchange.js'
+import { send } from '../helpers/http.js'
+import { listenOnLoopback } from '../helpers/servers.js'
 
 t.test('every head a tracked response writes carries its request id, however writeHead is called', async (t) => {
   const heads: Record<string, (res: GatewayResponse) => void> = {

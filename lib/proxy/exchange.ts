@@ -1,8 +1,8 @@
 import { ServerResponse, type IncomingMessage } from 'node:http'
 import type { Span } from '@opentelemetry/api'
-import type { Logger } from '../../log.js'
-import type { BackendErrorKind, Metrics, RetryProtectionOutcome } from '../../metrics.js'
-import { endSpan } from '../../tracing.js'
+import type { Logger } from '../log.js'
+import type { BackendErrorKind, Metrics, RetryProtectionOutcome } from '../metrics.js'
+import { endSpan } from '../tracing.js'
 
 /**
  * What is known about one request as it goes through the gateway, filled in

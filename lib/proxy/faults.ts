@@ -1,5 +1,5 @@
-import { INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../../errors.js'
-import type { BackendErrorKind } from '../../metrics.js'
+import { INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
+import type { BackendErrorKind } from '../metrics.js'
 
 /** The backend did not answer within `--timeout` (the pass-through engine's own timer). */
 export class BackendTimeout extends Error {

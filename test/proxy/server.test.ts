@@ -1,11 +1,11 @@
 import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
-import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../../helpers/fixtures.js'
-import { keepAliveAgent, paymentHeaders, raw, send, until } from '../../helpers/http.js'
-import { captureLogger, loggedRequests, logLines, scanLogsForCards } from '../../helpers/logs.js'
-import { startGateway } from '../../helpers/surfaces.js'
-import { createGateway } from '../../../lib/surfaces/proxy/server.js'
+import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
+import { keepAliveAgent, paymentHeaders, raw, send, until } from '../helpers/http.js'
+import { captureLogger, loggedRequests, logLines, scanLogsForCards } from '../helpers/logs.js'
+import { startGateway } from '../helpers/surfaces.js'
+import { createGateway } from '../../lib/proxy/server.js'
 
 t.test('drain: stops accepting, lets every request in flight finish, then closes', async (t) => {
   const { gateway, backend, url, port } = await startGateway(t)

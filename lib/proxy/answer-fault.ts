@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { sendRejection } from '../../http/answer.js'
+import { sendRejection } from '../http/answer.js'
 import { backendCallDone, type Exchange } from './exchange.js'
 import { faultAnswer, type FaultKind } from './faults.js'
 

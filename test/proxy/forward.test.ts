@@ -1,13 +1,13 @@
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import { requestIdOf } from '../../../lib/http/request-id.js'
-import { backendPaths } from '../../../lib/surfaces/proxy/backend-path.js'
-import { GatewayResponse, track, type Exchange } from '../../../lib/surfaces/proxy/exchange.js'
-import { faultKind } from '../../../lib/surfaces/proxy/faults.js'
-import { createForwarder, type BackendOutcome, type Forwarder, type ForwarderOptions } from '../../../lib/surfaces/proxy/forward.js'
-import { send, until } from '../../helpers/http.js'
-import { type Answer, createdBytes, startBackend, startRawBackend } from '../../helpers/servers.js'
+import { requestIdOf } from '../../lib/http/request-id.js'
+import { backendPaths } from '../../lib/proxy/backend-path.js'
+import { GatewayResponse, track, type Exchange } from '../../lib/proxy/exchange.js'
+import { faultKind } from '../../lib/proxy/faults.js'
+import { createForwarder, type BackendOutcome, type Forwarder, type ForwarderOptions } from '../../lib/proxy/forward.js'
+import { send, until } from '../helpers/http.js'
+import { type Answer, createdBytes, startBackend, startRawBackend } from '../helpers/servers.js'
 
 /**
  * The payment engine on its own (undici): every request's body forwarded as a

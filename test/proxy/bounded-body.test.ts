@@ -1,5 +1,5 @@
 import t from 'tap'
-import { BoundedBody } from '../../../lib/surfaces/proxy/bounded-body.js'
+import { BoundedBody } from '../../lib/proxy/bounded-body.js'
 
 t.test('a body in one chunk is that chunk, not a copy', async (t) => {
   const chunk = Buffer.from('{"outcome":"authorized"}')

@@ -1,11 +1,11 @@
 import t from 'tap'
-import type { Passed } from '../../../lib/checks/index.js'
-import { MemoryIdempotencyStore } from '../../../lib/idempotency/memory.js'
-import type { IdempotencyStore } from '../../../lib/idempotency/store.js'
-import type { PaymentRequest } from '../../../lib/schema/payment.js'
-import type { BackendOutcome } from '../../../lib/surfaces/proxy/forward.js'
-import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_ANSWER, type Guard, type Ticket } from '../../../lib/surfaces/proxy/retry-protection.js'
-import { saleBody } from '../../helpers/fixtures.js'
+import type { Passed } from '../../lib/checks/index.js'
+import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
+import type { IdempotencyStore } from '../../lib/idempotency/store.js'
+import type { PaymentRequest } from '../../lib/schema/payment.js'
+import type { BackendOutcome } from '../../lib/proxy/forward.js'
+import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_ANSWER, type Guard, type Ticket } from '../../lib/proxy/retry-protection.js'
+import { saleBody } from '../helpers/fixtures.js'
 
 function passed(reference = 'order-1', entity = 'default', amount = 250): { passed: Passed; payload: Buffer } {
   const document = saleBody() as PaymentRequest
