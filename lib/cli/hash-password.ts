@@ -1,4 +1,4 @@
-import { hashPassword } from '../credentials.js'
+import { hashPassword } from '../credentials/hash.js'
 import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_OK, UsageError, readAll, type Command } from './io.js'
 
