@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
+import { isCoded } from '../coded-error.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
@@ -11,7 +12,7 @@ import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
 import { flagName } from './flags.js'
-import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Command, type Io } from './io.js'
+import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
 import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
@@ -209,7 +210,7 @@ async function runWorker(options: ServeOptions, io: Io, signals: StopSignals, on
     await serving.stop(signals.hurry)
   } catch (error) {
     /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
-    if (!(error instanceof UsageError)) throw error
+    if (!isCoded(error, 'EUSAGE')) throw error
     // The primary prints the reason once for all its workers: one line (docs/cli.md).
     await new Promise((resolve) => (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve))
     return leavePrimary(EXIT_USAGE)

@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises'
+import { CodedError } from '../coded-error.js'
 import { readFailure } from '../file-error.js'
 import { compileSchema } from '../schema/compile.js'
 import { Type, type Static } from '../schema/typebox.js'
-import { credentialsError, CredentialStore, type CredentialStoreOptions, type UserCredentials } from './store.js'
+import { CredentialStore, type CredentialStoreOptions, type UserCredentials } from './store.js'
 
 const CredentialsFile = Type.Object(
   {
@@ -33,11 +34,11 @@ export function parseCredentials(text: string): readonly UserCredentials[] {
   try {
     parsed = JSON.parse(text)
   } catch (error) {
-    throw credentialsError(`not JSON: ${(error as Error).message}`)
+    throw new CodedError('ECREDENTIALS', `not JSON: ${(error as Error).message}`)
   }
   if (!credentialsFileSchema.check(parsed)) {
     const reasons = credentialsFileSchema.errors(parsed).map((item) => `${item.jsonPath}: ${item.message}`)
-    throw credentialsError(reasons.join('; '))
+    throw new CodedError('ECREDENTIALS', reasons.join('; '))
   }
   return parsed.users
 }
@@ -48,12 +49,12 @@ export async function openCredentials(file: string, options: CredentialStoreOpti
   try {
     text = await readFile(file, 'utf8')
   } catch (error) {
-    throw credentialsError(`${file}: ${readFailure(error)}`)
+    throw new CodedError('ECREDENTIALS', `${file}: ${readFailure(error)}`)
   }
   try {
     return { store: new CredentialStore(parseCredentials(text), options), text }
   } catch (error) {
-    throw credentialsError(`${file}: ${(error as Error).message}`)
+    throw new CodedError('ECREDENTIALS', `${file}: ${(error as Error).message}`)
   }
 }
 

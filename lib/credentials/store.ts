@@ -1,6 +1,7 @@
 import { hash as digest } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { ACCESS_DENIED, type Authenticator, type Principal } from '../checks/auth.js'
+import { CodedError } from '../coded-error.js'
 import { CREDENTIAL_DEFAULTS, SCRYPT_DEFAULTS } from '../defaults.js'
 import type { Rejection } from '../errors.js'
 import { definedOnly, MemoryLoginThrottle, type LoginAttempt, type LoginThrottle } from '../login-throttle.js'
@@ -42,11 +43,6 @@ interface User {
   readonly hash: ParsedHash
   /** The hash as the file spells it, to tell a changed password at a reload. */
   readonly password: string
-}
-
-/** The error a bad credentials file or user list is reported with: start-up stops with exit 2. */
-export function credentialsError(message: string): Error & { code: 'ECREDENTIALS' } {
-  return Object.assign(new Error(message), { code: 'ECREDENTIALS' as const })
 }
 
 /**
@@ -100,7 +96,7 @@ export class CredentialStore implements Authenticator {
   #install(users: Iterable<UserCredentials>): void {
     const next = new Map<string, User>()
     for (const user of users) {
-      if (next.has(user.username)) throw credentialsError(`user "${user.username}" is listed twice`)
+      if (next.has(user.username)) throw new CodedError('ECREDENTIALS', `user "${user.username}" is listed twice`)
       const kept = this.#users.get(user.username)
       if (kept !== undefined && kept.password === user.password && sameEntities(kept.principal.entities, user.entities)) {
         next.set(user.username, kept)
@@ -108,7 +104,7 @@ export class CredentialStore implements Authenticator {
       }
       const hash = parseHash(user.password)
       if (hash === undefined) {
-        throw credentialsError(`user "${user.username}": password is not a hash from payments-gate hash-password`)
+        throw new CodedError('ECREDENTIALS', `user "${user.username}": password is not a hash from payments-gate hash-password`)
       }
       const principal = Object.freeze({ username: user.username, entities: new Set(user.entities) })
       next.set(user.username, { principal, hash, password: user.password })

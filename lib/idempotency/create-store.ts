@@ -1,3 +1,4 @@
+import { CodedError } from '../coded-error.js'
 import { MemoryIdempotencyStore, type MemoryIdempotencyStoreOptions } from './memory.js'
 import { createRedisClient, redisTarget, REDIS_URL_FORMS, shownUrl, type RedisClientOptions } from './redis-client.js'
 import { RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from './redis.js'
@@ -7,7 +8,7 @@ export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions & Redi
 /** Throws the one-line Error (code `EIDEMPOTENCY`, exit 2 in the CLI) for a spec `createIdempotencyStore` does not take. */
 export function checkIdempotencySpec(spec: string): void {
   if (spec === 'off' || spec === 'memory' || redisTarget(spec) !== undefined) return
-  throw Object.assign(new Error(`--idempotency ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}`), { code: 'EIDEMPOTENCY' })
+  throw new CodedError('EIDEMPOTENCY', `--idempotency ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}`)
 }
 
 /**
