@@ -90,9 +90,9 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         throw unreadable(error, where)
       })
     try {
-      // The rules file is the gate's, watched there; the gateway applies the gate's rules.
-      const { backendErrors: _file, ...gatewaySetup } = setup
-      const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+      // The rules file is the gate's, watched there; the gateway applies the rules in force.
+      const { checks, backendErrors } = gate
+      const started = createGateway({ ...setup, checks, backendErrors, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
       const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)
