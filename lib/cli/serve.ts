@@ -4,12 +4,13 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
 import { isCoded } from '../coded-error.js'
-import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
-import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
+import { RedisIdempotencyStore } from '../idempotency/redis.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
+import { createRetryStore } from '../proxy/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
 import { flagName } from './flags.js'
 import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
@@ -71,20 +72,26 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     admin = listener
   }
   try {
-    const idempotency = setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store
     const onStoreError = storeErrorReporter(logger, metrics)
-    const gate = await Promise.resolve()
-      .then(() => {
-        checkIdempotencySpec(idempotency)
-        return createGate({
-          ...setup,
-          logger,
-          onPolicyReload: (outcome) => metrics.policyReload(outcome),
-          onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
-          // The Redis of retry protection also shares the failed-login throttle (docs/idempotency.md).
-          throttleRedis: idempotency.startsWith('redis') ? idempotency : undefined,
-          onStoreError,
-        })
+    const { store, gate } = await Promise.resolve()
+      .then(async () => {
+        // Built once, here, from `--idempotency` read once. A Redis store's client also carries the failed-login
+        // throttle (docs/idempotency.md): the store owns it and the gateway's drain closes it; the gate borrows it.
+        const store = createRetryStore({ ...setup, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+        try {
+          const gate = await createGate({
+            ...setup,
+            logger,
+            onPolicyReload: (outcome) => metrics.policyReload(outcome),
+            onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
+            throttleRedis: store instanceof RedisIdempotencyStore ? store.redis : undefined,
+            onStoreError,
+          })
+          return { store, gate }
+        } catch (error) {
+          await store?.close()
+          throw error
+        }
       })
       .catch((error: unknown) => {
         throw unreadable(error, where)
@@ -92,7 +99,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     try {
       // The rules file is the gate's, watched there; the gateway applies the rules in force.
       const { checks, backendErrors } = gate
-      const started = createGateway({ ...setup, checks, backendErrors, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+      const started = createGateway({ ...setup, checks, backendErrors, idempotency: store ?? 'off', logger, metrics, onStoreError })
       const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)

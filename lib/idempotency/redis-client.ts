@@ -68,6 +68,11 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
     // The code makes it a start-up failure of the CLI: one line, exit 2.
     throw new CodedError('EIDEMPOTENCY', `${shownUrl(url)} is none of ${REDIS_URL_FORMS}`)
   }
+  return connectRedis(target, options)
+}
+
+/** The client `createRedisClient` makes, of a target `redisTarget` has already read. */
+export function connectRedis(target: string | RedisOptions, options: RedisClientOptions = {}): Redis {
   const commandTimeout = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
   const settings: RedisOptions = {
     enableOfflineQueue: false,
