@@ -14,7 +14,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['gate.ts', 'admin.ts', 'openapi.ts'],
   // What serves requests: the reverse proxy, the middleware adapters, the demo backend.
   ['proxy/', 'surfaces/', 'demo/'],
-  // What a request goes through on its way: reading and answering it, BasicAuth users, the throttle, retry protection's stores.
+  // A request's way through: reading and answering it, BasicAuth users, the throttle, retry protection's stores.
   ['http/', 'credentials/', 'login-throttle.ts', 'login-throttle-redis.ts', 'idempotency/'],
   // The pure checks.
   ['checks/'],
@@ -43,7 +43,8 @@ const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*)'(\.{1,2}\/[^']+)'/g
 
 /** The layer of a file of lib/ (a path relative to lib/, with `/`), counted from the top; undefined when it has none. */
 function layerOf(file: string): number | undefined {
-  const index = LAYERS.findIndex((layer) => layer.some((entry) => (entry.endsWith('/') ? file.startsWith(entry) : file === entry)))
+  const holds = (entry: string) => (entry.endsWith('/') ? file.startsWith(entry) : file === entry)
+  const index = LAYERS.findIndex((layer) => layer.some(holds))
   return index === -1 ? undefined : index
 }
 
@@ -56,7 +57,8 @@ function sources(dir: string): string[] {
 
 /** The files of lib/ each file imports, from its text. */
 function importsOf(file: string, text: string): string[] {
-  return [...text.matchAll(SPECIFIER)].map((match) => posix.join(posix.dirname(file), (match[1] as string).replace(/\.js$/, '.ts')))
+  const named = [...text.matchAll(SPECIFIER)].map((match) => (match[1] as string).replace(/\.js$/, '.ts'))
+  return named.map((specifier) => posix.join(posix.dirname(file), specifier))
 }
 
 /** Every import that runs up, as `from -> to`. */
@@ -74,7 +76,8 @@ const files = sources(LIB)
 const graph = new Map(files.map((file) => [file, importsOf(file, readFileSync(join(LIB, file), 'utf8'))]))
 
 t.test('every file of lib/ is in one layer, and every import names a file of lib/', async (t) => {
-  t.same(files.filter((file) => layerOf(file) === undefined), [], 'a new file or folder is given its layer here and in docs/development.md')
+  const unplaced = files.filter((file) => layerOf(file) === undefined)
+  t.same(unplaced, [], 'a new file or folder is given its layer here and in docs/development.md')
   t.same([...graph.values()].flat().filter((imported) => !graph.has(imported)), [])
   t.ok(files.length > 50 && graph.get('gate.ts')?.includes('checks/index.ts'), 'the imports are read')
 })
@@ -84,7 +87,8 @@ t.test('no import runs up a layer', async (t) => {
 })
 
 t.test('an import that runs up is found', async (t) => {
-  t.same(upward(new Map([['proxy/server.ts', importsOf('proxy/server.ts', "import type { Gate } from '../gate.js'")]])), ['proxy/server.ts -> gate.ts'])
-  t.same(upward(new Map([['checks/auth.ts', importsOf('checks/auth.ts', "const m = await import('../http/answer.js')")]])), ['checks/auth.ts -> http/answer.ts'])
-  t.same(upward(new Map([['gate.ts', importsOf('gate.ts', "export { x } from './proxy/server.js'")]])), [], 'down is fine')
+  const one = (file: string, text: string) => upward(new Map([[file, importsOf(file, text)]]))
+  t.same(one('proxy/server.ts', "import type { Gate } from '../gate.js'"), ['proxy/server.ts -> gate.ts'])
+  t.same(one('checks/auth.ts', "const m = await import('../http/answer.js')"), ['checks/auth.ts -> http/answer.ts'])
+  t.same(one('gate.ts', "export { x } from './proxy/server.js'"), [], 'down is fine')
 })

@@ -99,7 +99,8 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     try {
       // The rules file is the gate's, watched there; the gateway applies the rules in force.
       const { checks, backendErrors } = gate
-      const started = createGateway({ ...setup, checks, backendErrors, idempotency: store ?? 'off', logger, metrics, onStoreError })
+      const idempotency = store ?? 'off'
+      const started = createGateway({ ...setup, checks, backendErrors, idempotency, logger, metrics, onStoreError })
       const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)

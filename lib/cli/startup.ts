@@ -36,7 +36,9 @@ const REFUSED: Partial<Readonly<Record<ErrorCode, readonly [key: string, advice:
 export function unreadable(error: unknown, where: (key: string) => string): unknown {
   if (error instanceof CodedError) {
     // The store's own message names the flag; the value may have come from its variable.
-    if (error.code === 'EIDEMPOTENCY') return new CodedError('EUSAGE', error.message.replace('--idempotency', where('idempotency')))
+    if (error.code === 'EIDEMPOTENCY') {
+      return new CodedError('EUSAGE', error.message.replace('--idempotency', where('idempotency')))
+    }
     const refused = REFUSED[error.code as ErrorCode]
     if (refused !== undefined) return new CodedError('EUSAGE', `${where(refused[0])}: ${error.message}; ${refused[1]}`)
   }

@@ -250,6 +250,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   async #acknowledged(connection: Connection): Promise<void> {
     if (this.#replicas === 0) return
     const acknowledged = await connection.wait(this.#replicas, this.#waitMs)
-    if (acknowledged < this.#replicas) throw new CodedError('EREPLICAS', `${acknowledged} of ${this.#replicas} replicas acknowledged the write within ${this.#waitMs} ms`)
+    if (acknowledged < this.#replicas) {
+      throw new CodedError('EREPLICAS', `${acknowledged} of ${this.#replicas} replicas acknowledged the write within ${this.#waitMs} ms`)
+    }
   }
 }

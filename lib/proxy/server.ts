@@ -31,7 +31,7 @@ export interface GatewayOptions extends RetryProtectionOptions {
   checks: Checks
   /** The backend, an `http:` URL. */
   target: string | URL
-  /** How long the backend may stay silent, in ms; retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
+  /** How long the backend may stay silent, in ms; retry protection holds a key for twice this plus 5 s. Default 30000. */
   timeout?: number
   logger: Logger
   metrics?: Metrics
@@ -54,7 +54,10 @@ export interface GatewayOptions extends RetryProtectionOptions {
    * (`gate.backendErrors`), or e.g. `await watchBackendErrors(FILE)`. Default: names by status only.
    */
   backendErrors?: BackendErrorSource
-  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). Default: the checks' `mode`. */
+  /**
+   * `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md).
+   * Default: the checks' `mode`.
+   */
   mode?: Mode
 }
 

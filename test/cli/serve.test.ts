@@ -81,7 +81,10 @@ t.test('with a Redis URL, one client carries retry protection and the login thro
   const observer = new Redis(redis.url, { connectionName: 'observer' })
   t.teardown(() => observer.disconnect())
   /** The connections Redis has open, but the observer's own. */
-  const connections = async () => ((await observer.client('LIST')) as string).split('\n').filter((line) => line !== '' && !line.includes(' name=observer ')).length
+  const connections = async () => {
+    const lines = ((await observer.client('LIST')) as string).split('\n')
+    return lines.filter((line) => line !== '' && !line.includes(' name=observer ')).length
+  }
   /** Polls until none is left: Redis drops a connection that sent QUIT just after answering it. Fails after 10 s. */
   async function allClosed(): Promise<number> {
     for (let i = 0; i < 200 && (await connections()) > 0; i++) await sleep(50)
@@ -91,7 +94,8 @@ t.test('with a Redis URL, one client carries retry protection and the login thro
   const serving = await startServing(setup({ idempotency: redis.url, shutdownDelay: 0 }), io().io)
   t.equal(await connections(), 1, "one connection: the store's client, which the throttle shares")
   const url = `http://127.0.0.1:${serving.address.port}`
-  t.equal((await send(url, { headers: paymentHeaders({ authorization: basic(USERNAME, 'wrong') }), body: saleBody() })).status, 401)
+  const wrong = paymentHeaders({ authorization: basic(USERNAME, 'wrong') })
+  t.equal((await send(url, { headers: wrong, body: saleBody() })).status, 401)
   t.equal(await observer.get(`payments-gate:login:failures:${USERNAME}`), '1', 'the failed login was counted in Redis')
   t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
   t.ok((await observer.keys('payments-gate:idem:*')).length > 0, 'the payment was claimed in Redis')
@@ -100,7 +104,8 @@ t.test('with a Redis URL, one client carries retry protection and the login thro
   t.equal(await allClosed(), 0, 'stop closed it')
 
   // Writes that wait for replicas take connections of their own (docs/idempotency.md, replicas): eight.
-  const waiting = await startServing(setup({ idempotency: redis.url, idempotencyReplicas: 1, shutdownDelay: 0 }), io().io)
+  const replicated = setup({ idempotency: redis.url, idempotencyReplicas: 1, shutdownDelay: 0 })
+  const waiting = await startServing(replicated, io().io)
   t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
   await waiting.stop()
   t.equal(await allClosed(), 0, 'stop closed all nine')

@@ -48,7 +48,8 @@ export async function startGateway(t: Test, options: StartOptions = {}): Promise
   t.teardown(() => gate.close())
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: false })
   // Retry protection off unless a test asks for it: these tests send the same payment again on purpose.
-  const gateway = createGateway({ target: backend.url, logger: captureLogger(), idempotency: 'off', checks: gate.checks, backendErrors: gate.backendErrors, ...options, metrics })
+  const { checks, backendErrors } = gate
+  const gateway = createGateway({ target: backend.url, logger: captureLogger(), idempotency: 'off', checks, backendErrors, ...options, metrics })
   const { port } = await gateway.listen(0, '127.0.0.1')
   t.teardown(() => gateway.drain(0))
   return { gate, gateway, backend, url: `http://127.0.0.1:${port}`, port, metrics }
