@@ -1,7 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
-import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
@@ -25,7 +24,7 @@ function failureOf(message: unknown): string | undefined {
  * process takes would be forwarded again (docs/idempotency.md, one store per fleet).
  */
 function refuseSeparateStores(options: ServeOptions): void {
-  if ((options.idempotency ?? IDEMPOTENCY_DEFAULTS.store) !== 'memory') return
+  if (options.idempotency !== 'memory') return
   throw new UsageError(
     `${options.where('workers')} ${options.workers} with ${options.where('idempotency')} memory: each process would keep its own store and forward a retry again; give ${options.where('idempotency')} a Redis URL that every process shares (or off)`,
   )
