@@ -10,6 +10,7 @@ import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
+import { loadCertificates, type Certificates } from './certificates.js'
 import { flagName } from './flags.js'
 import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
@@ -20,7 +21,8 @@ import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
-type DefaultedFlags = RetryProtectionFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
+type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
+type DefaultedFlags = RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
 
 /**
  * What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection,
@@ -42,6 +44,8 @@ export interface Serving {
   readonly gate: Gate
   readonly logger: Logger
   readonly metrics: Metrics
+  /** The watched certificate files of the listener and the backend. */
+  readonly certificates: Certificates
   /**
    * Withdraws the gateway (`/readyz` 503, `Connection: close`) and keeps serving for the shutdown delay, or until
    * `hurry` resolves; then drains it and closes the gate and the admin listener.
@@ -88,17 +92,21 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       .catch((error: unknown) => {
         throw unreadable(error, where)
       })
+    let certificates: Certificates | undefined
     try {
+      certificates = await loadCertificates(setup, where, { logger, onReload: (outcome) => metrics.certificatesReload(outcome) })
+      const tls = { tls: certificates.listener, targetTls: certificates.target }
       // The rules file is the gate's, watched there; the gateway applies the gate's rules.
       const { backendErrors: _file, ...gatewaySetup } = setup
-      const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+      const started = createGateway({ ...gatewaySetup, ...tls, gate, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
       const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)
         throw error
       })
       gateway = started
-      logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
+      logger.info({ listen: address, target: setup.target.href, tls: tls.tls !== undefined }, 'gateway listening')
+      const watched = certificates
       return {
         gateway: started,
         address,
@@ -106,6 +114,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         gate,
         logger,
         metrics,
+        certificates: watched,
         async stop(hurry) {
           const delay = setup.shutdownDelay ?? 0
           started.withdraw()
@@ -115,6 +124,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           logger.info({ drainTimeout }, 'draining')
           await started.drain(drainTimeout * 1000)
           await tracing?.shutdown()
+          watched.close()
           await gate.close()
           await admin?.close()
           logger.info('stopped')
@@ -123,6 +133,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         },
       }
     } catch (error) {
+      certificates?.close()
       await gate.close()
       throw error
     }
@@ -132,11 +143,11 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   }
 }
 
-/** What SIGHUP does to a gateway: its policies, credentials and rules read again at once. */
-function reloader({ gate, logger }: Serving): () => void {
+/** What SIGHUP does to a gateway: its policies, credentials, rules and certificates read again at once. */
+function reloader({ gate, logger, certificates }: Serving): () => void {
   return () => {
     logger.info('SIGHUP: reloading policies and credentials')
-    void gate.reload()
+    void Promise.all([gate.reload(), certificates.reload()])
   }
 }
 

@@ -4,6 +4,7 @@ import { createAdmin, type Admin } from '../admin.js'
 import { createGate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
+import { loadCertificates } from './certificates.js'
 import { EXIT_OK, UsageError, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
@@ -38,6 +39,7 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
       throw unreadable(error, options.where)
     })
   await checked.close()
+  ;(await loadCertificates(options, options.where)).close()
   const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()
   const workers = new Set<Worker>()
