@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import { UsageError } from './io.js'
 import type { ReloadOutcome } from '../watch.js'
 import { type BackendTls, type TargetTls } from '../tls/backend.js'
-import { watchTlsFiles, type TlsFile, type TlsProblem, type WatchedTls, type WatchTlsOptions } from '../tls/files.js'
+import { TlsProblem, watchTlsFiles, type TlsFile, type WatchedTls, type WatchTlsOptions } from '../tls/files.js'
 import { checkBundle, checkPair, clientContext, type KeyPair } from '../tls/pem.js'
 
 /** The TLS flags of `serve` (docs/cli.md). */
@@ -72,10 +72,11 @@ export async function loadCertificates(flags: CertificateFlags, where: Where, op
   }
   const watched: WatchedTls<unknown>[] = []
   const started = async <T>(files: TlsFile[], build: (texts: readonly Buffer[]) => T, side: number): Promise<WatchedTls<T>> => {
-    const watch = await watchTlsFiles(files, build, { ...options, onReload: report(side) }).catch((problem: TlsProblem) => {
+    const watch = await watchTlsFiles(files, build, { ...options, onReload: report(side) }).catch((error: unknown) => {
       for (const other of watched) other.close()
-      const { file, reason } = problem
-      throw new UsageError(`${where(file.key)}: ${file.path}: ${reason}; give a readable PEM file (docs/deployment.md#tls)`)
+      /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
+      if (!(error instanceof TlsProblem)) throw error
+      throw new UsageError(`${where(error.file.key)}: ${error.message}; give a readable PEM file (docs/deployment.md#tls)`)
     })
     watched.push(watch)
     return watch

@@ -26,9 +26,14 @@ export interface WatchedTls<T> extends TlsSource<T> {
 }
 
 /** A file that cannot be used: which, and why in words. */
-export interface TlsProblem {
+export class TlsProblem extends Error {
   readonly file: TlsFile
   readonly reason: string
+  constructor(file: TlsFile, reason: string) {
+    super(`${file.path}: ${reason}`)
+    this.file = file
+    this.reason = reason
+  }
 }
 
 /** Builds the value from the files' bytes, in the order given; throws a `PemRefusal` naming the file at fault. */
@@ -48,7 +53,7 @@ async function load<T>(files: readonly TlsFile[], build: Build<T>): Promise<Load
     try {
       texts.push(await readFile(file.path))
     } catch (error) {
-      return { problem: { file, reason: readFailure(error) }, texts: undefined }
+      return { problem: new TlsProblem(file, readFailure(error)), texts: undefined }
     }
   }
   // What tells one version of the files from another: every byte, each file's length first.
@@ -58,7 +63,7 @@ async function load<T>(files: readonly TlsFile[], build: Build<T>): Promise<Load
   } catch (error) {
     /* c8 ignore next: only a bug in build throws anything else, and it goes on with its stack */
     if (!(error instanceof PemRefusal)) throw error
-    return { problem: { file: files[error.index] as TlsFile, reason: error.message }, texts: version }
+    return { problem: new TlsProblem(files[error.index] as TlsFile, error.message), texts: version }
   }
 }
 

@@ -91,7 +91,7 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
   t.match(run.output().stderr, /^payments-gate serve: .*bogus.*\n$/)
   const env = spawnCli(['serve'], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: credentials })
   t.equal(await env.exited, 2)
-  t.match(env.output().stderr, /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ URL/)
+  t.match(env.output().stderr, /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ or https:\/\/ URL/)
 })
 
 t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {
