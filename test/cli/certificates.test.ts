@@ -46,6 +46,9 @@ t.test('an http target and no listener pair: nothing to watch; an https target w
   const roots = await loadCertificates({ target: https, targetServername: 'payments.internal' }, flagName)
   t.same(roots.target, { files: undefined, servername: 'payments.internal' })
   roots.close()
+  const privateCa = await loadCertificates({ target: https, targetCa: pki.ca }, flagName)
+  t.ok(privateCa.target?.files?.current.context, 'a CA bundle alone, no client certificate')
+  privateCa.close()
 })
 
 t.test('reloads: the refused files of both sides counted together; SIGHUP re-reads both', async (t) => {

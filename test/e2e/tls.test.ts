@@ -5,7 +5,10 @@ import { createServer as createHttpsServer, request, Agent, type Server } from '
 import type { IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { connect, type PeerCertificate, type TLSSocket } from 'node:tls'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
+import { loadCertificates } from '../../lib/cli/certificates.js'
+import { flagName } from '../../lib/cli/flags.js'
 import { createGate } from '../../lib/gate.js'
 import { createMetrics } from '../../lib/metrics.js'
 import { createGateway, type GatewayOptions } from '../../lib/proxy/server.js'
@@ -194,6 +197,26 @@ t.test('mutual TLS: the client certificate accepted; none, or one the backend do
     t.equal(await payment(port), 500, `${name}: refused after the payment was written, the outcome unknown`)
     t.match(lastRequest(), { status: 500, backendError: 'reset' })
   }
+})
+
+t.test('a client certificate renewed in its files: new backend connections present the new one', async (t) => {
+  const dir = t.testdir()
+  const stranger = await pki.issue('stranger-renewed', { client: true, selfSigned: true })
+  const [cert, key] = [join(dir, 'client.crt'), join(dir, 'client.key')]
+  await copyFile(stranger.cert, cert)
+  await copyFile(stranger.key, key)
+  const certificates = await loadCertificates({ target: new URL('https://127.0.0.1'), targetCa: pki.ca, targetCert: cert, targetKey: key }, flagName, { debounceMs: 60_000, rescanMs: 60_000 })
+  t.teardown(() => certificates.close())
+  const backend = await startHttpsBackend(t, pki.server, true)
+  const { port } = await startGateway(t, { target: backend.url, targetTls: certificates.target })
+  t.equal(await payment(port), 500, 'the backend refuses the first certificate')
+  await copyFile(pki.client.key, `${key}.tmp`)
+  await copyFile(pki.client.cert, `${cert}.tmp`)
+  await rename(`${key}.tmp`, key)
+  await rename(`${cert}.tmp`, cert)
+  await certificates.reload()
+  t.equal(await payment(port), 201, 'payments: the renewed certificate')
+  t.equal((await fetch(`http://127.0.0.1:${port}/status`)).status, 201, 'other paths: the renewed certificate')
 })
 
 t.test('rotation under load: new connections get the new certificate, no request fails', async (t) => {
