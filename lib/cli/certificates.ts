@@ -2,7 +2,8 @@ import type { Logger } from 'pino'
 import { UsageError } from './io.js'
 import type { ReloadOutcome } from '../watch.js'
 import { type BackendTls, type TargetTls } from '../tls/backend.js'
-import { TlsProblem, watchTlsFiles, type TlsFile, type WatchedTls, type WatchTlsOptions } from '../tls/files.js'
+import { TlsProblem, watchTlsFiles } from '../tls/files.js'
+import type { Build, TlsFile, WatchedTls, WatchTlsOptions } from '../tls/files.js'
 import { checkBundle, checkPair, clientContext, type KeyPair } from '../tls/pem.js'
 
 /** The TLS flags of `serve` (docs/cli.md). */
@@ -36,13 +37,19 @@ export interface LoadCertificatesOptions extends WatchTlsOptions {
 type Where = (key: string) => string
 
 /** A certificate and its key are given together (`--tls-cert` with `--tls-key`), or neither. */
-function pairOf(flags: CertificateFlags, where: Where, certKey: 'tlsCert' | 'targetCert', keyKey: 'tlsKey' | 'targetKey'): TlsFile[] {
+function pairOf(
+  flags: CertificateFlags,
+  where: Where,
+  certKey: 'tlsCert' | 'targetCert',
+  keyKey: 'tlsKey' | 'targetKey',
+): TlsFile[] {
   const cert = flags[certKey]
   const key = flags[keyKey]
   if (cert === undefined && key === undefined) return []
   if (cert === undefined || key === undefined) {
     const [given, missing] = cert === undefined ? [keyKey, certKey] : [certKey, keyKey]
-    throw new UsageError(`${where(given)} needs ${where(missing)} too: give the certificate and its key, or neither (docs/deployment.md)`)
+    const fix = 'give the certificate and its key, or neither (docs/deployment.md)'
+    throw new UsageError(`${where(given)} needs ${where(missing)} too: ${fix}`)
   }
   return [
     { key: certKey, path: cert },
@@ -56,14 +63,20 @@ function pairOf(flags: CertificateFlags, where: Where, certKey: 'tlsCert' | 'tar
  * watches them: the listener's pair for `--tls-cert`/`--tls-key`, and for an
  * `https:` target its CA bundle and client certificate.
  */
-export async function loadCertificates(flags: CertificateFlags, where: Where, options: LoadCertificatesOptions = {}): Promise<Certificates> {
+export async function loadCertificates(
+  flags: CertificateFlags,
+  where: Where,
+  options: LoadCertificatesOptions = {},
+): Promise<Certificates> {
   const listenerFiles = pairOf(flags, where, 'tlsCert', 'tlsKey')
   const clientFiles = pairOf(flags, where, 'targetCert', 'targetKey')
   const caFiles: TlsFile[] = flags.targetCa === undefined ? [] : [{ key: 'targetCa', path: flags.targetCa }]
   const targetFiles = [...caFiles, ...clientFiles]
   if (flags.target.protocol !== 'https:') {
-    const key = ['targetCa', 'targetCert', 'targetServername'].find((name) => flags[name as keyof CertificateFlags] !== undefined)
-    if (key !== undefined) throw new UsageError(`${where(key)} is for an https:// ${where('target')}; give an https:// URL or leave it out`)
+    const httpsOnly = ['targetCa', 'targetCert', 'targetServername'] as const
+    const key = httpsOnly.find((name) => flags[name] !== undefined)
+    const fix = 'give an https:// URL or leave it out'
+    if (key !== undefined) throw new UsageError(`${where(key)} is for an https:// ${where('target')}; ${fix}`)
   }
   const refusedNow = [0, 0]
   const report = (side: number) => (outcome: ReloadOutcome) => {
@@ -71,12 +84,13 @@ export async function loadCertificates(flags: CertificateFlags, where: Where, op
     options.onReload?.({ ...outcome, refusedNow: (refusedNow[0] as number) + (refusedNow[1] as number) })
   }
   const watched: WatchedTls<unknown>[] = []
-  const started = async <T>(files: TlsFile[], build: (texts: readonly Buffer[]) => T, side: number): Promise<WatchedTls<T>> => {
+  const started = async <T>(files: TlsFile[], build: Build<T>, side: number): Promise<WatchedTls<T>> => {
     const watch = await watchTlsFiles(files, build, { ...options, onReload: report(side) }).catch((error: unknown) => {
       for (const other of watched) other.close()
       /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
       if (!(error instanceof TlsProblem)) throw error
-      throw new UsageError(`${where(error.file.key)}: ${error.message}; give a readable PEM file (docs/deployment.md#tls)`)
+      const fix = 'give a readable PEM file (docs/deployment.md#tls)'
+      throw new UsageError(`${where(error.file.key)}: ${error.message}; ${fix}`)
     })
     watched.push(watch)
     return watch
@@ -90,7 +104,8 @@ export async function loadCertificates(flags: CertificateFlags, where: Where, op
       if (ca !== undefined) checkBundle(ca, 0)
       return { context: clientContext(ca, clientFiles.length === 0 ? undefined : pairAt(texts, clientAt)) }
     }
-    target = { files: targetFiles.length === 0 ? undefined : await started(targetFiles, build, 1), servername: flags.targetServername }
+    const files = targetFiles.length === 0 ? undefined : await started(targetFiles, build, 1)
+    target = { files, servername: flags.targetServername }
   }
   return {
     listener,

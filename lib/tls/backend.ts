@@ -7,12 +7,12 @@ import { buildConnector } from 'undici'
 import type { TlsSource } from './files.js'
 import { clientContext } from './pem.js'
 
-/** What a TLS connection to the backend is made with: the CA bundle and client certificate, built once per version of the files. */
+/** What a TLS connection to the backend is made with: the CA bundle and client certificate, built once per version. */
 export interface BackendTls {
   readonly context: SecureContext
 }
 
-/** TLS to an `https:` target: the watched CA bundle and client certificate (the system's roots when none), and the name to check. */
+/** TLS to an `https:` target: the watched CA bundle and client certificate (else system roots), the name to check. */
 export interface TargetTls {
   readonly files?: TlsSource<BackendTls> | undefined
   /** The name the backend's certificate must carry; default the target's host. */
@@ -45,7 +45,10 @@ class BackendAgent extends Agent {
   }
 
   // Documented as the agent's hook for making a connection (node's http.md, agent.createConnection).
-  override createConnection(options: RequestOptions, callback?: (error: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+  override createConnection(
+    options: RequestOptions,
+    callback?: (error: Error | null, stream: Duplex) => void,
+  ): Duplex | null | undefined {
     // `secureContext` is a tls.connect option, which https.Agent passes on whole.
     const secure = { ...options, secureContext: this.source.current.context, rejectUnauthorized: true }
     return super.createConnection(secure as RequestOptions, callback)
@@ -58,12 +61,21 @@ class BackendAgent extends Agent {
  * agent read the context in force when they open a connection, so a reloaded
  * CA or client certificate applies to new connections, and open ones keep theirs.
  */
-export function backendConnections(target: URL, tls: TargetTls | undefined, timeout: number): BackendConnections | undefined {
+export function backendConnections(
+  target: URL,
+  tls: TargetTls | undefined,
+  timeout: number,
+): BackendConnections | undefined {
   if (target.protocol !== 'https:') return undefined
   // Without files: the system's roots, no client certificate.
   const source = tls?.files ?? { current: { context: clientContext(undefined, undefined) }, onChange: () => undefined }
   const servername = serverName(target, tls?.servername)
-  const options = (context: SecureContext) => ({ secureContext: context, servername: servername || undefined, rejectUnauthorized: true, timeout })
+  const options = (context: SecureContext) => ({
+    secureContext: context,
+    servername: servername || undefined,
+    rejectUnauthorized: true,
+    timeout,
+  })
   let connector = buildConnector(options(source.current.context))
   source.onChange((next) => {
     connector = buildConnector(options(next.context))

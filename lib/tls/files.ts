@@ -45,7 +45,9 @@ export interface WatchTlsOptions extends WatchOptions {
   onReload?: (outcome: ReloadOutcome) => void
 }
 
-type Loaded<T> = { readonly value: T; readonly texts: Buffer } | { readonly problem: TlsProblem; readonly texts: Buffer | undefined }
+type Loaded<T> =
+  | { readonly value: T; readonly texts: Buffer }
+  | { readonly problem: TlsProblem; readonly texts: Buffer | undefined }
 
 async function load<T>(files: readonly TlsFile[], build: Build<T>): Promise<Loaded<T>> {
   const texts: Buffer[] = []
@@ -75,7 +77,11 @@ async function load<T>(files: readonly TlsFile[], build: Build<T>): Promise<Load
  * taken into force for new connections; one that does not keeps the last
  * good one, logged once with its reason and reported as a refused file.
  */
-export async function watchTlsFiles<T>(files: readonly TlsFile[], build: Build<T>, options: WatchTlsOptions = {}): Promise<WatchedTls<T>> {
+export async function watchTlsFiles<T>(
+  files: readonly TlsFile[],
+  build: Build<T>,
+  options: WatchTlsOptions = {},
+): Promise<WatchedTls<T>> {
   const { logger, onReload } = options
   const first = await load(files, build)
   if ('problem' in first) throw first.problem
@@ -111,7 +117,8 @@ export async function watchTlsFiles<T>(files: readonly TlsFile[], build: Build<T
   // One reload at a time, whichever folder asked for it.
   let tail = Promise.resolve()
   const serial = (forced: boolean) => (tail = tail.then(() => reload(forced)))
-  const watches: Watch[] = [...new Set(files.map((file) => dirname(file.path)))].map((dir) => watchFolder(dir, serial, options))
+  const folders = new Set(files.map((file) => dirname(file.path)))
+  const watches: Watch[] = [...folders].map((dir) => watchFolder(dir, serial, options))
   return {
     get current() {
       return current

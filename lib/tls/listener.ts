@@ -17,7 +17,10 @@ function contextOf(pair: KeyPair) {
  * open ones keep theirs. Plain HTTP sent to this port fails the handshake and
  * node closes the connection without an answer.
  */
-export function createSecureServer(options: ServerOptions<typeof IncomingMessage, typeof GatewayResponse>, pair: TlsSource<KeyPair>): GatewayServer {
+export function createSecureServer(
+  options: ServerOptions<typeof IncomingMessage, typeof GatewayResponse>,
+  pair: TlsSource<KeyPair>,
+): GatewayServer {
   const server = createServer({ ...options, ...contextOf(pair.current), ALPNProtocols: ['http/1.1'] })
   pair.onChange((next) => server.setSecureContext(contextOf(next)))
   return server

@@ -47,7 +47,8 @@ export function checkPair(pair: KeyPair, certIndex: number, now = Date.now()): v
   } catch {
     throw new PemRefusal(certIndex + 1, 'not the key of the certificate')
   }
-  if (Date.parse(certificate.validTo) <= now) throw new PemRefusal(certIndex, `the certificate expired on ${new Date(certificate.validTo).toISOString()}`)
+  const expiry = Date.parse(certificate.validTo)
+  if (expiry <= now) throw new PemRefusal(certIndex, `the certificate expired on ${new Date(expiry).toISOString()}`)
 }
 
 /** A PEM bundle of CA certificates: its first one must parse (node skips what it cannot read in the rest). */
@@ -55,7 +56,7 @@ export function checkBundle(pem: Buffer, index: number): void {
   certificateOf(pem, index)
 }
 
-/** The context of a connection to the backend: `ca` instead of the system's roots when given, a client certificate when given. */
+/** The context of a connection to the backend: `ca` instead of the system's roots, a client certificate, when given. */
 export function clientContext(ca: Buffer | undefined, pair: KeyPair | undefined): SecureContext {
   return createSecureContext({ ca, cert: pair?.cert, key: pair?.key, minVersion: MIN_VERSION })
 }
