@@ -80,6 +80,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           logger,
           onPolicyReload: (outcome) => metrics.policyReload(outcome),
           onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
+          onBackendErrorsReload: (outcome) => metrics.backendErrorsReload(outcome),
           // The Redis of retry protection also shares the failed-login throttle (docs/idempotency.md).
           throttleRedis: idempotency.startsWith('redis') ? idempotency : undefined,
           onStoreError,
