@@ -14,6 +14,9 @@ import { onPath } from './helpers/provision.js'
 import { freePort, startBackend } from './helpers/servers.js'
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
+/** Every query's data source: Grafana's data source variable. */
+// eslint-disable-next-line no-template-curly-in-string -- Grafana's variable, not a template literal
+const DATASOURCE = { type: 'prometheus', uid: '${datasource}' }
 
 interface Rule {
   readonly record?: string
@@ -171,10 +174,10 @@ t.test('the dashboard: Grafana 10 or later, a Prometheus data source variable, a
   t.equal(new Set(panels.map((panel) => panel.id)).size, panels.length, 'unique panel ids')
   for (const panel of panels) t.ok(panel.gridPos.x + panel.gridPos.w <= 24, `${panel.title}: within the 24 columns`)
   for (const panel of queried) {
-    t.same(panel.datasource, { type: 'prometheus', uid: '${datasource}' }, `${panel.title}: the data source variable`)
+    t.same(panel.datasource, DATASOURCE, `${panel.title}: the data source variable`)
     t.ok((panel.targets ?? []).length > 0, `${panel.title}: a query`)
     for (const target of panel.targets ?? []) {
-      t.same(target.datasource, { type: 'prometheus', uid: '${datasource}' }, `${panel.title} ${target.refId}: the data source variable`)
+      t.same(target.datasource, DATASOURCE, `${panel.title} ${target.refId}: the data source variable`)
       // The merchant-entity variable applies wherever the metric carries `entity`.
       const byEntity = /payments_gate_would_re(fuse|write)_total/.test(target.expr)
       t.equal(target.expr.includes('entity=~"$entity"'), byEntity, `${panel.title} ${target.refId}: filtered by entity where it can be`)
