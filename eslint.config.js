@@ -20,6 +20,8 @@ export default [
       // A CommonJS class reached through ESM interop: `new Ajv.default()`.
       'new-cap': ['error', { newIsCap: true, capIsNew: false, properties: false }],
       'promise/param-names': 'off',
+      // Prettier moves a long `if (...) statement` body to its own line, which curly's multi-line option refuses.
+      curly: 'off',
       // TypeScript reports real redeclarations; a TypeBox schema and its Static type share a name on purpose.
       '@typescript-eslint/no-redeclare': 'off',
     },
