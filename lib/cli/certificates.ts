@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { CodedError } from '../coded-error.js'
+import type { TlsSide } from '../metrics.js'
 import type { ReloadOutcome } from '../watch.js'
 import { type BackendTls, type TargetTls } from '../tls/backend.js'
 import { TlsProblem, watchTlsFiles } from '../tls/files.js'
@@ -28,10 +29,10 @@ export interface Certificates {
   close(): void
 }
 
-export interface LoadCertificatesOptions extends WatchTlsOptions {
+export interface LoadCertificatesOptions extends Omit<WatchTlsOptions, 'onReload'> {
   logger?: Pick<Logger, 'info' | 'warn'>
-  /** Told what each reload did, the refused files counted over both sides. */
-  onReload?: (outcome: ReloadOutcome) => void
+  /** Told what each reload of one side's files did. */
+  onReload?: (side: TlsSide, outcome: ReloadOutcome) => void
 }
 
 type Where = (key: string) => string
@@ -78,13 +79,9 @@ export async function loadCertificates(
     const fix = 'give an https:// URL or leave it out'
     if (key !== undefined) throw new CodedError('EUSAGE', `${where(key)} is for an https:// ${where('target')}; ${fix}`)
   }
-  const refusedNow = [0, 0]
-  const report = (side: number) => (outcome: ReloadOutcome) => {
-    refusedNow[side] = outcome.refusedNow
-    options.onReload?.({ ...outcome, refusedNow: (refusedNow[0] as number) + (refusedNow[1] as number) })
-  }
+  const report = (side: TlsSide) => (outcome: ReloadOutcome) => options.onReload?.(side, outcome)
   const watched: WatchedTls<unknown>[] = []
-  const started = async <T>(files: TlsFile[], build: Build<T>, side: number): Promise<WatchedTls<T>> => {
+  const started = async <T>(files: TlsFile[], build: Build<T>, side: TlsSide): Promise<WatchedTls<T>> => {
     const watch = await watchTlsFiles(files, build, { ...options, onReload: report(side) }).catch((error: unknown) => {
       for (const other of watched) other.close()
       /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
@@ -95,7 +92,7 @@ export async function loadCertificates(
     watched.push(watch)
     return watch
   }
-  const listener = listenerFiles.length === 0 ? undefined : await started(listenerFiles, (texts) => pairAt(texts, 0), 0)
+  const listener = listenerFiles.length === 0 ? undefined : await started(listenerFiles, (texts) => pairAt(texts, 0), 'listener')
   let target: TargetTls | undefined
   if (flags.target.protocol === 'https:') {
     const clientAt = caFiles.length
@@ -104,7 +101,7 @@ export async function loadCertificates(
       if (ca !== undefined) checkBundle(ca, 0)
       return { context: clientContext(ca, clientFiles.length === 0 ? undefined : pairAt(texts, clientAt)) }
     }
-    const files = targetFiles.length === 0 ? undefined : await started(targetFiles, build, 1)
+    const files = targetFiles.length === 0 ? undefined : await started(targetFiles, build, 'target')
     target = { files, servername: flags.targetServername }
   }
   return {

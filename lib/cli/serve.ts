@@ -77,7 +77,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   }
   let certificates: Certificates | undefined
   try {
-    certificates = await loadCertificates(setup, where, { logger, onReload: (outcome) => metrics.certificatesReload(outcome) })
+    certificates = await loadCertificates(setup, where, { logger, onReload: (side, outcome) => metrics.tlsReload(side, outcome) })
     const onStoreError = storeErrorReporter(logger, metrics)
     const { store, gate } = await Promise.resolve()
       .then(async () => {
@@ -90,6 +90,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
             logger,
             onPolicyReload: (outcome) => metrics.policyReload(outcome),
             onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
+            onBackendErrorsReload: (outcome) => metrics.backendErrorsReload(outcome),
             throttleRedis: store instanceof RedisIdempotencyStore ? store.redis : undefined,
             onStoreError,
           })
