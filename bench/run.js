@@ -1,14 +1,15 @@
-// `npm run bench [-- --quick] [-- --profile] [-- --ladder] [-- --ladder-only] [-- --baseline DIR [--targets c,d] [--connections N]] [-- --pairs-only [--fill N] [--baseline DIR]] [-- --rounds N] [-- --pairs N] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
+// `npm run bench [-- --quick] [-- --profile] [-- --ladder] [-- --ladder-only] [-- --fastify-only] [-- --baseline DIR [--targets c,d] [--connections N]] [-- --pairs-only [--fill N] [--baseline DIR]] [-- --rounds N] [-- --pairs N] [-- --micro-only]`: every table on stdout and in bench/results/latest.md.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
 import { runBaseline } from './e2e/baseline.js'
+import { runFastify } from './e2e/fastify.js'
 import { runE2E, runLadder, runPairs } from './e2e/run.js'
 import { runMicro } from './micro/stages.js'
 import { cpuBreakdown } from './lib/profile.js'
-import { baselineProfileSection, baselineSection, e2eSection, ladderSection, microSection, pairedSection, profileSection, targetsSection } from './lib/report.js'
+import { baselineProfileSection, baselineSection, e2eSection, fastifySection, ladderSection, microSection, pairedSection, profileSection, targetsSection } from './lib/report.js'
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, ladder: { type: 'boolean' }, baseline: { type: 'string' }, 'ladder-only': { type: 'boolean' }, rounds: { type: 'string' }, 'micro-only': { type: 'boolean' }, pairs: { type: 'string' }, 'pairs-only': { type: 'boolean' }, fill: { type: 'string' }, targets: { type: 'string' }, connections: { type: 'string' } } })
+const { values } = parseArgs({ options: { quick: { type: 'boolean' }, profile: { type: 'boolean' }, ladder: { type: 'boolean' }, baseline: { type: 'string' }, 'ladder-only': { type: 'boolean' }, rounds: { type: 'string' }, 'micro-only': { type: 'boolean' }, pairs: { type: 'string' }, 'pairs-only': { type: 'boolean' }, fill: { type: 'string' }, targets: { type: 'string' }, connections: { type: 'string' }, 'fastify-only': { type: 'boolean' } } })
 const quick = values.quick === true
 if (values['ladder-only']) values.ladder = true
 const count = (flag) => {
@@ -32,13 +33,14 @@ const machine = `node ${process.version}, ${cpu[0]?.model.trim() ?? 'unknown CPU
   .map((l) => l.toFixed(2))
   .join(' ')} load average at start`
 
-const only = values['ladder-only'] || values['pairs-only'] || (versus && !values.ladder)
+const only = values['ladder-only'] || values['pairs-only'] || values['fastify-only'] || (versus && !values.ladder)
 if (!only) log(`micro benchmarks${quick ? ' (quick)' : ''}`)
 const micro = only ? undefined : await runMicro({ quick })
 const profileDir = values.profile ? new URL('profiles/', results) : undefined
 if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true })
 const e2e = values['micro-only'] || only ? undefined : await runE2E({ quick, rounds, pairs, log, profileDir })
 const pairsOnly = values['pairs-only'] ? await runPairs({ quick, pairs, fill, log, baseline: values.baseline }) : undefined
+const fastify = values['fastify-only'] || !(only || values['micro-only']) ? await runFastify({ quick, rounds, log }) : undefined
 const ladder = values.ladder && !values['micro-only'] && !values['pairs-only'] ? await runLadder({ quick, rounds, log }) : undefined
 const against = versus ? await runBaseline({ quick, pairs, connections, baseline: values.baseline, keys: values.targets, log, profileDir }) : undefined
 const breakdownsOf = (profiled) => Object.fromEntries(Object.entries(profiled).map(([name, requests]) => [name, cpuBreakdown(new URL(`${name}.cpuprofile`, profileDir), requests)]))
@@ -58,9 +60,10 @@ const report = [
   ...(against ? [baselineSection(against), ''] : []),
   ...(againstBreakdowns ? [baselineProfileSection(againstBreakdowns, against.profiled), ''] : []),
   ...(micro ? [microSection(micro), ''] : []),
-  e2e ? e2eSection(e2e) : `(end to end skipped: ${values['ladder-only'] ? '--ladder-only' : values['pairs-only'] ? '--pairs-only' : versus ? '--baseline' : '--micro-only'})`,
+  e2e ? e2eSection(e2e) : `(end to end skipped: ${values['ladder-only'] ? '--ladder-only' : values['pairs-only'] ? '--pairs-only' : versus ? '--baseline' : values['fastify-only'] ? '--fastify-only' : '--micro-only'})`,
   ...(e2e?.paired ? ['', pairedSection(e2e)] : []),
   '',
+  ...(fastify ? [fastifySection(fastify), ''] : []),
   ...(breakdowns ? [profileSection(breakdowns, e2e.profiled), ''] : []),
   ...(ladder ? [ladderSection(ladder), ''] : []),
 ].join('\n')

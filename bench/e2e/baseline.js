@@ -7,18 +7,25 @@ import { bytesOf, invalidSale, SALE_PATH, validSale } from '../lib/fixtures.js'
 import { startRedis } from '../lib/redis.js'
 import { cpu, start, startProfile, stopAll, stopProfile } from './children.js'
 import { round } from './load.js'
+import { FASTIFY_ARMS } from './fastify.js'
 import { credentials, median, sanity, settings, TARGETS } from './run.js'
 
 /** The targets compared when `--targets` is not given: a payment and a refusal, the ladders' last rows. */
 export const BASELINE_DEFAULT = ['c', 'd']
 
-/** `--targets a,b,...` as keys of TARGETS; an unknown key is refused with the list of known ones. */
+/** What may be compared: every target of the table, and the Fastify arms (fg is the payments-gate plugin). */
+const COMPARABLE = [
+  ...TARGETS,
+  ...FASTIFY_ARMS.map(({ key, arm, name }) => ({ key, name: `Fastify: ${name}`, script: 'fastify-arms', env: { BENCH_ARM: arm }, idempotency: 'off', body: 'valid', expect: 201 })),
+]
+
+/** `--targets a,b,...` as keys of COMPARABLE; an unknown key is refused with the list of known ones. */
 export function baselineTargets(list = BASELINE_DEFAULT.join(',')) {
   const keys = list.split(',').map((k) => k.trim()).filter((k) => k !== '')
-  const known = TARGETS.map((t) => t.key)
+  const known = COMPARABLE.map((t) => t.key)
   const unknown = keys.filter((k) => !known.includes(k))
   if (keys.length === 0 || unknown.length > 0) throw new Error(`--targets: expected keys among ${known.join(',')}, got ${list}`)
-  return keys.map((k) => TARGETS.find((t) => t.key === k))
+  return keys.map((k) => COMPARABLE.find((t) => t.key === k))
 }
 
 export async function runBaseline({ quick, pairs, connections, baseline, keys, log, profileDir }) {

@@ -116,7 +116,7 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
  * that no target always runs first or right after another; each round keeps
  * its req/s, latencies and the server's CPU time per answered request.
  */
-async function alternate(live, s, load, log) {
+export async function alternate(live, s, load, log) {
   for (let i = 0; i < s.rounds; i++) {
     const order = live.map((_, j) => live[(j + i) % live.length])
     log(`round ${i + 1}/${s.rounds}: ${order.map((t) => t.key).join(' ')}, ${s.seconds} s each`)
@@ -291,7 +291,7 @@ export function median(values) {
 }
 
 /** The median of the rounds, and whether every answer had the expected status. */
-function summarize(t) {
+export function summarize(t) {
   const unexpected = t.rounds.reduce((n, r) => n + r.errors + Object.entries(r.statuses).reduce((m, [code, count]) => m + (Number(code) === t.expect ? 0 : count), 0), 0)
   return {
     key: t.key,

@@ -265,3 +265,24 @@ export function baselineProfileSection(breakdowns, requests) {
     `Requests answered while profiled: ${names.map((n) => `${n} ${num(requests[n])}`).join(', ')}.`,
   ].join('\n')
 }
+
+/** The Fastify arms: each arm's median round, then the issue's ratios taken round by round. */
+export function fastifySection({ settings: s, arms, ratios }) {
+  const rows = arms.map((x) => (x.error ? [`(${x.key}) ${x.name}`, x.error, '', '', ''] : [`(${x.key}) ${x.name}`, num(x.rps), num(x.p99), num(x.cpuUs, 1), x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`]))
+  const ratioRows = ratios.map(({ x, y, target, value, perRound, cheaper }) => [
+    `${x}/${y}`,
+    Number.isFinite(value) ? value.toFixed(3) : 'n/a',
+    perRound.length === 0 ? 'n/a' : `${Math.min(...perRound).toFixed(3)} to ${Math.max(...perRound).toFixed(3)}`,
+    `${cheaper} of ${perRound.length}`,
+    target === undefined ? 'no target' : `>= ${target.toFixed(1)}: ${verdict(Number.isFinite(value) ? value >= target : undefined)}`,
+  ])
+  return [
+    `## Embedded in Fastify 5 (the same sale to a route that answers 201 itself; ${s.rounds} alternating rounds of ${s.seconds} s per arm, ${s.connections} connections, the order rotated each round)`,
+    '',
+    table(['arm', 'req/s', 'p99 ms', 'server CPU us/req (median round)', 'expected status'], rows),
+    '',
+    'x/y is CPU(y)/CPU(x) in each round, the median of the rounds: above 1, (x) is the cheaper.',
+    '',
+    table(['ratio', 'median of the rounds', 'range', 'rounds where x was cheaper', 'target'], ratioRows),
+  ].join('\n')
+}
