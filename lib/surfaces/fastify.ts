@@ -8,7 +8,7 @@ import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, unreadReport, type Admitted } from '../http/screen.js'
 import { registeredTracer } from '../tracing.js'
-import { contextOf, endScreening, internalError, isClientError, passedAsItCame, startScreening, type GateContext, type GateLogger, type GateReport, type Screening } from './shared.js'
+import { contextOf, endScreening, internalError, isClientError, passedAsItCame, screeningOf, type GateContext, type GateLogger, type GateReport, type Screening } from './shared.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -107,7 +107,8 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
       done()
       return
     }
-    const screening = startScreening(tracer, operation, request.raw, reply.raw)
+    const screening = screeningOf(tracer, operation, request.raw)
+    reply.header('x-request-id', screening.requestId)
     // Never undefined: the path is an operation's.
     void screenHead(checks, request.raw, operation).then(
       (head) => headScreened(request, reply, done, screening, head as Admitted | Reported | Rejection),
