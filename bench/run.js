@@ -6,6 +6,7 @@ import { runBaseline } from './e2e/baseline.js'
 import { runFastify } from './e2e/fastify.js'
 import { runE2E, runLadder, runPairs } from './e2e/run.js'
 import { runMicro } from './micro/stages.js'
+import { chartData, renderChart } from './lib/chart.js'
 import { cpuBreakdown } from './lib/profile.js'
 import { baselineProfileSection, baselineSection, e2eSection, fastifySection, ladderSection, microSection, pairedSection, profileSection, targetsSection } from './lib/report.js'
 
@@ -71,4 +72,7 @@ const report = [
 process.stdout.write(report)
 mkdirSync(results, { recursive: true })
 writeFileSync(new URL('latest.md', results), report)
-log(`written to bench/results/latest.md${values.profile ? '; CPU profiles of (b), (c) and (d) in bench/results/profiles/' : ''}`)
+const data = chartData({ e2e, fastify, against, paired: pairsOnly?.paired ?? e2e?.paired })
+const title = [`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}, ${new Date().toISOString().slice(0, 16)}Z`, `node ${process.version}, ${cpu.length} cores, ${uptime()} at the end`]
+if (data.cpu.length + data.ratios.length > 0) writeFileSync(new URL('latest.svg', results), await renderChart(data, title))
+log(`written to bench/results/latest.md${data.cpu.length + data.ratios.length > 0 ? ' and latest.svg' : ''}${values.profile ? '; CPU profiles of (b), (c) and (d) in bench/results/profiles/' : ''}`)
