@@ -8,7 +8,18 @@ import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, unreadReport, type Admitted } from '../http/screen.js'
 import { registeredTracer } from '../tracing.js'
-import { contextOf, endScreening, internalError, isClientError, passedAsItCame, screeningOf, type GateContext, type GateLogger, type GateReport, type Screening } from './shared.js'
+import {
+  contextOf,
+  endScreening,
+  internalError,
+  isClientError,
+  passedAsItCame,
+  screeningOf,
+  type GateContext,
+  type GateLogger,
+  type GateReport,
+  type Screening,
+} from './shared.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -81,7 +92,13 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
   /** The head screened: refused, reported, or admitted for its body to be read by the parser. */
-  function headScreened(request: GateRequest, reply: FastifyReply, done: Done, screening: Screening, head: Admitted | Reported | Rejection): void {
+  function headScreened(
+    request: GateRequest,
+    reply: FastifyReply,
+    done: Done,
+    screening: Screening,
+    head: Admitted | Reported | Rejection,
+  ): void {
     if (!head.ok) {
       endScreening(screening, head)
       write(reply, answerOf(head))
@@ -95,7 +112,9 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     }
     // Report mode: a refused head is reported at once, since a body of another Content-Type than the v6
     // one goes to Fastify's own parser; the parser below reports a v6 body again, with its entity.
-    if (head.refused !== undefined) request.paymentsGateReport = unreadReport(head.operation, head.principal, head.refused)
+    if (head.refused !== undefined) {
+      request.paymentsGateReport = unreadReport(head.operation, head.principal, head.refused)
+    }
     request[ADMITTED] = head
     request[SCREENING] = screening
     done()
@@ -146,16 +165,23 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     fastify.decorateRequest(SCREENING, undefined)
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
-    fastify.addHook('onRequest', (request, reply, next) => inTurn(reply.raw, () => screen(request as GateRequest, reply, next)))
+    fastify.addHook('onRequest', (request, reply, next) => {
+      inTurn(reply.raw, () => screen(request as GateRequest, reply, next))
+    })
 
-    fastify.addContentTypeParser(checks.mediaTypes.request, (request: FastifyRequest, payload: IncomingMessage, parsed: Parsed) => {
+    const { request: mediaType } = checks.mediaTypes
+    fastify.addContentTypeParser(mediaType, (request: FastifyRequest, payload: IncomingMessage, parsed: Parsed) => {
       const head = (request as GateRequest)[ADMITTED]
       if (head === undefined) {
         // Another route of the application that takes the v6 media type: plain JSON, as Fastify would parse it.
-        void readBody(payload, checks.bodyLimit).then((bytes) => (Buffer.isBuffer(bytes) ? jsonParser(request, bytes.toString('utf8'), parsed) : parsed(bodyError(bytes))))
+        void readBody(payload, checks.bodyLimit).then((bytes) => {
+          if (Buffer.isBuffer(bytes)) jsonParser(request, bytes.toString('utf8'), parsed)
+          else parsed(bodyError(bytes))
+        })
         return
       }
-      void screenBody(checks, payload, head).then((outcome) => bodyScreened(request as GateRequest, parsed, outcome), parsed)
+      const screened = (outcome: Verdict | typeof ABORTED) => bodyScreened(request as GateRequest, parsed, outcome)
+      void screenBody(checks, payload, head).then(screened, parsed)
     })
 
     fastify.addHook('preValidation', (request, reply, next) => {
