@@ -139,7 +139,7 @@ async function tlsTargets(certificates, backend, log) {
  * that no target always runs first or right after another; each round keeps
  * its req/s, latencies and the server's CPU time per answered request.
  */
-async function alternate(live, s, load, log) {
+export async function alternate(live, s, load, log) {
   for (let i = 0; i < s.rounds; i++) {
     const order = live.map((_, j) => live[(j + i) % live.length])
     log(`round ${i + 1}/${s.rounds}: ${order.map((t) => t.key).join(' ')}, ${s.seconds} s each`)
@@ -258,11 +258,10 @@ export const LADDERS = [
 ]
 
 /**
- * `--ladder`: each ladder under the same load, in alternating rounds of its own. With `baseline` (the
- * directory of another build of the package, `--baseline`), each ladder's last row is measured again on
- * that build, in the same rounds: a change measured before and after in one run.
+ * `--ladder`: each ladder under the same load, in alternating rounds of its own. Another build is compared
+ * with this one in paired rounds (`--baseline`, e2e/baseline.js), not in the ladders' rounds.
  */
-export async function runLadder({ quick, rounds, log, baseline }) {
+export async function runLadder({ quick, rounds, log }) {
   const s = settings(quick, rounds)
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
@@ -272,13 +271,8 @@ export async function runLadder({ quick, rounds, log, baseline }) {
       const backend = await start('backend')
       if (backend.error) throw new Error(backend.error)
       const body = bodies[ladder.body]
-      const steps = [...ladder.steps]
-      if (baseline !== undefined) {
-        const last = steps.at(-1)
-        steps.push({ ...last, key: `${last.key}@baseline`, name: `${last.name.split(' (+')[0]}, built from ${baseline}`, baselineOf: last.key, env: { ...last.env, BENCH_DIST: baseline } })
-      }
       const targets = []
-      for (const step of steps) {
+      for (const step of ladder.steps) {
         const env = { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_STEP: '', BENCH_DIST: '', ...step.env }
         const server = await start(`ladder ${ladder.key} ${step.key}`, env, [], step.server)
         const t = { ...step, expect: ladder.expect, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
@@ -290,7 +284,7 @@ export async function runLadder({ quick, rounds, log, baseline }) {
       log(`ladder ${ladder.key}: warm-up ${s.warmupSeconds} s per step`)
       for (const t of live) await load(t, s.warmupSeconds)
       await alternate(live, s, load, (text) => log(`ladder ${ladder.key}: ${text}`))
-      ladders.push({ key: ladder.key, steps: targets.map((t) => ({ ...summarize(t), reference: t.reference, baselineOf: t.baselineOf })) })
+      ladders.push({ key: ladder.key, steps: targets.map((t) => ({ ...summarize(t), reference: t.reference })) })
     } finally {
       await stopAll()
     }
@@ -299,7 +293,7 @@ export async function runLadder({ quick, rounds, log, baseline }) {
 }
 
 /** The headers every request carries, and the users file (JSON) of the one user they name. */
-async function credentials() {
+export async function credentials() {
   return {
     headers: { 'content-type': CONTENT_TYPE, accept: ACCEPT, authorization: AUTHORIZATION },
     users: JSON.stringify([{ username: USER, password: await hashPassword(PASSWORD), entities: ['default'] }]),
@@ -307,20 +301,20 @@ async function credentials() {
 }
 
 /** One request, to make sure each target answers what it should before it is measured. */
-async function sanity(t, body, headers) {
+export async function sanity(t, body, headers) {
   const r = await serial(t.url, { body, headers, count: 3, warmup: 0 }).catch((error) => ({ error }))
   if (r.error) return `no answer: ${r.error.message}`
   const codes = Object.keys(r.statuses)
   return codes.length === 1 && Number(codes[0]) === t.expect ? undefined : `answers ${codes.join(',') || 'nothing'}, expected ${t.expect}`
 }
 
-function median(values) {
+export function median(values) {
   const sorted = [...values].sort((x, y) => x - y)
   return sorted.length === 0 ? Number.NaN : sorted[Math.floor((sorted.length - 1) / 2)]
 }
 
 /** The median of the rounds, and whether every answer had the expected status. */
-function summarize(t) {
+export function summarize(t) {
   const unexpected = t.rounds.reduce((n, r) => n + r.errors + Object.entries(r.statuses).reduce((m, [code, count]) => m + (Number(code) === t.expect ? 0 : count), 0), 0)
   return {
     key: t.key,

@@ -1,4 +1,5 @@
-import { ServerResponse, type IncomingMessage } from 'node:http'
+import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
+import type { Answer } from '../http/answer.js'
 import type { Span } from '@opentelemetry/api'
 import type { Logger } from '../log.js'
 import type { BackendErrorKind, Metrics, RetryProtectionOutcome } from '../metrics.js'
@@ -90,14 +91,26 @@ function onResponseClose(this: GatewayResponse): void {
 /**
  * `writeHead`'s arguments with `X-Request-Id` added to its headers, a copy of
  * the caller's: a relayed answer's list is also what retry protection
- * records, and a replay must carry the id of the request it answers.
+ * records, and a replay must carry the id of the request it answers. Headers
+ * that already carry this id are the request's own (`withOwnId`): no copy.
  */
 function withRequestId(args: unknown[], id: string): void {
   const last = args.length - 1
   const headers = args[last]
   if (Array.isArray(headers)) args[last] = [...(headers as string[]), 'x-request-id', id]
-  else if (typeof headers === 'object') args[last] = { ...headers, 'x-request-id': id }
-  else args.push({ 'x-request-id': id })
+  else if (typeof headers === 'object') {
+    if ((headers as OutgoingHttpHeaders)['x-request-id'] !== id) args[last] = { ...headers, 'x-request-id': id }
+  } else args.push({ 'x-request-id': id })
+}
+
+/**
+ * An answer made for this request alone (`answerOf` builds fresh headers each time) with the request's
+ * id added to its own headers, so that `writeHead` need not copy them: a refusal's path is short, and a
+ * copy of its headers was a visible share of it (docs/performance.md).
+ */
+export function withOwnId(answer: Answer, exchange: Exchange): Answer {
+  answer.headers['x-request-id'] = exchange.requestId
+  return answer
 }
 
 /** A call to the backend on behalf of one response. */

@@ -21,7 +21,7 @@ import type { TlsSource } from '../tls/files.js'
 import { createSecureServer } from '../tls/listener.js'
 import type { KeyPair } from '../tls/pem.js'
 import { registeredTracer, startServerSpan } from '../tracing.js'
-import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
+import { GatewayResponse, record, track, withOwnId, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
 import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
@@ -140,7 +140,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   function refuse(res: GatewayResponse, exchange: Exchange, rejection: Rejection): void {
     exchange.errorName = rejection.body.errorName
-    writeAnswer(res, answerOf(rejection))
+    writeAnswer(res, withOwnId(answerOf(rejection), exchange))
   }
 
   async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, operation: Operation | undefined, expectsContinue: boolean): Promise<void> {
