@@ -119,6 +119,15 @@ t.test('the byte bound evicts: recorded answers count by their size', async (t) 
   t.equal(store.claim('e', 'f').state, 'recorded')
 })
 
+t.test('a store at its byte bound to the byte evicts nothing', async (t) => {
+  const bodies = ['a', 'b', 'c', 'd'].map((key) => [key, randomBytes(45_000)] as const)
+  const unbounded = new MemoryIdempotencyStore({ ...OPTIONS, maxAnswerBytes: 50_000 })
+  for (const [key, body] of bodies) record(unbounded, key, body)
+  const { store, seen } = watched({ maxBytes: unbounded.bytes, maxAnswerBytes: 50_000 })
+  for (const [key, body] of bodies) record(store, key, body)
+  t.same([store.size, store.bytes, seen.evicted], [4, unbounded.bytes, 0])
+})
+
 t.test("a recorded answer is the store's own copy: the buffer it came in may be reused", async (t) => {
   const store = new MemoryIdempotencyStore(OPTIONS)
   const body = Buffer.from(ANSWER.body)
