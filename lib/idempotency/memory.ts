@@ -264,6 +264,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.#flying.first = this.#flying.last = this.#answers.first = this.#answers.last = undefined
     this.#flyingCount = this.#flyingBytes = this.#bytes = this.#misses = 0
     this.#reference = this.#with = undefined
+    this.#lastHead = UNKNOWN
   }
 
   /**
