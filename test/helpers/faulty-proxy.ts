@@ -28,6 +28,8 @@ export interface FaultyProxy {
   delayReply(text: string, ms: number): Promise<void>
   /** Resets every open connection now (both sides). */
   reset(): void
+  /** Forgets the faults armed and not met yet. */
+  disarm(): void
   /** How many connections the proxy accepted so far. */
   readonly connections: number
 }
@@ -129,6 +131,9 @@ export async function startFaultyProxy(t: Test, redisPort: number): Promise<Faul
     delayReply: (text, ms) => arm('delay', text, ms),
     reset: () => {
       for (const pair of [...pairs]) cut(pair)
+    },
+    disarm: () => {
+      faults.length = 0
     },
     get connections() {
       return connections
