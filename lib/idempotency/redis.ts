@@ -317,21 +317,25 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const expires = performance.now() + this.#options.inFlightMs + this.#options.ttlMs
     let connection = first
     let delayMs = firstDelayMs
-    for (let attempt = 1; ; attempt++) {
+    let failure: unknown
+    let attempt = 0
+    do {
+      attempt++
       try {
         // Safe to repeat: it deletes only a claim in flight holding this token, which no one else has.
         await connection.paymentsGateIdemRelease(key, token)
         return
       } catch (error) {
-        if (attempt === attempts || this.#closed) throw new ReleaseFailed(attempt, error)
-        this.#options.onError?.(error as Error)
-        await this.#pause(delayMs)
-        if (this.#closed) throw new ReleaseFailed(attempt, error)
+        failure = error
       }
-      if (performance.now() >= expires) return
+      if (attempt === attempts || this.#closed) break
+      this.#options.onError?.(failure as Error)
+      await this.#pause(delayMs)
+      if (!this.#closed && performance.now() >= expires) return
       connection = this.#client
       delayMs = Math.min(2 * delayMs, maxDelayMs)
-    }
+    } while (!this.#closed)
+    throw new ReleaseFailed(attempt, failure)
   }
 
   /** Waits `ms`, or until the store closes. */
