@@ -13,6 +13,8 @@ export interface Metrics {
   policyReload(outcome: ReloadOutcome): void
   /** What a reload of the credentials file did. */
   credentialsReload(outcome: ReloadOutcome): void
+  /** What a reload of the certificate files did (--tls-cert, --target-ca, ...). */
+  certificatesReload(outcome: ReloadOutcome): void
   /** What retry protection did with one payment (docs/idempotency.md). */
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
@@ -61,6 +63,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     ['payments_gate_credentials_reloads_total', 'Reloads of the credentials file'],
     ['payments_gate_credentials_file_refused', '1 while the credentials file is refused, its last good users in force.'],
   )
+  const certificatesReload = reloadMetrics(
+    registry,
+    ['payments_gate_certificates_reloads_total', 'Reloads of the certificate files'],
+    ['payments_gate_certificate_files_refused', 'Certificate files refused now, the last good certificate in force.'],
+  )
   const retryProtection = new OutcomeCounts()
   registry.registerMetric(
     new PlainCounter('payments_gate_retry_protection_total', 'Payments that passed every check, by what retry protection did with them.', retryProtection) as unknown as Counter,
@@ -103,6 +110,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     backendError: (kind) => backendErrors.inc({ kind }),
     policyReload,
     credentialsReload,
+    certificatesReload,
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
     releaseFailure: () => releaseFailures.inc(),

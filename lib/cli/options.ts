@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os'
+import { CodedError } from '../coded-error.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { MIN_MAX_BYTES } from '../idempotency/memory.js'
-import { InvalidValue, option, parseFlags, type CommandSpec, type Values } from './flags.js'
+import { option, parseFlags, type CommandSpec, type Values } from './flags.js'
 
 export interface Address {
   readonly host: string | undefined
@@ -12,7 +13,7 @@ export interface Address {
 export function wholeNumber(unit: string, min = 0): (text: string) => number {
   return (text) => {
     const number = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN
-    if (!(number >= min)) throw new InvalidValue(`must be a whole number of ${unit}, at least ${min}`)
+    if (!(number >= min)) throw new CodedError('EINVALID', `must be a whole number of ${unit}, at least ${min}`)
     return number
   }
 }
@@ -21,7 +22,7 @@ export function wholeNumber(unit: string, min = 0): (text: string) => number {
 export function parseAddress(value: string): Address {
   const match = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):)?([0-9]{1,5})$/.exec(value)
   const port = Number(match?.[3])
-  if (match === null || port > 65535) throw new InvalidValue('must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535')
+  if (match === null || port > 65535) throw new CodedError('EINVALID', 'must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535')
   return { host: match[1] ?? match[2], port }
 }
 
@@ -30,16 +31,15 @@ function parseTarget(value: string): URL {
   try {
     url = new URL(value)
   } catch {
-    throw new InvalidValue('must be an http:// URL, e.g. http://127.0.0.1:9000')
+    throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. http://127.0.0.1:9000')
   }
-  // The backend sits next to the gateway (same pod): TLS to it would only cost time.
-  if (url.protocol !== 'http:') throw new InvalidValue('must be an http:// URL (terminate TLS in front of the gateway, docs/deployment.md)')
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. https://payments.internal')
   return url
 }
 
 /** The vendor goes into a media type: RFC 6838 restricted-name characters only. */
 function parseVendor(value: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value)) throw new InvalidValue('must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
+  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value)) throw new CodedError('EINVALID', 'must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
   return value
 }
 
@@ -56,7 +56,7 @@ const BASE_PATH = new RegExp(String.raw`^\/?(?:${PCHAR}+\/)*${PCHAR}*$`)
 function parseBasePath(value: string): string {
   const segments = value.replace(/^\/|\/$/g, '').split('/')
   if (!BASE_PATH.test(value) || segments.some((segment) => segment === '.' || segment === '..')) {
-    throw new InvalidValue('must be a path such as /api/v1: segments of letters, digits and -._~!$&\'()*+,;=:@ or %XX, no query, no spaces')
+    throw new CodedError('EINVALID', 'must be a path such as /api/v1: segments of letters, digits and -._~!$&\'()*+,;=:@ or %XX, no query, no spaces')
   }
   return value
 }
@@ -70,7 +70,7 @@ function parseWorkers(value: string): number {
 /** One of a few words, e.g. `closed` or `open`. */
 export function oneOf<const T extends string>(...choices: T[]): (text: string) => T {
   return (text) => {
-    if (!(choices as string[]).includes(text)) throw new InvalidValue(`must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}`)
+    if (!(choices as string[]).includes(text)) throw new CodedError('EINVALID', `must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}`)
     return text as T
   }
 }
@@ -105,12 +105,40 @@ export const SHARED_FLAGS = {
 }
 
 const SERVE_FLAGS = {
-  target: option({ value: 'URL', summary: 'the backend, an `http://` URL; a path in it is put in front of the request\'s path', required: true, parse: parseTarget }),
+  target: option({
+    value: 'URL',
+    summary: 'the backend, an `http://` or `https://` URL; a path in it is put in front of the request\'s path; an `https://` backend\'s certificate is always verified',
+    required: true,
+    parse: parseTarget,
+  }),
+  targetCa: option({
+    value: 'FILE',
+    summary: "PEM bundle of the CAs an `https://` target's certificate is verified against, instead of the system's roots; watched",
+    shown: "the system's roots",
+    parse: identity,
+    see: '[TLS](deployment.md#tls)',
+  }),
+  targetCert: option({ value: 'FILE', summary: 'PEM client certificate presented to an `https://` target (mutual TLS), with `--target-key`; watched', parse: identity, see: '[TLS](deployment.md#tls)' }),
+  targetKey: option({ value: 'FILE', summary: "`--target-cert`'s private key, PEM without a passphrase; watched", parse: identity }),
+  targetServername: option({
+    value: 'NAME',
+    summary: "the name an `https://` target's certificate must carry (and the SNI sent), for a target given as an address",
+    shown: "the target's host",
+    parse: identity,
+  }),
   credentials: option({ value: 'FILE', summary: 'BasicAuth users, JSON with scrypt hashes', required: true, parse: identity, see: '[credentials](credentials.md)' }),
   ...SHARED_FLAGS,
+  tlsCert: option({
+    value: 'FILE',
+    summary: 'serve HTTPS on `--listen` with this PEM certificate (its chain may follow), with `--tls-key`; watched and re-read on SIGHUP, new connections get a new one',
+    shown: 'off: plain HTTP',
+    parse: identity,
+    see: '[TLS](deployment.md#tls)',
+  }),
+  tlsKey: option({ value: 'FILE', summary: "`--tls-cert`'s private key, PEM without a passphrase; watched", parse: identity }),
   timeout: option({ value: 'MS', summary: 'how long the backend may stay silent, at least 1', default: String(DEFAULTS.timeout), parse: wholeNumber('milliseconds', 1), see: '[backend faults](backend-faults.md)' }),
   admin: option({ value: 'HOST:PORT', summary: 'health and metrics listener', shown: 'off', parse: parseAddress, see: '[deployment](deployment.md#health-readiness-and-metrics)' }),
-  workers: option({ value: 'N|auto', summary: 'processes sharing the port; `auto`: one per core', default: '1', parse: parseWorkers, see: '[deployment](deployment.md#workers)' }),
+  workers: option({ value: 'N|auto', summary: 'processes sharing the port; `auto`: one per core; more than one needs `--idempotency` `off` or a Redis URL', default: '1', parse: parseWorkers, see: '[deployment](deployment.md#workers)' }),
   idempotency: option({
     value: 'memory|off|URL',
     summary:

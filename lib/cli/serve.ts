@@ -3,15 +3,18 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
-import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { isCoded } from '../coded-error.js'
+import { DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
-import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
+import { RedisIdempotencyStore } from '../idempotency/redis.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
+import { createRetryStore } from '../proxy/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
+import { loadCertificates, type Certificates } from './certificates.js'
 import { flagName } from './flags.js'
-import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Command, type Io } from './io.js'
+import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
 import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
@@ -20,7 +23,8 @@ import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
-type DefaultedFlags = RetryProtectionFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
+type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
+type DefaultedFlags = RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
 
 /**
  * What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection,
@@ -42,6 +46,8 @@ export interface Serving {
   readonly gate: Gate
   readonly logger: Logger
   readonly metrics: Metrics
+  /** The watched certificate files of the listener and the backend. */
+  readonly certificates: Certificates
   /**
    * Withdraws the gateway (`/readyz` 503, `Connection: close`) and keeps serving for the shutdown delay, or until
    * `hurry` resolves; then drains it and closes the gate and the admin listener.
@@ -69,36 +75,47 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     adminAddress = await bind(where('admin'), setup.admin, () => listener.listen(port, host))
     admin = listener
   }
+  let certificates: Certificates | undefined
   try {
-    const idempotency = setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+    certificates = await loadCertificates(setup, where, { logger, onReload: (outcome) => metrics.certificatesReload(outcome) })
     const onStoreError = storeErrorReporter(logger, metrics)
-    const gate = await Promise.resolve()
-      .then(() => {
-        checkIdempotencySpec(idempotency)
-        return createGate({
-          ...setup,
-          logger,
-          onPolicyReload: (outcome) => metrics.policyReload(outcome),
-          onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
-          // The Redis of retry protection also shares the failed-login throttle (docs/idempotency.md).
-          throttleRedis: idempotency.startsWith('redis') ? idempotency : undefined,
-          onStoreError,
-        })
+    const { store, gate } = await Promise.resolve()
+      .then(async () => {
+        // Built once, here, from `--idempotency` read once. A Redis store's client also carries the failed-login
+        // throttle (docs/idempotency.md): the store owns it and the gateway's drain closes it; the gate borrows it.
+        const store = createRetryStore({ ...setup, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+        try {
+          const gate = await createGate({
+            ...setup,
+            logger,
+            onPolicyReload: (outcome) => metrics.policyReload(outcome),
+            onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
+            throttleRedis: store instanceof RedisIdempotencyStore ? store.redis : undefined,
+            onStoreError,
+          })
+          return { store, gate }
+        } catch (error) {
+          await store?.close()
+          throw error
+        }
       })
       .catch((error: unknown) => {
         throw unreadable(error, where)
       })
     try {
-      // The rules file is the gate's, watched there; the gateway applies the gate's rules.
-      const { backendErrors: _file, ...gatewaySetup } = setup
-      const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+      const tls = { tls: certificates.listener, targetTls: certificates.target }
+      // The rules file is the gate's, watched there; the gateway applies the rules in force.
+      const { checks, backendErrors } = gate
+      const idempotency = store ?? 'off'
+      const started = createGateway({ ...setup, ...tls, checks, backendErrors, idempotency, logger, metrics, onStoreError })
       const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)
         throw error
       })
       gateway = started
-      logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
+      logger.info({ listen: address, target: setup.target.href, tls: tls.tls !== undefined }, 'gateway listening')
+      const watched = certificates
       return {
         gateway: started,
         address,
@@ -106,6 +123,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         gate,
         logger,
         metrics,
+        certificates: watched,
         async stop(hurry) {
           const delay = setup.shutdownDelay ?? 0
           started.withdraw()
@@ -115,6 +133,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           logger.info({ drainTimeout }, 'draining')
           await started.drain(drainTimeout * 1000)
           await tracing?.shutdown()
+          watched.close()
           await gate.close()
           await admin?.close()
           logger.info('stopped')
@@ -127,16 +146,17 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       throw error
     }
   } catch (error) {
+    certificates?.close()
     await admin?.close()
     throw error
   }
 }
 
-/** What SIGHUP does to a gateway: its policies, credentials and rules read again at once. */
-function reloader({ gate, logger }: Serving): () => void {
+/** What SIGHUP does to a gateway: its policies, credentials, rules and certificates read again at once. */
+function reloader({ gate, logger, certificates }: Serving): () => void {
   return () => {
     logger.info('SIGHUP: reloading policies and credentials')
-    void gate.reload()
+    void Promise.all([gate.reload(), certificates.reload()])
   }
 }
 
@@ -148,7 +168,7 @@ export function storeErrorReporter(logger: Logger, metrics: Metrics, now = () =>
   let logged = Number.NEGATIVE_INFINITY
   return (error) => {
     metrics.storeError()
-    if ((error as { code?: unknown } | undefined)?.code === 'ERELEASE') metrics.releaseFailure()
+    if (isCoded(error, 'ERELEASE')) metrics.releaseFailure()
     const time = now()
     if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
     logged = time
@@ -212,7 +232,7 @@ async function runWorker(options: ServeOptions, io: Io, signals: StopSignals, on
     await serving.stop(signals.hurry)
   } catch (error) {
     /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
-    if (!(error instanceof UsageError)) throw error
+    if (!isCoded(error, 'EUSAGE')) throw error
     // The primary prints the reason once for all its workers: one line (docs/cli.md).
     await new Promise((resolve) => (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve))
     return leavePrimary(EXIT_USAGE)

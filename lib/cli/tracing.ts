@@ -1,5 +1,5 @@
 import { context, propagation, trace } from '@opentelemetry/api'
-import { UsageError } from './io.js'
+import { CodedError } from '../coded-error.js'
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -31,7 +31,7 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
   if (!tracingRequested(env)) return undefined
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim()
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
-    throw new UsageError(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`)
+    throw new CodedError('EUSAGE', `OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`)
   }
   const [{ NodeTracerProvider, BatchSpanProcessor }, { defaultResource, detectResources, envDetector, resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
     import('@opentelemetry/sdk-trace-node'),

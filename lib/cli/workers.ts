@@ -1,10 +1,12 @@
 import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
+import { CodedError, isCoded } from '../coded-error.js'
 import { createGate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
-import { EXIT_OK, UsageError, logDestination, type Io } from './io.js'
+import { loadCertificates } from './certificates.js'
+import { EXIT_OK, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
 import type { StopSignals } from './signals.js'
@@ -20,6 +22,18 @@ function failureOf(message: unknown): string | undefined {
 }
 
 /**
+ * Each process would keep its own memory store, so a retry that another
+ * process takes would be forwarded again (docs/idempotency.md, one store per fleet).
+ */
+function refuseSeparateStores(options: ServeOptions): void {
+  if (options.idempotency !== 'memory') return
+  throw new CodedError(
+    'EUSAGE',
+    `${options.where('workers')} ${options.workers} with ${options.where('idempotency')} memory: each process would keep its own store and forward a retry again; give ${options.where('idempotency')} a Redis URL that every process shares (or off)`,
+  )
+}
+
+/**
  * `--workers N`: N processes share the gateway's port (node's cluster hands
  * out connections), so one pod uses every core. The primary serves no
  * payments: it checks the files once (a bad one is exit 2 here, not N
@@ -29,6 +43,7 @@ function failureOf(message: unknown): string | undefined {
  * serving for the shutdown delay and drains, before exiting once they all have.
  */
 export async function runPrimary(options: ServeOptions, io: Io, signals: StopSignals, onReload: (reload: () => void) => void): Promise<number> {
+  refuseSeparateStores(options)
   const checked = await Promise.resolve()
     .then(() => {
       checkIdempotencySpec(options.idempotency)
@@ -38,12 +53,13 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
       throw unreadable(error, options.where)
     })
   await checked.close()
+  ;(await loadCertificates(options, options.where)).close()
   const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false
-  let failed!: (error: UsageError) => void
-  const failure = new Promise<UsageError>((resolve) => {
+  let failed!: (error: CodedError<'EUSAGE'>) => void
+  const failure = new Promise<CodedError<'EUSAGE'>>((resolve) => {
     failed = resolve
   })
 
@@ -53,7 +69,7 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
     worker.on('message', (message: unknown) => {
       if (message === WORKER_READY) ready.add(worker.id)
       const reason = failureOf(message)
-      if (reason !== undefined) failed(new UsageError(reason))
+      if (reason !== undefined) failed(new CodedError('EUSAGE', reason))
     })
     worker.on('exit', (code, signal) => {
       workers.delete(worker)
@@ -89,11 +105,11 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
     for (const worker of workers) worker.process.kill(signal)
   }
   // A failed start-up has nothing to wait for: SIGINT skips the workers' delay.
-  pass(outcome instanceof UsageError ? 'SIGINT' : outcome)
+  pass(isCoded(outcome, 'EUSAGE') ? 'SIGINT' : outcome)
   void signals.hurry.then(() => pass('SIGINT'))
   await exited
   await admin?.close()
   logger.info('stopped')
-  if (outcome instanceof UsageError) throw outcome
+  if (isCoded(outcome, 'EUSAGE')) throw outcome
   return EXIT_OK
 }

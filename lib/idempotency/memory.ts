@@ -1,6 +1,7 @@
 import { keptAnswer } from './answer-size.js'
 import { decode as decodeBody, encode, MAX_REFERENCE, Reference } from './body-delta.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { CodedError } from '../coded-error.js'
 import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
 
 /** What the memory store tells its owner about how long it remembers (docs/idempotency.md, the memory store). */
@@ -116,7 +117,7 @@ const UNKNOWN = ''
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
 /** One error for every refused claim: nothing about it differs from one to the next. */
-const FULL = Object.assign(new Error('the retry-protection memory store is full of payments in flight'), { code: 'ESTOREFULL' })
+const FULL = new CodedError('ESTOREFULL', 'the retry-protection memory store is full of payments in flight')
 
 /** The answer's status and headers as JSON: header names and values are latin1 text, so their JSON is too. */
 const headOf = (answer: RecordedAnswer) => JSON.stringify([answer.status, answer.headers])

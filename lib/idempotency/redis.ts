@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import { CodedError } from '../coded-error.js'
 import { keptAnswer } from './answer-size.js'
 import { closeRedisClient, reportErrors, whenReady } from './redis-client.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
@@ -113,14 +114,6 @@ function withScripts(redis: Redis): Connection {
   return redis as Connection
 }
 
-/** Fewer replicas than asked acknowledged a write in time: a store failure (docs/idempotency.md, replicas). */
-export class ReplicasBehind extends Error {
-  readonly code = 'EREPLICAS'
-  constructor(acknowledged: number, replicas: number, ms: number) {
-    super(`${acknowledged} of ${replicas} replicas acknowledged the write within ${ms} ms`)
-  }
-}
-
 /**
  * Connections for writes that wait for replicas. `WAIT` blocks its
  * connection until the replicas answer, and acknowledges that connection's
@@ -187,19 +180,8 @@ const IN_FLIGHT: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
 
 /** A release that failed every attempt: the claim holds its key until it expires, although its payment was never forwarded. */
-export class ReleaseFailed extends Error {
-  readonly code = 'ERELEASE'
-  constructor(attempts: number, cause: unknown) {
-    super(`a release failed ${attempts} times, so its key stays held until the claim expires: ${(cause as Error).message}`, { cause })
-  }
-}
-
-/** A command not sent, because the connection is not up: it certainly did not run. */
-class NotConnected extends Error {
-  readonly code = 'ENOTCONNECTED'
-  constructor() {
-    super('Redis is not connected: the claim was not sent')
-  }
+function releaseFailed(attempts: number, cause: unknown): CodedError<'ERELEASE'> {
+  return new CodedError('ERELEASE', `a release failed ${attempts} times, so its key stays held until the claim expires: ${(cause as Error).message}`)
 }
 
 /**
@@ -267,7 +249,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     await (this.#writers === undefined ? record(this.#client) : this.#writers.with(record))
   }
 
-  /** Resolves once the release landed (or the claim expired); rejects with `ReleaseFailed` when every attempt failed or the store closed first. */
+  /** Resolves once the release landed (or the claim expired); rejects with an `ERELEASE` error when every attempt failed or the store closed first. */
   async release(key: string, token: string): Promise<void> {
     await this.#release(this.#client, REDIS_KEY_PREFIX + key, token)
   }
@@ -282,7 +264,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return stored.fingerprint === fingerprint ? 'recorded' : 'mismatch'
   }
 
-  /** Quits the connections; a release waiting for its next attempt gives up (`ReleaseFailed`). */
+  /** Quits the connections; a release waiting for its next attempt gives up (`ERELEASE`). */
   async close(): Promise<void> {
     this.#closed = true
     for (const resume of this.#pauses) resume()
@@ -291,7 +273,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async #claimOn(connection: Connection, key: string, fingerprint: string, token: string): Promise<[string, number] | null> {
     // Not sent at all: nothing to release (while Redis is down, every payment would leave a release to try again).
-    if (connection.status !== 'ready') throw new NotConnected()
+    if (connection.status !== 'ready') throw new CodedError('ENOTCONNECTED', 'Redis is not connected: the claim was not sent')
     const { inFlightMs, ttlMs } = this.#options
     try {
       // Safe to repeat: a repeat finds its own token in flight and answers claimed again (the script above).
@@ -335,7 +317,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       connection = this.#client
       delayMs = Math.min(2 * delayMs, maxDelayMs)
     } while (!this.#closed)
-    throw new ReleaseFailed(attempt, failure)
+    throw releaseFailed(attempt, failure)
   }
 
   /** Waits `ms`, or until the store closes. */
@@ -351,11 +333,13 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     })
   }
 
-  /** Waits for the replicas to acknowledge this connection's writes; throws `ReplicasBehind` when too few did in time. */
+  /** Waits for the replicas to acknowledge this connection's writes; throws an `EREPLICAS` error when too few did in time. */
   async #acknowledged(connection: Connection): Promise<void> {
     if (this.#replicas === 0) return
     // Safe to repeat: it only waits.
     const acknowledged = await connection.wait(this.#replicas, this.#waitMs)
-    if (acknowledged < this.#replicas) throw new ReplicasBehind(acknowledged, this.#replicas, this.#waitMs)
+    if (acknowledged < this.#replicas) {
+      throw new CodedError('EREPLICAS', `${acknowledged} of ${this.#replicas} replicas acknowledged the write within ${this.#waitMs} ms`)
+    }
   }
 }

@@ -219,9 +219,35 @@ export interface Payments {
 }
 
 export interface PaymentsOptions extends RetryProtectionOptions {
-  /** How long the backend may stay silent, in ms: a claim holds its key for twice this plus a margin. */
+  /**
+   * How long the backend may stay silent, in ms, and how long a payment may wait for a connection to it:
+   * a claim holds its key for three times this plus a margin (docs/idempotency.md, the in-flight window).
+   */
   readonly timeout: number
   readonly metrics: Metrics | undefined
+}
+
+/**
+ * The store `idempotency` names, with the proxy's settings (undefined when
+ * `off`), or the store given. Throws the one-line `EIDEMPOTENCY` error for a
+ * store spec it does not take. `payments-gate serve` builds it before the
+ * gate, so that a Redis store's client also carries the login throttle.
+ */
+export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): IdempotencyStore | undefined {
+  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+  if (typeof idempotency !== 'string') return idempotency
+  return createIdempotencyStore(idempotency, {
+    ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
+    // The wait for a connection (never longer: payment-relay.ts), the headers, a gap in the body, and the margin.
+    inFlightMs: 3 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+    replicas: options.idempotencyReplicas,
+    maxEntries: options.idempotencyMaxEntries,
+    maxBytes: options.idempotencyMaxBytes,
+    report: options.idempotencyReport,
+    onError: options.onStoreError,
+  })
 }
 
 /**
@@ -232,21 +258,7 @@ export interface PaymentsOptions extends RetryProtectionOptions {
  */
 export function createPayments(forwarder: Forwarder, options: PaymentsOptions): Payments {
   const { metrics } = options
-  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
-  const store =
-    typeof idempotency === 'string'
-      ? createIdempotencyStore(idempotency, {
-          ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-          inFlightMs: 2 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
-          oversizedAnswer: OVERSIZED_ANSWER,
-          unknownAnswer: UNKNOWN_ANSWER,
-          replicas: options.idempotencyReplicas,
-          maxEntries: options.idempotencyMaxEntries,
-          maxBytes: options.idempotencyMaxBytes,
-          report: options.idempotencyReport,
-          onError: options.onStoreError,
-        })
-      : idempotency
+  const store = createRetryStore(options)
   const protection = store && createRetryProtection(store, options)
 
   async function guarded(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, pending: Promise<Guard>, payload: Buffer): Promise<void> {
@@ -269,6 +281,8 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
 
   return {
     forward(req, res, exchange, passed, payload) {
+      // Taken before the claim, so that a claim's window covers the whole wait for a connection.
+      exchange.sendBy = performance.now() + options.timeout
       if (protection === undefined) {
         forwarder.forward(req, res, payload)
         return

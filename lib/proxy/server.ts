@@ -3,9 +3,8 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Principal } from '../checks/auth.js'
-import type { Reported } from '../checks/index.js'
+import type { Checks, Reported } from '../checks/index.js'
 import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
-import type { Gate } from '../gate.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
 import { answerClientError } from '../http/client-error.js'
 import { listen } from '../http/listen.js'
@@ -17,18 +16,31 @@ import type { Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
 import type { Mode } from '../policy/policy.js'
 import type { Operation } from '../schema/payment.js'
+import type { TargetTls } from '../tls/backend.js'
+import type { TlsSource } from '../tls/files.js'
+import { createSecureServer } from '../tls/listener.js'
+import type { KeyPair } from '../tls/pem.js'
 import { registeredTracer, startServerSpan } from '../tracing.js'
 import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
 import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
 
-/** The reverse proxy's options: the gate whose checks it runs, the backend, retry protection, and its server's limits. */
+/**
+ * The reverse proxy's options: the checks it runs, the backend, retry protection, and its server's limits.
+ * From a gate: `createGateway({ checks: gate.checks, backendErrors: gate.backendErrors, target, logger })`.
+ */
 export interface GatewayOptions extends RetryProtectionOptions {
-  /** The gate built by `createGate`: its checks screen every request. */
-  gate: Gate
-  /** The backend, an `http:` URL. */
+  /** The checks that screen every request: a gate's (`gate.checks`), or `buildChecks(...)`'s. */
+  checks: Checks
+  /** The backend, an `http:` or `https:` URL. */
   target: string | URL
+  /** For an `https:` target: its CA bundle, client certificate and server name. Default: the system's roots, the target's host. */
+  targetTls?: TargetTls
+  /** Serve HTTPS with this certificate and key, each new one for new connections (docs/deployment.md, TLS). Default: plain HTTP. */
+  tls?: TlsSource<KeyPair>
+  /** How long the backend may stay silent, in ms, and how long a payment may wait for a connection to it. Default 30000. */
+  timeout?: number
   logger: Logger
   metrics?: Metrics
   /** Time allowed to receive the request's headers, in ms. Default 10000. */
@@ -46,11 +58,14 @@ export interface GatewayOptions extends RetryProtectionOptions {
   /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed, for the log line's `remoteAddress`. Default 0. */
   trustProxy?: number
   /**
-   * The rules naming the backend's error answers (docs/backend-faults.md), e.g.
-   * `await watchBackendErrors(FILE)`. Default: the gate's (`createGate({ backendErrors })`).
+   * The rules naming the backend's error answers (docs/backend-faults.md): a gate's
+   * (`gate.backendErrors`), or e.g. `await watchBackendErrors(FILE)`. Default: names by status only.
    */
   backendErrors?: BackendErrorSource
-  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). Default: the gate's `mode`. */
+  /**
+   * `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md).
+   * Default: the checks' `mode`.
+   */
   mode?: Mode
 }
 
@@ -89,8 +104,8 @@ function spanName(method: string, operation: Operation | undefined): string {
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
-  const { gate, logger, metrics } = options
-  const { checks } = gate
+  const { checks, logger, metrics } = options
+  const timeout = options.timeout ?? DEFAULTS.timeout
   const mode = options.mode ?? checks.mode
   const recorder = { logger, metrics }
   const trustProxy = options.trustProxy ?? DEFAULTS.trustProxy
@@ -100,13 +115,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   const forwarder = createForwarder({
     tracer,
     target: new URL(options.target),
-    timeout: gate.timeout,
+    targetTls: options.targetTls,
+    timeout,
     maxSockets: options.maxSockets,
     keepAnswerBytes: protectedPayments ? IDEMPOTENCY_DEFAULTS.maxAnswerBytes : undefined,
-    backendErrors: options.backendErrors ?? gate.backendErrors,
+    backendErrors: options.backendErrors,
   })
-  const payments = createPayments(forwarder, { ...options, timeout: gate.timeout, metrics })
-  const server = createServer({
+  const payments = createPayments(forwarder, { ...options, timeout, metrics })
+  const serverOptions = {
     ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.
     insecureHTTPParser: false,
@@ -115,7 +131,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     requestTimeout: options.requestTimeout ?? DEFAULTS.requestTimeout,
     connectionsCheckingInterval: options.timeoutCheckInterval ?? DEFAULTS.timeoutCheckInterval,
     keepAliveTimeout: options.keepAliveTimeout ?? DEFAULTS.keepAliveTimeout,
-  })
+  }
+  const server = options.tls === undefined ? createServer(serverOptions) : createSecureServer(serverOptions, options.tls)
   const state: GatewayState = { draining: false }
   /** The listener is closed: a request on a connection still open gets 503, and idle connections are closed. */
   let closed = false

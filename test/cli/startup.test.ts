@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { bind, unreadable } from '../../lib/cli/startup.js'
+import { CodedError } from '../../lib/coded-error.js'
 import { readFailure } from '../../lib/file-error.js'
 import { spawnCli } from '../helpers/cli.js'
 import { writeCredentials } from '../helpers/fixtures.js'
@@ -32,7 +33,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
   const serve = ['serve', '--target', target]
   const cases: [string[], Record<string, string>, string | RegExp][] = [
     [[...serve, '--credentials', join(dir, 'missing.json')], {}, `payments-gate serve: --credentials: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
-    [[...serve, '--workers', '2'], { PAYMENTS_GATE_CREDENTIALS: join(dir, 'missing.json') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
+    [[...serve, '--workers', '2', '--idempotency', 'off'], { PAYMENTS_GATE_CREDENTIALS: join(dir, 'missing.json') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
     [serve, { PAYMENTS_GATE_CREDENTIALS: join(dir, 'folder') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'folder')}: a folder, where a file is expected; give a credentials file as docs/credentials.md describes\n`],
     [[...serve, '--credentials', join(dir, 'not-json.json')], {}, /^payments-gate serve: --credentials: .*not-json\.json: not JSON: .*; give a credentials file as docs\/credentials\.md describes\n$/],
     [[...serve, '--credentials', credentials, '--policies', join(dir, 'nowhere')], {}, `payments-gate serve: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`],
@@ -61,6 +62,8 @@ t.test('bind: a failure it has no words for still says where and what to do', as
 t.test('unreadable: an error that is not about a file goes on as it is', async (t) => {
   const bug = new TypeError('a bug')
   t.equal(unreadable(bug, String), bug)
+  const usage = new CodedError('EUSAGE', 'already one line')
+  t.equal(unreadable(usage, String), usage, 'one of ours that names no file')
 })
 
 t.test('readFailure: a code it has no words for is "cannot be read"', async (t) => {

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { startTracing, tracingRequested } from '../../lib/cli/tracing.js'
-import { UsageError } from '../../lib/cli/io.js'
+import { isCoded } from '../../lib/coded-error.js'
 import { spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send } from '../helpers/http.js'
@@ -32,7 +32,7 @@ t.test('nothing is started without the variables; a protocol other than the two 
   t.equal(await startTracing({}), undefined)
   for (const protocol of ['grpc', 'http/thrift']) {
     const error = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_PROTOCOL: protocol }).catch((error: unknown) => error)
-    t.type(error, UsageError, `${protocol}: a start-up failure, exit 2`)
+    t.ok(isCoded(error, 'EUSAGE'), `${protocol}: a start-up failure, exit 2`)
   }
   await t.rejects(startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /grpc is not supported/)
 })

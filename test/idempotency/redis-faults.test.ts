@@ -1,8 +1,9 @@
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { storeErrorReporter } from '../../lib/cli/serve.js'
+import { CodedError } from '../../lib/coded-error.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
-import { REDIS_KEY_PREFIX, ReleaseFailed, RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from '../../lib/idempotency/redis.js'
+import { REDIS_KEY_PREFIX, RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from '../../lib/idempotency/redis.js'
 import type { Logger } from '../../lib/log.js'
 import { createMetrics } from '../../lib/metrics.js'
 import { type FaultyProxy, startFaultyProxy } from '../helpers/faulty-proxy.js'
@@ -210,7 +211,7 @@ t.test('serve counts a release given up in a metric of its own, and as a store e
   const lines: { object: object; message: string }[] = []
   const logger = { warn: (object: object, message: string) => lines.push({ object, message }) }
   const report = storeErrorReporter(logger as unknown as Logger, metrics)
-  report(new ReleaseFailed(40, new Error('Connection is closed.')))
+  report(new CodedError('ERELEASE', 'a release failed 40 times, so its key stays held until the claim expires: Connection is closed.'))
   report(new Error('Command timed out'))
   report(undefined)
   const text = await metrics.registry.metrics()
