@@ -31,21 +31,39 @@ export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
  * V8 keeps as an object for the join and one for each piece.
  */
 class Entry {
+  readonly key: string
+  readonly fingerprint: string
+  /** The claim's number: its token is this number's decimal. */
+  readonly owner: number
+  /** When the entry ends, in whole ms of the store's clock: the claim's time plus in-flight window and TTL, or the record's plus TTL; GONE once it left the map. */
+  expires: number
+  /** Undefined while the claim is in flight, and once it became unknown. */
+  head: string | undefined
+  /** The body's bytes as latin1, or written against `reference` (body-delta.ts). */
+  body: string | undefined
+  reference: Reference | undefined
+  /** What the entry is counted as against `maxBytes`. */
+  bytes: number
+
   constructor(
-    readonly key: string,
-    readonly fingerprint: string,
-    /** The claim's number: its token is this number's decimal. */
-    readonly owner: number,
-    /** When the entry ends, in whole ms of the store's clock: the claim's time plus in-flight window and TTL, or the record's plus TTL; GONE once it left the map. */
-    public expires: number,
-    /** Undefined while the claim is in flight, and once it became unknown. */
-    public head: string | undefined,
-    /** The body's bytes as latin1, or written against `reference` (body-delta.ts). */
-    public body: string | undefined,
-    public reference: Reference | undefined,
-    /** What the entry is counted as against `maxBytes`. */
-    public bytes: number,
-  ) {}
+    key: string,
+    fingerprint: string,
+    owner: number,
+    expires: number,
+    head: string | undefined,
+    body: string | undefined,
+    reference: Reference | undefined,
+    bytes: number,
+  ) {
+    this.key = key
+    this.fingerprint = fingerprint
+    this.owner = owner
+    this.expires = expires
+    this.head = head
+    this.body = body
+    this.reference = reference
+    this.bytes = bytes
+  }
 }
 
 /**

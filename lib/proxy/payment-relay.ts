@@ -69,11 +69,14 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
   private kept: BoundedBody | undefined = undefined
   private resume: (() => void) | undefined = undefined
 
-  constructor(
-    private readonly res: GatewayResponse,
-    private readonly settings: PaymentRelaySettings,
-    private readonly settled: OnSettled | undefined,
-  ) {
+  private readonly res: GatewayResponse
+  private readonly settings: PaymentRelaySettings
+  private readonly settled: OnSettled | undefined
+
+  constructor(res: GatewayResponse, settings: PaymentRelaySettings, settled: OnSettled | undefined) {
+    this.res = res
+    this.settings = settings
+    this.settled = settled
     this.exchange = res.exchange as Exchange
     res.backendCall = this
     res.on('close', onResponseClose)
