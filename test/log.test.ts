@@ -66,7 +66,7 @@ t.test('a process that crashes still writes the lines it had gathered', async (t
       createLogger({ destination }).info({ request: 1 }, 'before the crash')
       throw new Error('crash')
     })`
-  const child = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', script], { env: { ...process.env, LOG_FILE: file }, stdio: 'ignore' })
+  const child = spawn(process.execPath, ['--import=./test/typescript.mjs', '--input-type=module', '-e', script], { env: { ...process.env, LOG_FILE: file }, stdio: 'ignore' })
   const code = await new Promise((resolve) => child.once('exit', resolve))
   t.not(code, 0, 'it crashed')
   t.match(readFileSync(file, 'utf8'), /"msg":"before the crash"/)
