@@ -175,7 +175,7 @@ t.test("the image's command with the Deployment's variables serves a payment and
   }
   const env = Object.fromEntries(gateway.env.map(({ name, value }: { name: string; value: string }) => [name, local[name] ?? value]))
   t.same(Object.keys(env).sort(), ['PAYMENTS_GATE_IDEMPOTENCY', 'PAYMENTS_GATE_TARGET', 'PAYMENTS_GATE_VENDOR'])
-  const run = spawnCli(args, env)
+  const run = spawnCli([...args, '--shutdown-delay', '0'], env)
   t.teardown(() => void run.child.kill('SIGKILL'))
   await poll(`http://127.0.0.1:${admin}${gateway.readinessProbe.httpGet.path}`, 200)
   t.equal((await fetch(`http://127.0.0.1:${admin}${gateway.livenessProbe.httpGet.path}`)).status, 200)

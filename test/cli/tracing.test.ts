@@ -60,7 +60,7 @@ t.test('the real process without the variables: serve loads nothing of the SDK',
   const dir = t.testdir()
   const credentials = await writeCredentials(dir)
   const loads = reportLoads(dir)
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], loads.env)
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0'], loads.env)
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
@@ -74,7 +74,7 @@ t.test('the real process: serve exports its spans over OTLP (protobuf by default
   const backend = await startBackend()
   t.teardown(() => backend.close())
   const credentials = await writeCredentials(t.testdir())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0'], {
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     // Longer than the test: only the drain sends them.
     OTEL_BSP_SCHEDULE_DELAY: '600000',
