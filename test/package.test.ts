@@ -33,6 +33,7 @@ function modules(folder: string): string[] {
   })
 }
 
+t.comment(`node ${process.version}: tap, npm and the packed gateway run on it (.ci/run runs this file on Node 24 too)`)
 t.ok(existsSync(join(repository, 'dist/cli.js')), 'dist/ is built (npm ci or npm run build)')
 const folder = mkdtempSync(join(tmpdir(), 'payments-gate-package-'))
 t.teardown(() => rmSync(folder, { recursive: true, force: true }))
