@@ -1,6 +1,7 @@
 /** The command line, run in-process (`runCli`) or as a child process (`spawnCli`). */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { PassThrough } from 'node:stream'
+import { onExit } from 'signal-exit'
 import { main } from '../../lib/cli/main.js'
 
 export interface CliResult {
@@ -65,7 +66,14 @@ export function spawnCli(args: string[], env: Record<string, string> = {}): Runn
     stderr += chunk.toString()
     check()
   })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  // A test that times out is ended by a signal, its teardowns not run: its children must not outlive it.
+  const forget = onExit(() => void child.kill('SIGKILL'))
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      forget()
+      resolve(code)
+    }),
+  )
   return {
     child,
     output: () => ({ stdout, stderr }),
