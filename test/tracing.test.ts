@@ -1,13 +1,15 @@
-import { trace } from '@opentelemetry/api'
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node'
+import { propagation, trace } from '@opentelemetry/api'
+import { W3CTraceContextPropagator } from '@opentelemetry/core'
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import t from 'tap'
 import { registeredTracer, startBackendSpan, startServerSpan } from '../lib/tracing.js'
 
 t.test('no tracer until an SDK is registered, and none once it is gone', async (t) => {
   t.equal(registeredTracer(), undefined, 'none: the API alone')
   const exporter = new InMemorySpanExporter()
-  const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-  provider.register()
+  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] })
+  trace.setGlobalTracerProvider(provider)
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator())
   const tracer = registeredTracer()
   t.ok(tracer, 'the registered provider\'s')
   const server = startServerSpan(tracer!, 'POST sale', 'POST', {}, 'sale', 'id-1')
@@ -20,5 +22,6 @@ t.test('no tracer until an SDK is registered, and none once it is gone', async (
   t.same(headers, { traceparent: `00-${backend.spanContext().traceId}-${backend.spanContext().spanId}-01` }, "the backend call's context, to send on")
   await provider.shutdown()
   trace.disable()
+  propagation.disable()
   t.equal(registeredTracer(), undefined)
 })

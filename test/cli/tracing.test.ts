@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { startTracing, tracingRequested } from '../../lib/cli/tracing.js'
+import { batchSetting, samplerSetting, startTracing, tracingRequested } from '../../lib/cli/tracing.js'
 import { UsageError } from '../../lib/cli/io.js'
 import { spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
@@ -35,6 +35,32 @@ t.test('nothing is started without the variables; a protocol other than the two 
     t.type(error, UsageError, `${protocol}: a start-up failure, exit 2`)
   }
   await t.rejects(startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /grpc is not supported/)
+})
+
+t.test('OTEL_TRACES_SAMPLER and its argument, as the specification reads them; a sampler or ratio it does not know stops start-up', async (t) => {
+  t.same(samplerSetting({}), { parentBased: true, root: 'always_on', ratio: 1 }, 'parentbased_always_on by default')
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: ' ' }), { parentBased: true, root: 'always_on', ratio: 1 })
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'Always_Off' }), { parentBased: false, root: 'always_off', ratio: 1 })
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }), { parentBased: false, root: 'traceidratio', ratio: 0 })
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }), { parentBased: true, root: 'traceidratio', ratio: 0.1 })
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' }), { parentBased: true, root: 'traceidratio', ratio: 1 }, 'a ratio of 1 by default')
+  t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'jaeger_remote' }), new UsageError('OTEL_TRACES_SAMPLER: jaeger_remote is not supported; use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio'))
+  t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'constructor' }), /constructor is not supported/, 'no key of Object.prototype')
+  for (const arg of ['-0.5', '1.5', 'half']) {
+    t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg }), new UsageError(`OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`))
+  }
+})
+
+t.test('OTEL_BSP_*: the batch settings, unset ones left to the SDK, a bad one stops start-up', async (t) => {
+  t.same(batchSetting({}), {})
+  t.same(batchSetting({ OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_BSP_EXPORT_TIMEOUT: ' 1000 ', OTEL_BSP_MAX_QUEUE_SIZE: '', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '64' }), {
+    scheduledDelayMillis: 200,
+    exportTimeoutMillis: 1000,
+    maxExportBatchSize: 64,
+  })
+  for (const value of ['0', '1.5', 'soon']) {
+    t.throws(() => batchSetting({ OTEL_BSP_MAX_QUEUE_SIZE: value }), new UsageError(`OTEL_BSP_MAX_QUEUE_SIZE="${value}" must be a whole number, at least 1`))
+  }
 })
 
 /** NODE_OPTIONS for a child that reports every module of the SDK it loads. */
