@@ -6,7 +6,7 @@ import type { BackendErrorSource } from './backend-errors/rules.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
-import { watchCredentials, type WatchedCredentials } from './credentials.js'
+import { watchCredentials, type WatchedCredentials } from './credentials/watch.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
@@ -41,8 +41,6 @@ export interface GateOptions {
   onPolicyReload?: (outcome: ReloadOutcome) => void
   /** Told what a reload of the watched credentials file did. */
   onCredentialsReload?: (outcome: ReloadOutcome) => void
-  /** How long the backend may stay silent, in ms; the proxy's retry protection holds a key in flight for twice this plus 5 s. Default 30000. */
-  timeout?: number
   /**
    * The Redis that shares the failed-login throttle among every replica
    * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
@@ -73,8 +71,6 @@ export interface Gate {
   readonly checks: Checks
   /** The policies in force: the watched folder's, or the source given. */
   readonly policies: PolicySource
-  /** How long the backend may stay silent, in ms: the proxy's timeout. */
-  readonly timeout: number
   /** The rules for the backend's error answers, which the proxy applies; undefined when none were given. */
   readonly backendErrors: BackendErrorSource | undefined
   /**
@@ -109,12 +105,12 @@ export interface Gate {
 /**
  * The one place that wires payments-gate: loads the credentials and the
  * policies (and watches both), builds the checks once, and offers them as
- * handler, middleware and plugin. The proxy (`createGateway`), the `serve`
- * command, its workers, the benchmarks and the tests all build through here.
+ * handler, middleware and plugin, and as the checks and rules the proxy
+ * (`createGateway`) takes. The `serve` command, its workers, the benchmarks
+ * and the tests all build through here.
  */
 export async function createGate(options: GateOptions): Promise<Gate> {
   const { logger, onStoreError } = options
-  const timeout = options.timeout ?? DEFAULTS.timeout
   // A URL's client is the gate's to close; a client given is the caller's.
   const owned = typeof options.throttleRedis === 'string' ? createRedisClient(options.throttleRedis, { onError: onStoreError }) : undefined
   const redis = owned ?? (options.throttleRedis as Redis | undefined)
@@ -129,7 +125,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     if (typeof source === 'string') store = await watchPolicies(source, { logger, onReload: options.onPolicyReload })
     const rules = typeof options.backendErrors === 'string' ? await watchBackendErrors(options.backendErrors, { logger }) : undefined
     const watched = { users, policies: store, backendErrors: rules, redis: owned }
-    return assemble(options, users ?? (options.credentials as Authenticator), store ?? (source as PolicySource), watched, timeout)
+    return assemble(options, users ?? (options.credentials as Authenticator), store ?? (source as PolicySource), watched)
   } catch (error) {
     users?.close()
     store?.close()
@@ -147,14 +143,13 @@ interface Watched {
   readonly redis: Redis | undefined
 }
 
-function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched, timeout: number): Gate {
+function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched): Gate {
   const { logger } = options
   const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit, mode: options.mode })
   const express = expressMiddleware(checks, logger)
   return {
     checks,
     policies,
-    timeout,
     backendErrors: watched.backendErrors ?? (options.backendErrors as BackendErrorSource | undefined),
     handler: (next) => nodeHandler(checks, next, logger),
     express: () => express,

@@ -26,16 +26,10 @@ export {
   type RejectOptions,
 } from './errors.js'
 export type { Authenticator, Principal } from './checks/auth.js'
-export {
-  CredentialStore,
-  hashPassword,
-  loadCredentials,
-  watchCredentials,
-  type CredentialStoreOptions,
-  type UserCredentials,
-  type WatchCredentialsOptions,
-  type WatchedCredentials,
-} from './credentials.js'
+export { hashPassword } from './credentials/hash.js'
+export { CredentialStore, type CredentialStoreOptions, type UserCredentials } from './credentials/store.js'
+export { loadCredentials } from './credentials/load.js'
+export { watchCredentials, type WatchCredentialsOptions, type WatchedCredentials } from './credentials/watch.js'
 export { compilePolicy, staticPolicies, type Mode, type Policy, type PolicyFile, type PolicySource } from './policy/policy.js'
 export { watchPolicies, type PolicyStore, type WatchPoliciesOptions } from './policy/store.js'
 export type { FileProblem, ReloadOutcome } from './watch.js'

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
 import { ACCESS_DENIED, type Principal } from '../lib/checks/auth.js'
-import { CredentialStore, hashPassword } from '../lib/credentials.js'
+import { hashPassword } from '../lib/credentials/hash.js'
+import { CredentialStore } from '../lib/credentials/store.js'
 import { createRedisClient, whenReady } from '../lib/idempotency/redis-client.js'
 import { MemoryLoginThrottle } from '../lib/login-throttle.js'
 import { LOGIN_KEY_PREFIX, RedisLoginThrottle, type RedisLoginThrottleOptions } from '../lib/login-throttle-redis.js'

@@ -43,7 +43,8 @@ function logDestination() {
 export async function startGateway({ target, users, idempotency = 'memory', logs = true, metrics = true }) {
   const gate = await buildGate({ users, idempotency })
   const logger = logs ? createLogger({ destination: logDestination() }) : createLogger({ level: 'silent' })
-  return createGateway({ gate, target, logger, metrics: metrics ? createMetrics() : undefined, idempotency })
+  // `gate` too for a build from before the proxy took its checks (`--baseline`).
+  return createGateway({ checks: gate.checks, gate, target, logger, metrics: metrics ? createMetrics() : undefined, idempotency })
 }
 
 /** The options of a gateway child, from the environment its parent gave it. */

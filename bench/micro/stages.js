@@ -4,7 +4,8 @@
 import { Bench } from 'tinybench'
 import { serializeError } from '../../dist/errors.js'
 import { replaceUnsupported } from '../../dist/narrative.js'
-import { CredentialStore, hashPassword } from '../../dist/credentials.js'
+import { hashPassword } from '../../dist/credentials/hash.js'
+import { CredentialStore } from '../../dist/credentials/store.js'
 import { AUTHORIZATION, PASSWORD, USER } from '../lib/fixtures.js'
 import { setup } from './setup.js'
 

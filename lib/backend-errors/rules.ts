@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises'
+import { CodedError } from '../coded-error.js'
 import { ERRORS, FIELD_ERRORS, isErrorName, type ErrorName } from '../errors.js'
 import { readFailure } from '../file-error.js'
 
@@ -170,11 +171,6 @@ export function compileBackendErrors(file: unknown): BackendErrorRules | string[
   return Object.freeze({ rules: Object.freeze(rules), names })
 }
 
-/** An invalid rules file: the CLI prints the message (`FILE: reason`) as one line and exits 2. */
-export function backendErrorsError(file: string, reason: string): Error & { code: 'EBACKENDERRORS' } {
-  return Object.assign(new Error(`${file}: ${reason}`), { code: 'EBACKENDERRORS' as const })
-}
-
 /** Reads and compiles a rules file: the rules, or why it is refused. A file that cannot be read throws. */
 export async function readBackendErrors(file: string): Promise<BackendErrorRules | string[]> {
   const text = await readFile(file, 'utf8')
@@ -191,8 +187,8 @@ export async function readBackendErrors(file: string): Promise<BackendErrorRules
 export async function loadBackendErrors(file: string): Promise<BackendErrorRules> {
   // A file that cannot be read is said in words, never by its errno code (docs/cli.md).
   const rules = await readBackendErrors(file).catch((error: unknown) => {
-    throw backendErrorsError(file, readFailure(error))
+    throw new CodedError('EBACKENDERRORS', `${file}: ${readFailure(error)}`)
   })
-  if (Array.isArray(rules)) throw backendErrorsError(file, rules.join('; '))
+  if (Array.isArray(rules)) throw new CodedError('EBACKENDERRORS', `${file}: ${rules.join('; ')}`)
   return rules
 }

@@ -1,8 +1,9 @@
 import { readBackendErrors } from '../backend-errors/rules.js'
+import { CodedError } from '../coded-error.js'
 import { isErrorName } from '../errors.js'
 import { readFailure } from '../file-error.js'
 import { parseFlags, type CommandSpec } from './flags.js'
-import { EXIT_NO, EXIT_OK, UsageError, type Command } from './io.js'
+import { EXIT_NO, EXIT_OK, type Command } from './io.js'
 
 export const spec: CommandSpec<Record<never, never>> = {
   name: 'check-backend-errors',
@@ -16,9 +17,9 @@ export const spec: CommandSpec<Record<never, never>> = {
 
 export const run: Command = async (args, io) => {
   const [file] = parseFlags(spec, args, io.env).positionals
-  if (file === undefined) throw new UsageError('give the rules file to check: payments-gate check-backend-errors FILE')
+  if (file === undefined) throw new CodedError('EUSAGE', 'give the rules file to check: payments-gate check-backend-errors FILE')
   const rules = await readBackendErrors(file).catch((error: unknown) => {
-    throw new UsageError(`${file}: ${readFailure(error)}; give a readable rules file`)
+    throw new CodedError('EUSAGE', `${file}: ${readFailure(error)}; give a readable rules file`)
   })
   if (Array.isArray(rules)) {
     for (const reason of rules) io.stdout.write(`${file}: ${reason}\n`)

@@ -1,7 +1,8 @@
+import { CodedError } from '../coded-error.js'
 import { readFailure } from '../file-error.js'
 import { loadPolicyDir } from '../policy/load.js'
 import { parseFlags, type CommandSpec } from './flags.js'
-import { EXIT_NO, EXIT_OK, UsageError, type Command } from './io.js'
+import { EXIT_NO, EXIT_OK, type Command } from './io.js'
 
 export const spec: CommandSpec<Record<never, never>> = {
   name: 'check-policies',
@@ -15,9 +16,9 @@ export const spec: CommandSpec<Record<never, never>> = {
 
 export const run: Command = async (args, io) => {
   const [dir] = parseFlags(spec, args, io.env).positionals
-  if (dir === undefined) throw new UsageError('give the folder to check: payments-gate check-policies DIR')
+  if (dir === undefined) throw new CodedError('EUSAGE', 'give the folder to check: payments-gate check-policies DIR')
   const { policies, problems } = await loadPolicyDir(dir).catch((error: unknown) => {
-    throw new UsageError(`${dir}: ${readFailure(error)}; give a readable folder of policy files`)
+    throw new CodedError('EUSAGE', `${dir}: ${readFailure(error)}; give a readable folder of policy files`)
   })
   for (const { file, reason } of problems) io.stdout.write(`${file}: ${reason}\n`)
   if (problems.length > 0) return EXIT_NO

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { CredentialStore, hashPassword } from '../credentials.js'
+import { hashPassword } from '../credentials/hash.js'
+import { CredentialStore } from '../credentials/store.js'
 import { DEFAULTS, mediaTypes } from '../defaults.js'
 import { loadPolicyDir } from '../policy/load.js'
 import { startDemoBackend, type DemoBackend } from '../demo/backend.js'

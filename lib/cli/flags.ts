@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { UsageError } from './io.js'
+import { CodedError, isCoded } from '../coded-error.js'
 
 /**
  * One flag as declared once: the parser reads it, `--help` prints it and
@@ -16,12 +16,9 @@ export interface Flag<T> {
   readonly required: boolean
   /** A link into docs/ for the table, e.g. `[credentials](credentials.md)`. */
   readonly see: string | undefined
-  /** The value from the text given (undefined when none was); throws an `InvalidValue` saying what to give instead. */
+  /** The value from the text given (undefined when none was); throws an `EINVALID` error saying what to give instead. */
   read(text: string | undefined): T
 }
-
-/** A value that cannot be used; its message says what to give instead ("must be ..."). */
-export class InvalidValue extends Error {}
 
 export interface OptionSpec<T> {
   readonly value: string
@@ -47,7 +44,7 @@ export function option<T>(spec: OptionSpec<T> & { readonly default?: string; rea
     read(text) {
       const given = text ?? spec.default
       if (given !== undefined) return parse(given)
-      if (spec.required) throw new InvalidValue('is required')
+      if (spec.required) throw new CodedError('EINVALID', 'is required')
       return undefined
     },
   }
@@ -114,19 +111,19 @@ export function parseFlags<F extends Flags>(spec: CommandSpec<F>, args: string[]
     if (token.kind === 'positional') positionals.push(token.value)
     if (token.kind !== 'option') continue
     const key = keys.get(token.name)
-    if (key === undefined || token.rawName.length === 2) throw new UsageError(`unknown flag ${token.rawName}; ${hint}`)
+    if (key === undefined || token.rawName.length === 2) throw new CodedError('EUSAGE', `unknown flag ${token.rawName}; ${hint}`)
     const flag = spec.flags[key] as Flag<unknown>
     if (flag.value === undefined) {
-      if (token.inlineValue) throw new UsageError(`${token.rawName} takes no value; ${hint}`)
+      if (token.inlineValue) throw new CodedError('EUSAGE', `${token.rawName} takes no value; ${hint}`)
       given.set(key, '')
     } else {
-      if (token.value === undefined) throw new UsageError(`${token.rawName} needs a value: ${token.rawName} ${flag.value}`)
+      if (token.value === undefined) throw new CodedError('EUSAGE', `${token.rawName} needs a value: ${token.rawName} ${flag.value}`)
       given.set(key, token.value)
     }
   }
   if (positionals.length > spec.positionals) {
     // Not echoed: it may be a password given where stdin was meant (hash-password).
-    throw new UsageError(`too many arguments; usage: payments-gate ${spec.name} ${spec.usage}`)
+    throw new CodedError('EUSAGE', `too many arguments; usage: payments-gate ${spec.name} ${spec.usage}`)
   }
   // An empty variable is not set: a manifest's `value: ""` should not be an error.
   const fromEnv = (key: string): boolean => spec.env && !given.has(key) && spec.flags[key]?.value !== undefined && (env[envName(key)] ?? '') !== ''
@@ -137,9 +134,9 @@ export function parseFlags<F extends Flags>(spec: CommandSpec<F>, args: string[]
     try {
       values[key] = flag.read(text)
     } catch (error) {
-      if (!(error instanceof InvalidValue)) throw error
-      if (text === undefined) throw new UsageError(`${flagName(key)} is required: give ${flagLabel(key, flag)}${spec.env ? ` or set ${envName(key)}` : ''}`)
-      throw new UsageError(`${where(key)}=${JSON.stringify(text)} ${error.message}`)
+      if (!isCoded(error, 'EINVALID')) throw error
+      if (text === undefined) throw new CodedError('EUSAGE', `${flagName(key)} is required: give ${flagLabel(key, flag)}${spec.env ? ` or set ${envName(key)}` : ''}`)
+      throw new CodedError('EUSAGE', `${where(key)}=${JSON.stringify(text)} ${error.message}`)
     }
   }
   return { values: values as Values<F>, positionals, where }

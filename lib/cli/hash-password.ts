@@ -1,6 +1,7 @@
-import { hashPassword } from '../credentials.js'
+import { CodedError } from '../coded-error.js'
+import { hashPassword } from '../credentials/hash.js'
 import { parseFlags, type CommandSpec } from './flags.js'
-import { EXIT_OK, UsageError, readAll, type Command } from './io.js'
+import { EXIT_OK, readAll, type Command } from './io.js'
 
 export const spec: CommandSpec<Record<never, never>> = {
   name: 'hash-password',
@@ -19,9 +20,9 @@ export const run: Command = async (args, io) => {
   try {
     password = new TextDecoder('utf-8', { fatal: true }).decode(await readAll(io.stdin)).replace(/\r?\n$/, '')
   } catch {
-    throw new UsageError('the password on stdin is not UTF-8; give it as UTF-8 text')
+    throw new CodedError('EUSAGE', 'the password on stdin is not UTF-8; give it as UTF-8 text')
   }
-  if (password.length === 0) throw new UsageError('the password on stdin is empty; pipe it in: printf %s PASSWORD | payments-gate hash-password')
+  if (password.length === 0) throw new CodedError('EUSAGE', 'the password on stdin is empty; pipe it in: printf %s PASSWORD | payments-gate hash-password')
   io.stdout.write(`${await hashPassword(password)}\n`)
   return EXIT_OK
 }

@@ -18,9 +18,6 @@ export const EXIT_OK = 0
 export const EXIT_NO = 1
 export const EXIT_USAGE = 2
 
-/** A start-up or usage failure: the CLI prints its message as one line on stderr and exits 2. */
-export class UsageError extends Error {}
-
 export async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = []
   for await (const chunk of stream) chunks.push(chunk as Buffer)

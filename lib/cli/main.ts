@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
+import { isCoded } from '../coded-error.js'
 import { asksForHelp, helpText, type CommandSpec } from './flags.js'
-import { EXIT_USAGE, UsageError, type Command, type Io } from './io.js'
+import { EXIT_USAGE, type Command, type Io } from './io.js'
 
 interface Subcommand {
   readonly summary: string
@@ -57,7 +58,7 @@ export async function main(args: string[], io: Io): Promise<number> {
   try {
     return await run(rest, io)
   } catch (error) {
-    if (!(error instanceof UsageError)) throw error
+    if (!isCoded(error, 'EUSAGE')) throw error
     // One line whatever the message holds: Node's JSON errors quote the input, its line breaks included.
     const line = error.message.replaceAll('\r', '\\r').replaceAll('\n', '\\n')
     io.stderr.write(`payments-gate ${spec.name}: ${line}\n`)

@@ -1,6 +1,8 @@
 import { availableParallelism } from 'node:os'
+import { CodedError } from '../coded-error.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
-import { InvalidValue, option, parseFlags, type CommandSpec, type Values } from './flags.js'
+import { MIN_MAX_BYTES } from '../idempotency/memory.js'
+import { option, parseFlags, type CommandSpec, type Values } from './flags.js'
 
 export interface Address {
   readonly host: string | undefined
@@ -11,7 +13,7 @@ export interface Address {
 export function wholeNumber(unit: string, min = 0): (text: string) => number {
   return (text) => {
     const number = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN
-    if (!(number >= min)) throw new InvalidValue(`must be a whole number of ${unit}, at least ${min}`)
+    if (!(number >= min)) throw new CodedError('EINVALID', `must be a whole number of ${unit}, at least ${min}`)
     return number
   }
 }
@@ -20,7 +22,7 @@ export function wholeNumber(unit: string, min = 0): (text: string) => number {
 export function parseAddress(value: string): Address {
   const match = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):)?([0-9]{1,5})$/.exec(value)
   const port = Number(match?.[3])
-  if (match === null || port > 65535) throw new InvalidValue('must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535')
+  if (match === null || port > 65535) throw new CodedError('EINVALID', 'must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535')
   return { host: match[1] ?? match[2], port }
 }
 
@@ -29,16 +31,16 @@ function parseTarget(value: string): URL {
   try {
     url = new URL(value)
   } catch {
-    throw new InvalidValue('must be an http:// URL, e.g. http://127.0.0.1:9000')
+    throw new CodedError('EINVALID', 'must be an http:// URL, e.g. http://127.0.0.1:9000')
   }
   // The backend sits next to the gateway (same pod): TLS to it would only cost time.
-  if (url.protocol !== 'http:') throw new InvalidValue('must be an http:// URL (terminate TLS in front of the gateway, docs/deployment.md)')
+  if (url.protocol !== 'http:') throw new CodedError('EINVALID', 'must be an http:// URL (terminate TLS in front of the gateway, docs/deployment.md)')
   return url
 }
 
 /** The vendor goes into a media type: RFC 6838 restricted-name characters only. */
 function parseVendor(value: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value)) throw new InvalidValue('must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
+  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value)) throw new CodedError('EINVALID', 'must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
   return value
 }
 
@@ -55,7 +57,7 @@ const BASE_PATH = new RegExp(String.raw`^\/?(?:${PCHAR}+\/)*${PCHAR}*$`)
 function parseBasePath(value: string): string {
   const segments = value.replace(/^\/|\/$/g, '').split('/')
   if (!BASE_PATH.test(value) || segments.some((segment) => segment === '.' || segment === '..')) {
-    throw new InvalidValue('must be a path such as /api/v1: segments of letters, digits and -._~!$&\'()*+,;=:@ or %XX, no query, no spaces')
+    throw new CodedError('EINVALID', 'must be a path such as /api/v1: segments of letters, digits and -._~!$&\'()*+,;=:@ or %XX, no query, no spaces')
   }
   return value
 }
@@ -69,7 +71,7 @@ function parseWorkers(value: string): number {
 /** One of a few words, e.g. `closed` or `open`. */
 export function oneOf<const T extends string>(...choices: T[]): (text: string) => T {
   return (text) => {
-    if (!(choices as string[]).includes(text)) throw new InvalidValue(`must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}`)
+    if (!(choices as string[]).includes(text)) throw new CodedError('EINVALID', `must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}`)
     return text as T
   }
 }
@@ -136,9 +138,9 @@ const SERVE_FLAGS = {
   }),
   idempotencyMaxBytes: option({
     value: 'BYTES',
-    summary: "the memory store's most bytes, what its entries really take in memory, at least 1",
+    summary: `the memory store's most bytes, what its entries really take in memory, at least ${MIN_MAX_BYTES} (room for the largest reference body and answers)`,
     default: String(IDEMPOTENCY_DEFAULTS.maxBytes),
-    parse: wholeNumber('bytes', 1),
+    parse: wholeNumber('bytes', MIN_MAX_BYTES),
     see: '[memory store](idempotency.md#memory-default)',
   }),
   mode: option({

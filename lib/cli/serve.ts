@@ -3,15 +3,17 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
-import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { isCoded } from '../coded-error.js'
+import { DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
-import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
+import { RedisIdempotencyStore } from '../idempotency/redis.js'
 import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
+import { createRetryStore } from '../proxy/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
 import { flagName } from './flags.js'
-import { EXIT_OK, EXIT_USAGE, UsageError, logDestination, type Command, type Io } from './io.js'
+import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
 import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
@@ -70,28 +72,35 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     admin = listener
   }
   try {
-    const idempotency = setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store
     const onStoreError = storeErrorReporter(logger, metrics)
-    const gate = await Promise.resolve()
-      .then(() => {
-        checkIdempotencySpec(idempotency)
-        return createGate({
-          ...setup,
-          logger,
-          onPolicyReload: (outcome) => metrics.policyReload(outcome),
-          onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
-          // The Redis of retry protection also shares the failed-login throttle (docs/idempotency.md).
-          throttleRedis: idempotency.startsWith('redis') ? idempotency : undefined,
-          onStoreError,
-        })
+    const { store, gate } = await Promise.resolve()
+      .then(async () => {
+        // Built once, here, from `--idempotency` read once. A Redis store's client also carries the failed-login
+        // throttle (docs/idempotency.md): the store owns it and the gateway's drain closes it; the gate borrows it.
+        const store = createRetryStore({ ...setup, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+        try {
+          const gate = await createGate({
+            ...setup,
+            logger,
+            onPolicyReload: (outcome) => metrics.policyReload(outcome),
+            onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
+            throttleRedis: store instanceof RedisIdempotencyStore ? store.redis : undefined,
+            onStoreError,
+          })
+          return { store, gate }
+        } catch (error) {
+          await store?.close()
+          throw error
+        }
       })
       .catch((error: unknown) => {
         throw unreadable(error, where)
       })
     try {
-      // The rules file is the gate's, watched there; the gateway applies the gate's rules.
-      const { backendErrors: _file, ...gatewaySetup } = setup
-      const started = createGateway({ ...gatewaySetup, gate, logger, metrics, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+      // The rules file is the gate's, watched there; the gateway applies the rules in force.
+      const { checks, backendErrors } = gate
+      const idempotency = store ?? 'off'
+      const started = createGateway({ ...setup, checks, backendErrors, idempotency, logger, metrics, onStoreError })
       const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)
@@ -178,6 +187,8 @@ export function evictionReporter(logger: Logger, metrics: Metrics, now = () => p
         'retry-protection memory store full: payments are evicted before their TTL, and a retry of an evicted payment is forwarded again',
       )
     },
+    // Logged as the store failure it is (storeErrorReporter); counted apart too.
+    full: () => metrics.retryProtectionStoreFull(),
   }
 }
 
@@ -209,7 +220,7 @@ async function runWorker(options: ServeOptions, io: Io, signals: StopSignals, on
     await serving.stop(signals.hurry)
   } catch (error) {
     /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
-    if (!(error instanceof UsageError)) throw error
+    if (!isCoded(error, 'EUSAGE')) throw error
     // The primary prints the reason once for all its workers: one line (docs/cli.md).
     await new Promise((resolve) => (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve))
     return leavePrimary(EXIT_USAGE)

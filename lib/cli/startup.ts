@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
+import { CodedError, type ErrorCode } from '../coded-error.js'
 import { readFailure } from '../file-error.js'
-import { UsageError } from './io.js'
 import type { Address } from './options.js'
 
 /** Why a port could not be bound, and what to do, by the listen error's code. */
@@ -18,8 +18,15 @@ export async function bind(where: string, address: Address, listen: () => Promis
   } catch (error) {
     const shown = address.host === undefined ? `port ${address.port}` : `${address.host}:${address.port}`
     const failure = LISTEN_FAILURES[(error as NodeJS.ErrnoException).code as string] ?? 'cannot be listened on; give another address'
-    throw new UsageError(`${where}: ${shown} ${failure}`)
+    throw new CodedError('EUSAGE', `${where}: ${shown} ${failure}`)
   }
+}
+
+/** What start-up says of each refused input: the key of the flag or variable that named it, and what to do. */
+const REFUSED: Partial<Readonly<Record<ErrorCode, readonly [key: string, advice: string]>>> = {
+  ECREDENTIALS: ['credentials', 'give a credentials file as docs/credentials.md describes'],
+  EBACKENDERRORS: ['backendErrors', 'fix it (payments-gate check-backend-errors FILE lists every problem)'],
+  EPOLICY: ['policies', 'fix it (payments-gate check-policies DIR lists every problem)'],
 }
 
 /**
@@ -27,13 +34,16 @@ export async function bind(where: string, address: Address, listen: () => Promis
  * named it, what is wrong, and what to do. Anything else is not the user's to fix and goes on as it is.
  */
 export function unreadable(error: unknown, where: (key: string) => string): unknown {
-  const { code, syscall, path, message } = error as NodeJS.ErrnoException
-  if (code === 'ECREDENTIALS') return new UsageError(`${where('credentials')}: ${message}; give a credentials file as docs/credentials.md describes`)
-  if (code === 'EBACKENDERRORS') return new UsageError(`${where('backendErrors')}: ${message}; fix it (payments-gate check-backend-errors FILE lists every problem)`)
-  if (code === 'EPOLICY') return new UsageError(`${where('policies')}: ${message}; fix it (payments-gate check-policies DIR lists every problem)`)
-  // The store's own message names the flag; the value may have come from its variable.
-  if (code === 'EIDEMPOTENCY') return new UsageError(message.replace('--idempotency', where('idempotency')))
+  if (error instanceof CodedError) {
+    // The store's own message names the flag; the value may have come from its variable.
+    if (error.code === 'EIDEMPOTENCY') {
+      return new CodedError('EUSAGE', error.message.replace('--idempotency', where('idempotency')))
+    }
+    const refused = REFUSED[error.code as ErrorCode]
+    if (refused !== undefined) return new CodedError('EUSAGE', `${where(refused[0])}: ${error.message}; ${refused[1]}`)
+  }
+  const { syscall, path } = error as NodeJS.ErrnoException
   // The one file-system call start-up makes outside those two files: reading the policy folder.
-  if (syscall !== undefined) return new UsageError(`${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md)`)
+  if (syscall !== undefined) return new CodedError('EUSAGE', `${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md)`)
   return error
 }

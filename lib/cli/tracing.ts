@@ -1,5 +1,5 @@
 import { context, propagation, trace } from '@opentelemetry/api'
-import { UsageError } from './io.js'
+import { CodedError } from '../coded-error.js'
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -43,11 +43,13 @@ const SAMPLERS: Readonly<Record<string, Omit<SamplerSetting, 'ratio'>>> = {
 export function samplerSetting(env: Env): SamplerSetting {
   const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on'
   const sampler = Object.hasOwn(SAMPLERS, name) ? SAMPLERS[name] : undefined
-  if (sampler === undefined) throw new UsageError(`OTEL_TRACES_SAMPLER: ${name} is not supported; use one of ${Object.keys(SAMPLERS).join(', ')}`)
+  if (sampler === undefined) {
+    throw new CodedError('EUSAGE', `OTEL_TRACES_SAMPLER: ${name} is not supported; use one of ${Object.keys(SAMPLERS).join(', ')}`)
+  }
   const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim() || '1'
   const ratio = Number(arg)
   if (sampler.root === 'traceidratio' && !(ratio >= 0 && ratio <= 1)) {
-    throw new UsageError(`OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`)
+    throw new CodedError('EUSAGE', `OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`)
   }
   return { ...sampler, ratio }
 }
@@ -59,7 +61,9 @@ export function batchSetting(env: Env): Record<string, number> {
     const text = env[name]?.trim()
     if (!text) continue
     const value = Number(text)
-    if (!Number.isSafeInteger(value) || value < 1) throw new UsageError(`${name}="${text}" must be a whole number, at least 1`)
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new CodedError('EUSAGE', `${name}="${text}" must be a whole number, at least 1`)
+    }
     setting[option] = value
   }
   return setting
@@ -85,7 +89,7 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
   if (!tracingRequested(env)) return undefined
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim()
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
-    throw new UsageError(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`)
+    throw new CodedError('EUSAGE', `OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`)
   }
   const sampling = samplerSetting(env)
   const batch = batchSetting(env)

@@ -1,18 +1,18 @@
 import { readFile } from 'node:fs/promises'
 import { maskCardNumbers } from '../card-mask.js'
+import { CodedError } from '../coded-error.js'
 import { serializeError, type Rejection } from '../errors.js'
 import { buildChecks } from '../checks/index.js'
 import { readFailure } from '../file-error.js'
 import { loadPolicyDir } from '../policy/load.js'
-import { policyError } from '../policy/store.js'
 import { OPERATIONS, type Operation } from '../schema/payment.js'
-import { InvalidValue, option, parseFlags, toggle, type CommandSpec } from './flags.js'
-import { EXIT_NO, EXIT_OK, UsageError, readAll, type Command, type Io } from './io.js'
+import { option, parseFlags, toggle, type CommandSpec } from './flags.js'
+import { EXIT_NO, EXIT_OK, readAll, type Command, type Io } from './io.js'
 import { SHARED_FLAGS } from './options.js'
 import { unreadable } from './startup.js'
 
 function parseOperation(text: string): Operation {
-  if (!OPERATIONS.includes(text as Operation)) throw new InvalidValue('must be sale or recurring')
+  if (!OPERATIONS.includes(text as Operation)) throw new CodedError('EINVALID', 'must be sale or recurring')
   return text as Operation
 }
 
@@ -42,15 +42,15 @@ export const spec: CommandSpec<typeof VALIDATE_FLAGS> = {
 export const run: Command = async (args, io) => {
   const { values, positionals, where } = parseFlags(spec, args, io.env)
   const [file] = positionals
-  if (file === undefined) throw new UsageError(`give the body: a FILE, or - for stdin (usage: payments-gate validate ${spec.usage})`)
+  if (file === undefined) throw new CodedError('EUSAGE', `give the body: a FILE, or - for stdin (usage: payments-gate validate ${spec.usage})`)
   const { policies, problems } = await loadPolicyDir(values.policies).catch((error: unknown) => {
     throw unreadable(error, where)
   })
   const [problem] = problems
-  if (problem !== undefined) throw unreadable(policyError(`${problem.file}: ${problem.reason}`), where)
+  if (problem !== undefined) throw unreadable(new CodedError('EPOLICY', `${problem.file}: ${problem.reason}`), where)
   const checks = buildChecks({ policies, bodyLimit: values.bodyLimit })
   const body = file === '-' ? await readAll(io.stdin) : await readFile(file).catch((error: unknown) => {
-    throw new UsageError(`${file}: ${readFailure(error)}; give the path of a file holding the body, or - for stdin`)
+    throw new CodedError('EUSAGE', `${file}: ${readFailure(error)}; give the path of a file holding the body, or - for stdin`)
   })
   const shown = values.showCardNumbers ? (text: string) => text : maskCardNumbers
   const verdict = checks.checkBody(values.operation, body)

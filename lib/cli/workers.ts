@@ -1,10 +1,11 @@
 import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
+import { CodedError, isCoded } from '../coded-error.js'
 import { createGate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
-import { EXIT_OK, UsageError, logDestination, type Io } from './io.js'
+import { EXIT_OK, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
 import type { StopSignals } from './signals.js'
@@ -42,8 +43,8 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false
-  let failed!: (error: UsageError) => void
-  const failure = new Promise<UsageError>((resolve) => {
+  let failed!: (error: CodedError<'EUSAGE'>) => void
+  const failure = new Promise<CodedError<'EUSAGE'>>((resolve) => {
     failed = resolve
   })
 
@@ -53,7 +54,7 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
     worker.on('message', (message: unknown) => {
       if (message === WORKER_READY) ready.add(worker.id)
       const reason = failureOf(message)
-      if (reason !== undefined) failed(new UsageError(reason))
+      if (reason !== undefined) failed(new CodedError('EUSAGE', reason))
     })
     worker.on('exit', (code, signal) => {
       workers.delete(worker)
@@ -89,11 +90,11 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
     for (const worker of workers) worker.process.kill(signal)
   }
   // A failed start-up has nothing to wait for: SIGINT skips the workers' delay.
-  pass(outcome instanceof UsageError ? 'SIGINT' : outcome)
+  pass(isCoded(outcome, 'EUSAGE') ? 'SIGINT' : outcome)
   void signals.hurry.then(() => pass('SIGINT'))
   await exited
   await admin?.close()
   logger.info('stopped')
-  if (outcome instanceof UsageError) throw outcome
+  if (isCoded(outcome, 'EUSAGE')) throw outcome
   return EXIT_OK
 }

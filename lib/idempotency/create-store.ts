@@ -1,13 +1,19 @@
+import { CodedError } from '../coded-error.js'
 import { MemoryIdempotencyStore, type MemoryIdempotencyStoreOptions } from './memory.js'
-import { createRedisClient, redisTarget, REDIS_URL_FORMS, shownUrl, type RedisClientOptions } from './redis-client.js'
+import { connectRedis, redisTarget, REDIS_URL_FORMS, shownUrl, type RedisClientOptions } from './redis-client.js'
 import { RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from './redis.js'
 
 export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions & RedisIdempotencyStoreOptions & RedisClientOptions
 
-/** Throws the one-line Error (code `EIDEMPOTENCY`, exit 2 in the CLI) for a spec `createIdempotencyStore` does not take. */
+/** The one-line error (code `EIDEMPOTENCY`, exit 2 in the CLI) for a spec `createIdempotencyStore` does not take. */
+function unknownSpec(spec: string): CodedError<'EIDEMPOTENCY'> {
+  return new CodedError('EIDEMPOTENCY', `--idempotency ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}`)
+}
+
+/** Throws the one-line `EIDEMPOTENCY` error for a spec `createIdempotencyStore` does not take. */
 export function checkIdempotencySpec(spec: string): void {
   if (spec === 'off' || spec === 'memory' || redisTarget(spec) !== undefined) return
-  throw Object.assign(new Error(`--idempotency ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}`), { code: 'EIDEMPOTENCY' })
+  throw unknownSpec(spec)
 }
 
 /**
@@ -21,8 +27,10 @@ export function createIdempotencyStore(
   spec: 'memory' | 'off' | string,
   options: CreateIdempotencyStoreOptions,
 ): MemoryIdempotencyStore | RedisIdempotencyStore | undefined {
-  checkIdempotencySpec(spec)
   if (spec === 'off') return undefined
   if (spec === 'memory') return new MemoryIdempotencyStore(options)
-  return new RedisIdempotencyStore(createRedisClient(spec, options), options)
+  // Read once: the client is made of what was read.
+  const target = redisTarget(spec)
+  if (target === undefined) throw unknownSpec(spec)
+  return new RedisIdempotencyStore(connectRedis(target, options), options)
 }

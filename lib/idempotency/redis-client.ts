@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis'
+import { CodedError } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 
 export interface RedisClientOptions {
@@ -65,8 +66,13 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
   const target = redisTarget(url)
   if (target === undefined) {
     // The code makes it a start-up failure of the CLI: one line, exit 2.
-    throw Object.assign(new Error(`${shownUrl(url)} is none of ${REDIS_URL_FORMS}`), { code: 'EIDEMPOTENCY' })
+    throw new CodedError('EIDEMPOTENCY', `${shownUrl(url)} is none of ${REDIS_URL_FORMS}`)
   }
+  return connectRedis(target, options)
+}
+
+/** The client `createRedisClient` makes, of a target `redisTarget` has already read. */
+export function connectRedis(target: string | RedisOptions, options: RedisClientOptions = {}): Redis {
   const commandTimeout = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
   const settings: RedisOptions = {
     enableOfflineQueue: false,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import { CodedError } from '../coded-error.js'
 import { keptAnswer } from './answer-size.js'
 import { closeRedisClient, reportErrors, whenReady } from './redis-client.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
@@ -89,14 +90,6 @@ function withScripts(redis: Redis): Connection {
   redis.defineCommand('paymentsGateIdemRelease', { numberOfKeys: 1, lua: RELEASE })
   redis.defineCommand('paymentsGateIdemPeek', { numberOfKeys: 1, lua: PEEK })
   return redis as Connection
-}
-
-/** Fewer replicas than asked acknowledged a write in time: a store failure (docs/idempotency.md, replicas). */
-export class ReplicasBehind extends Error {
-  readonly code = 'EREPLICAS'
-  constructor(acknowledged: number, replicas: number, ms: number) {
-    super(`${acknowledged} of ${replicas} replicas acknowledged the write within ${ms} ms`)
-  }
 }
 
 /**
@@ -253,10 +246,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     }
   }
 
-  /** Waits for the replicas to acknowledge this connection's writes; throws `ReplicasBehind` when too few did in time. */
+  /** Waits for the replicas to acknowledge this connection's writes; throws an `EREPLICAS` error when too few did in time. */
   async #acknowledged(connection: Connection): Promise<void> {
     if (this.#replicas === 0) return
     const acknowledged = await connection.wait(this.#replicas, this.#waitMs)
-    if (acknowledged < this.#replicas) throw new ReplicasBehind(acknowledged, this.#replicas, this.#waitMs)
+    if (acknowledged < this.#replicas) {
+      throw new CodedError('EREPLICAS', `${acknowledged} of ${this.#replicas} replicas acknowledged the write within ${this.#waitMs} ms`)
+    }
   }
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { CodedError } from '../coded-error.js'
 import { watchFolder, type FileProblem, type ReloadOutcome, type WatchOptions } from '../watch.js'
 import { entityOfFile, loadPolicyDir, type PolicyProblem } from './load.js'
 import type { Policy, PolicySource } from './policy.js'
@@ -24,10 +25,6 @@ export interface WatchPoliciesOptions extends WatchOptions {
   onReload?: (outcome: ReloadOutcome) => void
 }
 
-/** An invalid policy at start-up: the CLI prints the message as one line and exits 2. */
-export function policyError(message: string): Error & { code: 'EPOLICY' } {
-  return Object.assign(new Error(message), { code: 'EPOLICY' as const })
-}
 
 interface Snapshot {
   readonly policies: ReadonlyMap<string, Policy>
@@ -60,7 +57,7 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
   const [problem] = initial.problems
   if (problem !== undefined) {
     const more = initial.problems.length > 1 ? ` (and ${initial.problems.length - 1} more invalid files)` : ''
-    throw policyError(`${problem.file}: ${problem.reason}${more}`)
+    throw new CodedError('EPOLICY', `${problem.file}: ${problem.reason}${more}`)
   }
   let current = snapshotOf(initial.policies)
   /** Each refused file, to the version of it already reported. */

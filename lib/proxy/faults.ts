@@ -1,14 +1,6 @@
 import { INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
 import type { BackendErrorKind } from '../metrics.js'
 
-/** The backend did not answer within `--timeout` (the pass-through engine's own timer). */
-export class BackendTimeout extends Error {
-  readonly code = 'EBACKENDTIMEOUT'
-  constructor(ms: number) {
-    super(`the backend did not answer within ${ms} ms`)
-  }
-}
-
 /** How a call to the backend failed. */
 export type FaultKind = Exclude<BackendErrorKind, 'serverError'>
 

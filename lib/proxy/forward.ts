@@ -3,12 +3,13 @@ import { createProxyServer } from 'http-proxy-3'
 import type { Span, Tracer } from '@opentelemetry/api'
 import { Pool } from 'undici'
 import { NO_RULES, type BackendErrorSource } from '../backend-errors/rules.js'
+import { CodedError } from '../coded-error.js'
 import { DEFAULTS } from '../defaults.js'
 import { startBackendSpan } from '../tracing.js'
 import { answerFault } from './answer-fault.js'
 import { backendPaths } from './backend-path.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
-import { BackendTimeout, faultKind } from './faults.js'
+import { faultKind } from './faults.js'
 import { forwardedRequestHeaders } from './hop-by-hop.js'
 import { PaymentRelay, type OnSettled } from './payment-relay.js'
 import { relay } from './relay.js'
@@ -78,7 +79,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const settings = { errorBodyLimit, keepAnswerBytes: options.keepAnswerBytes, backendErrors: options.backendErrors ?? { rules: NO_RULES } }
   // Called as the request's own `timeout` listener: one function for every request.
   function onBackendTimeout(this: ClientRequest): void {
-    this.destroy(new BackendTimeout(timeout))
+    this.destroy(new CodedError('EBACKENDTIMEOUT', `the backend did not answer within ${timeout} ms`))
   }
 
   proxy.on('proxyReq', (proxyReq) => {

@@ -225,6 +225,28 @@ export interface PaymentsOptions extends RetryProtectionOptions {
 }
 
 /**
+ * The store `idempotency` names, with the proxy's settings (undefined when
+ * `off`), or the store given. Throws the one-line `EIDEMPOTENCY` error for a
+ * store spec it does not take. `payments-gate serve` builds it before the
+ * gate, so that a Redis store's client also carries the login throttle.
+ */
+export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): IdempotencyStore | undefined {
+  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+  if (typeof idempotency !== 'string') return idempotency
+  return createIdempotencyStore(idempotency, {
+    ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
+    inFlightMs: 2 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+    replicas: options.idempotencyReplicas,
+    maxEntries: options.idempotencyMaxEntries,
+    maxBytes: options.idempotencyMaxBytes,
+    report: options.idempotencyReport,
+    onError: options.onStoreError,
+  })
+}
+
+/**
  * Retry protection as the proxy runs it around the forwarder: the store
  * `idempotency` names, a claim before each payment is forwarded, its outcome
  * recorded or its key released after. Throws the one-line `EIDEMPOTENCY`
@@ -232,21 +254,7 @@ export interface PaymentsOptions extends RetryProtectionOptions {
  */
 export function createPayments(forwarder: Forwarder, options: PaymentsOptions): Payments {
   const { metrics } = options
-  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
-  const store =
-    typeof idempotency === 'string'
-      ? createIdempotencyStore(idempotency, {
-          ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-          inFlightMs: 2 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
-          oversizedAnswer: OVERSIZED_ANSWER,
-          unknownAnswer: UNKNOWN_ANSWER,
-          replicas: options.idempotencyReplicas,
-          maxEntries: options.idempotencyMaxEntries,
-          maxBytes: options.idempotencyMaxBytes,
-          report: options.idempotencyReport,
-          onError: options.onStoreError,
-        })
-      : idempotency
+  const store = createRetryStore(options)
   const protection = store && createRetryProtection(store, options)
 
   async function guarded(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, pending: Promise<Guard>, payload: Buffer): Promise<void> {

@@ -3,9 +3,8 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Principal } from '../checks/auth.js'
-import type { Reported } from '../checks/index.js'
+import type { Checks, Reported } from '../checks/index.js'
 import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
-import type { Gate } from '../gate.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
 import { answerClientError } from '../http/client-error.js'
 import { listen } from '../http/listen.js'
@@ -23,12 +22,17 @@ import { createForwarder } from './forward.js'
 import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
 
-/** The reverse proxy's options: the gate whose checks it runs, the backend, retry protection, and its server's limits. */
+/**
+ * The reverse proxy's options: the checks it runs, the backend, retry protection, and its server's limits.
+ * From a gate: `createGateway({ checks: gate.checks, backendErrors: gate.backendErrors, target, logger })`.
+ */
 export interface GatewayOptions extends RetryProtectionOptions {
-  /** The gate built by `createGate`: its checks screen every request. */
-  gate: Gate
+  /** The checks that screen every request: a gate's (`gate.checks`), or `buildChecks(...)`'s. */
+  checks: Checks
   /** The backend, an `http:` URL. */
   target: string | URL
+  /** How long the backend may stay silent, in ms; retry protection holds a key for twice this plus 5 s. Default 30000. */
+  timeout?: number
   logger: Logger
   metrics?: Metrics
   /** Time allowed to receive the request's headers, in ms. Default 10000. */
@@ -46,11 +50,14 @@ export interface GatewayOptions extends RetryProtectionOptions {
   /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed, for the log line's `remoteAddress`. Default 0. */
   trustProxy?: number
   /**
-   * The rules naming the backend's error answers (docs/backend-faults.md), e.g.
-   * `await watchBackendErrors(FILE)`. Default: the gate's (`createGate({ backendErrors })`).
+   * The rules naming the backend's error answers (docs/backend-faults.md): a gate's
+   * (`gate.backendErrors`), or e.g. `await watchBackendErrors(FILE)`. Default: names by status only.
    */
   backendErrors?: BackendErrorSource
-  /** `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md). Default: the gate's `mode`. */
+  /**
+   * `enforce`, or `report`: pass requests on as they came and report what enforce would do (docs/rollout.md).
+   * Default: the checks' `mode`.
+   */
   mode?: Mode
 }
 
@@ -89,8 +96,8 @@ function spanName(method: string, operation: Operation | undefined): string {
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
-  const { gate, logger, metrics } = options
-  const { checks } = gate
+  const { checks, logger, metrics } = options
+  const timeout = options.timeout ?? DEFAULTS.timeout
   const mode = options.mode ?? checks.mode
   const recorder = { logger, metrics }
   const trustProxy = options.trustProxy ?? DEFAULTS.trustProxy
@@ -100,12 +107,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const forwarder = createForwarder({
     tracer,
     target: new URL(options.target),
-    timeout: gate.timeout,
+    timeout,
     maxSockets: options.maxSockets,
     keepAnswerBytes: protectedPayments ? IDEMPOTENCY_DEFAULTS.maxAnswerBytes : undefined,
-    backendErrors: options.backendErrors ?? gate.backendErrors,
+    backendErrors: options.backendErrors,
   })
-  const payments = createPayments(forwarder, { ...options, timeout: gate.timeout, metrics })
+  const payments = createPayments(forwarder, { ...options, timeout, metrics })
   const server = createServer({
     ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.

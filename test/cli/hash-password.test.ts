@@ -1,5 +1,5 @@
 import t from 'tap'
-import { verifyPassword } from '../../lib/credentials.js'
+import { verifyPassword } from '../../lib/credentials/hash.js'
 import { runCli } from '../helpers/cli.js'
 
 t.test('prints a scrypt hash of the password on stdin, without its trailing newline', async (t) => {

@@ -1,12 +1,15 @@
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
 import t from 'tap'
 import { startServing, type ServeSetup } from '../../lib/cli/serve.js'
 import { luhnValid } from '../../lib/luhn.js'
 import { spawnCli } from '../helpers/cli.js'
-import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { basic, saleBody, USERNAME, writeCredentials } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, send } from '../helpers/http.js'
-import { startBackend, takenPort } from '../helpers/servers.js'
+import { startRedis } from '../helpers/redis.js'
+import { created, startBackend, takenPort } from '../helpers/servers.js'
 
 const dir = t.testdir({ 'bad-policies': { 'default.json': '{"entity": "default"}' }, 'bad.json': '{"users": 1}' })
 const credentials = await writeCredentials(dir)
@@ -70,6 +73,82 @@ t.test('a full memory store: evictions counted, the window exported, one warning
   t.match(JSON.parse(warnings[0] as string), { level: 40, windowSeconds: 0 })
   const again = await send(`http://127.0.0.1:${serving.address.port}`, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: 'evicted-4' } })
   t.equal(again.headers['idempotent-replayed'], 'true', 'a recent payment is still replayed')
+})
+
+t.test('a store full of payments in flight: a new payment is a store failure (closed: 503, open: unprotected), counted apart; none in flight is forgotten', async (t) => {
+  // The backend holds every payment until told to answer.
+  const held: (() => void)[] = []
+  let arrival = () => {}
+  const holding = await startBackend((req, res, body) => {
+    held.push(() => created(req, res, body))
+    arrival()
+  })
+  t.teardown(() => holding.close())
+  const arrived = (count: number) =>
+    new Promise<void>((resolve) => {
+      arrival = () => void (held.length >= count && resolve())
+      arrival()
+    })
+  for (const failure of ['closed', 'open'] as const) {
+    const { io: streams, lines } = io()
+    const serving = await startServing(setup({ idempotencyMaxEntries: 1, idempotencyFailure: failure, target: new URL(holding.url) }), streams)
+    const gateway = `http://127.0.0.1:${serving.address.port}`
+    const payment = (reference: string) => send(gateway, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `${failure}-${reference}` } })
+    const first = payment('a')
+    await arrived(1)
+    const retry = await payment('a')
+    t.equal(retry.status, 409, `${failure}: the payment in flight is still claimed`)
+    const other = payment('b')
+    if (failure === 'closed') t.match(await other, { status: 503, json: { errorName: 'serviceUnavailable' } }, 'closed: refused, nothing forwarded')
+    else await arrived(2)
+    for (const answer of held.splice(0)) answer()
+    t.equal((await first).status, 201)
+    if (failure === 'open') t.equal((await other).status, 201, 'open: forwarded unprotected')
+    const metrics = await (await fetch(`http://127.0.0.1:${serving.admin?.port}/metrics`)).text()
+    t.match(metrics, /payments_gate_retry_protection_store_full_total 1\n/, `${failure}: counted as a full store`)
+    t.match(metrics, /payments_gate_store_errors_total 1\n/, 'and as a store failure')
+    t.match(metrics, failure === 'closed' ? /outcome="storeUnavailable"} 1\n/ : /outcome="unprotected"} 1\n/)
+    t.match(metrics, /payments_gate_retry_protection_evictions_total 0\n/, 'nothing evicted')
+    t.ok(lines.some((line) => line.includes('"msg":"retry-protection store failed"') && line.includes('ESTOREFULL')), 'logged')
+    await serving.stop()
+  }
+  t.equal(holding.received.length, 3, 'each payment reached the backend once, the refused one never')
+})
+
+t.test('with a Redis URL, one client carries retry protection and the login throttle, and stop closes every connection', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const observer = new Redis(redis.url, { connectionName: 'observer' })
+  t.teardown(() => observer.disconnect())
+  /** The connections Redis has open, but the observer's own. */
+  const connections = async () => {
+    const lines = ((await observer.client('LIST')) as string).split('\n')
+    return lines.filter((line) => line !== '' && !line.includes(' name=observer ')).length
+  }
+  /** Polls until none is left: Redis drops a connection that sent QUIT just after answering it. Fails after 10 s. */
+  async function allClosed(): Promise<number> {
+    for (let i = 0; i < 200 && (await connections()) > 0; i++) await sleep(50)
+    return connections()
+  }
+
+  const serving = await startServing(setup({ idempotency: redis.url, shutdownDelay: 0 }), io().io)
+  t.equal(await connections(), 1, "one connection: the store's client, which the throttle shares")
+  const url = `http://127.0.0.1:${serving.address.port}`
+  const wrong = paymentHeaders({ authorization: basic(USERNAME, 'wrong') })
+  t.equal((await send(url, { headers: wrong, body: saleBody() })).status, 401)
+  t.equal(await observer.get(`payments-gate:login:failures:${USERNAME}`), '1', 'the failed login was counted in Redis')
+  t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+  t.ok((await observer.keys('payments-gate:idem:*')).length > 0, 'the payment was claimed in Redis')
+  t.equal(await connections(), 1, 'on the same connection')
+  await serving.stop()
+  t.equal(await allClosed(), 0, 'stop closed it')
+
+  // Writes that wait for replicas take connections of their own (docs/idempotency.md, replicas): eight.
+  const replicated = setup({ idempotency: redis.url, idempotencyReplicas: 1, shutdownDelay: 0 })
+  const waiting = await startServing(replicated, io().io)
+  t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
+  await waiting.stop()
+  t.equal(await allClosed(), 0, 'stop closed all nine')
 })
 
 t.test('start-up failures: invalid policy, bad credentials, port in use; nothing left listening', async (t) => {

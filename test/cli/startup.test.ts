@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { bind, unreadable } from '../../lib/cli/startup.js'
+import { CodedError } from '../../lib/coded-error.js'
 import { readFailure } from '../../lib/file-error.js'
 import { spawnCli } from '../helpers/cli.js'
 import { writeCredentials } from '../helpers/fixtures.js'
@@ -63,6 +64,8 @@ t.test('bind: a failure it has no words for still says where and what to do', as
 t.test('unreadable: an error that is not about a file goes on as it is', async (t) => {
   const bug = new TypeError('a bug')
   t.equal(unreadable(bug, String), bug)
+  const usage = new CodedError('EUSAGE', 'already one line')
+  t.equal(unreadable(usage, String), usage, 'one of ours that names no file')
 })
 
 t.test('readFailure: a code it has no words for is "cannot be read"', async (t) => {

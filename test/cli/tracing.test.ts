@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { batchSetting, samplerSetting, startTracing, tracingRequested } from '../../lib/cli/tracing.js'
-import { UsageError } from '../../lib/cli/io.js'
+import { CodedError, isCoded } from '../../lib/coded-error.js'
 import { spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send } from '../helpers/http.js'
@@ -32,7 +32,7 @@ t.test('nothing is started without the variables; a protocol other than the two 
   t.equal(await startTracing({}), undefined)
   for (const protocol of ['grpc', 'http/thrift']) {
     const error = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_PROTOCOL: protocol }).catch((error: unknown) => error)
-    t.type(error, UsageError, `${protocol}: a start-up failure, exit 2`)
+    t.ok(isCoded(error, 'EUSAGE'), `${protocol}: a start-up failure, exit 2`)
   }
   await t.rejects(startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /grpc is not supported/)
 })
@@ -44,10 +44,10 @@ t.test('OTEL_TRACES_SAMPLER and its argument, as the specification reads them; a
   t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }), { parentBased: false, root: 'traceidratio', ratio: 0 })
   t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }), { parentBased: true, root: 'traceidratio', ratio: 0.1 })
   t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' }), { parentBased: true, root: 'traceidratio', ratio: 1 }, 'a ratio of 1 by default')
-  t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'jaeger_remote' }), new UsageError('OTEL_TRACES_SAMPLER: jaeger_remote is not supported; use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio'))
+  t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'jaeger_remote' }), new CodedError('EUSAGE', 'OTEL_TRACES_SAMPLER: jaeger_remote is not supported; use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio'))
   t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'constructor' }), /constructor is not supported/, 'no key of Object.prototype')
   for (const arg of ['-0.5', '1.5', 'half']) {
-    t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg }), new UsageError(`OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`))
+    t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg }), new CodedError('EUSAGE', `OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`))
   }
 })
 
@@ -59,7 +59,7 @@ t.test('OTEL_BSP_*: the batch settings, unset ones left to the SDK, a bad one st
     maxExportBatchSize: 64,
   })
   for (const value of ['0', '1.5', 'soon']) {
-    t.throws(() => batchSetting({ OTEL_BSP_MAX_QUEUE_SIZE: value }), new UsageError(`OTEL_BSP_MAX_QUEUE_SIZE="${value}" must be a whole number, at least 1`))
+    t.throws(() => batchSetting({ OTEL_BSP_MAX_QUEUE_SIZE: value }), new CodedError('EUSAGE', `OTEL_BSP_MAX_QUEUE_SIZE="${value}" must be a whole number, at least 1`))
   }
 })
 

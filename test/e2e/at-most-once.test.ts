@@ -17,7 +17,7 @@ import { startGateway } from '../helpers/surfaces.js'
 
 /** A gateway in front of `backend`; payments sent on a new connection each, or on one kept-alive connection. */
 async function gatewayFor(t: Parameters<typeof startGateway>[0], backend: RawBackend, keepAlive = false) {
-  const { url } = await startGateway(t, { target: backend.url, gate: { timeout: 2000 } })
+  const { url } = await startGateway(t, { target: backend.url, timeout: 2000 })
   const post = keepAlive ? keepAliveSender(t, url, 1) : (options: Parameters<typeof send>[1]) => send(url, options)
   return () => post({ headers: paymentHeaders(), body: saleBody() })
 }

@@ -7,7 +7,7 @@ import { scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /** docs/backend-faults.md, "When the backend fails": every fault, with the payment sent at most once. */
-const { url, backend, metrics } = await startGateway(t, { gate: { timeout: 150 } })
+const { url, backend, metrics } = await startGateway(t, { timeout: 150 })
 const payment = () => send(url, { headers: paymentHeaders(), body: saleBody() })
 
 t.beforeEach(() => {

@@ -1,7 +1,7 @@
 import { mkdir, rename, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { hashPassword } from '../../lib/credentials.js'
+import { hashPassword } from '../../lib/credentials/hash.js'
 import { spawnCli, type Running } from '../helpers/cli.js'
 import { basic, policyJson, saleBody, TEST_COST } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, until, waitFor, type Reply } from '../helpers/http.js'

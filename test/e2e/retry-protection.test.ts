@@ -29,7 +29,7 @@ function pay(url: string, body: object): Promise<Reply> {
 
 async function protectedGateway(t: Test, options: RetryProtectionOptions & { timeout?: number } = {}, answer?: Answer): Promise<Started> {
   const { timeout, ...protection } = options
-  return startGateway(t, { idempotency: 'memory', ...protection, gate: { timeout }, answer })
+  return startGateway(t, { idempotency: 'memory', ...protection, timeout, answer })
 }
 
 const slowly =

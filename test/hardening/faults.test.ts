@@ -19,7 +19,7 @@ const connections = ({ gateway }: Started) =>
   new Promise<number>((resolve, reject) => gateway.server.getConnections((error, count) => (error ? reject(error) : resolve(count))))
 
 t.test('the backend killed and restarted mid-run: every client gets 201 or the contract 5xx, none hangs, nothing is sent twice', async (t) => {
-  const started = await startGateway(t, { gate: { timeout: 1000 } })
+  const started = await startGateway(t, { timeout: 1000 })
   const first = started.backend
   const port = Number(new URL(first.url).port)
   let second: Backend | undefined

@@ -6,7 +6,10 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { CredentialStore, hashPassword } from '../../lib/credentials.js'
+import type { Principal } from '../../lib/checks/auth.js'
+import { hashPassword } from '../../lib/credentials/hash.js'
+import { CredentialStore } from '../../lib/credentials/store.js'
+import type { Rejection } from '../../lib/errors.js'
 import { compilePolicy, staticPolicies, type Policy, type PolicyFile, type PolicySource } from '../../lib/policy/policy.js'
 
 /** An scrypt cost, as `hashPassword` takes it. */
@@ -24,6 +27,11 @@ export const TEST_COST: ScryptParams = Object.freeze({ N: 1024, r: 8, p: 1 })
 
 export function basic(username: string, password: string): string {
   return `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`
+}
+
+/** Whether an authenticator's answer is a principal rather than a refusal. */
+export function isPrincipal(value: Principal | Rejection): value is Principal {
+  return 'username' in value
 }
 
 /** The test user's Authorization header. */

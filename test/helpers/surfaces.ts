@@ -35,7 +35,7 @@ export interface Started {
   readonly metrics: Metrics
 }
 
-export interface StartOptions extends Partial<Omit<GatewayOptions, 'gate'>> {
+export interface StartOptions extends Partial<Omit<GatewayOptions, 'checks'>> {
   answer?: Answer
   gate?: Partial<GateOptions>
 }
@@ -48,7 +48,8 @@ export async function startGateway(t: Test, options: StartOptions = {}): Promise
   t.teardown(() => gate.close())
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: false })
   // Retry protection off unless a test asks for it: these tests send the same payment again on purpose.
-  const gateway = createGateway({ target: backend.url, logger: captureLogger(), idempotency: 'off', ...options, metrics, gate })
+  const { checks, backendErrors } = gate
+  const gateway = createGateway({ target: backend.url, logger: captureLogger(), idempotency: 'off', checks, backendErrors, ...options, metrics })
   const { port } = await gateway.listen(0, '127.0.0.1')
   t.teardown(() => gateway.drain(0))
   return { gate, gateway, backend, url: `http://127.0.0.1:${port}`, port, metrics }
@@ -154,7 +155,7 @@ async function proxyEmbedding(gate: Gate): Promise<Embedding> {
     res.writeHead(201, { 'content-type': 'application/json' })
     res.end(JSON.stringify(echo))
   })
-  const gateway = createGateway({ gate, target: backend.url, logger: captureLogger() })
+  const gateway = createGateway({ checks: gate.checks, target: backend.url, logger: captureLogger() })
   const { port } = await gateway.listen(0, '127.0.0.1')
   return {
     name: 'proxy',

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createIdempotencyStore } from '../../lib/idempotency/create-store.js'
+import { checkIdempotencySpec, createIdempotencyStore } from '../../lib/idempotency/create-store.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { redisTarget } from '../../lib/idempotency/redis-client.js'
@@ -48,12 +48,11 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis-sentinel://host:26379#my#master',
   ]
   for (const spec of bad) {
-    t.throws(
-      () => createIdempotencyStore(spec, OPTIONS),
-      { message: /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/, code: 'EIDEMPOTENCY' },
-      spec,
-    )
+    const refusal = { message: /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/, code: 'EIDEMPOTENCY' }
+    t.throws(() => createIdempotencyStore(spec, OPTIONS), refusal, spec)
+    t.throws(() => checkIdempotencySpec(spec), refusal, `${spec}: checked alike without a store (serve --workers, in the primary)`)
   }
+  for (const spec of ['memory', 'off', 'redis://127.0.0.1:6379/0', 'redis-sentinel://s1:26379#m']) t.doesNotThrow(() => checkIdempotencySpec(spec), spec)
   t.throws(() => createIdempotencyStore('redis://:hunter2@host:port', OPTIONS), { message: /^(?!.*hunter2).*\*\*\*@host:port/ })
 })
 

@@ -108,7 +108,7 @@ t.test('a check that throws is answered 500 internalErrorOccurred and logged', a
 
 t.test('listen rejects when the port is taken', async (t) => {
   const first = await startGateway(t)
-  const second = createGateway({ gate: first.gate, target: first.backend.url, logger: captureLogger() })
+  const second = createGateway({ checks: first.gate.checks, target: first.backend.url, logger: captureLogger() })
   await t.rejects(second.listen(first.port, '127.0.0.1'), { code: 'EADDRINUSE' })
   t.notOk(second.ready)
 })

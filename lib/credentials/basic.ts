@@ -1,0 +1,23 @@
+import { decodeBase64 } from './base64.js'
+
+const BASIC = /^basic +([A-Za-z0-9+/]+={0,2}) *$/i
+// RFC 7617, section 2: neither the user-id nor the password may hold control characters.
+const CONTROL = /[\u0000-\u001f\u007f]/
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** The user-id and password of a `Basic` header (RFC 7617), or undefined when it is not well formed. */
+export function parseBasic(authorization: string): { username: string; password: string } | undefined {
+  const token = BASIC.exec(authorization)?.[1]
+  if (token === undefined) return undefined
+  const bytes = decodeBase64(token)
+  if (bytes === undefined) return undefined
+  let text: string
+  try {
+    text = utf8.decode(bytes)
+  } catch {
+    return undefined
+  }
+  const colon = text.indexOf(':')
+  if (colon < 1 || CONTROL.test(text)) return undefined
+  return { username: text.slice(0, colon), password: text.slice(colon + 1) }
+}

@@ -1,0 +1,67 @@
+import { readFile } from 'node:fs/promises'
+import { CodedError } from '../coded-error.js'
+import { readFailure } from '../file-error.js'
+import { compileSchema } from '../schema/compile.js'
+import { Type, type Static } from '../schema/typebox.js'
+import { CredentialStore, type CredentialStoreOptions, type UserCredentials } from './store.js'
+
+const CredentialsFile = Type.Object(
+  {
+    users: Type.Array(
+      Type.Object(
+        {
+          username: Type.String({
+            minLength: 1,
+            pattern: '^[^:\\u0000-\\u001f\\u007f]+$',
+            'x-format': 'no colon and no control characters (RFC 7617)',
+          }),
+          password: Type.String({ minLength: 1 }),
+          entities: Type.Array(Type.String({ minLength: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
+type CredentialsFile = Static<typeof CredentialsFile>
+
+const credentialsFileSchema = compileSchema<CredentialsFile>(CredentialsFile)
+
+/** The users of a credentials file's text; anything wrong throws an `ECREDENTIALS` error with the reason. */
+export function parseCredentials(text: string): readonly UserCredentials[] {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (error) {
+    throw new CodedError('ECREDENTIALS', `not JSON: ${(error as Error).message}`)
+  }
+  if (!credentialsFileSchema.check(parsed)) {
+    const reasons = credentialsFileSchema.errors(parsed).map((item) => `${item.jsonPath}: ${item.message}`)
+    throw new CodedError('ECREDENTIALS', reasons.join('; '))
+  }
+  return parsed.users
+}
+
+/** The store of a credentials file and the text it was built from; anything wrong throws an `ECREDENTIALS` error naming the file. */
+export async function openCredentials(file: string, options: CredentialStoreOptions): Promise<{ store: CredentialStore; text: string }> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    throw new CodedError('ECREDENTIALS', `${file}: ${readFailure(error)}`)
+  }
+  try {
+    return { store: new CredentialStore(parseCredentials(text), options), text }
+  } catch (error) {
+    throw new CodedError('ECREDENTIALS', `${file}: ${(error as Error).message}`)
+  }
+}
+
+/**
+ * Reads and validates a credentials file (`{"users": [{"username", "password", "entities"}]}`).
+ * Anything wrong with it throws an `ECREDENTIALS` error naming the file and the reason.
+ */
+export async function loadCredentials(file: string, options: CredentialStoreOptions = {}): Promise<CredentialStore> {
+  return (await openCredentials(file, options)).store
+}

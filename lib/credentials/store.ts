@@ -1,0 +1,172 @@
+import { hash as digest } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
+import { ACCESS_DENIED, type Authenticator, type Principal } from '../checks/auth.js'
+import { CodedError } from '../coded-error.js'
+import { CREDENTIAL_DEFAULTS, SCRYPT_DEFAULTS } from '../defaults.js'
+import type { Rejection } from '../errors.js'
+import { definedOnly, MemoryLoginThrottle, type LoginAttempt, type LoginThrottle } from '../login-throttle.js'
+import { parseBasic } from './basic.js'
+import { KEY_BYTES, matches, parseHash, SALT_BYTES, type ParsedHash } from './hash.js'
+
+/** One user of the credentials file. */
+export interface UserCredentials {
+  readonly username: string
+  /** The hash printed by `payments-gate hash-password`, never the clear password. */
+  readonly password: string
+  readonly entities: readonly string[]
+}
+
+export interface CredentialStoreOptions {
+  /** Most successful checks remembered. Default 1000. */
+  cacheMax?: number
+  /** How long a successful check is remembered, in ms. Default 300000 (5 minutes). */
+  cacheTtlMs?: number
+  /** Failed attempts of one username, within `failureWindowMs`, that lock it out. Default 10. */
+  maxFailures?: number
+  /** Window over which failures are counted, in ms. Default 60000. */
+  failureWindowMs?: number
+  /** How long a locked-out username is refused without verifying anything, in ms. Default 60000. */
+  coolDownMs?: number
+  /** Most usernames whose failures are tracked. Default 10000. */
+  trackedUsersMax?: number
+  /** The clock, in ms; for tests. Default `performance.now`. */
+  now?: () => number
+  /**
+   * Where failures are counted. Default: this process's memory, with the four
+   * options above; a `RedisLoginThrottle` shares the count across gateways.
+   */
+  throttle?: LoginThrottle
+}
+
+interface User {
+  readonly principal: Principal
+  readonly hash: ParsedHash
+  /** The hash as the file spells it, to tell a changed password at a reload. */
+  readonly password: string
+}
+
+/**
+ * Check 1: BasicAuth against the users of a credentials file. A successful
+ * check is remembered under a SHA-256 digest of the whole header (never the
+ * clear password) and answered synchronously after that, so the slow hash is
+ * off the path of repeated valid requests. Failures are counted per username,
+ * known or not, and a username that failed too often is refused for a while
+ * without hashing anything, so the slow hash cannot be used to burn CPU.
+ * `replace` swaps the users for a reloaded file's (docs/credentials.md).
+ */
+export class CredentialStore implements Authenticator {
+  #users = new Map<string, User>()
+  readonly #cache: LRUCache<string, Principal>
+  readonly #throttle: LoginThrottle
+  /** Concurrent checks of the same header share one verification. */
+  readonly #inFlight = new Map<string, Promise<Principal | Rejection>>()
+  #dummy!: ParsedHash
+
+  constructor(users: Iterable<UserCredentials>, options: CredentialStoreOptions = {}) {
+    const settings = { ...CREDENTIAL_DEFAULTS, ...definedOnly(options) }
+    this.#install(users)
+    const now = options.now ?? (() => performance.now())
+    const perf = { now }
+    // ttlResolution 0: read the clock on each look-up rather than arm a timer to memoize it.
+    this.#cache = new LRUCache({ max: settings.cacheMax, ttl: settings.cacheTtlMs, ttlResolution: 0, perf })
+    this.#throttle = options.throttle ?? new MemoryLoginThrottle({ ...settings, now })
+  }
+
+  /** How many users the store knows. */
+  get size(): number {
+    return this.#users.size
+  }
+
+  /**
+   * The users of a reloaded file take the place of these, all at once, or none
+   * of them when one is refused (an `ECREDENTIALS` error). A user removed, or
+   * whose password or entities changed, is refused from now on even where its
+   * check was cached; an unchanged user keeps its cached checks. The failed-login
+   * throttle keeps its counts.
+   */
+  replace(users: Iterable<UserCredentials>): void {
+    this.#install(users)
+    const stale: string[] = []
+    this.#cache.forEach((principal, key) => {
+      if (this.#users.get(principal.username)?.principal !== principal) stale.push(key)
+    })
+    for (const key of stale) this.#cache.delete(key)
+  }
+
+  #install(users: Iterable<UserCredentials>): void {
+    const next = new Map<string, User>()
+    for (const user of users) {
+      if (next.has(user.username)) throw new CodedError('ECREDENTIALS', `user "${user.username}" is listed twice`)
+      const kept = this.#users.get(user.username)
+      if (kept !== undefined && kept.password === user.password && sameEntities(kept.principal.entities, user.entities)) {
+        next.set(user.username, kept)
+        continue
+      }
+      const hash = parseHash(user.password)
+      if (hash === undefined) {
+        throw new CodedError('ECREDENTIALS', `user "${user.username}": password is not a hash from payments-gate hash-password`)
+      }
+      const principal = Object.freeze({ username: user.username, entities: new Set(user.entities) })
+      next.set(user.username, { principal, hash, password: user.password })
+    }
+    // An unknown username is verified against a hash that costs what a real one costs, so the
+    // answer's timing does not tell which usernames exist. Nothing can match it: the user is unknown.
+    const [first] = next.values()
+    const cost = first?.hash ?? SCRYPT_DEFAULTS
+    this.#dummy = { N: cost.N, r: cost.r, p: cost.p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
+    this.#users = next
+  }
+
+  authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection> {
+    if (authorization === undefined) return ACCESS_DENIED
+    const key = digest('sha256', authorization, 'base64')
+    const cached = this.#cache.get(key)
+    if (cached !== undefined) return cached
+    const running = this.#inFlight.get(key)
+    if (running !== undefined) return running
+    const credentials = parseBasic(authorization)
+    if (credentials === undefined) return ACCESS_DENIED
+    // A throttle that answers synchronously refuses a locked-out username without a promise.
+    const admitted = this.#throttle.admit(credentials.username)
+    if (admitted === undefined) return ACCESS_DENIED
+    const verification = this.#verify(key, credentials.username, credentials.password, admitted)
+    this.#inFlight.set(key, verification)
+    return verification
+  }
+
+  async #verify(
+    key: string,
+    username: string,
+    password: string,
+    admitted: LoginAttempt | Promise<LoginAttempt | undefined>,
+  ): Promise<Principal | Rejection> {
+    try {
+      const attempt = await admitted
+      if (attempt === undefined) return ACCESS_DENIED
+      let user = this.#users.get(username)
+      let principal: Principal | undefined
+      try {
+        for (;;) {
+          const ok = await matches(password, user?.hash ?? this.#dummy)
+          const current = this.#users.get(username)
+          if (current === user) {
+            if (ok && user !== undefined) principal = user.principal
+            break
+          }
+          // The file was reloaded during the hash: the answer is the one of the users now in force.
+          user = current
+        }
+        if (principal !== undefined) this.#cache.set(key, principal)
+      } finally {
+        await attempt.settle(principal !== undefined)
+      }
+      return principal ?? ACCESS_DENIED
+    } finally {
+      this.#inFlight.delete(key)
+    }
+  }
+}
+
+function sameEntities(entities: ReadonlySet<string>, listed: readonly string[]): boolean {
+  return entities.size === new Set(listed).size && listed.every((entity) => entities.has(entity))
+}

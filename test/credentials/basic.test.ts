@@ -1,0 +1,28 @@
+import t from 'tap'
+import { parseBasic } from '../../lib/credentials/basic.js'
+import { basic } from '../helpers/fixtures.js'
+
+t.test('parseBasic follows RFC 7617', async (t) => {
+  t.same(parseBasic(basic('shop-1', 's3cret')), { username: 'shop-1', password: 's3cret' })
+  t.same(parseBasic(`bAsIc   ${basic('a', 'b').slice(6)}`), { username: 'a', password: 'b' }, 'scheme is case-insensitive')
+  t.same(parseBasic(basic('a', 'p:w:d')), { username: 'a', password: 'p:w:d' }, 'the first colon splits')
+  t.same(parseBasic(basic('zoë', 'pässword')), { username: 'zoë', password: 'pässword' }, 'UTF-8')
+  t.same(parseBasic(basic('a', '')), { username: 'a', password: '' })
+  const refused = [
+    '',
+    'Basic',
+    'Basic ',
+    `Bearer ${basic('a', 'b').slice(6)}`,
+    `Basic${basic('a', 'b').slice(6)}`,
+    `Basic ${Buffer.from('no-colon').toString('base64')}`,
+    basic('', 'pw'),
+    basic('a\u0000', 'pw'),
+    basic('a', 'p\nw'),
+    `Basic ${Buffer.from([0x61, 0x3a, 0xff]).toString('base64')}`,
+    'Basic YTpiYw',
+    'Basic YTpiYw=',
+    'Basic !!!!',
+    `Basic ${basic('a', 'b').slice(6)} extra`,
+  ]
+  for (const header of refused) t.equal(parseBasic(header), undefined, JSON.stringify(header))
+})

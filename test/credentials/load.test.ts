@@ -1,0 +1,51 @@
+import t from 'tap'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { hashPassword } from '../../lib/credentials/hash.js'
+import { loadCredentials } from '../../lib/credentials/load.js'
+import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
+
+t.test('loadCredentials reads and validates the file', async (t) => {
+  const hash = await hashPassword('s3cret', CHEAP)
+  const user = { username: 'shop-1', password: hash, entities: ['default'] }
+  const dir = t.testdir({
+    'good.json': JSON.stringify({ users: [user] }),
+    'not-json.json': '{ users',
+    'extra-key.json': JSON.stringify({ users: [{ ...user, role: 'admin' }] }),
+    'extra-top.json': JSON.stringify({ users: [], version: 2 }),
+    'colon.json': JSON.stringify({ users: [{ ...user, username: 'a:b' }] }),
+    'no-entities.json': JSON.stringify({ users: [{ username: 'a', password: hash }] }),
+    'twice.json': JSON.stringify({ users: [user, user] }),
+    'clear.json': JSON.stringify({ users: [{ ...user, password: 's3cret' }] }),
+  })
+  const users = await loadCredentials(join(dir, 'good.json'), { cacheMax: 5 })
+  t.equal(users.size, 1)
+  t.ok(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'))))
+  const cases: Array<[string, RegExp]> = [
+    ['missing.json', /missing\.json: no such file or folder$/],
+    ['not-json.json', /not-json\.json: not JSON: /],
+    ['extra-key.json', /extra-key\.json: \$\.users\[0\]\.role: /],
+    ['extra-top.json', /extra-top\.json: \$\.version: /],
+    ['colon.json', /colon\.json: \$\.users\[0\]\.username: /],
+    ['no-entities.json', /no-entities\.json: \$\.users\[0\]\.entities: /],
+    ['twice.json', /twice\.json: user "shop-1" is listed twice$/],
+    ['clear.json', /clear\.json: user "shop-1": password is not a hash/],
+  ]
+  for (const [name, message] of cases) {
+    const error = await loadCredentials(join(dir, name)).then(
+      () => undefined,
+      (error: unknown) => error as Error & { code?: string },
+    )
+    t.equal(error?.code, 'ECREDENTIALS', name)
+    t.match(error?.message, message, name)
+    t.notMatch(error?.message, /\n/, 'one line')
+    t.ok(error?.message.startsWith(join(dir, name)), 'names the file first')
+  }
+})
+
+t.test('the clear password never appears in an error', async (t) => {
+  const dir = t.testdir({ 'clear.json': JSON.stringify({ users: [{ username: 'u', password: 'hunter2', entities: [] }] }) })
+  await t.rejects(loadCredentials(join(dir, 'clear.json')), { message: /^(?!.*hunter2)/ })
+  await writeFile(join(dir, 'clear.json'), '{}')
+  await t.rejects(loadCredentials(join(dir, 'clear.json')), { code: 'ECREDENTIALS', message: /\$\.users: / })
+})
