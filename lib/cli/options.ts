@@ -111,7 +111,7 @@ const SERVE_FLAGS = {
   ...SHARED_FLAGS,
   timeout: option({ value: 'MS', summary: 'how long the backend may stay silent, at least 1', default: String(DEFAULTS.timeout), parse: wholeNumber('milliseconds', 1), see: '[backend faults](backend-faults.md)' }),
   admin: option({ value: 'HOST:PORT', summary: 'health and metrics listener', shown: 'off', parse: parseAddress, see: '[deployment](deployment.md#health-readiness-and-metrics)' }),
-  workers: option({ value: 'N|auto', summary: 'processes sharing the port; `auto`: one per core', default: '1', parse: parseWorkers, see: '[deployment](deployment.md#workers)' }),
+  workers: option({ value: 'N|auto', summary: 'processes sharing the port; `auto`: one per core; more than one needs `--idempotency` `off` or a Redis URL', default: '1', parse: parseWorkers, see: '[deployment](deployment.md#workers)' }),
   idempotency: option({
     value: 'memory|off|URL',
     summary:

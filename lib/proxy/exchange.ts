@@ -33,6 +33,8 @@ export interface Exchange {
   wouldRewrite: readonly string[] | undefined
   /** Report mode: what retry protection would have done, from a read-only look at its store. */
   wouldRetryProtection: RetryProtectionOutcome | undefined
+  /** A payment: the time (performance.now()) after which it is never written to the backend, `--timeout` after its claim began (docs/idempotency.md). */
+  sendBy: number | undefined
   /** Its server span, when an OpenTelemetry SDK is registered (docs/tracing.md). */
   span: Span | undefined
   /** The span of its call to the backend, until that call is over. */
@@ -55,6 +57,13 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
   /** The backend call of a payment being forwarded, told when the response closes (payment-relay.ts). */
   backendCall: BackendCall | undefined = undefined
 
+  // Rest arguments: node also passes the server's response options, which its types leave out.
+  constructor(...args: [IncomingMessage]) {
+    super(...args)
+    // Listened for from the start of the request, whatever step it is in: a payment whose client left is never written.
+    this.on('close', onResponseClose)
+  }
+
   /**
    * Every answer's head goes through here (`end()` without it too), so an
    * answer that starts while the gateway drains says `Connection: close` and
@@ -73,6 +82,11 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
   }
 }
 
+/** One listener for every response (its `this`): no closure per request. */
+function onResponseClose(this: GatewayResponse): void {
+  this.backendCall?.responseClosed()
+}
+
 /**
  * `writeHead`'s arguments with `X-Request-Id` added to its headers, a copy of
  * the caller's: a relayed answer's list is also what retry protection
@@ -88,7 +102,7 @@ function withRequestId(args: unknown[], id: string): void {
 
 /** A call to the backend on behalf of one response. */
 export interface BackendCall {
-  /** The response closed: if its answer is not complete, the client left and the call stops. */
+  /** The response closed: if its answer is not complete, the client left (docs/backend-faults.md, a client that leaves). */
   responseClosed(): void
 }
 
@@ -114,6 +128,7 @@ export function track(res: GatewayResponse, gateway: GatewayState, operation: st
     wouldRefuse: undefined,
     wouldRewrite: undefined,
     wouldRetryProtection: undefined,
+    sendBy: undefined,
     span: undefined,
     backendSpan: undefined,
   }

@@ -47,8 +47,8 @@ export interface Forwarder {
 }
 
 /**
- * Two engines. Payments go through undici: its `Pool.dispatch` callbacks map
- * one to one onto the relay (payment-relay.ts) and cost about half the CPU of
+ * Two engines. Payments go through undici: its `Pool.dispatch` controller
+ * callbacks map one to one onto the relay (payment-relay.ts) and cost about half the CPU of
  * http-proxy-3 with a buffered body. Every other path stays on http-proxy-3,
  * which streams a body of any size untouched.
  */
@@ -68,6 +68,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   // a Pool without interceptors never does.
   const pool = new Pool(options.target.origin, {
     connections: maxSockets,
+    // HTTP/1.1 only: the relay reads the raw header list HTTP/1.1 hands over (payment-relay.ts), and undici 8 would offer h2 by default.
+    allowH2: false,
     pipelining: 1,
     keepAliveTimeout: DEFAULTS.backendIdleTimeout,
     keepAliveTimeoutThreshold: DEFAULTS.backendKeepAliveMargin,
@@ -110,7 +112,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       headers['content-length'] = String(payload.length)
       // `idempotent: false`, undici's default for a POST, said outright: such a request is never pipelined nor sent again.
       const call = { method: req.method as string, path: pathOf(req.url as string), headers, body: payload, idempotent: false }
-      pool.dispatch(call, new PaymentRelay(res, settings, settled))
+      // Never written past its deadline: `--timeout` after its claim began, or from now (docs/idempotency.md, the in-flight window).
+      new PaymentRelay(res, settings, settled, exchange.sendBy ?? performance.now() + timeout).send(pool, call)
     },
     close() {
       agent.destroy()
