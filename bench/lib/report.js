@@ -48,6 +48,8 @@ const RATIOS = [
   ['c0', 'c', 'retry protection off vs the memory store'],
   ['cr', 'c', 'the Redis store vs the memory store'],
   ['ct', 'c', 'tracing on vs off'],
+  ['cs', 'c', 'TLS on the listener vs plain HTTP'],
+  ['cb', 'c', 'an https backend vs a plain one'],
 ]
 const TARGETED_RATIOS = 5
 
@@ -144,6 +146,8 @@ export function targetsSection(e2e) {
     ['cr/c: the Redis store vs the memory store', fixed(over('cr', 'c')), 'no target'],
     ...(e2e?.paired ? [[`CPU(c)/CPU(c0) paired: the memory store's cost, median of ${e2e.settings.pairs} per-pair ratios`, fixed(e2e.paired[0].ratio), `<= ${PAIRED_TARGET}: ${verdict(e2e.paired[0].ratio <= PAIRED_TARGET)}`]] : []),
     ['ct/c: tracing on vs off', fixed(over('ct', 'c')), 'no target'],
+    ['cs/c: TLS on the listener vs plain HTTP', fixed(over('cs', 'c')), 'no target'],
+    ['cb/c: an https backend vs a plain one', fixed(over('cb', 'c')), 'no target'],
   ]
   return [
     '## Targets (ratios of server CPU per request; x/y = CPU of (y) / CPU of (x), above 1 means (x) is cheaper)',

@@ -5,6 +5,7 @@ import { CodedError, isCoded } from '../coded-error.js'
 import { createGate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
+import { loadCertificates } from './certificates.js'
 import { EXIT_OK, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
@@ -52,6 +53,7 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
       throw unreadable(error, options.where)
     })
   await checked.close()
+  ;(await loadCertificates(options, options.where)).close()
   const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()
   const workers = new Set<Worker>()

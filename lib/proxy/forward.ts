@@ -5,6 +5,7 @@ import { Pool } from 'undici'
 import { NO_RULES, type BackendErrorSource } from '../backend-errors/rules.js'
 import { CodedError } from '../coded-error.js'
 import { DEFAULTS } from '../defaults.js'
+import { backendConnections, type TargetTls } from '../tls/backend.js'
 import { startBackendSpan } from '../tracing.js'
 import { answerFault } from './answer-fault.js'
 import { backendPaths } from './backend-path.js'
@@ -18,8 +19,10 @@ import { addForwardedHeaders } from './x-forwarded.js'
 export type { BackendOutcome, OnSettled } from './payment-relay.js'
 
 export interface ForwarderOptions {
-  /** The backend, an `http:` URL; its path, if any, is put in front of the request's. */
+  /** The backend, an `http:` or `https:` URL; its path, if any, is put in front of the request's. */
   target: URL
+  /** For an `https:` target: its CA bundle, client certificate and server name (lib/tls/backend.ts). Default: the system's roots. */
+  targetTls?: TargetTls | undefined
   /** How long the backend may stay silent, in ms. */
   timeout: number
   /** Most connections open to the backend at once, per engine; further requests wait for one. */
@@ -58,7 +61,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const maxSockets = options.maxSockets ?? DEFAULTS.maxSockets
   // One bounded keep-alive pool: without it every request opens a connection
   // (several times slower) and the backend's `Connection: close` reaches clients.
-  const agent = new Agent({ keepAlive: true, maxSockets, timeout: DEFAULTS.backendIdleTimeout, scheduling: 'lifo' })
+  const agentOptions = { keepAlive: true, maxSockets, timeout: DEFAULTS.backendIdleTimeout, scheduling: 'lifo' } as const
+  const secure = backendConnections(target, options.targetTls, timeout)
+  const agent = secure?.agent(agentOptions) ?? new Agent(agentOptions)
   const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true })
   // Idle connections are let go before the backend's own limit (DEFAULTS.backendIdleTimeout), or
   // `backendKeepAliveMargin` before the limit a backend announces (`Keep-Alive: timeout=N`), none
@@ -73,6 +78,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     pipelining: 1,
     keepAliveTimeout: DEFAULTS.backendIdleTimeout,
     keepAliveTimeoutThreshold: DEFAULTS.backendKeepAliveMargin,
+    // A TLS connector brings its own connect timeout (lib/tls/backend.ts).
+    connect: secure?.connect,
     connectTimeout: timeout,
     headersTimeout: timeout,
     bodyTimeout: timeout,

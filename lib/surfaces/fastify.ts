@@ -101,7 +101,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
         // Another route of the application that takes the v6 media type: plain JSON, as Fastify would parse it.
         const bytes = await readBody(payload, checks.bodyLimit)
         if (!Buffer.isBuffer(bytes)) throw bodyError(bytes)
-        return new Promise((resolve, reject) => jsonParser(request, bytes.toString('utf8'), (error, body) => (error === null ? resolve(body) : reject(error))))
+        return new Promise((resolve, reject) => void jsonParser(request, bytes.toString('utf8'), (error, body) => (error === null ? resolve(body) : reject(error))))
       }
       const outcome = await screenBody(checks, payload, head)
       const screening = screenings.get(request) as Screening

@@ -159,6 +159,9 @@ t.test('start-up failures: invalid policy, bad credentials, port in use; nothing
   })
   await t.rejects(startServing(setup({ credentials: join(dir, 'bad.json') }), io().io), { message: /^--credentials: .*bad\.json: \$\.users: .*; give a credentials file as docs\/credentials\.md describes$/ })
   await t.rejects(startServing(setup({ listen: { host: '127.0.0.1', port } }), io().io), { message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port` })
+  await t.rejects(startServing(setup({ tlsCert: join(dir, 'none.pem'), tlsKey: join(dir, 'none.key') }), io().io), {
+    message: `--tls-cert: ${join(dir, 'none.pem')}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)`,
+  })
   await t.rejects(startServing(setup({ admin: { host: '127.0.0.1', port }, where: (key) => `PAYMENTS_GATE_${key.toUpperCase()}` }), io().io), {
     message: `PAYMENTS_GATE_ADMIN: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
   })
@@ -170,7 +173,7 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
   t.match(run.output().stderr, /^payments-gate serve: .*bogus.*\n$/)
   const env = spawnCli(['serve'], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: credentials })
   t.equal(await env.exited, 2)
-  t.match(env.output().stderr, /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ URL/)
+  t.match(env.output().stderr, /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ or https:\/\/ URL/)
 })
 
 t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {
