@@ -44,7 +44,10 @@ export function samplerSetting(env: Env): SamplerSetting {
   const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on'
   const sampler = Object.hasOwn(SAMPLERS, name) ? SAMPLERS[name] : undefined
   if (sampler === undefined) {
-    throw new CodedError('EUSAGE', `OTEL_TRACES_SAMPLER: ${name} is not supported; use one of ${Object.keys(SAMPLERS).join(', ')}`)
+    throw new CodedError(
+      'EUSAGE',
+      `OTEL_TRACES_SAMPLER: ${name} is not supported; use one of ${Object.keys(SAMPLERS).join(', ')}`,
+    )
   }
   const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim() || '1'
   const ratio = Number(arg)
@@ -89,28 +92,42 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
   if (!tracingRequested(env)) return undefined
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim()
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
-    throw new CodedError('EUSAGE', `OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`)
+    throw new CodedError(
+      'EUSAGE',
+      `OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`,
+    )
   }
   const sampling = samplerSetting(env)
   const batch = batchSetting(env)
-  const [sdk, core, { defaultResource, detectResources, envDetector, resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
-    import('@opentelemetry/sdk-trace'),
-    import('@opentelemetry/core'),
-    import('@opentelemetry/resources'),
-    protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
-  ])
+  const [sdk, core, { defaultResource, detectResources, envDetector, resourceFromAttributes }, { OTLPTraceExporter }] =
+    await Promise.all([
+      import('@opentelemetry/sdk-trace'),
+      import('@opentelemetry/core'),
+      import('@opentelemetry/resources'),
+      protocol === 'http/json'
+        ? import('@opentelemetry/exporter-trace-otlp-http')
+        : import('@opentelemetry/exporter-trace-otlp-proto'),
+    ])
   // The service is named payments-gate unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise.
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': 'payments-gate' }))
     .merge(detectResources({ detectors: [envDetector] }))
-  const roots = { always_on: sdk.AlwaysOnSampler, always_off: sdk.AlwaysOffSampler, traceidratio: sdk.TraceIdRatioBasedSampler }
+  const roots = {
+    always_on: sdk.AlwaysOnSampler,
+    always_off: sdk.AlwaysOffSampler,
+    traceidratio: sdk.TraceIdRatioBasedSampler,
+  }
   const root = new roots[sampling.root](sampling.ratio)
   const sampler = sampling.parentBased ? new sdk.ParentBasedSampler({ root }) : root
   const processor = new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...batch })
   const provider = new sdk.TracerProvider({ resource, sampler, spanProcessors: [processor] })
   // No context manager: the proxy hands every span its parent itself, and AsyncLocalStorage would tax every promise of the process.
   trace.setGlobalTracerProvider(provider)
-  propagation.setGlobalPropagator(new core.CompositePropagator({ propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()] }))
+  propagation.setGlobalPropagator(
+    new core.CompositePropagator({
+      propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()],
+    }),
+  )
   return {
     async shutdown() {
       await provider.shutdown()

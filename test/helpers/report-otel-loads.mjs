@@ -6,7 +6,8 @@ import { registerHooks } from 'node:module'
 
 registerHooks({
   resolve(specifier, context, next) {
-    if (/^@opentelemetry\/(sdk|exporter|resources)/.test(specifier)) appendFileSync(process.env.PAYMENTS_GATE_TEST_LOADS, `otel module loaded: ${specifier}\n`)
+    if (/^@opentelemetry\/(sdk|exporter|resources)/.test(specifier))
+      appendFileSync(process.env.PAYMENTS_GATE_TEST_LOADS, `otel module loaded: ${specifier}\n`)
     return next(specifier, context)
   },
 })
