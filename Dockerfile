@@ -3,16 +3,18 @@
 #   docker run -v "$PWD/policies:/etc/payments-gate/policies:ro" -v "$PWD/secrets:/etc/payments-gate/credentials:ro" \
 #     -e PAYMENTS_GATE_TARGET=http://backend:9000 -p 8080:8080 -p 9901:9901 payments-gate
 
-# Build stage: every dependency, TypeScript included; `npm ci` builds dist/ (the prepare script).
-FROM node:20-slim AS build
+# Node 26 (active LTS): rebuilt with --pull on the schedule of docs/deployment.md (rebuilds), so the
+# image has the newest Node 26 release and Debian's security fixes.
+# Build stage: every dependency, TypeScript included, then dist/. --ignore-scripts: the image's own node
+# builds; the development dependency `node` (a Node binary for machines without Node 26) is not fetched.
+FROM node:26-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-COPY scripts ./scripts
 COPY lib ./lib
-RUN npm ci --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund && npm run build
 
 # Final stage: the production dependencies and dist/, nothing else.
-FROM node:20-slim
+FROM node:26-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -320,11 +320,15 @@ class PlainCounter {
   readonly type = 'counter'
   readonly aggregator = 'sum'
 
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    private readonly source: Counts,
-  ) {}
+  readonly name: string
+  readonly help: string
+  private readonly source: Counts
+
+  constructor(name: string, help: string, source: Counts) {
+    this.name = name
+    this.help = help
+    this.source = source
+  }
 
   async get(): Promise<{ name: string; help: string; type: string; values: { labels: Count['labels']; value: number }[]; aggregator: string }> {
     const values = this.source.counts.map(({ labels, count }) => ({ labels, value: count }))

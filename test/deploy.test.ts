@@ -86,9 +86,9 @@ t.test('deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service
   ])
 })
 
-t.test('Dockerfile: multi-stage on a slim Node 20, npm ci --omit=dev in the final stage, non-root, node as PID 1', async (t) => {
+t.test('Dockerfile: multi-stage on a slim Node 26, npm ci --omit=dev in the final stage, non-root, node as PID 1', async (t) => {
   t.ok(stages.length >= 2, 'a build stage and a final stage')
-  for (const stage of stages) t.match(stage[0]?.argument, /^node:20(\.[0-9.]+)?-slim(@sha256:[0-9a-f]+)?( AS \w+)?$/)
+  for (const stage of stages) t.match(stage[0]?.argument, /^node:26-slim( AS \w+)?$/)
   t.ok(final.some((step) => step.keyword === 'RUN' && /\bnpm ci --omit=dev\b/.test(step.argument)))
   t.notOk(final.some((step) => step.keyword === 'RUN' && /npm ci(?! --omit=dev)/.test(step.argument)), 'no dev dependencies in the final stage')
   t.match(final.find((step) => step.keyword === 'COPY' && step.argument.includes('/app/dist')), { argument: /^--from=build / })
@@ -177,7 +177,7 @@ t.test("the image's command with the Deployment's variables serves a payment and
   }
   const env = Object.fromEntries(gateway.env.map(({ name, value }: { name: string; value: string }) => [name, local[name] ?? value]))
   t.same(Object.keys(env).sort(), ['PAYMENTS_GATE_IDEMPOTENCY', 'PAYMENTS_GATE_TARGET', 'PAYMENTS_GATE_VENDOR'])
-  const run = spawnCli(args, env)
+  const run = spawnCli([...args, '--shutdown-delay', '0'], env)
   t.teardown(() => void run.child.kill('SIGKILL'))
   await poll(`http://127.0.0.1:${admin}${gateway.readinessProbe.httpGet.path}`, 200)
   t.equal((await fetch(`http://127.0.0.1:${admin}${gateway.livenessProbe.httpGet.path}`)).status, 200)
@@ -189,6 +189,16 @@ t.test("the image's command with the Deployment's variables serves a payment and
   t.equal(backend.received.length, 1, 'the refusal never reached the backend')
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)
+})
+
+t.test('docs/deployment.md: the base the Dockerfile names, and the rebuild that keeps it patched', async (t) => {
+  const page = read('docs/deployment.md')
+  const rebuilds = page.slice(page.indexOf('### Rebuilds'), page.indexOf('\n## ', page.indexOf('### Rebuilds')))
+  const base = stages[0]?.[0]?.argument.split(' ')[0] as string
+  t.ok(rebuilds.includes(`\`${base}\``), `the base, ${base}`)
+  t.match(rebuilds, /`docker build --pull`/, 'the base fetched again at each rebuild')
+  t.match(rebuilds, /once a week/, 'a schedule')
+  t.match(rebuilds, /security release/, 'and a rebuild on a security release')
 })
 
 t.test('the docs quote deploy/ rather than restate it: every YAML block of theirs is in a file of deploy/', async (t) => {

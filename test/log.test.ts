@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { type EventEmitter, once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -38,17 +39,24 @@ t.test('the timestamp is the ISO time of the moment, within one millisecond, one
   t.match(JSON.parse(`{${isoTime().slice(1)}}`).time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 })
 
+/** Polls until the file's text passes `ok`; bounded, generous for a loaded machine, where a write lands late. */
+async function eventually(file: string, ok: (text: string) => boolean): Promise<string> {
+  for (let i = 0; i < 1000 && !ok(readFileSync(file, 'utf8')); i++) await sleep(10)
+  return readFileSync(file, 'utf8')
+}
+
 t.test('the default destination gathers lines into batches: written at the interval, or at once by flush', async (t) => {
   const file = join(t.testdir(), 'lines.log')
   const destination = createLogDestination(file)
   const logger = createLogger({ destination })
   t.teardown(() => (destination as unknown as { end(): void }).end())
-  await sleep(50)
+  // The file is opened asynchronously: a fixed sleep is outrun on a loaded machine.
+  await once(destination as unknown as EventEmitter, 'ready')
   logger.info({ n: 1 }, 'first')
   logger.info({ n: 2 }, 'second')
   t.equal(readFileSync(file, 'utf8'), '', 'two short lines wait in the buffer')
-  await sleep(LOG_DEFAULTS.flushIntervalMs * 3)
-  t.equal(readFileSync(file, 'utf8').split('\n').filter(Boolean).length, 2, 'the interval wrote them')
+  const lines = (text: string) => text.split('\n').filter(Boolean).length
+  t.equal(lines(await eventually(file, (text) => lines(text) === 2)), 2, 'the interval wrote them')
   logger.info({ n: 3 }, 'third')
   await new Promise<void>((resolve) => logger.flush(() => resolve()))
   t.match(readFileSync(file, 'utf8'), /"msg":"third"/, 'flush wrote the third at once')
@@ -66,7 +74,7 @@ t.test('a process that crashes still writes the lines it had gathered', async (t
       createLogger({ destination }).info({ request: 1 }, 'before the crash')
       throw new Error('crash')
     })`
-  const child = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', script], { env: { ...process.env, LOG_FILE: file }, stdio: 'ignore' })
+  const child = spawn(process.execPath, ['--import=./test/typescript.mjs', '--input-type=module', '-e', script], { env: { ...process.env, LOG_FILE: file }, stdio: 'ignore' })
   const code = await new Promise((resolve) => child.once('exit', resolve))
   t.not(code, 0, 'it crashed')
   t.match(readFileSync(file, 'utf8'), /"msg":"before the crash"/)
@@ -91,7 +99,7 @@ t.test('lines go out byte for byte, in order, whatever their characters, across 
   const file = join(t.testdir(), 'bytes.log')
   const destination = createLogDestination(file) as unknown as DestinationStream & { end(): void; once(event: 'close', listener: () => void): void }
   const logger = createLogger({ destination })
-  await sleep(50)
+  await once(destination as unknown as EventEmitter, 'ready')
   const texts = ['plain', 'Müller ße', '支付 网关', 'emoji 💳', 'quote " and backslash \\', 'x'.repeat(5000)]
   const count = Math.ceil((LOG_DEFAULTS.alone.writeBytes * 3) / 500)
   for (let i = 0; i < count; i++) logger.info({ i, text: texts[i % texts.length] }, 'line')

@@ -33,6 +33,7 @@ function modules(folder: string): string[] {
   })
 }
 
+t.comment(`node ${process.version}: tap, npm and the packed gateway run on it (.ci/run runs this file on Node 24 too)`)
 t.ok(existsSync(join(repository, 'dist/cli.js')), 'dist/ is built (npm ci or npm run build)')
 const folder = mkdtempSync(join(tmpdir(), 'payments-gate-package-'))
 t.teardown(() => rmSync(folder, { recursive: true, force: true }))
@@ -69,7 +70,7 @@ t.test('installed with --omit=dev in an empty folder, it serves a payment and a 
   t.teardown(() => backend.close())
   const credentials = await writeCredentials(folder)
   const [listen, admin] = [await freePort(), await freePort()]
-  const args = ['serve', '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--target', backend.url, '--credentials', credentials]
+  const args = ['serve', '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0']
   // The bin npm linked, run as a user runs it; the policies are the package's own sample.
   const gateway = spawn(join(folder, 'node_modules/.bin/payments-gate'), [...args, '--policies', 'node_modules/payments-gate/policies'], {
     cwd: folder,

@@ -1,24 +1,35 @@
-import { trace } from '@opentelemetry/api'
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node'
+import { propagation, trace } from '@opentelemetry/api'
+import { W3CTraceContextPropagator } from '@opentelemetry/core'
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import t from 'tap'
 import { registeredTracer, startBackendSpan, startServerSpan } from '../lib/tracing.js'
 
 t.test('no tracer until an SDK is registered, and none once it is gone', async (t) => {
   t.equal(registeredTracer(), undefined, 'none: the API alone')
   const exporter = new InMemorySpanExporter()
-  const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-  provider.register()
+  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] })
+  trace.setGlobalTracerProvider(provider)
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator())
   const tracer = registeredTracer()
-  t.ok(tracer, 'the registered provider\'s')
+  t.ok(tracer, "the registered provider's")
   const server = startServerSpan(tracer!, 'POST sale', 'POST', {}, 'sale', 'id-1')
   const headers = {}
   const backend = startBackendSpan(tracer!, server, 'POST', new URL('http://backend.internal/base'), headers)
   backend.end()
   server.end()
   const [exported] = exporter.getFinishedSpans()
-  t.match(exported?.attributes, { 'server.address': 'backend.internal', 'server.port': 80 }, "HTTP's default port when the URL names none")
-  t.same(headers, { traceparent: `00-${backend.spanContext().traceId}-${backend.spanContext().spanId}-01` }, "the backend call's context, to send on")
+  t.match(
+    exported?.attributes,
+    { 'server.address': 'backend.internal', 'server.port': 80 },
+    "HTTP's default port when the URL names none",
+  )
+  t.same(
+    headers,
+    { traceparent: `00-${backend.spanContext().traceId}-${backend.spanContext().spanId}-01` },
+    "the backend call's context, to send on",
+  )
   await provider.shutdown()
   trace.disable()
+  propagation.disable()
   t.equal(registeredTracer(), undefined)
 })

@@ -59,7 +59,9 @@ export async function main(args: string[], io: Io): Promise<number> {
     return await run(rest, io)
   } catch (error) {
     if (!isCoded(error, 'EUSAGE')) throw error
-    io.stderr.write(`payments-gate ${spec.name}: ${error.message}\n`)
+    // One line whatever the message holds: Node's JSON errors quote the input, its line breaks included.
+    const line = error.message.replaceAll('\r', '\\r').replaceAll('\n', '\\n')
+    io.stderr.write(`payments-gate ${spec.name}: ${line}\n`)
     return EXIT_USAGE
   }
 }

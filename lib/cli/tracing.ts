@@ -20,31 +20,114 @@ export interface Tracing {
   shutdown(): Promise<void>
 }
 
+/** The sampler the standard variables name (docs/tracing.md): its root, and whether a parent's decision wins. */
+export interface SamplerSetting {
+  readonly parentBased: boolean
+  readonly root: 'always_on' | 'always_off' | 'traceidratio'
+  readonly ratio: number
+}
+
+const SAMPLERS: Readonly<Record<string, Omit<SamplerSetting, 'ratio'>>> = {
+  always_on: { parentBased: false, root: 'always_on' },
+  always_off: { parentBased: false, root: 'always_off' },
+  traceidratio: { parentBased: false, root: 'traceidratio' },
+  parentbased_always_on: { parentBased: true, root: 'always_on' },
+  parentbased_always_off: { parentBased: true, root: 'always_off' },
+  parentbased_traceidratio: { parentBased: true, root: 'traceidratio' },
+}
+
+/**
+ * `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`, as the specification reads them; the SDK
+ * (`@opentelemetry/sdk-trace` 3) no longer does. A value it does not know stops start-up.
+ */
+export function samplerSetting(env: Env): SamplerSetting {
+  const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on'
+  const sampler = Object.hasOwn(SAMPLERS, name) ? SAMPLERS[name] : undefined
+  if (sampler === undefined) {
+    throw new CodedError(
+      'EUSAGE',
+      `OTEL_TRACES_SAMPLER: ${name} is not supported; use one of ${Object.keys(SAMPLERS).join(', ')}`,
+    )
+  }
+  const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim() || '1'
+  const ratio = Number(arg)
+  if (sampler.root === 'traceidratio' && !(ratio >= 0 && ratio <= 1)) {
+    throw new CodedError('EUSAGE', `OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`)
+  }
+  return { ...sampler, ratio }
+}
+
+/** The batch span processor's settings from `OTEL_BSP_*`, which the SDK no longer reads itself; unset ones keep its defaults. */
+export function batchSetting(env: Env): Record<string, number> {
+  const setting: Record<string, number> = {}
+  for (const [name, option] of BATCH_VARIABLES) {
+    const text = env[name]?.trim()
+    if (!text) continue
+    const value = Number(text)
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new CodedError('EUSAGE', `${name}="${text}" must be a whole number, at least 1`)
+    }
+    setting[option] = value
+  }
+  return setting
+}
+
+const BATCH_VARIABLES = [
+  ['OTEL_BSP_SCHEDULE_DELAY', 'scheduledDelayMillis'],
+  ['OTEL_BSP_EXPORT_TIMEOUT', 'exportTimeoutMillis'],
+  ['OTEL_BSP_MAX_QUEUE_SIZE', 'maxQueueSize'],
+  ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 'maxExportBatchSize'],
+] as const
+
 /**
  * Starts the OpenTelemetry SDK when the variables ask for it, before the
  * gateway is built (it asks for a tracer once). Without them nothing of the
- * SDK is loaded. The exporter, the sampler and the resource read the
- * standard variables themselves (endpoint, headers, `OTEL_TRACES_SAMPLER`,
- * `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`).
+ * SDK is loaded. The exporter and the resource read the standard variables
+ * themselves (endpoint, headers, timeout, `OTEL_SERVICE_NAME`,
+ * `OTEL_RESOURCE_ATTRIBUTES`); the sampler and the batch settings are read
+ * here. Registered as `NodeTracerProvider.register()` did before the SDK's 3.x
+ * line: the provider, and the W3C trace-context and baggage propagators.
  */
 export async function startTracing(env: Env): Promise<Tracing | undefined> {
   if (!tracingRequested(env)) return undefined
   const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim()
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
-    throw new CodedError('EUSAGE', `OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`)
+    throw new CodedError(
+      'EUSAGE',
+      `OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported; use http/protobuf or http/json`,
+    )
   }
-  const [{ NodeTracerProvider, BatchSpanProcessor }, { defaultResource, detectResources, envDetector, resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all([
-    import('@opentelemetry/sdk-trace-node'),
-    import('@opentelemetry/resources'),
-    protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
-  ])
+  const sampling = samplerSetting(env)
+  const batch = batchSetting(env)
+  const [sdk, core, { defaultResource, detectResources, envDetector, resourceFromAttributes }, { OTLPTraceExporter }] =
+    await Promise.all([
+      import('@opentelemetry/sdk-trace'),
+      import('@opentelemetry/core'),
+      import('@opentelemetry/resources'),
+      protocol === 'http/json'
+        ? import('@opentelemetry/exporter-trace-otlp-http')
+        : import('@opentelemetry/exporter-trace-otlp-proto'),
+    ])
   // The service is named payments-gate unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise.
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': 'payments-gate' }))
     .merge(detectResources({ detectors: [envDetector] }))
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] })
+  const roots = {
+    always_on: sdk.AlwaysOnSampler,
+    always_off: sdk.AlwaysOffSampler,
+    traceidratio: sdk.TraceIdRatioBasedSampler,
+  }
+  const root = new roots[sampling.root](sampling.ratio)
+  const sampler = sampling.parentBased ? new sdk.ParentBasedSampler({ root }) : root
+  const processor = new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...batch })
+  const provider = new sdk.TracerProvider({ resource, sampler, spanProcessors: [processor] })
   // No context manager: the proxy hands every span its parent itself, and AsyncLocalStorage would tax every promise of the process.
-  provider.register({ contextManager: null })
+  trace.setGlobalTracerProvider(provider)
+  propagation.setGlobalPropagator(
+    new core.CompositePropagator({
+      propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()],
+    }),
+  )
   return {
     async shutdown() {
       await provider.shutdown()

@@ -2,8 +2,11 @@
 export class BoundedBody {
   private readonly chunks: Buffer[] = []
   private size = 0
+  private readonly limit: number
 
-  constructor(private readonly limit: number) {}
+  constructor(limit: number) {
+    this.limit = limit
+  }
 
   add(chunk: Buffer): void {
     this.size += chunk.length

@@ -183,7 +183,7 @@ t.test('the real process: SIGTERM with a request in flight lets it finish, then 
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   const reply = send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })
-  for (let i = 0; i < 200 && slow.started === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  for (let i = 0; i < 1000 && slow.started === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
   run.child.kill('SIGTERM')
   t.match(await reply, { status: 201, text: 'late but whole' })
   t.equal(await run.exited, 0)

@@ -11,6 +11,7 @@ const dir = t.testdir({
   folder: {},
   'bad-policies': { 'default.json': '{"entity": "default"}' },
   'not-json.json': '{"users": [',
+  'not-json-lines.json': 'not\r\njson\n',
 })
 const credentials = await writeCredentials(dir)
 const target = 'http://127.0.0.1:9'
@@ -36,6 +37,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [[...serve, '--workers', '2', '--idempotency', 'off'], { PAYMENTS_GATE_CREDENTIALS: join(dir, 'missing.json') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
     [serve, { PAYMENTS_GATE_CREDENTIALS: join(dir, 'folder') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'folder')}: a folder, where a file is expected; give a credentials file as docs/credentials.md describes\n`],
     [[...serve, '--credentials', join(dir, 'not-json.json')], {}, /^payments-gate serve: --credentials: .*not-json\.json: not JSON: .*; give a credentials file as docs\/credentials\.md describes\n$/],
+    [[...serve, '--credentials', join(dir, 'not-json-lines.json')], {}, /^payments-gate serve: --credentials: .*not-json-lines\.json: not JSON: .*not\\r\\njson\\n.*; give a credentials file as docs\/credentials\.md describes\n$/],
     [[...serve, '--credentials', credentials, '--policies', join(dir, 'nowhere')], {}, `payments-gate serve: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`],
     [[...serve, '--credentials', credentials], { PAYMENTS_GATE_POLICIES: credentials }, `payments-gate serve: PAYMENTS_GATE_POLICIES: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files (docs/policies.md)\n`],
     [[...serve, '--credentials', credentials, '--policies', join(dir, 'bad-policies')], {}, /^payments-gate serve: --policies: .*default\.json: .*; fix it \(payments-gate check-policies DIR lists every problem\)\n$/],

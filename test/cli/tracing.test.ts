@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { startTracing, tracingRequested } from '../../lib/cli/tracing.js'
-import { isCoded } from '../../lib/coded-error.js'
+import { batchSetting, samplerSetting, startTracing, tracingRequested } from '../../lib/cli/tracing.js'
+import { CodedError, isCoded } from '../../lib/coded-error.js'
 import { spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send } from '../helpers/http.js'
@@ -37,6 +37,32 @@ t.test('nothing is started without the variables; a protocol other than the two 
   await t.rejects(startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /grpc is not supported/)
 })
 
+t.test('OTEL_TRACES_SAMPLER and its argument, as the specification reads them; a sampler or ratio it does not know stops start-up', async (t) => {
+  t.same(samplerSetting({}), { parentBased: true, root: 'always_on', ratio: 1 }, 'parentbased_always_on by default')
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: ' ' }), { parentBased: true, root: 'always_on', ratio: 1 })
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'Always_Off' }), { parentBased: false, root: 'always_off', ratio: 1 })
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }), { parentBased: false, root: 'traceidratio', ratio: 0 })
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }), { parentBased: true, root: 'traceidratio', ratio: 0.1 })
+  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' }), { parentBased: true, root: 'traceidratio', ratio: 1 }, 'a ratio of 1 by default')
+  t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'jaeger_remote' }), new CodedError('EUSAGE', 'OTEL_TRACES_SAMPLER: jaeger_remote is not supported; use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio'))
+  t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'constructor' }), /constructor is not supported/, 'no key of Object.prototype')
+  for (const arg of ['-0.5', '1.5', 'half']) {
+    t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg }), new CodedError('EUSAGE', `OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`))
+  }
+})
+
+t.test('OTEL_BSP_*: the batch settings, unset ones left to the SDK, a bad one stops start-up', async (t) => {
+  t.same(batchSetting({}), {})
+  t.same(batchSetting({ OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_BSP_EXPORT_TIMEOUT: ' 1000 ', OTEL_BSP_MAX_QUEUE_SIZE: '', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '64' }), {
+    scheduledDelayMillis: 200,
+    exportTimeoutMillis: 1000,
+    maxExportBatchSize: 64,
+  })
+  for (const value of ['0', '1.5', 'soon']) {
+    t.throws(() => batchSetting({ OTEL_BSP_MAX_QUEUE_SIZE: value }), new CodedError('EUSAGE', `OTEL_BSP_MAX_QUEUE_SIZE="${value}" must be a whole number, at least 1`))
+  }
+})
+
 /** NODE_OPTIONS for a child that reports every module of the SDK it loads. */
 const REPORT_LOADS = `${process.env.NODE_OPTIONS ?? ''} --import=${new URL('../helpers/report-otel-loads.mjs', import.meta.url).href}`
 
@@ -60,7 +86,7 @@ t.test('the real process without the variables: serve loads nothing of the SDK',
   const dir = t.testdir()
   const credentials = await writeCredentials(dir)
   const loads = reportLoads(dir)
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], loads.env)
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0'], loads.env)
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
@@ -74,7 +100,7 @@ t.test('the real process: serve exports its spans over OTLP (protobuf by default
   const backend = await startBackend()
   t.teardown(() => backend.close())
   const credentials = await writeCredentials(t.testdir())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0'], {
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     // Longer than the test: only the drain sends them.
     OTEL_BSP_SCHEDULE_DELAY: '600000',

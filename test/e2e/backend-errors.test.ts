@@ -192,7 +192,7 @@ t.test('the real process: serve --backend-errors names a legacy answer', async (
   const credentials = await writeCredentials(t.testdir())
   const legacyBackend = await startBackend(legacy)
   t.teardown(() => legacyBackend.close())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', legacyBackend.url, '--credentials', credentials, '--policies', 'policies'], { PAYMENTS_GATE_BACKEND_ERRORS: rulesFile })
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', legacyBackend.url, '--credentials', credentials, '--policies', 'policies', '--shutdown-delay', '0'], { PAYMENTS_GATE_BACKEND_ERRORS: rulesFile })
   t.teardown(() => run.child.kill('SIGTERM'))
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])

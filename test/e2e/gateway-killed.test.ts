@@ -16,7 +16,7 @@ import { startBackend } from '../helpers/servers.js'
 /** `payments-gate serve` in a process of its own, on a free port, in front of `target`; stopped when the test ends. */
 async function gatewayProcess(t: Test, target: string, args: string[]): Promise<{ url: string; run: Running }> {
   const credentials = await writeCredentials(t.testdir())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, ...args])
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, '--shutdown-delay', '0', ...args])
   t.teardown(async () => {
     run.child.kill('SIGTERM')
     await run.exited

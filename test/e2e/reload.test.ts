@@ -34,7 +34,7 @@ interface Gateway {
 
 async function serve(t: Test, credentials: string, policies: string): Promise<Gateway> {
   const admin = await freePort()
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--policies', policies, '--admin', `127.0.0.1:${admin}`])
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--policies', policies, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '0'])
   t.teardown(() => void run.child.kill('SIGKILL'))
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])

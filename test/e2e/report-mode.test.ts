@@ -149,7 +149,7 @@ t.test('serve --mode report, one entity switched to enforce by a hot-reloaded po
   const echo = await startBackend()
   t.teardown(() => echo.close())
   const admin = await freePort()
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', echo.url, '--credentials', credentials, '--policies', join(dir, 'policies'), '--admin', `127.0.0.1:${admin}`], {
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', echo.url, '--credentials', credentials, '--policies', join(dir, 'policies'), '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '0'], {
     PAYMENTS_GATE_MODE: 'report',
   })
   t.teardown(() => {

@@ -1,8 +1,10 @@
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { context, propagation, trace } from '@opentelemetry/api'
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
+import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
+import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import express from 'express'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
@@ -138,8 +140,10 @@ t.test('without a registered SDK, no span and the client\'s traceparent goes on 
 t.test("the middleware's span joins the application's active context: node handler, Express, Fastify", async (t) => {
   // The application's own tracing set-up, as its instrumentation would register it: with an AsyncLocalStorage context.
   const receiver = await startReceiver(t)
-  const provider = new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${receiver.url}/v1/traces` }))] })
-  provider.register()
+  const provider = new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: `${receiver.url}/v1/traces` }) })] })
+  trace.setGlobalTracerProvider(provider)
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator())
   const tracing = {
     async shutdown() {
       await provider.shutdown()

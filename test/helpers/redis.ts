@@ -101,7 +101,8 @@ async function eventually(ok: () => Promise<boolean>): Promise<boolean> {
 }
 
 async function waitForPong(port: number, child: ChildProcess): Promise<void> {
-  for (let attempt = 0; attempt < 250; attempt++) {
+  // Up to 30 s: a loaded machine starts a process slowly.
+  for (let attempt = 0; attempt < 1500; attempt++) {
     if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited with ${child.exitCode}`)
     if (await pong(port)) return
     await new Promise((resolve) => setTimeout(resolve, 20))
@@ -122,7 +123,7 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
     } else t.fail(`${MISSING} (set PAYMENTS_GATE_SKIP_REDIS=1 to skip them outside CI)`)
     return undefined
   }
-  const port = await freePort()
+  let port = await freePort()
   const dir = scratch(t)
   const primary = options.replicaOf
   const extra = primary === undefined ? [] : ['--replicaof', '127.0.0.1', String(primary.port)]
@@ -146,7 +147,16 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
     }
   }
   t.teardown(stop)
-  await start()
+  // A port free a moment ago may have been taken since, by another test file running beside this one: try another.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start()
+      break
+    } catch (error) {
+      if (attempt === 3 || child?.exitCode === null) throw error
+      port = await freePort()
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}/0`,
     port,
