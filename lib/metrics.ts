@@ -19,6 +19,8 @@ export interface Metrics {
   storeError(): void
   /** An entry of the memory store evicted before its TTL (docs/idempotency.md). */
   retryProtectionEviction(): void
+  /** A claim the memory store refused because claims in flight fill it (docs/idempotency.md). */
+  retryProtectionStoreFull(): void
   /** Exports what `read` says at each scrape: the age of the memory store's oldest entry, in seconds. */
   retryProtectionWindow(read: () => number): void
   /** Report mode: a request enforce mode would have refused, with that refusal's error name (docs/rollout.md). */
@@ -70,6 +72,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   registry.registerMetric(
     new PlainCounter('payments_gate_retry_protection_evictions_total', 'Entries the memory store evicted before their TTL to stay within its bounds.', evictions) as unknown as Counter,
   )
+  const full = new SingleCount()
+  registry.registerMetric(
+    new PlainCounter('payments_gate_retry_protection_store_full_total', 'Payments the memory store could not claim because claims in flight filled it.', full) as unknown as Counter,
+  )
   let window: (() => number) | undefined
   // Counted only in report mode; `entity` is bounded by the credentials file, since report mode still refuses a user acting for an entity not theirs.
   const wouldRefuse = new Counter({
@@ -93,6 +99,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
     retryProtectionEviction: () => evictions.count.count++,
+    retryProtectionStoreFull: () => full.count.count++,
     retryProtectionWindow(read) {
       if (window === undefined) {
         new Gauge({

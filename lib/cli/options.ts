@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os'
 import { CodedError } from '../coded-error.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { MIN_MAX_BYTES } from '../idempotency/memory.js'
 import { option, parseFlags, type CommandSpec, type Values } from './flags.js'
 
 export interface Address {
@@ -137,9 +138,9 @@ const SERVE_FLAGS = {
   }),
   idempotencyMaxBytes: option({
     value: 'BYTES',
-    summary: "the memory store's most bytes, what its entries really take in memory, at least 1",
+    summary: `the memory store's most bytes, what its entries really take in memory, at least ${MIN_MAX_BYTES} (room for the largest reference body and answers)`,
     default: String(IDEMPOTENCY_DEFAULTS.maxBytes),
-    parse: wholeNumber('bytes', 1),
+    parse: wholeNumber('bytes', MIN_MAX_BYTES),
     see: '[memory store](idempotency.md#memory-default)',
   }),
   mode: option({

@@ -187,6 +187,8 @@ export function evictionReporter(logger: Logger, metrics: Metrics, now = () => p
         'retry-protection memory store full: payments are evicted before their TTL, and a retry of an evicted payment is forwarded again',
       )
     },
+    // Logged as the store failure it is (storeErrorReporter); counted apart too.
+    full: () => metrics.retryProtectionStoreFull(),
   }
 }
 

@@ -18,7 +18,7 @@ const HASH_BITS = 11
 const COPY = 0x80
 const MAX_LITERALS = 0x7f
 /** Offsets and lengths are two bytes: a reference is at most this long. */
-const MAX_REFERENCE = 0xffff
+export const MAX_REFERENCE = 0xffff
 
 /** A body others are written against: its own copy of the bytes, and while it is the current one, where each four-byte sequence last occurs in it. */
 export class Reference {

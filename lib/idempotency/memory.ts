@@ -1,12 +1,15 @@
+import { CodedError } from '../coded-error.js'
 import { keptAnswer } from './answer-size.js'
-import { decode as decodeBody, encode, Reference } from './body-delta.js'
+import { decode as decodeBody, encode, MAX_REFERENCE, Reference } from './body-delta.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
 
 /** What the memory store tells its owner about how long it remembers (docs/idempotency.md, the memory store). */
 export interface MemoryStoreReport {
-  /** An entry left before its TTL ended, to make room: a retry of that payment would be forwarded again. */
+  /** A recorded answer left before its TTL ended, to make room: a retry of that payment would be forwarded again. */
   evicted(): void
+  /** A new claim refused because claims in flight fill the store: the claim failed as a store failure does. */
+  full(): void
   /** Called once, with what reads the age of the oldest entry kept, in seconds: the protection window in force. */
   window(read: () => number): void
 }
@@ -14,10 +17,12 @@ export interface MemoryStoreReport {
 export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
   /** Most keys held. Default 1000000: the byte bound is the one that binds. */
   maxEntries?: number
-  /** Most bytes held (answers, fingerprints, keys and each entry's own objects). Default 64 MiB. */
+  /** Most bytes held (answers, fingerprints, keys and each entry's own objects), at least `MIN_MAX_BYTES`. Default 64 MiB. */
   maxBytes?: number
   /** The clock, in ms; for tests. Default `performance.now`. */
   now?: () => number
+  /** Claims already made, where the claim counter starts; for tests. Default 0. */
+  claims?: number
   report?: MemoryStoreReport
 }
 
@@ -31,37 +36,88 @@ export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
  * V8 keeps as an object for the join and one for each piece.
  */
 class Entry {
-  constructor(
-    readonly key: string,
-    readonly fingerprint: string,
-    /** The claim's number: its token is this number's decimal. */
-    readonly owner: number,
-    /** When the entry ends, in whole ms of the store's clock: the claim's time plus in-flight window and TTL, or the record's plus TTL; GONE once it left the map. */
-    public expires: number,
-    /** Undefined while the claim is in flight, and once it became unknown. */
-    public head: string | undefined,
-    /** The body's bytes as latin1, or written against `reference` (body-delta.ts). */
-    public body: string | undefined,
-    public reference: Reference | undefined,
-    /** What the entry is counted as against `maxBytes`. */
-    public bytes: number,
-  ) {}
+  readonly key: string
+  readonly fingerprint: string
+  /** The claim's number, counted modulo `TICKS`: its token is this number's decimal. */
+  readonly owner: number
+  /** In ticks modulo `TICKS`: the claim's time while in flight; once answered, when it was recorded or became unknown. */
+  start: number
+  /** Undefined while the claim is in flight, `UNKNOWN` once its window ended without an answer. */
+  head: string | undefined = undefined
+  /** The body's bytes as latin1, or written against `reference` (body-delta.ts). */
+  body: string | undefined = undefined
+  reference: Reference | undefined = undefined
+  /** What the entry is counted as against `maxBytes`. */
+  bytes: number
+  /** Its neighbours in its line: the claims in flight, or the answers. */
+  previous: Entry | undefined = undefined
+  next: Entry | undefined = undefined
+
+  constructor(key: string, fingerprint: string, owner: number, start: number, bytes: number) {
+    this.key = key
+    this.fingerprint = fingerprint
+    this.owner = owner
+    this.start = start
+    this.bytes = bytes
+  }
+}
+
+/** Entries in the order they joined: both ends and any entry leave at once. */
+class Line {
+  first: Entry | undefined = undefined
+  last: Entry | undefined = undefined
+
+  push(entry: Entry): void {
+    entry.previous = this.last
+    entry.next = undefined
+    if (this.last === undefined) this.first = entry
+    else this.last.next = entry
+    this.last = entry
+  }
+
+  remove(entry: Entry): void {
+    if (entry.previous === undefined) this.first = entry.next
+    else entry.previous.next = entry.next
+    if (entry.next === undefined) this.last = entry.previous
+    else entry.next.previous = entry.previous
+    entry.previous = entry.next = undefined
+  }
 }
 
 /**
  * What an entry holds in memory besides the characters of its key,
- * fingerprint and answer: its objects, the map's and the queue's slots
- * (docs/idempotency.md has the figure; test/idempotency/memory.test.ts
+ * fingerprint and answer: its objects and the map's slots
+ * (docs/idempotency.md has the figure; test/idempotency/memory-heap.test.ts
  * checks against the heap's growth that this covers it). Counted so that
  * `maxBytes` bounds what the process really holds, not just the payload.
  */
 const ENTRY_OVERHEAD = 224
 
-/** The end of an entry no longer in the map (released, or its key claimed again after it expired): before any time. */
-const GONE = -1
+/** What a reference holds besides its bytes: its objects and, while current, its index. */
+const REFERENCE_OVERHEAD = 8192 + 512
+const referenceBytes = (reference: Reference) => REFERENCE_OVERHEAD + reference.bytes.length
+/** Room always kept beside the claims in flight, so the largest reference can be made whatever is in flight. */
+const REFERENCE_ROOM = REFERENCE_OVERHEAD + MAX_REFERENCE
+
+/** The least `maxBytes` (`--idempotency-max-bytes`): the largest reference, and beside it room for twice the largest answer. */
+export const MIN_MAX_BYTES = REFERENCE_ROOM + 2 * IDEMPOTENCY_DEFAULTS.maxAnswerBytes
+
+/**
+ * Times and claim numbers are kept modulo 2^30, so every one is a small integer
+ * whatever the uptime and however many claims; an age is a difference modulo
+ * 2^30 (the serial number arithmetic of RFC 1982), exact while below 2^29.
+ */
+const TICKS = 2 ** 30
+const MASK = TICKS - 1
+const HALF = TICKS / 2
+
+/** The head of a claim past its window with neither a record nor a release. */
+const UNKNOWN = ''
 
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
+/** One error for every refused claim: nothing about it differs from one to the next. */
+const FULL = new CodedError('ESTOREFULL', 'the retry-protection memory store is full of payments in flight')
 
 /** The answer's status and headers as JSON: header names and values are latin1 text, so their JSON is too. */
 const headOf = (answer: RecordedAnswer) => JSON.stringify([answer.status, answer.headers])
@@ -73,40 +129,38 @@ const headOf = (answer: RecordedAnswer) => JSON.stringify([answer.status, answer
  */
 const flat = (text: string) => Buffer.from(text, 'latin1').toString('latin1')
 
-function decode(entry: Entry): RecordedAnswer {
-  const [status, headers] = JSON.parse(entry.head as string) as [number, string[]]
-  const body = entry.body as string
-  return { status, headers, body: entry.reference === undefined ? Buffer.from(body, 'latin1') : decodeBody(body, entry.reference) }
-}
-
 /** Bodies shorter than this are kept as they are. */
 const DELTA_MIN = 64
 /** Bodies in a row that the reference did not halve before the next one becomes the reference. */
 const ADOPT_AFTER = 8
-/** What a reference holds besides its bytes: its objects and, while current, its index. */
-const REFERENCE_OVERHEAD = 8192 + 512
-const referenceBytes = (reference: Reference) => REFERENCE_OVERHEAD + reference.bytes.length
 
 /**
  * The store of one process: synchronous, so a payment pays no promise for it.
- * Entries are kept in the order of their claims; under pressure the oldest go
- * first, so the age of the oldest kept entry is the window in which a retry is
- * still recognized (docs/idempotency.md, memory store limits).
+ * Claims in flight are never evicted: a payment may be at the backend. Answers
+ * (the unknown ones included) are kept in the order they were recorded, and
+ * under pressure the oldest go first, so the age of the oldest kept answer is
+ * the window in which a retry is still recognized; when claims in flight
+ * leave no room, a new claim fails (docs/idempotency.md, memory store).
  */
 export class MemoryIdempotencyStore implements IdempotencyStore {
   readonly #entries = new Map<string, Entry>()
-  /** Every entry held, in the order of their claims, as a ring: also those released or expired, until they reach its head. */
-  #queue: (Entry | undefined)[] = new Array<Entry | undefined>(1024)
-  #head = 0
-  #held = 0
+  /** Claims in the order of their claims, and answers in the order of their records: each line's oldest first. */
+  readonly #flying = new Line()
+  readonly #answers = new Line()
+  #flyingCount = 0
+  #flyingBytes = 0
   #bytes = 0
-  #sequence = 0
+  #sequence: number
+  /** The clock's last reading, in ticks (not reduced): a longer pause than any window means every entry ended. */
+  #last: number
   /** The body others are written against, how many in a row it failed to halve, and the one the last body was written against. */
   #reference: Reference | undefined
   #misses = 0
   #with: Reference | undefined
   /** The last answer head kept: answers of one backend within a second share their status and headers, and so the string. */
-  #lastHead = ''
+  #lastHead = UNKNOWN
+  /** Milliseconds in a tick: 1, or the power of two that keeps the longest window below 2^29 ticks. */
+  readonly #unit: number
   readonly #ttl: number
   readonly #inFlight: number
   readonly #maxEntries: number
@@ -116,11 +170,20 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   constructor(options: MemoryIdempotencyStoreOptions) {
     this.#options = options
-    this.#ttl = options.ttlMs
-    this.#inFlight = options.inFlightMs
     this.#maxEntries = options.maxEntries ?? IDEMPOTENCY_DEFAULTS.maxEntries
     this.#maxBytes = options.maxBytes ?? IDEMPOTENCY_DEFAULTS.maxBytes
+    if (!(this.#maxBytes >= MIN_MAX_BYTES)) throw new RangeError(`maxBytes must be at least ${MIN_MAX_BYTES}`)
     this.#now = options.now ?? (() => performance.now())
+    this.#sequence = (options.claims ?? 0) & MASK
+    const longest = Math.max(options.ttlMs, options.inFlightMs)
+    let unit = 1
+    while (Math.ceil(longest / unit) + 1 >= HALF) unit *= 2
+    this.#unit = unit
+    // Rounded up, and a tick more when a tick is coarser than a ms: never shorter than asked.
+    const span = (ms: number) => Math.ceil(ms / unit) + (unit === 1 ? 0 : 1)
+    this.#ttl = span(options.ttlMs)
+    this.#inFlight = span(options.inFlightMs)
+    this.#last = Math.floor(this.#now() / unit)
     options.report?.window(() => this.window)
   }
 
@@ -134,37 +197,28 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return this.#bytes
   }
 
-  /** The age of the oldest entry still kept, in seconds (0 when there is none): the protection window in force. */
+  /** The age of the oldest entry kept, in seconds (0 when there is none): a claim's from its claim, an answer's from its record. */
   get window(): number {
-    const time = this.#time()
-    const mask = this.#queue.length - 1
-    for (let i = 0; i < this.#held; i++) {
-      const entry = this.#queue[(this.#head + i) & mask] as Entry
-      if (entry.expires > time) {
-        const start = entry.expires - this.#ttl - (entry.head === undefined ? this.#inFlight : 0)
-        return (time - start) / 1000
-      }
-    }
-    return 0
+    const time = this.#tick()
+    const flying = this.#flying.first
+    const answer = this.#answers.first
+    const age = Math.max(flying === undefined ? 0 : (time - flying.start) & MASK, answer === undefined ? 0 : (time - answer.start) & MASK)
+    return (age * this.#unit) / 1000
   }
 
   claim(key: string, fingerprint: string): Claim {
-    const time = this.#time()
+    const time = this.#tick()
     const entry = this.#entries.get(key)
     if (entry === undefined) return this.#claimed(key, fingerprint, time)
-    if (entry.expires <= time) {
-      entry.expires = GONE
-      return this.#claimed(key, fingerprint, time)
-    }
-    if (entry.head === undefined && entry.expires - this.#ttl > time) return CLAIMED_ELSEWHERE
+    if (entry.head === undefined) return CLAIMED_ELSEWHERE
     if (entry.fingerprint !== fingerprint) return MISMATCH
     // No answer past the in-flight window: the outcome is unknown, and a retry is never forwarded again (docs/idempotency.md).
-    return { state: 'recorded', answer: entry.head === undefined ? this.#options.unknownAnswer : decode(entry) }
+    return { state: 'recorded', answer: entry.head === UNKNOWN ? this.#options.unknownAnswer : this.#decode(entry) }
   }
 
   record(key: string, token: string, answer: RecordedAnswer): void {
-    const time = this.#time()
-    const entry = this.#owned(key, token, time)
+    const time = this.#tick()
+    const entry = this.#owned(key, token)
     if (entry === undefined) return
     const kept = keptAnswer(answer, this.#options)
     // A shared head is counted once, by the entry that brought it.
@@ -175,44 +229,82 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       this.#lastHead = head
       headBytes = head.length
     }
+    this.#leave(entry)
     const body = this.#written(kept.body)
     entry.reference = this.#with
     if (this.#with !== undefined) this.#with.users++
-    const bytes = ENTRY_OVERHEAD + key.length + entry.fingerprint.length + headBytes + body.length
     entry.head = head
     entry.body = body
-    entry.expires = time + this.#ttl
-    this.#bytes += bytes - entry.bytes
-    entry.bytes = bytes
-    this.#bound(time)
+    entry.start = time
+    entry.bytes = ENTRY_OVERHEAD + key.length + entry.fingerprint.length + headBytes + body.length
+    this.#bytes += entry.bytes
+    this.#answers.push(entry)
+    this.#bound()
   }
 
   release(key: string, token: string): void {
-    const entry = this.#owned(key, token, this.#time())
+    this.#tick()
+    const entry = this.#owned(key, token)
     if (entry === undefined) return
+    this.#leave(entry)
     this.#entries.delete(key)
-    entry.expires = GONE
   }
 
   peek(key: string, fingerprint: string): Peek {
-    // What claim would answer, without its write: an expired entry reads as none, a claim past its window as recorded.
-    const time = this.#time()
+    // What claim would answer, without its write.
+    this.#tick()
     const entry = this.#entries.get(key)
-    if (entry === undefined || entry.expires <= time) return 'free'
-    if (entry.head === undefined && entry.expires - this.#ttl > time) return 'inFlight'
+    if (entry === undefined) return 'free'
+    if (entry.head === undefined) return 'inFlight'
     return entry.fingerprint === fingerprint ? 'recorded' : 'mismatch'
   }
 
   async close(): Promise<void> {
     this.#entries.clear()
-    this.#queue = new Array<Entry | undefined>(1024)
-    this.#head = this.#held = this.#bytes = this.#misses = 0
-    this.#reference = undefined
+    this.#flying.first = this.#flying.last = this.#answers.first = this.#answers.last = undefined
+    this.#flyingCount = this.#flyingBytes = this.#bytes = this.#misses = 0
+    this.#reference = this.#with = undefined
   }
 
-  /** Whole ms: a whole number is kept in an entry as is, a fraction as an object of its own. */
-  #time(): number {
-    return Math.floor(this.#now())
+  /**
+   * The time now, in ticks modulo `TICKS`, with every entry that ended by now
+   * gone: a claim past its window turns unknown and joins the answers (in the
+   * order of their ends, since any record came after those before it ended),
+   * an answer past its TTL leaves. So what the map holds is alive.
+   */
+  #tick(): number {
+    const ticks = Math.floor(this.#now() / this.#unit)
+    if (ticks - this.#last >= HALF) this.#expireAll()
+    this.#last = ticks
+    const time = ticks & MASK
+    for (let entry = this.#flying.first; entry !== undefined && ((time - entry.start) & MASK) >= this.#inFlight; entry = this.#flying.first) {
+      this.#leave(entry)
+      entry.head = UNKNOWN
+      entry.start = (entry.start + this.#inFlight) & MASK
+      this.#bytes += entry.bytes
+      this.#answers.push(entry)
+    }
+    for (let entry = this.#answers.first; entry !== undefined && ((time - entry.start) & MASK) >= this.#ttl; entry = this.#answers.first) {
+      this.#leave(entry)
+      this.#entries.delete(entry.key)
+    }
+    return time
+  }
+
+  /** After a pause longer than any window, every entry has ended: ages modulo 2^30 could no longer tell. */
+  #expireAll(): void {
+    for (const line of [this.#flying, this.#answers]) {
+      while (line.first !== undefined) {
+        this.#entries.delete(line.first.key)
+        this.#leave(line.first)
+      }
+    }
+  }
+
+  #decode(entry: Entry): RecordedAnswer {
+    const [status, headers] = JSON.parse(entry.head as string) as [number, string[]]
+    const body = entry.body as string
+    return { status, headers, body: entry.reference === undefined ? Buffer.from(body, 'latin1') : decodeBody(body, entry.reference) }
   }
 
   /** The body as kept: written against the current reference when that halves it at least; `#with` says against which, if any. */
@@ -247,59 +339,61 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (reference.users === 0) this.#bytes -= referenceBytes(reference)
   }
 
+  /**
+   * A new claim, when the claims in flight leave room for it and for the
+   * largest reference; answers are evicted, oldest first, to make it. Else
+   * the store fails, as one that cannot be reached: its claims in flight are
+   * payments that may be at the backend now, never evicted.
+   */
   #claimed(key: string, fingerprint: string, time: number): Claim {
-    const owner = ++this.#sequence
-    const entry = new Entry(key, flat(fingerprint), owner, time + this.#inFlight + this.#ttl, undefined, undefined, undefined, ENTRY_OVERHEAD + key.length + fingerprint.length)
-    this.#entries.set(key, entry)
-    this.#push(entry)
-    this.#bound(time)
-    return { state: 'claimed', token: String(owner) }
-  }
-
-  /** The key's entry when `token` owns it, it is alive, and no answer is recorded yet (in flight, or unknown past its window). */
-  #owned(key: string, token: string, time: number): Entry | undefined {
-    // Every claim adds one entry to the queue, numbered in order: the token's entry is found by its place, without the map.
-    const place = Number(token) - (this.#held === 0 ? 0 : (this.#queue[this.#head] as Entry).owner)
-    if (!(Number.isInteger(place) && place >= 0 && place < this.#held)) return undefined
-    const entry = this.#queue[(this.#head + place) & (this.#queue.length - 1)] as Entry
-    return entry.key === key && entry.head === undefined && entry.expires > time ? entry : undefined
-  }
-
-  #push(entry: Entry): void {
-    let queue = this.#queue
-    if (this.#held === queue.length) {
-      const grown = new Array<Entry | undefined>(queue.length * 2)
-      for (let i = 0; i < this.#held; i++) grown[i] = queue[(this.#head + i) & (queue.length - 1)]
-      this.#queue = queue = grown
-      this.#head = 0
+    const bytes = ENTRY_OVERHEAD + key.length + fingerprint.length
+    if (this.#flyingCount >= this.#maxEntries || this.#flyingBytes + bytes + REFERENCE_ROOM > this.#maxBytes) {
+      this.#options.report?.full()
+      throw FULL
     }
-    queue[(this.#head + this.#held) & (queue.length - 1)] = entry
-    this.#bytes += entry.bytes
-    this.#held++
+    // Modulo 2^30: a token is matched while its claim lives, which no 2^30 claims fit into.
+    this.#sequence = (this.#sequence + 1) & MASK
+    const entry = new Entry(key, flat(fingerprint), this.#sequence, time, bytes)
+    this.#entries.set(key, entry)
+    this.#flying.push(entry)
+    this.#flyingCount++
+    this.#flyingBytes += bytes
+    this.#bytes += bytes
+    this.#bound()
+    return { state: 'claimed', token: String(entry.owner) }
+  }
+
+  /** The key's entry when `token` owns it and no answer is recorded yet (in flight, or unknown past its window). */
+  #owned(key: string, token: string): Entry | undefined {
+    const entry = this.#entries.get(key)
+    return entry !== undefined && (entry.head === undefined || entry.head === UNKNOWN) && String(entry.owner) === token ? entry : undefined
+  }
+
+  /** Takes the entry out of its line and out of the count, and its answer's reference with it; the map is the caller's. */
+  #leave(entry: Entry): void {
+    if (entry.head === undefined) {
+      this.#flying.remove(entry)
+      this.#flyingCount--
+      this.#flyingBytes -= entry.bytes
+    } else this.#answers.remove(entry)
+    this.#bytes -= entry.bytes
+    const reference = entry.reference
+    if (reference === undefined) return
+    entry.reference = undefined
+    if (--reference.users === 0 && reference !== this.#reference) this.#release(reference)
   }
 
   /**
-   * Drops entries from the oldest end while the oldest has expired or the
-   * store is over a bound. One that is still the key's, and not expired, is
-   * an eviction; one released or claimed again since is not.
+   * Evicts answers, oldest first, while the store is over a bound. There is
+   * always one while it is: the claims in flight leave room for the largest
+   * reference, and retired references are held by answers only.
    */
-  #bound(time: number): void {
-    const queue = this.#queue
-    const mask = queue.length - 1
-    while (this.#held > 0) {
-      const entry = queue[this.#head] as Entry
-      // A released or replaced entry is counted until it gets here.
-      if (entry.expires > time && this.#held <= this.#maxEntries && this.#bytes <= this.#maxBytes) return
-      if (entry.expires !== GONE) {
-        this.#entries.delete(entry.key)
-        if (entry.expires > time) this.#options.report?.evicted()
-      }
-      queue[this.#head] = undefined
-      this.#head = (this.#head + 1) & mask
-      this.#held--
-      this.#bytes -= entry.bytes
-      const reference = entry.reference
-      if (reference !== undefined && --reference.users === 0 && reference !== this.#reference) this.#release(reference)
+  #bound(): void {
+    while (this.#entries.size > this.#maxEntries || this.#bytes > this.#maxBytes) {
+      const oldest = this.#answers.first as Entry
+      this.#leave(oldest)
+      this.#entries.delete(oldest.key)
+      this.#options.report?.evicted()
     }
   }
 }

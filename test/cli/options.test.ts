@@ -83,7 +83,7 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
     'or their flags, which win',
   )
   t.match(parseServeOptions(required, { PAYMENTS_GATE_IDEMPOTENCY_MAX_ENTRIES: '5000', PAYMENTS_GATE_IDEMPOTENCY_MAX_BYTES: '1048576' }), { idempotencyMaxEntries: 5000, idempotencyMaxBytes: 1048576 }, "the memory store's bounds from their variables")
-  t.match(parseServeOptions([...required, '--idempotency-max-bytes', '2048', '--idempotency-max-entries', '7'], {}), { idempotencyMaxEntries: 7, idempotencyMaxBytes: 2048 }, 'and from their flags')
+  t.match(parseServeOptions([...required, '--idempotency-max-bytes', '205311', '--idempotency-max-entries', '7'], {}), { idempotencyMaxEntries: 7, idempotencyMaxBytes: 205311 }, 'and from their flags')
 })
 
 t.test('a bad value names the flag, or the variable it came from, and says what to give', async (t) => {
@@ -103,7 +103,8 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
     [[...required, '--idempotency-failure', 'maybe'], '--idempotency-failure="maybe" must be closed or open'],
     [[...required, '--idempotency-replicas', 'two'], '--idempotency-replicas="two" must be a whole number of replicas, at least 0'],
     [[...required, '--idempotency-max-entries', '0'], '--idempotency-max-entries="0" must be a whole number of keys, at least 1'],
-    [[...required, '--idempotency-max-bytes', '64MiB'], '--idempotency-max-bytes="64MiB" must be a whole number of bytes, at least 1'],
+    [[...required, '--idempotency-max-bytes', '64MiB'], '--idempotency-max-bytes="64MiB" must be a whole number of bytes, at least 205311'],
+    [[...required, '--idempotency-max-bytes', '205310'], '--idempotency-max-bytes="205310" must be a whole number of bytes, at least 205311'],
     [[...required, '--mode', 'audit'], '--mode="audit" must be enforce or report'],
     [[...required, '--trust-proxy', 'two'], '--trust-proxy="two" must be a whole number of proxies, at least 0'],
     [[...required, '--shutdown-delay', '-1'], '--shutdown-delay="-1" must be a whole number of seconds, at least 0'],

@@ -9,7 +9,7 @@ import { spawnCli } from '../helpers/cli.js'
 import { basic, saleBody, USERNAME, writeCredentials } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, send } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
-import { startBackend, takenPort } from '../helpers/servers.js'
+import { created, startBackend, takenPort } from '../helpers/servers.js'
 
 const dir = t.testdir({ 'bad-policies': { 'default.json': '{"entity": "default"}' }, 'bad.json': '{"users": 1}' })
 const credentials = await writeCredentials(dir)
@@ -109,6 +109,46 @@ t.test('with a Redis URL, one client carries retry protection and the login thro
   t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
   await waiting.stop()
   t.equal(await allClosed(), 0, 'stop closed all nine')
+})
+
+t.test('a store full of payments in flight: a new payment is a store failure (closed: 503, open: unprotected), counted apart; none in flight is forgotten', async (t) => {
+  // The backend holds every payment until told to answer.
+  const held: (() => void)[] = []
+  let arrival = () => {}
+  const holding = await startBackend((req, res, body) => {
+    held.push(() => created(req, res, body))
+    arrival()
+  })
+  t.teardown(() => holding.close())
+  const arrived = (count: number) =>
+    new Promise<void>((resolve) => {
+      arrival = () => void (held.length >= count && resolve())
+      arrival()
+    })
+  for (const failure of ['closed', 'open'] as const) {
+    const { io: streams, lines } = io()
+    const serving = await startServing(setup({ idempotencyMaxEntries: 1, idempotencyFailure: failure, target: new URL(holding.url) }), streams)
+    const gateway = `http://127.0.0.1:${serving.address.port}`
+    const payment = (reference: string) => send(gateway, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `${failure}-${reference}` } })
+    const first = payment('a')
+    await arrived(1)
+    const retry = await payment('a')
+    t.equal(retry.status, 409, `${failure}: the payment in flight is still claimed`)
+    const other = payment('b')
+    if (failure === 'closed') t.match(await other, { status: 503, json: { errorName: 'serviceUnavailable' } }, 'closed: refused, nothing forwarded')
+    else await arrived(2)
+    for (const answer of held.splice(0)) answer()
+    t.equal((await first).status, 201)
+    if (failure === 'open') t.equal((await other).status, 201, 'open: forwarded unprotected')
+    const metrics = await (await fetch(`http://127.0.0.1:${serving.admin?.port}/metrics`)).text()
+    t.match(metrics, /payments_gate_retry_protection_store_full_total 1\n/, `${failure}: counted as a full store`)
+    t.match(metrics, /payments_gate_store_errors_total 1\n/, 'and as a store failure')
+    t.match(metrics, failure === 'closed' ? /outcome="storeUnavailable"} 1\n/ : /outcome="unprotected"} 1\n/)
+    t.match(metrics, /payments_gate_retry_protection_evictions_total 0\n/, 'nothing evicted')
+    t.ok(lines.some((line) => line.includes('"msg":"retry-protection store failed"') && line.includes('ESTOREFULL')), 'logged')
+    await serving.stop()
+  }
+  t.equal(holding.received.length, 3, 'each payment reached the backend once, the refused one never')
 })
 
 t.test('start-up failures: invalid policy, bad credentials, port in use; nothing left listening', async (t) => {
