@@ -19,7 +19,7 @@ export type ErrorCode =
   | 'EBACKENDTIMEOUT'
   /** Fewer replicas than asked acknowledged a write in time (docs/idempotency.md, replicas). */
   | 'EREPLICAS'
-  /** The memory store is full of payments in flight: a store failure (docs/idempotency.md, memory store). */
+  /** The memory store has no room left but claims of payments in flight (docs/idempotency.md). */
   | 'ESTOREFULL'
 
 /** The one way payments-gate makes an error of its own: a message and a code from the list above. */

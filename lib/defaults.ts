@@ -92,7 +92,7 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
   ttlSeconds: 86_400,
   /** What to do when the store cannot be reached: refuse with 503 (`closed`) or forward unprotected (`open`). */
   failure: 'closed',
-  /** Added to twice the backend timeout for how long a claim holds its key without an answer, in ms. */
+  /** Added to three times the backend timeout for how long a claim holds its key without an answer, in ms. */
   inFlightMarginMs: 5000,
   /** Largest answer kept for replay (body plus header bytes). */
   maxAnswerBytes: 65_536,

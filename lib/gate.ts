@@ -41,6 +41,8 @@ export interface GateOptions {
   onPolicyReload?: (outcome: ReloadOutcome) => void
   /** Told what a reload of the watched credentials file did. */
   onCredentialsReload?: (outcome: ReloadOutcome) => void
+  /** Told what a reload of the watched `backendErrors` rules file did. */
+  onBackendErrorsReload?: (outcome: ReloadOutcome) => void
   /**
    * The Redis that shares the failed-login throttle among every replica
    * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
@@ -123,7 +125,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     if (typeof options.credentials === 'string') users = await watchCredentials(options.credentials, { throttle, logger, onReload: options.onCredentialsReload })
     const source = options.policies ?? DEFAULTS.policies
     if (typeof source === 'string') store = await watchPolicies(source, { logger, onReload: options.onPolicyReload })
-    const rules = typeof options.backendErrors === 'string' ? await watchBackendErrors(options.backendErrors, { logger }) : undefined
+    const rules = typeof options.backendErrors === 'string' ? await watchBackendErrors(options.backendErrors, { logger, onReload: options.onBackendErrorsReload }) : undefined
     const watched = { users, policies: store, backendErrors: rules, redis: owned }
     return assemble(options, users ?? (options.credentials as Authenticator), store ?? (source as PolicySource), watched)
   } catch (error) {

@@ -92,7 +92,7 @@ export class RedisLoginThrottle implements LoginThrottle {
       }
     } catch (error) {
       this.#onError(error as Error)
-      this.#fallback.admit(username)?.settle(succeeded)
+      void this.#fallback.admit(username)?.settle(succeeded)
     }
   }
 }

@@ -13,6 +13,10 @@ export interface Metrics {
   policyReload(outcome: ReloadOutcome): void
   /** What a reload of the credentials file did. */
   credentialsReload(outcome: ReloadOutcome): void
+  /** What a reload of the `--backend-errors` rules file did. */
+  backendErrorsReload(outcome: ReloadOutcome): void
+  /** What a reload of one side's certificate files did: the listener's pair, or the files used towards the backend. */
+  tlsReload(side: TlsSide, outcome: ReloadOutcome): void
   /** What retry protection did with one payment (docs/idempotency.md). */
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
@@ -28,6 +32,9 @@ export interface Metrics {
   /** Report mode: a rewrite enforce mode would have made to a request it forwards. */
   wouldRewrite(operation: string, rewrite: string, entity: string): void
 }
+
+/** Whose certificate files: the listener's (`--tls-cert`, `--tls-key`) or those towards the backend (`--target-ca`, `--target-cert`, `--target-key`). */
+export type TlsSide = 'listener' | 'target'
 
 /** Forwarded under a claim, replayed, refused as in flight or as another payment's reference, refused or forwarded unprotected for a store failure. */
 export type RetryProtectionOutcome = 'claimed' | 'replayed' | 'inProgress' | 'alreadyUsed' | 'storeUnavailable' | 'unprotected'
@@ -58,6 +65,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registry,
     ['payments_gate_credentials_reloads_total', 'Reloads of the credentials file'],
     ['payments_gate_credentials_file_refused', '1 while the credentials file is refused, its last good users in force.'],
+  )
+  const backendErrorsReload = reloadMetrics(
+    registry,
+    ['payments_gate_backend_errors_reloads_total', 'Reloads of the --backend-errors rules file'],
+    ['payments_gate_backend_errors_file_refused', '1 while the --backend-errors rules file is refused, its last good rules in force.'],
+  )
+  const tlsReload = reloadMetrics(
+    registry,
+    ['payments_gate_tls_reloads_total', 'Reloads of the certificate files, by side (listener, target)'],
+    ['payments_gate_tls_files_refused', 'Certificate files refused now, by side (listener, target), the last good ones in force.'],
+    ['listener', 'target'],
   )
   const retryProtection = new OutcomeCounts()
   registry.registerMetric(
@@ -96,6 +114,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     backendError: (kind) => backendErrors.inc({ kind }),
     policyReload,
     credentialsReload,
+    backendErrorsReload,
+    tlsReload: (side, outcome) => tlsReload(outcome, side),
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
     retryProtectionEviction: () => evictions.count.count++,
@@ -123,19 +143,28 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
  * a new version of a file (`failed`), and a gauge of the files refused now, so
  * an alert on a refused file lasts as long as the file is refused. With
  * `--workers` every process holds the same files: the gauge is their largest.
+ * With `sides`, both carry a `side` label, the gauge at 0 for each side from the start.
  */
-function reloadMetrics(registry: Registry, [counter, reloaded]: [string, string], [gauge, help]: [string, string]): (outcome: ReloadOutcome) => void {
+function reloadMetrics(
+  registry: Registry,
+  [counter, reloaded]: [string, string],
+  [gauge, help]: [string, string],
+  sides: readonly string[] = [],
+): (outcome: ReloadOutcome, side?: string) => void {
+  const labelNames = sides.length > 0 ? ['side', 'outcome'] : ['outcome']
   const reloads = new Counter({
     name: counter,
     help: `${reloaded}, by outcome: ok (what is in force changed, or SIGHUP), failed (a new version refused; the last good one stays).`,
-    labelNames: ['outcome'] as const,
+    labelNames,
     registers: [registry],
   })
-  const refused = new Gauge({ name: gauge, help, aggregator: 'max', registers: [registry] })
-  return ({ applied, refused: problems, refusedNow }) => {
-    if (applied) reloads.inc({ outcome: 'ok' })
-    if (problems.length > 0) reloads.inc({ outcome: 'failed' }, problems.length)
-    refused.set(refusedNow)
+  const refused = new Gauge({ name: gauge, help, labelNames: sides.length > 0 ? ['side'] : [], aggregator: 'max', registers: [registry] })
+  for (const side of sides) refused.set({ side }, 0)
+  return ({ applied, refused: problems, refusedNow }, side) => {
+    const labels = side === undefined ? {} : { side }
+    if (applied) reloads.inc({ ...labels, outcome: 'ok' })
+    if (problems.length > 0) reloads.inc({ ...labels, outcome: 'failed' }, problems.length)
+    refused.set(labels, refusedNow)
   }
 }
 

@@ -65,3 +65,39 @@ t.test('npm run bench -- --micro-only --quick prints every stage, every ratio an
   t.match(stdout, /Worst-case refused body: [\d,]+ bytes, \d+ items in validationErrors, answered 400\./)
   t.match(stdout, /\(end to end skipped: --micro-only\)/)
 })
+
+t.test("the run's chart: CPU per target and each ratio against its target, as SVG made without a browser", async (t) => {
+  // @ts-expect-error the bench is plain JavaScript without declarations
+  const { chartData, renderChart } = (await import('../bench/lib/chart.js')) as typeof import('../bench/lib/chart.js')
+  const e2e = {
+    targets: [
+      { key: 'b', name: 'pass-through', cpuUs: 100 },
+      { key: 'c', name: 'gateway', cpuUs: 80 },
+      { key: 'd', name: 'refusal', cpuUs: 40 },
+      { key: 'e', name: 'Express peer', cpuUs: Number.NaN },
+    ],
+  }
+  const fastify = { arms: [{ key: 'fg', name: 'the plugin', cpuUs: 30 }], ratios: [{ x: 'fg', y: 'fa', target: 1, value: 1.05 }, { x: 'fg', y: 'fp', value: 0.8 }] }
+  const against = { baseline: 'before', compared: [{ key: 'd', thisCpuUs: 41, baselineCpuUs: 40, ratio: 1.04 }] }
+  const data = chartData({ e2e, fastify, against, paired: [{ name: 'this build', ratio: 1.1 }] })
+  t.same(
+    data.cpu.map((row: { target: string }) => row.target),
+    ['(b) pass-through', '(c) gateway', '(d) refusal', '(fg) the plugin', '(d) this build', '(d) before'],
+    'every target with a figure, in the order of the tables',
+  )
+  t.same(
+    data.ratios.map((row: { ratio: string; value: number; target: number; atMost: boolean }) => [row.ratio, row.value, row.target, row.atMost]),
+    [
+      ['(d) this build / baseline, paired', 1.04, 1.03, true],
+      ['c/b', 1.25, 1.3, false],
+      ['d/b', 2.5, 2, false],
+      ['fg/fa, paired by round', 1.05, 1, false],
+      ['memory/off (this build), paired', 1.1, 1.08, true],
+    ],
+    'each ratio with its target; one without a target or a figure is left out',
+  )
+  const svg = await renderChart(data, ['a title', 'its second line'])
+  t.match(svg, /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
+  for (const text of ['a title', 'its second line', 'Server CPU per request (µs, median)', '(fg) the plugin', 'd/b', 'fg/fa, paired by round', 'met', 'missed']) t.ok(svg.includes(`>${text}<`), `shows ${text}`)
+  t.same(await renderChart(chartData({}), 'nothing measured').then((s: string) => s.includes('Server CPU')), false, 'no panel without figures')
+})

@@ -51,7 +51,8 @@ const portOf = (address: string) => Number(address.slice(address.lastIndexOf(':'
 
 const manifests = Object.fromEntries(
   readdirSync(new URL('../deploy/', import.meta.url))
-    .filter((file) => file.endsWith('.yaml'))
+    // *.test.yaml: promtool's unit tests of the alert rules, not a manifest (test/deploy-observability.test.ts).
+    .filter((file) => file.endsWith('.yaml') && !file.endsWith('.test.yaml'))
     .map((file) => [file, parseAllDocuments(read(`deploy/${file}`))]),
 )
 /** Every manifest of deploy/, as plain objects. */
@@ -71,7 +72,7 @@ const pod = deployment.spec.template.spec
 const gateway = pod.containers.find((container: any) => container.name === 'payments-gate')
 const portNamed = (name: string) => gateway.ports.find((port: any) => port.name === name)?.containerPort
 
-t.test('deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis and the PodDisruptionBudget', async (t) => {
+t.test('deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis, the PodDisruptionBudget and the alert rules', async (t) => {
   for (const [file, documents] of Object.entries(manifests)) {
     for (const document of Array.isArray(documents) ? documents : [documents]) t.same(document.errors, [], file)
   }
@@ -79,6 +80,7 @@ t.test('deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service
     'Deployment payments',
     'Deployment payments-gate-redis',
     'PodDisruptionBudget payments',
+    'PrometheusRule payments-gate',
     'Service payments',
     'Service payments-gate-redis',
   ])

@@ -110,7 +110,7 @@ t.test('own policy source and authenticator; close is a no-op without a watched 
   t.equal(verdict.ok, false)
   t.equal(gate.checks.bodyLimit, 65536)
   t.equal(gate.checks.mediaTypes.request, 'application/vnd.example.payments-v6+json')
-  gate.close()
+  await gate.close()
 })
 
 t.test('throttleRedis: a client of yours shares the failed-login throttle of the middleware and stays open; a URL is opened and closed by the gate', async (t) => {

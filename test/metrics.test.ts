@@ -38,6 +38,24 @@ t.test('reloads: ok when something applied, failed once per refused version, and
   t.match(await workers.metrics(), /payments_gate_policy_files_refused 1\n/, 'with --workers, the files refused in every process are counted once')
 })
 
+t.test('the --backend-errors rules file and the certificate files: reloads and refused files as the policies have them, the certificates by side', async (t) => {
+  const metrics = createMetrics({ defaultMetrics: false })
+  const text = () => metrics.registry.metrics()
+  t.match(await text(), /payments_gate_backend_errors_file_refused 0\n/)
+  t.match(await text(), /payments_gate_tls_files_refused\{side="listener"} 0\npayments_gate_tls_files_refused\{side="target"} 0\n/, 'both sides at 0 from the start')
+  metrics.backendErrorsReload({ applied: false, refused: [{ file: 'rules.json', reason: 'not JSON' }], refusedNow: 1 })
+  metrics.tlsReload('target', { applied: false, refused: [{ file: 'ca.pem', reason: 'no certificate' }], refusedNow: 1 })
+  metrics.tlsReload('listener', { applied: true, refused: [], refusedNow: 0 })
+  const after = await text()
+  t.match(after, /payments_gate_backend_errors_reloads_total\{outcome="failed"} 1\n/)
+  t.match(after, /payments_gate_backend_errors_file_refused 1\n/)
+  t.match(after, /payments_gate_tls_reloads_total\{side="target",outcome="failed"} 1\n/)
+  t.match(after, /payments_gate_tls_reloads_total\{side="listener",outcome="ok"} 1\n/)
+  t.match(after, /payments_gate_tls_files_refused\{side="listener"} 0\npayments_gate_tls_files_refused\{side="target"} 1\n/)
+  metrics.backendErrorsReload({ applied: true, refused: [], refusedNow: 0 })
+  t.match(await text(), /payments_gate_backend_errors_file_refused 0\n/)
+})
+
 t.test('two gateways in one process do not collide', async (t) => {
   const a = createMetrics({ defaultMetrics: false })
   const b = createMetrics({ defaultMetrics: false })

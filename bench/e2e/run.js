@@ -3,6 +3,7 @@
 import { mkdirSync } from 'node:fs'
 import { hashPassword } from 'payments-gate'
 import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from '../lib/fixtures.js'
+import { makeCertificates } from '../lib/certificates.js'
 import { startRedis } from '../lib/redis.js'
 import { cpu, requests, rss, start, startProfile, stopAll, stopProfile } from './children.js'
 import { fixedCount, round, serial } from './load.js'
@@ -24,6 +25,9 @@ export const TARGETS = [
   { key: 'c0', name: 'payments-gate, valid sale, retry protection off', server: 'gateway-off', script: 'gateway', idempotency: 'off', body: 'valid', expect: 201 },
   { key: 'cr', name: 'payments-gate, valid sale, Redis store', server: 'gateway-redis', script: 'gateway', idempotency: 'redis', body: 'valid', expect: 201 },
   { key: 'ct', name: 'payments-gate, valid sale, tracing on (OTLP to a local receiver)', server: 'gateway-traced', idempotency: 'memory', tracing: true, body: 'valid', expect: 201 },
+  // TLS (docs/deployment.md): on the listener, keep-alive connections as a load balancer keeps them; or to an https backend.
+  { key: 'cs', name: 'payments-gate, valid sale, TLS on the listener', server: 'gateway-tls', script: 'gateway-tls', idempotency: 'memory', tls: 'listener', body: 'valid', expect: 201 },
+  { key: 'cb', name: 'payments-gate, valid sale, an https backend (private CA)', server: 'gateway-https-backend', script: 'gateway-tls', idempotency: 'memory', tls: 'backend', body: 'valid', expect: 201 },
   { key: 'd', name: 'payments-gate, invalid sale (400 schema)', server: 'refusals', script: 'gateway', idempotency: 'memory', body: 'invalid', expect: 400 },
   { key: 'e', name: 'Express 5 + express-openapi-validator + http-proxy-middleware', server: 'peer', body: 'valid', expect: 201 },
   { key: 'f', name: 'Fastify 5 + JSON schema (Ajv) + @fastify/reply-from', server: 'fastify', body: 'valid', expect: 201 },
@@ -48,6 +52,7 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
   let redis
+  const certificates = makeCertificates()
   try {
     const backend = await start('backend')
     if (backend.error) throw new Error(backend.error)
@@ -55,6 +60,7 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
     if (redis.skipped) log(`e2e: (cr) skipped: ${redis.skipped}`)
     const receiver = await start('receiver')
     const servers = { backend, receiver }
+    const tlsEnv = await tlsTargets(certificates, backend, log)
     const targets = []
     // (c), (c0), (cr), (ct) and (d) have a gateway each, so that a profile and the memory figure each describe one kind of request.
     for (const t of TARGETS) {
@@ -64,11 +70,14 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
         // Every request sampled, batches sent as the SDK's defaults send them.
         if (t.tracing) Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' })
         if (redisTarget && redis.skipped) servers[t.server] = { error: `skipped: ${redis.skipped}` }
+        else if (t.tls && tlsEnv[t.tls].error) servers[t.server] = { error: tlsEnv[t.tls].error }
+        else if (t.tls) servers[t.server] = await start(t.server, { ...env, ...tlsEnv[t.tls] }, [], t.script)
         else if (t.tracing && receiver.error) servers[t.server] = { error: receiver.error }
         else servers[t.server] = await start(t.server, env, [], t.script ?? t.server)
       }
       const server = servers[t.server]
-      targets.push({ ...t, child: server.child, sidecar: redisTarget ? redis : undefined, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] })
+      const url = server.url && `${t.tls === 'listener' ? server.url.replace('http:', 'https:') : server.url}${SALE_PATH}`
+      targets.push({ ...t, child: server.child, sidecar: redisTarget ? redis : undefined, url, error: server.error, rounds: [] })
     }
     for (const t of targets) if (t.error === undefined) t.error = await sanity(t, bodies[t.body], headers)
     const live = targets.filter((t) => t.error === undefined)
@@ -108,6 +117,20 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
   } finally {
     await stopAll()
     await redis?.stop?.()
+    certificates.remove()
+  }
+}
+
+/** The environment of (cs)'s and (cb)'s gateways, each `{ error }` when it cannot run; (cb)'s https backend started here. */
+async function tlsTargets(certificates, backend, log) {
+  if (certificates.skipped) {
+    log(`e2e: (cs) and (cb) skipped: ${certificates.skipped}`)
+    return { listener: { error: `skipped: ${certificates.skipped}` }, backend: { error: `skipped: ${certificates.skipped}` } }
+  }
+  const https = await start('backend-tls', { BENCH_TLS_CERT: certificates.cert, BENCH_TLS_KEY: certificates.key })
+  return {
+    listener: { BENCH_TARGET: backend.url, BENCH_LISTEN_CERT: certificates.cert, BENCH_LISTEN_KEY: certificates.key },
+    backend: https.error ? { error: https.error } : { BENCH_TARGET: https.url.replace('http:', 'https:'), BENCH_TARGET_CA: certificates.ca },
   }
 }
 
@@ -116,7 +139,7 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
  * that no target always runs first or right after another; each round keeps
  * its req/s, latencies and the server's CPU time per answered request.
  */
-async function alternate(live, s, load, log) {
+export async function alternate(live, s, load, log) {
   for (let i = 0; i < s.rounds; i++) {
     const order = live.map((_, j) => live[(j + i) % live.length])
     log(`round ${i + 1}/${s.rounds}: ${order.map((t) => t.key).join(' ')}, ${s.seconds} s each`)
@@ -235,11 +258,10 @@ export const LADDERS = [
 ]
 
 /**
- * `--ladder`: each ladder under the same load, in alternating rounds of its own. With `baseline` (the
- * directory of another build of the package, `--baseline`), each ladder's last row is measured again on
- * that build, in the same rounds: a change measured before and after in one run.
+ * `--ladder`: each ladder under the same load, in alternating rounds of its own. Another build is compared
+ * with this one in paired rounds (`--baseline`, e2e/baseline.js), not in the ladders' rounds.
  */
-export async function runLadder({ quick, rounds, log, baseline }) {
+export async function runLadder({ quick, rounds, log }) {
   const s = settings(quick, rounds)
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
   const { headers, users } = await credentials()
@@ -249,13 +271,8 @@ export async function runLadder({ quick, rounds, log, baseline }) {
       const backend = await start('backend')
       if (backend.error) throw new Error(backend.error)
       const body = bodies[ladder.body]
-      const steps = [...ladder.steps]
-      if (baseline !== undefined) {
-        const last = steps.at(-1)
-        steps.push({ ...last, key: `${last.key}@baseline`, name: `${last.name.split(' (+')[0]}, built from ${baseline}`, baselineOf: last.key, env: { ...last.env, BENCH_DIST: baseline } })
-      }
       const targets = []
-      for (const step of steps) {
+      for (const step of ladder.steps) {
         const env = { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_STEP: '', BENCH_DIST: '', ...step.env }
         const server = await start(`ladder ${ladder.key} ${step.key}`, env, [], step.server)
         const t = { ...step, expect: ladder.expect, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
@@ -267,7 +284,7 @@ export async function runLadder({ quick, rounds, log, baseline }) {
       log(`ladder ${ladder.key}: warm-up ${s.warmupSeconds} s per step`)
       for (const t of live) await load(t, s.warmupSeconds)
       await alternate(live, s, load, (text) => log(`ladder ${ladder.key}: ${text}`))
-      ladders.push({ key: ladder.key, steps: targets.map((t) => ({ ...summarize(t), reference: t.reference, baselineOf: t.baselineOf })) })
+      ladders.push({ key: ladder.key, steps: targets.map((t) => ({ ...summarize(t), reference: t.reference })) })
     } finally {
       await stopAll()
     }
@@ -276,7 +293,7 @@ export async function runLadder({ quick, rounds, log, baseline }) {
 }
 
 /** The headers every request carries, and the users file (JSON) of the one user they name. */
-async function credentials() {
+export async function credentials() {
   return {
     headers: { 'content-type': CONTENT_TYPE, accept: ACCEPT, authorization: AUTHORIZATION },
     users: JSON.stringify([{ username: USER, password: await hashPassword(PASSWORD), entities: ['default'] }]),
@@ -284,20 +301,20 @@ async function credentials() {
 }
 
 /** One request, to make sure each target answers what it should before it is measured. */
-async function sanity(t, body, headers) {
+export async function sanity(t, body, headers) {
   const r = await serial(t.url, { body, headers, count: 3, warmup: 0 }).catch((error) => ({ error }))
   if (r.error) return `no answer: ${r.error.message}`
   const codes = Object.keys(r.statuses)
   return codes.length === 1 && Number(codes[0]) === t.expect ? undefined : `answers ${codes.join(',') || 'nothing'}, expected ${t.expect}`
 }
 
-function median(values) {
+export function median(values) {
   const sorted = [...values].sort((x, y) => x - y)
   return sorted.length === 0 ? Number.NaN : sorted[Math.floor((sorted.length - 1) / 2)]
 }
 
 /** The median of the rounds, and whether every answer had the expected status. */
-function summarize(t) {
+export function summarize(t) {
   const unexpected = t.rounds.reduce((n, r) => n + r.errors + Object.entries(r.statuses).reduce((m, [code, count]) => m + (Number(code) === t.expect ? 0 : count), 0), 0)
   return {
     key: t.key,

@@ -40,11 +40,11 @@ function logDestination() {
 }
 
 /** A gateway (not yet listening) in front of `target`, built as `payments-gate serve` builds it. */
-export async function startGateway({ target, users, idempotency = 'memory', logs = true, metrics = true }) {
+export async function startGateway({ target, users, idempotency = 'memory', logs = true, metrics = true, tls, targetTls }) {
   const gate = await buildGate({ users, idempotency })
   const logger = logs ? createLogger({ destination: logDestination() }) : createLogger({ level: 'silent' })
   // `gate` too for a build from before the proxy took its checks (`--baseline`).
-  return createGateway({ checks: gate.checks, gate, target, logger, metrics: metrics ? createMetrics() : undefined, idempotency })
+  return createGateway({ checks: gate.checks, gate, target, logger, metrics: metrics ? createMetrics() : undefined, idempotency, tls, targetTls })
 }
 
 /** The options of a gateway child, from the environment its parent gave it. */

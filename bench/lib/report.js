@@ -48,6 +48,8 @@ const RATIOS = [
   ['c0', 'c', 'retry protection off vs the memory store'],
   ['cr', 'c', 'the Redis store vs the memory store'],
   ['ct', 'c', 'tracing on vs off'],
+  ['cs', 'c', 'TLS on the listener vs plain HTTP'],
+  ['cb', 'c', 'an https backend vs a plain one'],
 ]
 const TARGETED_RATIOS = 5
 
@@ -144,6 +146,8 @@ export function targetsSection(e2e) {
     ['cr/c: the Redis store vs the memory store', fixed(over('cr', 'c')), 'no target'],
     ...(e2e?.paired ? [[`CPU(c)/CPU(c0) paired: the memory store's cost, median of ${e2e.settings.pairs} per-pair ratios`, fixed(e2e.paired[0].ratio), `<= ${PAIRED_TARGET}: ${verdict(e2e.paired[0].ratio <= PAIRED_TARGET)}`]] : []),
     ['ct/c: tracing on vs off', fixed(over('ct', 'c')), 'no target'],
+    ['cs/c: TLS on the listener vs plain HTTP', fixed(over('cs', 'c')), 'no target'],
+    ['cb/c: an https backend vs a plain one', fixed(over('cb', 'c')), 'no target'],
   ]
   return [
     '## Targets (ratios of server CPU per request; x/y = CPU of (y) / CPU of (x), above 1 means (x) is cheaper)',
@@ -199,8 +203,7 @@ function paired(x, y) {
 
 /**
  * `--ladder`: each ladder one step at a time, each step's server CPU per request and what it adds to the
- * step before, paired round by round. The reference row (b) adds nothing to anything; a `--baseline` row
- * is compared with the same row of this build instead. The last column relates each row to the ladder's
+ * step before, paired round by round. The reference row (b) adds nothing to anything. The last column relates each row to the ladder's
  * yardstick: for valid sales (b)'s CPU over the row's (as c/b in the targets), for refusals the row's CPU
  * over the floor's.
  */
@@ -208,19 +211,13 @@ export function ladderSection(ladder) {
   const s = ladder.settings
   const sections = ladder.ladders.map(({ key, steps }) => {
     const live = steps.filter((x) => x.error === undefined)
-    const climbing = live.filter((x) => !x.reference && x.baselineOf === undefined)
+    const climbing = live.filter((x) => !x.reference)
     const yardstick = key === 'valid' ? live.find((x) => x.reference) : climbing[0]
     const last = key === 'valid' ? ['x/b (CPU of (b) / CPU of the row)'] : ['times the floor\'s CPU']
     const rows = steps.map((x) => {
       if (x.error) return [x.name, x.error, '', '', '']
-      let added = ''
-      if (x.baselineOf !== undefined) {
-        const current = live.find((y) => y.key === x.baselineOf)
-        added = current ? `${paired(x, current)} over this build's` : ''
-      } else if (!x.reference) {
-        const before = climbing[climbing.indexOf(x) - 1]
-        added = before ? paired(x, before) : ''
-      }
+      const before = x.reference ? undefined : climbing[climbing.indexOf(x) - 1]
+      const added = before ? paired(x, before) : ''
       const relative = key === 'valid' ? ratio(yardstick?.cpuUs, x.cpuUs) : ratio(x.cpuUs, yardstick?.cpuUs)
       return [x.name, num(x.rps), num(x.cpuUs), added, relative]
     })
@@ -240,5 +237,56 @@ export function profileSection(breakdowns, requests) {
     table(['category of the sampled function', '(b) pass-through', '(c) gateway, valid', '(d) gateway, refused', 'c - b'], rows),
     '',
     `Requests answered while profiled: (b) ${num(requests.passthrough)}, (c) ${num(requests.gateway)}, (d) ${num(requests.refusals)}.`,
+  ].join('\n')
+}
+
+/**
+ * `--baseline DIR`: each compared target on this build and on DIR's, in paired rounds; the figure is the
+ * median of the per-pair ratios CPU(this build)/CPU(DIR) (below 1, this build is the cheaper).
+ */
+export function baselineSection({ settings: s, baseline, compared }) {
+  const rows = compared.map((x) => {
+    const sorted = [...x.ratios].sort((p, q) => p - q)
+    return [`(${x.key}) ${x.name}`, num(x.thisCpuUs, 1), num(x.baselineCpuUs, 1), x.ratio.toFixed(3), `${sorted[0].toFixed(3)} to ${sorted.at(-1).toFixed(3)}`, `${x.dearer} of ${x.ratios.length}`]
+  })
+  return [
+    `## This build against ${baseline}, paired (${s.pairs} pairs of ${s.pairSeconds} s per target, ${s.connections} connections, the order swapped every pair)`,
+    '',
+    table(['target', 'this build us/req (median)', `${baseline} us/req (median)`, 'this / baseline, median of the pairs', 'range of the pairs', 'pairs where this build cost more'], rows),
+  ].join('\n')
+}
+
+/** `--profile` with `--baseline`: where each compared server's CPU went, this build beside the baseline. */
+export function baselineProfileSection(breakdowns, requests) {
+  const names = Object.keys(breakdowns)
+  const us = (m, name) => (m === undefined ? 'n/a' : num(m.get(name), 1))
+  const rows = [...CATEGORY_NAMES, 'total'].map((category) => [category, ...names.map((n) => us(breakdowns[n], category))])
+  return [
+    '### Where the CPU goes (--profile: V8 CPU profiles of the paired rounds, us per request, idle left out)',
+    '',
+    table(['category of the sampled function', ...names], rows),
+    '',
+    `Requests answered while profiled: ${names.map((n) => `${n} ${num(requests[n])}`).join(', ')}.`,
+  ].join('\n')
+}
+
+/** The Fastify arms: each arm's median round, then the issue's ratios taken round by round. */
+export function fastifySection({ settings: s, arms, ratios }) {
+  const rows = arms.map((x) => (x.error ? [`(${x.key}) ${x.name}`, x.error, '', '', ''] : [`(${x.key}) ${x.name}`, num(x.rps), num(x.p99), num(x.cpuUs, 1), x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`]))
+  const ratioRows = ratios.map(({ x, y, target, value, perRound, cheaper }) => [
+    `${x}/${y}`,
+    Number.isFinite(value) ? value.toFixed(3) : 'n/a',
+    perRound.length === 0 ? 'n/a' : `${Math.min(...perRound).toFixed(3)} to ${Math.max(...perRound).toFixed(3)}`,
+    `${cheaper} of ${perRound.length}`,
+    target === undefined ? 'no target' : `>= ${target.toFixed(1)}: ${verdict(Number.isFinite(value) ? value >= target : undefined)}`,
+  ])
+  return [
+    `## Embedded in Fastify 5 (the same sale to a route that answers 201 itself; ${s.rounds} alternating rounds of ${s.seconds} s per arm, ${s.connections} connections, the order rotated each round)`,
+    '',
+    table(['arm', 'req/s', 'p99 ms', 'server CPU us/req (median round)', 'expected status'], rows),
+    '',
+    'x/y is CPU(y)/CPU(x) in each round, the median of the rounds: above 1, (x) is the cheaper.',
+    '',
+    table(['ratio', 'median of the rounds', 'range', 'rounds where x was cheaper', 'target'], ratioRows),
   ].join('\n')
 }

@@ -1,7 +1,7 @@
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
 import { readFailure } from '../file-error.js'
-import { watchFolder } from '../watch.js'
+import { watchFolder, type ReloadOutcome } from '../watch.js'
 import { loadBackendErrors, readBackendErrors, type BackendErrorRules, type BackendErrorSource } from './rules.js'
 
 /** The rules of a watched file: `rules` is always one whole compiled set. */
@@ -18,6 +18,8 @@ export interface WatchBackendErrorsOptions {
   /** As for the policies (docs/policies.md). Defaults 75 and 1000 ms. */
   debounceMs?: number
   rescanMs?: number
+  /** Told what a reload did, when it applied the file, refused a new version of it, or the file stopped being refused. */
+  onReload?: (outcome: ReloadOutcome) => void
 }
 
 /**
@@ -25,26 +27,31 @@ export interface WatchBackendErrorsOptions {
  * not start), then keeps it current as the policies are kept: its folder is
  * watched (lib/watch.ts), so an atomic rename or a ConfigMap's symlink swap is
  * seen; a valid version replaces the rules in one assignment, an invalid or
- * missing one is logged once and the last good rules stay in force.
+ * missing one is logged and reported once (and at each SIGHUP) and the last
+ * good rules stay in force.
  */
 export async function watchBackendErrors(file: string, options: WatchBackendErrorsOptions = {}): Promise<BackendErrorStore> {
-  const { logger } = options
+  const { logger, onReload } = options
   let current: BackendErrorRules = await loadBackendErrors(file)
   /** The reason last logged, so that the periodic re-read does not repeat a warning every second. */
   let reported: string | undefined
 
-  async function reload(): Promise<void> {
+  async function reload(forced: boolean): Promise<void> {
     const loaded = await readBackendErrors(file).catch((error: unknown) => [readFailure(error)])
     if (Array.isArray(loaded)) {
       const reason = loaded.join('; ')
-      if (reason !== reported) logger?.warn({ file, reason }, 'backend errors file refused, its last good rules stay in force')
+      if (!forced && reason === reported) return
       reported = reason
+      logger?.warn({ file, reason }, 'backend errors file refused, its last good rules stay in force')
+      onReload?.({ applied: false, refused: [{ file, reason }], refusedNow: 1 })
       return
     }
+    const wasRefused = reported !== undefined
     reported = undefined
-    if (JSON.stringify(loaded.rules) === JSON.stringify(current.rules)) return
+    const applied = forced || JSON.stringify(loaded.rules) !== JSON.stringify(current.rules)
     current = loaded
-    logger?.info({ file, rules: loaded.rules.length }, 'backend errors rules reloaded')
+    if (applied) logger?.info({ file, rules: loaded.rules.length }, 'backend errors rules reloaded')
+    if (applied || wasRefused) onReload?.({ applied, refused: [], refusedNow: 0 })
   }
 
   const watcher = watchFolder(dirname(file), reload, { debounceMs: options.debounceMs, rescanMs: options.rescanMs, logger })

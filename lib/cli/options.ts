@@ -31,10 +31,9 @@ function parseTarget(value: string): URL {
   try {
     url = new URL(value)
   } catch {
-    throw new CodedError('EINVALID', 'must be an http:// URL, e.g. http://127.0.0.1:9000')
+    throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. http://127.0.0.1:9000')
   }
-  // The backend sits next to the gateway (same pod): TLS to it would only cost time.
-  if (url.protocol !== 'http:') throw new CodedError('EINVALID', 'must be an http:// URL (terminate TLS in front of the gateway, docs/deployment.md)')
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. https://payments.internal')
   return url
 }
 
@@ -106,12 +105,40 @@ export const SHARED_FLAGS = {
 }
 
 const SERVE_FLAGS = {
-  target: option({ value: 'URL', summary: 'the backend, an `http://` URL; a path in it is put in front of the request\'s path', required: true, parse: parseTarget }),
+  target: option({
+    value: 'URL',
+    summary: 'the backend, an `http://` or `https://` URL; a path in it is put in front of the request\'s path; an `https://` backend\'s certificate is always verified',
+    required: true,
+    parse: parseTarget,
+  }),
+  targetCa: option({
+    value: 'FILE',
+    summary: "PEM bundle of the CAs an `https://` target's certificate is verified against, instead of the system's roots; watched",
+    shown: "the system's roots",
+    parse: identity,
+    see: '[TLS](deployment.md#tls)',
+  }),
+  targetCert: option({ value: 'FILE', summary: 'PEM client certificate presented to an `https://` target (mutual TLS), with `--target-key`; watched', parse: identity, see: '[TLS](deployment.md#tls)' }),
+  targetKey: option({ value: 'FILE', summary: "`--target-cert`'s private key, PEM without a passphrase; watched", parse: identity }),
+  targetServername: option({
+    value: 'NAME',
+    summary: "the name an `https://` target's certificate must carry (and the SNI sent), for a target given as an address",
+    shown: "the target's host",
+    parse: identity,
+  }),
   credentials: option({ value: 'FILE', summary: 'BasicAuth users, JSON with scrypt hashes', required: true, parse: identity, see: '[credentials](credentials.md)' }),
   ...SHARED_FLAGS,
+  tlsCert: option({
+    value: 'FILE',
+    summary: 'serve HTTPS on `--listen` with this PEM certificate (its chain may follow), with `--tls-key`; watched and re-read on SIGHUP, new connections get a new one',
+    shown: 'off: plain HTTP',
+    parse: identity,
+    see: '[TLS](deployment.md#tls)',
+  }),
+  tlsKey: option({ value: 'FILE', summary: "`--tls-cert`'s private key, PEM without a passphrase; watched", parse: identity }),
   timeout: option({ value: 'MS', summary: 'how long the backend may stay silent, at least 1', default: String(DEFAULTS.timeout), parse: wholeNumber('milliseconds', 1), see: '[backend faults](backend-faults.md)' }),
   admin: option({ value: 'HOST:PORT', summary: 'health and metrics listener', shown: 'off', parse: parseAddress, see: '[deployment](deployment.md#health-readiness-and-metrics)' }),
-  workers: option({ value: 'N|auto', summary: 'processes sharing the port; `auto`: one per core', default: '1', parse: parseWorkers, see: '[deployment](deployment.md#workers)' }),
+  workers: option({ value: 'N|auto', summary: 'processes sharing the port; `auto`: one per core; more than one needs `--idempotency` `off` or a Redis URL', default: '1', parse: parseWorkers, see: '[deployment](deployment.md#workers)' }),
   idempotency: option({
     value: 'memory|off|URL',
     summary:

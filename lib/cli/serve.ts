@@ -12,6 +12,7 @@ import { createLogger, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createRetryStore } from '../proxy/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
+import { loadCertificates, type Certificates } from './certificates.js'
 import { flagName } from './flags.js'
 import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
@@ -22,7 +23,8 @@ import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
 type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
-type DefaultedFlags = RetryProtectionFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
+type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
+type DefaultedFlags = RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
 
 /**
  * What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection,
@@ -44,6 +46,8 @@ export interface Serving {
   readonly gate: Gate
   readonly logger: Logger
   readonly metrics: Metrics
+  /** The watched certificate files of the listener and the backend. */
+  readonly certificates: Certificates
   /**
    * Withdraws the gateway (`/readyz` 503, `Connection: close`) and keeps serving for the shutdown delay, or until
    * `hurry` resolves; then drains it and closes the gate and the admin listener.
@@ -71,7 +75,9 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
     adminAddress = await bind(where('admin'), setup.admin, () => listener.listen(port, host))
     admin = listener
   }
+  let certificates: Certificates | undefined
   try {
+    certificates = await loadCertificates(setup, where, { logger, onReload: (side, outcome) => metrics.tlsReload(side, outcome) })
     const onStoreError = storeErrorReporter(logger, metrics)
     const { store, gate } = await Promise.resolve()
       .then(async () => {
@@ -84,6 +90,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
             logger,
             onPolicyReload: (outcome) => metrics.policyReload(outcome),
             onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
+            onBackendErrorsReload: (outcome) => metrics.backendErrorsReload(outcome),
             throttleRedis: store instanceof RedisIdempotencyStore ? store.redis : undefined,
             onStoreError,
           })
@@ -97,17 +104,19 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         throw unreadable(error, where)
       })
     try {
+      const tls = { tls: certificates.listener, targetTls: certificates.target }
       // The rules file is the gate's, watched there; the gateway applies the rules in force.
       const { checks, backendErrors } = gate
       const idempotency = store ?? 'off'
-      const started = createGateway({ ...setup, checks, backendErrors, idempotency, logger, metrics, onStoreError })
+      const started = createGateway({ ...setup, ...tls, checks, backendErrors, idempotency, logger, metrics, onStoreError })
       const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)
         throw error
       })
       gateway = started
-      logger.info({ listen: address, target: setup.target.href }, 'gateway listening')
+      logger.info({ listen: address, target: setup.target.href, tls: tls.tls !== undefined }, 'gateway listening')
+      const watched = certificates
       return {
         gateway: started,
         address,
@@ -115,6 +124,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         gate,
         logger,
         metrics,
+        certificates: watched,
         async stop(hurry) {
           const delay = setup.shutdownDelay ?? 0
           started.withdraw()
@@ -124,6 +134,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           logger.info({ drainTimeout }, 'draining')
           await started.drain(drainTimeout * 1000)
           await tracing?.shutdown()
+          watched.close()
           await gate.close()
           await admin?.close()
           logger.info('stopped')
@@ -136,16 +147,17 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       throw error
     }
   } catch (error) {
+    certificates?.close()
     await admin?.close()
     throw error
   }
 }
 
-/** What SIGHUP does to a gateway: its policies, credentials and rules read again at once. */
-function reloader({ gate, logger }: Serving): () => void {
+/** What SIGHUP does to a gateway: its policies, credentials, rules and certificates read again at once. */
+function reloader({ gate, logger, certificates }: Serving): () => void {
   return () => {
     logger.info('SIGHUP: reloading policies and credentials')
-    void gate.reload()
+    void Promise.all([gate.reload(), certificates.reload()])
   }
 }
 

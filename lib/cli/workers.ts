@@ -5,6 +5,7 @@ import { CodedError, isCoded } from '../coded-error.js'
 import { createGate } from '../gate.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
+import { loadCertificates } from './certificates.js'
 import { EXIT_OK, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
@@ -21,6 +22,18 @@ function failureOf(message: unknown): string | undefined {
 }
 
 /**
+ * Each process would keep its own memory store, so a retry that another
+ * process takes would be forwarded again (docs/idempotency.md, one store per fleet).
+ */
+function refuseSeparateStores(options: ServeOptions): void {
+  if (options.idempotency !== 'memory') return
+  throw new CodedError(
+    'EUSAGE',
+    `${options.where('workers')} ${options.workers} with ${options.where('idempotency')} memory: each process would keep its own store and forward a retry again; give ${options.where('idempotency')} a Redis URL that every process shares (or off)`,
+  )
+}
+
+/**
  * `--workers N`: N processes share the gateway's port (node's cluster hands
  * out connections), so one pod uses every core. The primary serves no
  * payments: it checks the files once (a bad one is exit 2 here, not N
@@ -30,6 +43,7 @@ function failureOf(message: unknown): string | undefined {
  * serving for the shutdown delay and drains, before exiting once they all have.
  */
 export async function runPrimary(options: ServeOptions, io: Io, signals: StopSignals, onReload: (reload: () => void) => void): Promise<number> {
+  refuseSeparateStores(options)
   const checked = await Promise.resolve()
     .then(() => {
       checkIdempotencySpec(options.idempotency)
@@ -39,6 +53,7 @@ export async function runPrimary(options: ServeOptions, io: Io, signals: StopSig
       throw unreadable(error, options.where)
     })
   await checked.close()
+  ;(await loadCertificates(options, options.where)).close()
   const logger = createLogger({ destination: logDestination(io, true) })
   const ready = new Set<number>()
   const workers = new Set<Worker>()

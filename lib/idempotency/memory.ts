@@ -1,7 +1,7 @@
-import { CodedError } from '../coded-error.js'
 import { keptAnswer } from './answer-size.js'
 import { decode as decodeBody, encode, MAX_REFERENCE, Reference } from './body-delta.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { CodedError } from '../coded-error.js'
 import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
 
 /** What the memory store tells its owner about how long it remembers (docs/idempotency.md, the memory store). */
@@ -264,6 +264,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.#flying.first = this.#flying.last = this.#answers.first = this.#answers.last = undefined
     this.#flyingCount = this.#flyingBytes = this.#bytes = this.#misses = 0
     this.#reference = this.#with = undefined
+    this.#lastHead = UNKNOWN
   }
 
   /**

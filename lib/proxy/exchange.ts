@@ -1,4 +1,5 @@
-import { ServerResponse, type IncomingMessage } from 'node:http'
+import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
+import type { Answer } from '../http/answer.js'
 import type { Span } from '@opentelemetry/api'
 import type { Logger } from '../log.js'
 import type { BackendErrorKind, Metrics, RetryProtectionOutcome } from '../metrics.js'
@@ -33,6 +34,8 @@ export interface Exchange {
   wouldRewrite: readonly string[] | undefined
   /** Report mode: what retry protection would have done, from a read-only look at its store. */
   wouldRetryProtection: RetryProtectionOutcome | undefined
+  /** A payment: the time (performance.now()) after which it is never written to the backend, `--timeout` after its claim began (docs/idempotency.md). */
+  sendBy: number | undefined
   /** Its server span, when an OpenTelemetry SDK is registered (docs/tracing.md). */
   span: Span | undefined
   /** The span of its call to the backend, until that call is over. */
@@ -55,6 +58,13 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
   /** The backend call of a payment being forwarded, told when the response closes (payment-relay.ts). */
   backendCall: BackendCall | undefined = undefined
 
+  // Rest arguments: node also passes the server's response options, which its types leave out.
+  constructor(...args: [IncomingMessage]) {
+    super(...args)
+    // Listened for from the start of the request, whatever step it is in: a payment whose client left is never written.
+    this.on('close', onResponseClose)
+  }
+
   /**
    * Every answer's head goes through here (`end()` without it too), so an
    * answer that starts while the gateway drains says `Connection: close` and
@@ -73,22 +83,39 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
   }
 }
 
+/** One listener for every response (its `this`): no closure per request. */
+function onResponseClose(this: GatewayResponse): void {
+  this.backendCall?.responseClosed()
+}
+
 /**
  * `writeHead`'s arguments with `X-Request-Id` added to its headers, a copy of
  * the caller's: a relayed answer's list is also what retry protection
- * records, and a replay must carry the id of the request it answers.
+ * records, and a replay must carry the id of the request it answers. Headers
+ * that already carry this id are the request's own (`withOwnId`): no copy.
  */
 function withRequestId(args: unknown[], id: string): void {
   const last = args.length - 1
   const headers = args[last]
   if (Array.isArray(headers)) args[last] = [...(headers as string[]), 'x-request-id', id]
-  else if (typeof headers === 'object') args[last] = { ...headers, 'x-request-id': id }
-  else args.push({ 'x-request-id': id })
+  else if (typeof headers === 'object') {
+    if ((headers as OutgoingHttpHeaders)['x-request-id'] !== id) args[last] = { ...headers, 'x-request-id': id }
+  } else args.push({ 'x-request-id': id })
+}
+
+/**
+ * An answer made for this request alone (`answerOf` builds fresh headers each time) with the request's
+ * id added to its own headers, so that `writeHead` need not copy them: a refusal's path is short, and a
+ * copy of its headers was a visible share of it (docs/performance.md).
+ */
+export function withOwnId(answer: Answer, exchange: Exchange): Answer {
+  answer.headers['x-request-id'] = exchange.requestId
+  return answer
 }
 
 /** A call to the backend on behalf of one response. */
 export interface BackendCall {
-  /** The response closed: if its answer is not complete, the client left and the call stops. */
+  /** The response closed: if its answer is not complete, the client left (docs/backend-faults.md, a client that leaves). */
   responseClosed(): void
 }
 
@@ -114,6 +141,7 @@ export function track(res: GatewayResponse, gateway: GatewayState, operation: st
     wouldRefuse: undefined,
     wouldRewrite: undefined,
     wouldRetryProtection: undefined,
+    sendBy: undefined,
     span: undefined,
     backendSpan: undefined,
   }

@@ -5,10 +5,10 @@ import type { BackendErrorKind } from '../metrics.js'
 export type FaultKind = Exclude<BackendErrorKind, 'serverError'>
 
 /**
- * Which failure an error code means, for both engines (node's sockets for
- * the pass-through, undici for payments). `refused`: raised before a
- * connection exists, so nothing was sent. `timeout`: the backend stayed
- * silent past `--timeout`. Any other code, once connected, is a `reset`.
+ * Which failure an error code means on a path passed through (node's
+ * sockets, http-proxy-3). `refused`: raised before a connection exists, so
+ * nothing was sent. `timeout`: the backend stayed silent past `--timeout`.
+ * Any other code, once connected, is a `reset`.
  */
 const FAULTS = new Map<string, FaultKind>([
   ['ECONNREFUSED', 'refused'],
@@ -22,10 +22,24 @@ const FAULTS = new Map<string, FaultKind>([
   ['UND_ERR_BODY_TIMEOUT', 'timeout'],
 ])
 
-/** Which failure it was (docs/backend-faults.md). */
+/** Which failure it was on a path passed through (docs/backend-faults.md). */
 export function faultKind(error: Error): FaultKind {
   const code = (error as NodeJS.ErrnoException).code
   return (code === undefined ? undefined : FAULTS.get(code)) ?? 'reset'
+}
+
+/**
+ * Which failure it was for a payment, by when it came, not by its code
+ * (docs/backend-faults.md, at most once): before undici handed the request
+ * to a socket nothing was written, so any error is `refused`, a TLS
+ * certificate the gateway refuses included; after it the backend may have
+ * the payment, so an error is a `timeout` or a `reset`, whatever its code
+ * (an unreachable host reported by an open connection, a client certificate
+ * refused after a TLS 1.3 handshake).
+ */
+export function paymentFault(error: Error, written: boolean): FaultKind {
+  if (!written) return 'refused'
+  return faultKind(error) === 'timeout' ? 'timeout' : 'reset'
 }
 
 /**

@@ -5,6 +5,7 @@ import { Pool } from 'undici'
 import { NO_RULES, type BackendErrorSource } from '../backend-errors/rules.js'
 import { CodedError } from '../coded-error.js'
 import { DEFAULTS } from '../defaults.js'
+import { backendConnections, type TargetTls } from '../tls/backend.js'
 import { startBackendSpan } from '../tracing.js'
 import { answerFault } from './answer-fault.js'
 import { backendPaths } from './backend-path.js'
@@ -18,8 +19,10 @@ import { addForwardedHeaders } from './x-forwarded.js'
 export type { BackendOutcome, OnSettled } from './payment-relay.js'
 
 export interface ForwarderOptions {
-  /** The backend, an `http:` URL; its path, if any, is put in front of the request's. */
+  /** The backend, an `http:` or `https:` URL; its path, if any, is put in front of the request's. */
   target: URL
+  /** For an `https:` target: its CA bundle, client certificate and server name (lib/tls/backend.ts). Default: the system's roots. */
+  targetTls?: TargetTls | undefined
   /** How long the backend may stay silent, in ms. */
   timeout: number
   /** Most connections open to the backend at once, per engine; further requests wait for one. */
@@ -47,8 +50,8 @@ export interface Forwarder {
 }
 
 /**
- * Two engines. Payments go through undici: its `Pool.dispatch` callbacks map
- * one to one onto the relay (payment-relay.ts) and cost about half the CPU of
+ * Two engines. Payments go through undici: its `Pool.dispatch` controller
+ * callbacks map one to one onto the relay (payment-relay.ts) and cost about half the CPU of
  * http-proxy-3 with a buffered body. Every other path stays on http-proxy-3,
  * which streams a body of any size untouched.
  */
@@ -58,7 +61,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const maxSockets = options.maxSockets ?? DEFAULTS.maxSockets
   // One bounded keep-alive pool: without it every request opens a connection
   // (several times slower) and the backend's `Connection: close` reaches clients.
-  const agent = new Agent({ keepAlive: true, maxSockets, timeout: DEFAULTS.backendIdleTimeout, scheduling: 'lifo' })
+  const agentOptions = { keepAlive: true, maxSockets, timeout: DEFAULTS.backendIdleTimeout, scheduling: 'lifo' } as const
+  const secure = backendConnections(target, options.targetTls, timeout)
+  const agent = secure?.agent(agentOptions) ?? new Agent(agentOptions)
   const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true })
   // Idle connections are let go before the backend's own limit (DEFAULTS.backendIdleTimeout), or
   // `backendKeepAliveMargin` before the limit a backend announces (`Keep-Alive: timeout=N`), none
@@ -68,9 +73,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   // a Pool without interceptors never does.
   const pool = new Pool(options.target.origin, {
     connections: maxSockets,
+    // HTTP/1.1 only: the relay reads the raw header list HTTP/1.1 hands over (payment-relay.ts), and undici 8 would offer h2 by default.
+    allowH2: false,
     pipelining: 1,
     keepAliveTimeout: DEFAULTS.backendIdleTimeout,
     keepAliveTimeoutThreshold: DEFAULTS.backendKeepAliveMargin,
+    // A TLS connector brings its own connect timeout (lib/tls/backend.ts).
+    connect: secure?.connect,
     connectTimeout: timeout,
     headersTimeout: timeout,
     bodyTimeout: timeout,
@@ -110,7 +119,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       headers['content-length'] = String(payload.length)
       // `idempotent: false`, undici's default for a POST, said outright: such a request is never pipelined nor sent again.
       const call = { method: req.method as string, path: pathOf(req.url as string), headers, body: payload, idempotent: false }
-      pool.dispatch(call, new PaymentRelay(res, settings, settled))
+      // Never written past its deadline: `--timeout` after its claim began, or from now (docs/idempotency.md, the in-flight window).
+      new PaymentRelay(res, settings, settled, exchange.sendBy ?? performance.now() + timeout).send(pool, call)
     },
     close() {
       agent.destroy()

@@ -5,17 +5,18 @@ import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected, type ClientAnswer } from './backend-answer.js'
 import { BoundedBody } from './bounded-body.js'
 import { backendCallDone, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
-import { faultKind, type FaultKind } from './faults.js'
+import { paymentFault, type FaultKind } from './faults.js'
 import { relayedHeaders } from './hop-by-hop.js'
 
 /**
  * How a forwarded payment ended, for retry protection. `answered`: what the
  * client got (a backend error answer as backend-answer.ts decided it),
  * `headers` as the flat raw list sent, `body` only when asked for and the
- * answer no larger than asked. Otherwise the fault: `refused` (the
- * payment never left the gateway), `timeout`, or `reset` (it may have been
- * received; also when the answer broke after its headers went out, or the
- * client left before it was complete).
+ * answer no larger than asked. Otherwise the fault: `refused` (the payment
+ * was never written: the backend could not be reached, it waited past its
+ * deadline for a connection, or its client left first), `timeout`, or
+ * `reset` (it was written and may have been received; also when the answer
+ * broke after its headers went out).
  */
 export type BackendOutcome =
   | { readonly kind: 'answered'; readonly status: number; readonly headers: readonly string[]; readonly body: Buffer | undefined }
@@ -38,27 +39,42 @@ const FAULTS: Readonly<Record<FaultKind, BackendOutcome>> = {
   reset: { kind: 'reset' },
 }
 
-/** The reason a payment still waiting for a connection is dropped when its client leaves. */
-const CLIENT_LEFT = new Error('the client left before its payment was sent')
+/** The reason undici is given for a payment dropped before it was written; its outcome is settled already. */
+const WITHDRAWN = new Error('the payment was withdrawn before it was written')
 
-/** One listener for every response (its `this`): no closure per request. */
-function onResponseClose(this: GatewayResponse): void {
-  this.backendCall?.responseClosed()
+/** The deadline timer's callback, one function for every payment: no closure per request. */
+function sendByPassed(relay: PaymentRelay): void {
+  relay.withdraw()
+}
+
+/** The client reads again: one `drain` listener for every response (its `this`). */
+function onDrain(this: GatewayResponse): void {
+  ;(this.backendCall as PaymentRelay).readOn()
 }
 
 /**
- * One payment on its way to the backend: undici's dispatch callbacks, each
- * mapped onto the client's response as relay.ts does for the other paths.
- * Written against undici's core handler interface (onConnect, onHeaders,
- * onData, onComplete, onError), the one its HTTP/1.1 client calls: it hands
- * over the raw header list, which a relay needs to send each header as often
- * and as spelt as it came, with no wrapper object per request.
+ * One payment on its way to the backend: undici's controller handler
+ * callbacks (onRequestStart, onResponseStart, onResponseData, onResponseEnd,
+ * onResponseError), each mapped onto the client's response as relay.ts does
+ * for the other paths. The raw header list, which a relay needs to send each
+ * header as often and as spelt as it came, is the controller's `rawHeaders`.
+ *
+ * The rule of docs/backend-faults.md (at most once) is kept here: once undici
+ * hands the request to a socket (onRequestStart) the backend may have it, and
+ * no error frees its key; before that, nothing was written, and every way out
+ * frees it.
  */
 export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
+  private readonly res: GatewayResponse
+  private readonly settings: PaymentRelaySettings
+  private readonly settled: OnSettled | undefined
   private readonly exchange: Exchange
-  /** Set once undici is about to write the request: from then on, the backend may have it. */
+  /** performance.now() past which the payment is never written (docs/idempotency.md, the in-flight window). */
+  private readonly sendBy: number
+  /** Set once undici handed the request to a socket: from then on, the backend may have it. */
   private written = false
-  private clientLeft = false
+  /** Set when the payment was dropped before it was written: its outcome is settled, and it never will be written. */
+  private withdrawn = false
   private ended = false
   private status = 0
   private statusText = ''
@@ -67,91 +83,127 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
   /** The body of an error answer, read whole before anything of it goes out. */
   private inspecting: BoundedBody | undefined = undefined
   private kept: BoundedBody | undefined = undefined
-  private resume: (() => void) | undefined = undefined
+  private controller: Dispatcher.DispatchController | undefined = undefined
+  private timer: NodeJS.Timeout | undefined = undefined
 
-  constructor(
-    private readonly res: GatewayResponse,
-    private readonly settings: PaymentRelaySettings,
-    private readonly settled: OnSettled | undefined,
-  ) {
+  constructor(res: GatewayResponse, settings: PaymentRelaySettings, settled: OnSettled | undefined, sendBy: number) {
+    this.res = res
+    this.settings = settings
+    this.settled = settled
+    this.sendBy = sendBy
     this.exchange = res.exchange as Exchange
     res.backendCall = this
-    res.on('close', onResponseClose)
   }
 
   /**
-   * The client left before its answer was complete. A payment not yet written
-   * is dropped (onConnect). One already written is with the backend, and
-   * cutting the call would not take it back, only lose its answer: the answer
-   * is read to its end, so that retry protection records what happened and a
-   * retry gets that answer (docs/idempotency.md).
+   * Hands the payment to undici, unless its client left in an earlier step
+   * (an asynchronous claim, a password check). One that did not get a
+   * connection at once is dropped at its deadline if it is still waiting.
+   */
+  send(dispatcher: Dispatcher, call: Dispatcher.DispatchOptions): void {
+    if (this.res.destroyed) {
+      this.withdraw()
+      return
+    }
+    dispatcher.dispatch(call, this)
+    if (!this.written && !this.withdrawn && !this.ended) this.timer = setTimeout(sendByPassed, this.sendBy - performance.now(), this)
+  }
+
+  /**
+   * The response closed (the server's close listener, from the start of the
+   * request). A payment not yet written is dropped at once, its key released.
+   * One already written is with the backend, and cutting the call would not
+   * take it back, only lose its answer: the answer is read to its end, so that
+   * retry protection records what happened and a retry gets that answer
+   * (docs/idempotency.md).
    */
   responseClosed(): void {
     if (this.ended) return
-    this.clientLeft = true
+    if (!this.written) {
+      this.withdraw()
+      return
+    }
     // A relay paused for a client that is gone would wait for a drain that never comes.
-    this.resume?.()
+    this.controller?.resume()
   }
 
-  onConnect(abort: (error?: Error) => void): void {
-    // A client gone while the payment waited for a connection: it is never written.
-    if (this.clientLeft) abort(CLIENT_LEFT)
-    else this.written = true
+  /**
+   * Drops a payment not yet written: its client left, or its deadline passed.
+   * Its key is released; a client still there gets 503 (nothing was sent).
+   */
+  withdraw(): void {
+    if (this.written || this.withdrawn || this.ended) return
+    this.withdrawn = true
+    clearTimeout(this.timer)
+    if (!this.res.destroyed) answerFault(this.res, this.exchange, 'refused')
+    this.settled?.(FAULTS.refused)
   }
 
-  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+  readOn(): void {
+    this.controller?.resume()
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller
+    // Its deadline passed while it waited (the timer may not have run yet): it is never written.
+    if (performance.now() > this.sendBy) this.withdraw()
+    if (this.withdrawn) {
+      controller.abort(WITHDRAWN)
+      return
+    }
+    this.written = true
+    clearTimeout(this.timer)
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, status: number, _headers: unknown, statusText: string): void {
     // 1xx informational answers come before the real one; node's client skips them too.
-    if (status < 200) return true
+    if (status < 200) return
     this.status = status
-    this.raw = latin1(rawHeaders)
+    // HTTP/1.1 (the pool refuses HTTP/2) hands the list as it came: each header as often and as spelt.
+    this.raw = latin1(controller.rawHeaders as Buffer[])
     if (status >= 500) this.exchange.backendError = 'serverError'
     this.statusText = statusText
     // Report mode passes the backend's answer as it came (docs/rollout.md).
     if (inspected(status, true) && this.exchange.mode !== 'report') {
       this.inspecting = new BoundedBody(this.settings.errorBodyLimit)
-      return true
+      return
     }
     this.headers = relayedHeaders(this.raw)
-    if (!this.clientLeft) this.res.writeHead(status, statusText, this.headers)
+    if (!this.res.destroyed) this.res.writeHead(status, this.statusText, this.headers)
     const limit = this.settings.keepAnswerBytes
     // Kept only while the whole answer fits the limit, counted as the store counts it (answer-size.ts).
     if (limit !== undefined) this.kept = new BoundedBody(limit - headerBytes(this.headers))
-    this.resume = resume
-    return true
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.inspecting !== undefined) {
       this.inspecting.add(chunk)
-      return true
+      return
     }
     this.kept?.add(chunk)
-    if (this.clientLeft || this.res.write(chunk)) return true
+    if (this.res.destroyed || this.res.write(chunk)) return
     // The client reads slower than the backend sends: undici stops reading until it catches up.
-    this.res.once('drain', this.resume as () => void)
-    return false
+    controller.pause()
+    this.res.once('drain', onDrain)
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     this.ended = true
     backendCallDone(this.exchange, this.status)
     if (this.inspecting !== undefined) {
       this.endInspected(this.inspecting.bytes())
       return
     }
-    if (!this.clientLeft) this.res.end()
+    if (!this.res.destroyed) this.res.end()
     this.settled?.({ kind: 'answered', status: this.status, headers: this.headers, body: this.kept?.bytes() })
   }
 
-  onError(error: Error): void {
+  onResponseError(_controller: unknown, error: Error): void {
+    clearTimeout(this.timer)
+    // Withdrawn (WITHDRAWN, or the pool closed after): settled already.
+    if (this.withdrawn) return
     this.ended = true
-    // Before onConnect the request was never written: the backend certainly does not have it.
-    const { written } = this
-    if (error === CLIENT_LEFT) {
-      this.settled?.(FAULTS.refused)
-      return
-    }
-    const kind = written ? faultKind(error) : 'refused'
+    const kind = paymentFault(error, this.written)
     answerFault(this.res, this.exchange, kind)
     this.settled?.(FAULTS[kind])
   }

@@ -219,7 +219,10 @@ export interface Payments {
 }
 
 export interface PaymentsOptions extends RetryProtectionOptions {
-  /** How long the backend may stay silent, in ms: a claim holds its key for twice this plus a margin. */
+  /**
+   * How long the backend may stay silent, in ms, and how long a payment may wait for a connection to it:
+   * a claim holds its key for three times this plus a margin (docs/idempotency.md, the in-flight window).
+   */
   readonly timeout: number
   readonly metrics: Metrics | undefined
 }
@@ -235,7 +238,8 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
   if (typeof idempotency !== 'string') return idempotency
   return createIdempotencyStore(idempotency, {
     ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-    inFlightMs: 2 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
+    // The wait for a connection (never longer: payment-relay.ts), the headers, a gap in the body, and the margin.
+    inFlightMs: 3 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
     oversizedAnswer: OVERSIZED_ANSWER,
     unknownAnswer: UNKNOWN_ANSWER,
     replicas: options.idempotencyReplicas,
@@ -277,6 +281,8 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
 
   return {
     forward(req, res, exchange, passed, payload) {
+      // Taken before the claim, so that a claim's window covers the whole wait for a connection.
+      exchange.sendBy = performance.now() + options.timeout
       if (protection === undefined) {
         forwarder.forward(req, res, payload)
         return

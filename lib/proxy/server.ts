@@ -16,8 +16,12 @@ import type { Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
 import type { Mode } from '../policy/policy.js'
 import type { Operation } from '../schema/payment.js'
+import type { TargetTls } from '../tls/backend.js'
+import type { TlsSource } from '../tls/files.js'
+import { createSecureServer } from '../tls/listener.js'
+import type { KeyPair } from '../tls/pem.js'
 import { registeredTracer, startServerSpan } from '../tracing.js'
-import { GatewayResponse, record, track, type Exchange, type GatewayState } from './exchange.js'
+import { GatewayResponse, record, track, withOwnId, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
 import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
@@ -29,9 +33,13 @@ import { clientAddress } from './x-forwarded.js'
 export interface GatewayOptions extends RetryProtectionOptions {
   /** The checks that screen every request: a gate's (`gate.checks`), or `buildChecks(...)`'s. */
   checks: Checks
-  /** The backend, an `http:` URL. */
+  /** The backend, an `http:` or `https:` URL. */
   target: string | URL
-  /** How long the backend may stay silent, in ms; retry protection holds a key for twice this plus 5 s. Default 30000. */
+  /** For an `https:` target: its CA bundle, client certificate and server name. Default: the system's roots, the target's host. */
+  targetTls?: TargetTls
+  /** Serve HTTPS with this certificate and key, each new one for new connections (docs/deployment.md, TLS). Default: plain HTTP. */
+  tls?: TlsSource<KeyPair>
+  /** How long the backend may stay silent, in ms, and how long a payment may wait for a connection to it. Default 30000. */
   timeout?: number
   logger: Logger
   metrics?: Metrics
@@ -107,13 +115,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   const forwarder = createForwarder({
     tracer,
     target: new URL(options.target),
+    targetTls: options.targetTls,
     timeout,
     maxSockets: options.maxSockets,
     keepAnswerBytes: protectedPayments ? IDEMPOTENCY_DEFAULTS.maxAnswerBytes : undefined,
     backendErrors: options.backendErrors,
   })
   const payments = createPayments(forwarder, { ...options, timeout, metrics })
-  const server = createServer({
+  const serverOptions = {
     ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.
     insecureHTTPParser: false,
@@ -122,7 +131,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     requestTimeout: options.requestTimeout ?? DEFAULTS.requestTimeout,
     connectionsCheckingInterval: options.timeoutCheckInterval ?? DEFAULTS.timeoutCheckInterval,
     keepAliveTimeout: options.keepAliveTimeout ?? DEFAULTS.keepAliveTimeout,
-  })
+  }
+  const server = options.tls === undefined ? createServer(serverOptions) : createSecureServer(serverOptions, options.tls)
   const state: GatewayState = { draining: false }
   /** The listener is closed: a request on a connection still open gets 503, and idle connections are closed. */
   let closed = false
@@ -130,7 +140,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   function refuse(res: GatewayResponse, exchange: Exchange, rejection: Rejection): void {
     exchange.errorName = rejection.body.errorName
-    writeAnswer(res, answerOf(rejection))
+    writeAnswer(res, withOwnId(answerOf(rejection), exchange))
   }
 
   async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, operation: Operation | undefined, expectsContinue: boolean): Promise<void> {

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import type { TLSSocket } from 'node:tls'
 
 /**
  * Adds `X-Forwarded-For`, `-Port`, `-Proto` (each appended, after a comma, to
@@ -7,10 +8,11 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
  * option has always sent, now written once for both engines.
  */
 export function addForwardedHeaders(headers: IncomingHttpHeaders, req: IncomingMessage): void {
+  // With --tls-cert the gateway ends TLS itself (docs/deployment.md, TLS).
+  const secure = (req.socket as TLSSocket).encrypted === true
   append(headers, 'x-forwarded-for', `${req.socket.remoteAddress}`)
-  append(headers, 'x-forwarded-port', portOf(headers.host))
-  // The gateway listens on plain HTTP (node:http); TLS, if any, ends before it.
-  append(headers, 'x-forwarded-proto', 'http')
+  append(headers, 'x-forwarded-port', portOf(headers.host, secure))
+  append(headers, 'x-forwarded-proto', secure ? 'https' : 'http')
   headers['x-forwarded-host'] ||= headers.host ?? ''
 }
 
@@ -19,9 +21,9 @@ function append(headers: IncomingHttpHeaders, name: string, value: string): void
   headers[name] = earlier ? `${earlier},${value}` : value
 }
 
-/** The port the client addressed: the first `:digits` of its `Host`, else HTTP's default. */
-function portOf(host: string | undefined): string {
-  return host?.match(/:(\d+)/)?.[1] ?? '80'
+/** The port the client addressed: the first `:digits` of its `Host`, else the scheme's default. */
+function portOf(host: string | undefined, secure: boolean): string {
+  return host?.match(/:(\d+)/)?.[1] ?? (secure ? '443' : '80')
 }
 
 /**

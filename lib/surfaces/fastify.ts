@@ -1,13 +1,25 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks } from '../checks/index.js'
+import type { Reported, Verdict } from '../checks/index.js'
 import type { Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, unreadReport, type Admitted } from '../http/screen.js'
 import { registeredTracer } from '../tracing.js'
-import { contextOf, endScreening, internalError, isClientError, passedAsItCame, startScreening, type GateContext, type GateLogger, type GateReport, type Screening } from './shared.js'
+import {
+  contextOf,
+  endScreening,
+  internalError,
+  isClientError,
+  passedAsItCame,
+  screeningOf,
+  type GateContext,
+  type GateLogger,
+  type GateReport,
+  type Screening,
+} from './shared.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -46,84 +58,136 @@ function bodyError(outcome: Rejection | typeof ABORTED): Error {
     : Object.assign(new Error(outcome.body.message), { statusCode: outcome.status })
 }
 
+/** Where the plugin keeps a request's state: private decorations, set up once, instead of per-request weak maps. */
+const ADMITTED = Symbol('payments-gate admitted')
+const REFUSED = Symbol('payments-gate refused')
+const SCREENING = Symbol('payments-gate screening')
+
+interface Screened {
+  [ADMITTED]: Admitted | undefined
+  [REFUSED]: Rejection | undefined
+  [SCREENING]: Screening | undefined
+}
+
+type GateRequest = FastifyRequest & Screened
+
+type Done = (error?: Error) => void
+
+/** A content-type parser's callback. */
+type Parsed = (error: Error | null, body?: unknown) => void
+
 /**
  * The Fastify plugin. It skips encapsulation (as fastify-plugin would), so
  * its hooks and its content-type parser apply to the instance it is
  * registered on. Credentials and headers are checked in `onRequest`, before
  * the body is read; the body is read and checked by a content-type parser for
  * the v6 media type, so Fastify never parses it a second time; a refused body
- * is answered in `preValidation`, before any route schema or handler.
+ * is answered in `preValidation`, before any route schema or handler. The
+ * hooks take callbacks and the state rides on decorations set up once: a
+ * promise, a closure or a weak-map entry per request and hook is what made the
+ * plugin dearer than the schema route it replaces (docs/performance.md).
  */
 export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPluginCallback<FastifyGateOptions> {
-  const admitted = new WeakMap<FastifyRequest, Admitted>()
-  const refused = new WeakMap<FastifyRequest, Rejection>()
-  const screenings = new WeakMap<FastifyRequest, Screening>()
   const tracer = registeredTracer()
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
+
+  /** The head screened: refused, reported, or admitted for its body to be read by the parser. */
+  function headScreened(
+    request: GateRequest,
+    reply: FastifyReply,
+    done: Done,
+    screening: Screening,
+    head: Admitted | Reported | Rejection,
+  ): void {
+    if (!head.ok) {
+      endScreening(screening, head)
+      write(reply, answerOf(head))
+      return
+    }
+    if (head.ok === 'report') {
+      endScreening(screening, head)
+      request.paymentsGateReport = head
+      done()
+      return
+    }
+    // Report mode: a refused head is reported at once, since a body of another Content-Type than the v6
+    // one goes to Fastify's own parser; the parser below reports a v6 body again, with its entity.
+    if (head.refused !== undefined) {
+      request.paymentsGateReport = unreadReport(head.operation, head.principal, head.refused)
+    }
+    request[ADMITTED] = head
+    request[SCREENING] = screening
+    done()
+  }
+
+  function screen(request: GateRequest, reply: FastifyReply, done: Done): void {
+    const operation = checks.operationOf(request.raw.url)
+    if (operation === undefined) {
+      done()
+      return
+    }
+    const screening = screeningOf(tracer, operation, request.raw)
+    reply.header('x-request-id', screening.requestId)
+    // Never undefined: the path is an operation's.
+    void screenHead(checks, request.raw, operation).then(
+      (head) => headScreened(request, reply, done, screening, head as Admitted | Reported | Rejection),
+      (error: unknown) => {
+        endScreening(screening, 500)
+        internal(reply, error)
+      },
+    )
+  }
+
+  /** The verdict on a v6 body the parser read: the document for the route, or the refusal kept for preValidation. */
+  function bodyScreened(request: GateRequest, parsed: Parsed, outcome: Verdict | typeof ABORTED): void {
+    const screening = request[SCREENING] as Screening
+    endScreening(screening, outcome === ABORTED ? 0 : outcome)
+    if (outcome === ABORTED) return parsed(bodyError(ABORTED))
+    if (!outcome.ok) {
+      request[REFUSED] = outcome
+      return parsed(null, undefined)
+    }
+    if (outcome.ok === true) {
+      request.paymentsGate = contextOf(outcome, screening)
+      return parsed(null, outcome.document)
+    }
+    request.paymentsGateReport = outcome
+    const passed = passedAsItCame(outcome)
+    if (passed !== undefined) request.paymentsGate = contextOf(passed, screening)
+    parsed(null, outcome.received)
+  }
 
   const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
     fastify.decorateRequest('paymentsGate', undefined)
     fastify.decorateRequest('paymentsGateReport', undefined)
+    fastify.decorateRequest(ADMITTED, undefined)
+    fastify.decorateRequest(REFUSED, undefined)
+    fastify.decorateRequest(SCREENING, undefined)
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
-    fastify.addHook('onRequest', async (request, reply) => {
-      await new Promise<void>((resolve) => inTurn(reply.raw, resolve))
-      const operation = checks.operationOf(request.raw.url)
-      if (operation === undefined) return
-      const screening = startScreening(tracer, operation, request.raw, reply.raw)
-      let head
-      try {
-        // Never undefined: the path is an operation's.
-        head = (await screenHead(checks, request.raw, operation)) as Exclude<Awaited<ReturnType<typeof screenHead>>, undefined>
-      } catch (error) {
-        endScreening(screening, 500)
-        return internal(reply, error)
-      }
-      if (!head.ok) {
-        endScreening(screening, head)
-        return write(reply, answerOf(head))
-      }
-      if (head.ok === 'report') {
-        endScreening(screening, head)
-        request.paymentsGateReport = head
-        return
-      }
-      // Report mode: a refused head is reported at once, since a body of another Content-Type than the v6
-      // one goes to Fastify's own parser; the parser below reports a v6 body again, with its entity.
-      if (head.refused !== undefined) request.paymentsGateReport = unreadReport(head.operation, head.principal, head.refused)
-      admitted.set(request, head)
-      screenings.set(request, screening)
+    fastify.addHook('onRequest', (request, reply, next) => {
+      inTurn(reply.raw, () => screen(request as GateRequest, reply, next))
     })
 
-    fastify.addContentTypeParser(checks.mediaTypes.request, async (request: FastifyRequest, payload: IncomingMessage) => {
-      const head = admitted.get(request)
+    const { request: mediaType } = checks.mediaTypes
+    fastify.addContentTypeParser(mediaType, (request: FastifyRequest, payload: IncomingMessage, parsed: Parsed) => {
+      const head = (request as GateRequest)[ADMITTED]
       if (head === undefined) {
         // Another route of the application that takes the v6 media type: plain JSON, as Fastify would parse it.
-        const bytes = await readBody(payload, checks.bodyLimit)
-        if (!Buffer.isBuffer(bytes)) throw bodyError(bytes)
-        return new Promise((resolve, reject) => jsonParser(request, bytes.toString('utf8'), (error, body) => (error === null ? resolve(body) : reject(error))))
+        void readBody(payload, checks.bodyLimit).then((bytes) => {
+          if (Buffer.isBuffer(bytes)) jsonParser(request, bytes.toString('utf8'), parsed)
+          else parsed(bodyError(bytes))
+        })
+        return
       }
-      const outcome = await screenBody(checks, payload, head)
-      const screening = screenings.get(request) as Screening
-      endScreening(screening, outcome === ABORTED ? 0 : outcome)
-      if (outcome === ABORTED) throw bodyError(ABORTED)
-      if (!outcome.ok) {
-        refused.set(request, outcome)
-        return undefined
-      }
-      if (outcome.ok === true) {
-        request.paymentsGate = contextOf(outcome, screening)
-        return outcome.document
-      }
-      request.paymentsGateReport = outcome
-      const passed = passedAsItCame(outcome)
-      if (passed !== undefined) request.paymentsGate = contextOf(passed, screening)
-      return outcome.received
+      const screened = (outcome: Verdict | typeof ABORTED) => bodyScreened(request as GateRequest, parsed, outcome)
+      void screenBody(checks, payload, head).then(screened, parsed)
     })
 
-    fastify.addHook('preValidation', async (request, reply) => {
-      const outcome = refused.get(request)
-      if (outcome !== undefined) return write(reply, answerOf(outcome))
+    fastify.addHook('preValidation', (request, reply, next) => {
+      const outcome = (request as GateRequest)[REFUSED]
+      if (outcome === undefined) next()
+      else write(reply, answerOf(outcome))
     })
 
     if (options.errorHandler === true) {

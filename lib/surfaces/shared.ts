@@ -48,8 +48,17 @@ export interface Screening {
  * child of the application's active context (docs/tracing.md).
  */
 export function startScreening(tracer: Tracer | undefined, operation: Operation, req: IncomingMessage, res: ServerResponse): Screening {
+  const screening = screeningOf(tracer, operation, req)
+  res.setHeader('x-request-id', screening.requestId)
+  return screening
+}
+
+/**
+ * `startScreening` for a host that sets the id on its own reply: a header set on node's response
+ * makes node's `writeHead` set each of the host's headers one by one (Fastify, docs/performance.md).
+ */
+export function screeningOf(tracer: Tracer | undefined, operation: Operation, req: IncomingMessage): Screening {
   const requestId = requestIdOf(req.headers['x-request-id'])
-  res.setHeader('x-request-id', requestId)
   return { requestId, span: tracer === undefined ? undefined : startCheckSpan(tracer, operation, requestId) }
 }
 

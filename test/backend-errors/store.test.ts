@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { watchBackendErrors, type BackendErrorStore, type WatchBackendErrorsOptions } from '../../lib/backend-errors/store.js'
+import type { ReloadOutcome } from '../../lib/watch.js'
 
 /** Polls until `condition` holds; fails the test after two seconds (the contract says within a second). */
 async function eventually(condition: () => boolean): Promise<void> {
@@ -63,6 +64,29 @@ t.test('a valid change takes effect without a restart; an invalid one keeps the 
   await writeFile(file, '{')
   await eventually(() => log.lines.length === 4)
   t.match(log.lines[3], { level: 'warn', fields: { reason: /^not JSON/ } }, 'a problem after a good version is logged again')
+})
+
+t.test('onReload: a refused version once, again at each SIGHUP, a change or a SIGHUP ok, and the end of a refusal', async (t) => {
+  const dir = t.testdir({ 'rules.json': rulesFile('firstName') })
+  const file = join(dir, 'rules.json')
+  const outcomes: ReloadOutcome[] = []
+  const log = recorder()
+  const store = await open(t, file, { logger: log.logger, onReload: (outcome) => outcomes.push(outcome) })
+  await store.reload()
+  t.same(outcomes, [{ applied: true, refused: [], refusedNow: 0 }], 'SIGHUP: a reload, even when nothing changed')
+  t.match(log.lines, [{ level: 'info', message: 'backend errors rules reloaded' }])
+  await writeFile(file, '{"rules": [1]}')
+  await eventually(() => outcomes.length === 2)
+  t.same(outcomes[1], { applied: false, refused: [{ file, reason: '$.rules[0]: must be an object' }], refusedNow: 1 })
+  await store.reload()
+  t.same(outcomes.slice(2), [{ applied: false, refused: [{ file, reason: '$.rules[0]: must be an object' }], refusedNow: 1 }], 'SIGHUP: refused again')
+  await writeFile(file, rulesFile('firstName'))
+  await eventually(() => outcomes.length === 4)
+  t.same(outcomes[3], { applied: false, refused: [], refusedNow: 0 }, 'the same rules again: nothing applied, nothing refused any more')
+  await writeFile(file, rulesFile('secondName'))
+  await eventually(() => outcomes.length === 5)
+  t.same(outcomes[4], { applied: true, refused: [], refusedNow: 0 })
+  t.equal(nameOf(store), 'secondName')
 })
 
 t.test('an atomic rename and a Kubernetes-style symlink swap are both seen', async (t) => {

@@ -90,8 +90,8 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
   const cases: [string[], string][] = [
     [['--credentials', 'c'], '--target is required: give --target URL or set PAYMENTS_GATE_TARGET'],
     [['--target', 'http://x'], '--credentials is required: give --credentials FILE or set PAYMENTS_GATE_CREDENTIALS'],
-    [['--target', 'not a url', '--credentials', 'c'], '--target="not a url" must be an http:// URL, e.g. http://127.0.0.1:9000'],
-    [['--target', 'https://x', '--credentials', 'c'], '--target="https://x" must be an http:// URL (terminate TLS in front of the gateway, docs/deployment.md)'],
+    [['--target', 'not a url', '--credentials', 'c'], '--target="not a url" must be an http:// or https:// URL, e.g. http://127.0.0.1:9000'],
+    [['--target', 'ws://x', '--credentials', 'c'], '--target="ws://x" must be an http:// or https:// URL, e.g. https://payments.internal'],
     [[...required, '--listen', 'host:99999'], '--listen="host:99999" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535'],
     [[...required, '--listen', 'a:b'], '--listen="a:b" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535'],
     [[...required, '--body-limit', '1e3'], '--body-limit="1e3" must be a whole number of bytes, at least 0'],
@@ -116,7 +116,7 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
   ]
   for (const [args, message] of cases) t.equal(refusal(args), message, args.join(' '))
   t.equal(refusal(required, { PAYMENTS_GATE_TIMEOUT: 'soon' }), 'PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1', 'the variable, not a flag never set')
-  t.equal(refusal([], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: 'c' }), 'PAYMENTS_GATE_TARGET="ftp://x" must be an http:// URL (terminate TLS in front of the gateway, docs/deployment.md)')
+  t.equal(refusal([], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: 'c' }), 'PAYMENTS_GATE_TARGET="ftp://x" must be an http:// or https:// URL, e.g. https://payments.internal')
   t.same(parseAddress('9090'), { host: undefined, port: 9090 })
 })
 

@@ -75,42 +75,6 @@ t.test('a full memory store: evictions counted, the window exported, one warning
   t.equal(again.headers['idempotent-replayed'], 'true', 'a recent payment is still replayed')
 })
 
-t.test('with a Redis URL, one client carries retry protection and the login throttle, and stop closes every connection', async (t) => {
-  const redis = await startRedis(t)
-  if (redis === undefined) return
-  const observer = new Redis(redis.url, { connectionName: 'observer' })
-  t.teardown(() => observer.disconnect())
-  /** The connections Redis has open, but the observer's own. */
-  const connections = async () => {
-    const lines = ((await observer.client('LIST')) as string).split('\n')
-    return lines.filter((line) => line !== '' && !line.includes(' name=observer ')).length
-  }
-  /** Polls until none is left: Redis drops a connection that sent QUIT just after answering it. Fails after 10 s. */
-  async function allClosed(): Promise<number> {
-    for (let i = 0; i < 200 && (await connections()) > 0; i++) await sleep(50)
-    return connections()
-  }
-
-  const serving = await startServing(setup({ idempotency: redis.url, shutdownDelay: 0 }), io().io)
-  t.equal(await connections(), 1, "one connection: the store's client, which the throttle shares")
-  const url = `http://127.0.0.1:${serving.address.port}`
-  const wrong = paymentHeaders({ authorization: basic(USERNAME, 'wrong') })
-  t.equal((await send(url, { headers: wrong, body: saleBody() })).status, 401)
-  t.equal(await observer.get(`payments-gate:login:failures:${USERNAME}`), '1', 'the failed login was counted in Redis')
-  t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
-  t.ok((await observer.keys('payments-gate:idem:*')).length > 0, 'the payment was claimed in Redis')
-  t.equal(await connections(), 1, 'on the same connection')
-  await serving.stop()
-  t.equal(await allClosed(), 0, 'stop closed it')
-
-  // Writes that wait for replicas take connections of their own (docs/idempotency.md, replicas): eight.
-  const replicated = setup({ idempotency: redis.url, idempotencyReplicas: 1, shutdownDelay: 0 })
-  const waiting = await startServing(replicated, io().io)
-  t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
-  await waiting.stop()
-  t.equal(await allClosed(), 0, 'stop closed all nine')
-})
-
 t.test('a store full of payments in flight: a new payment is a store failure (closed: 503, open: unprotected), counted apart; none in flight is forgotten', async (t) => {
   // The backend holds every payment until told to answer.
   const held: (() => void)[] = []
@@ -151,6 +115,42 @@ t.test('a store full of payments in flight: a new payment is a store failure (cl
   t.equal(holding.received.length, 3, 'each payment reached the backend once, the refused one never')
 })
 
+t.test('with a Redis URL, one client carries retry protection and the login throttle, and stop closes every connection', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const observer = new Redis(redis.url, { connectionName: 'observer' })
+  t.teardown(() => observer.disconnect())
+  /** The connections Redis has open, but the observer's own. */
+  const connections = async () => {
+    const lines = ((await observer.client('LIST')) as string).split('\n')
+    return lines.filter((line) => line !== '' && !line.includes(' name=observer ')).length
+  }
+  /** Polls until none is left: Redis drops a connection that sent QUIT just after answering it. Fails after 10 s. */
+  async function allClosed(): Promise<number> {
+    for (let i = 0; i < 200 && (await connections()) > 0; i++) await sleep(50)
+    return connections()
+  }
+
+  const serving = await startServing(setup({ idempotency: redis.url, shutdownDelay: 0 }), io().io)
+  t.equal(await connections(), 1, "one connection: the store's client, which the throttle shares")
+  const url = `http://127.0.0.1:${serving.address.port}`
+  const wrong = paymentHeaders({ authorization: basic(USERNAME, 'wrong') })
+  t.equal((await send(url, { headers: wrong, body: saleBody() })).status, 401)
+  t.equal(await observer.get(`payments-gate:login:failures:${USERNAME}`), '1', 'the failed login was counted in Redis')
+  t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+  t.ok((await observer.keys('payments-gate:idem:*')).length > 0, 'the payment was claimed in Redis')
+  t.equal(await connections(), 1, 'on the same connection')
+  await serving.stop()
+  t.equal(await allClosed(), 0, 'stop closed it')
+
+  // Writes that wait for replicas take connections of their own (docs/idempotency.md, replicas): eight.
+  const replicated = setup({ idempotency: redis.url, idempotencyReplicas: 1, shutdownDelay: 0 })
+  const waiting = await startServing(replicated, io().io)
+  t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
+  await waiting.stop()
+  t.equal(await allClosed(), 0, 'stop closed all nine')
+})
+
 t.test('start-up failures: invalid policy, bad credentials, port in use; nothing left listening', async (t) => {
   const port = await takenPort(t)
   const policy = join(dir, 'bad-policies', 'default.json')
@@ -159,6 +159,9 @@ t.test('start-up failures: invalid policy, bad credentials, port in use; nothing
   })
   await t.rejects(startServing(setup({ credentials: join(dir, 'bad.json') }), io().io), { message: /^--credentials: .*bad\.json: \$\.users: .*; give a credentials file as docs\/credentials\.md describes$/ })
   await t.rejects(startServing(setup({ listen: { host: '127.0.0.1', port } }), io().io), { message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port` })
+  await t.rejects(startServing(setup({ tlsCert: join(dir, 'none.pem'), tlsKey: join(dir, 'none.key') }), io().io), {
+    message: `--tls-cert: ${join(dir, 'none.pem')}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)`,
+  })
   await t.rejects(startServing(setup({ admin: { host: '127.0.0.1', port }, where: (key) => `PAYMENTS_GATE_${key.toUpperCase()}` }), io().io), {
     message: `PAYMENTS_GATE_ADMIN: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
   })
@@ -170,7 +173,7 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
   t.match(run.output().stderr, /^payments-gate serve: .*bogus.*\n$/)
   const env = spawnCli(['serve'], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: credentials })
   t.equal(await env.exited, 2)
-  t.match(env.output().stderr, /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ URL/)
+  t.match(env.output().stderr, /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ or https:\/\/ URL/)
 })
 
 t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {

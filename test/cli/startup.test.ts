@@ -33,7 +33,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
   const serve = ['serve', '--target', target]
   const cases: [string[], Record<string, string>, string | RegExp][] = [
     [[...serve, '--credentials', join(dir, 'missing.json')], {}, `payments-gate serve: --credentials: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
-    [[...serve, '--workers', '2'], { PAYMENTS_GATE_CREDENTIALS: join(dir, 'missing.json') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
+    [[...serve, '--workers', '2', '--idempotency', 'off'], { PAYMENTS_GATE_CREDENTIALS: join(dir, 'missing.json') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
     [serve, { PAYMENTS_GATE_CREDENTIALS: join(dir, 'folder') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'folder')}: a folder, where a file is expected; give a credentials file as docs/credentials.md describes\n`],
     [[...serve, '--credentials', join(dir, 'not-json.json')], {}, /^payments-gate serve: --credentials: .*not-json\.json: not JSON: .*; give a credentials file as docs\/credentials\.md describes\n$/],
     [[...serve, '--credentials', credentials, '--policies', join(dir, 'nowhere')], {}, `payments-gate serve: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`],

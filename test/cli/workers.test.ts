@@ -11,14 +11,14 @@ t.teardown(() => backend.close())
 
 t.test('--workers: an admin port in use stops the primary before any worker starts', async (t) => {
   const taken = await takenPort(t)
-  const run = spawnCli(['serve', '--workers', '2', '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${taken}`])
+  const run = spawnCli(['serve', '--workers', '2', '--idempotency', 'off', '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${taken}`])
   t.equal(await run.exited, 2)
   t.equal(run.output().stderr, `payments-gate serve: --admin: 127.0.0.1:${taken} is in use; stop what listens there or give another port\n`)
 })
 
 t.test('--workers: N processes on one port, admin with summed metrics, a dead worker replaced, SIGTERM drains all', async (t) => {
   const [listen, admin] = [await freePort(), await freePort()]
-  const run = spawnCli(['serve', '--workers', '2', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '0'])
+  const run = spawnCli(['serve', '--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '0'])
   t.teardown(() => run.child.kill('SIGKILL'))
   await poll(`http://127.0.0.1:${admin}/readyz`, 200)
   for (let i = 0; i < 4; i++) t.equal((await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
@@ -45,14 +45,14 @@ t.test('--workers: N processes on one port, admin with summed metrics, a dead wo
 
 t.test('--workers: workers that cannot listen stop the primary with exit 2', async (t) => {
   const port = await takenPort(t)
-  const run = spawnCli(['serve', '--workers', '2', '--listen', `127.0.0.1:${port}`, '--target', backend.url, '--credentials', credentials])
+  const run = spawnCli(['serve', '--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${port}`, '--target', backend.url, '--credentials', credentials])
   t.equal(await run.exited, 2)
   t.equal(run.output().stderr, `payments-gate serve: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`, 'said once, not once a worker')
 })
 
 t.test('--workers: SIGTERM turns readyz 503, the workers keep serving through the delay with Connection: close; a second SIGTERM drains all, exit 0', async (t) => {
   const [listen, admin] = [await freePort(), await freePort()]
-  const run = spawnCli(['serve', '--workers', '2', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '600'])
+  const run = spawnCli(['serve', '--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '600'])
   t.teardown(() => run.child.kill('SIGKILL'))
   await poll(`http://127.0.0.1:${admin}/readyz`, 200)
   run.child.kill('SIGTERM')

@@ -35,7 +35,7 @@ t.test('gateway A killed after the backend received the payment: a retry on gate
   // The backend takes the payment and never answers: its outcome is unknown to everybody but the backend.
   const backend = await startBackend(() => undefined)
   t.teardown(() => backend.close())
-  // --timeout 200: an in-flight window of 2 x 200 ms + 5 s.
+  // --timeout 200: an in-flight window of 3 x 200 ms + 5 s.
   const args = ['--idempotency', redis.url, '--timeout', '200']
   const [a, b] = await Promise.all([gatewayProcess(t, backend.url, args), gatewayProcess(t, backend.url, args)])
   const payment: Record<string, any> = { ...saleBody(), transactionReference: 'killed-mid-payment' }

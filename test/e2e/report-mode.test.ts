@@ -13,7 +13,7 @@ import { startGateway } from '../helpers/surfaces.js'
 // Report mode (docs/rollout.md), end to end: real backends on loopback, the proxy in this process and the real CLI.
 const crashCheck = watchCrashes(t)
 const metrics = createMetrics({ defaultMetrics: false })
-const { url, port, backend } = await startGateway(t, { metrics, idempotency: 'memory', gate: { mode: 'report', bodyLimit: BODY_LIMIT } })
+const { url, backend } = await startGateway(t, { metrics, idempotency: 'memory', gate: { mode: 'report', bodyLimit: BODY_LIMIT } })
 
 /** The log line of the request sent to `path`. */
 const lineOf = (path: string) => loggedRequests().find((line) => line.path === path)

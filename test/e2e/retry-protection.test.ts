@@ -1,14 +1,17 @@
+import { request, type ServerResponse } from 'node:http'
+import { connect, createServer as createNetServer } from 'node:net'
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing } from '../../lib/cli/serve.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
+import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
-import { type Answer, created, startBackend } from '../helpers/servers.js'
+import { type Answer, created, listenOnLoopback, startBackend } from '../helpers/servers.js'
 import { type Started, startGateway } from '../helpers/surfaces.js'
 
 /**
@@ -195,6 +198,97 @@ t.test('a store of your own: used for every payment, and closed when the gateway
   t.ok(closed, 'closed with the drain')
 })
 
+/** Sends a payment on a connection of its own and leaves once `leave` resolves; resolves when the connection is gone. */
+function payAndLeave(url: string, payment: object, leave: Promise<unknown>): Promise<void> {
+  return new Promise((resolve) => {
+    const req = request(`${url}/payments/sales/migrateCardOnFile`, { method: 'POST', agent: false, headers: paymentHeaders() })
+    req.on('error', () => undefined)
+    req.on('close', () => resolve())
+    req.end(JSON.stringify(payment))
+    void leave.then(() => req.destroy())
+  })
+}
+
+t.test('a client that leaves while its claim is answered (an asynchronous store): never forwarded, the key released', async (t) => {
+  const memory = new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 60_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_ANSWER })
+  const held: (() => void)[] = []
+  // Your own store whose claims the test answers when it chooses, as a slow Redis would.
+  const slow: IdempotencyStore = {
+    claim: (key, fingerprint) => new Promise((resolve) => held.push(() => resolve(memory.claim(key, fingerprint)))),
+    record: (key, token, answer) => memory.record(key, token, answer),
+    release: (key, token) => memory.release(key, token),
+    close: () => memory.close(),
+  }
+  const { url, backend } = await startGateway(t, { idempotency: slow })
+  const payment = sale()
+  await payAndLeave(url, payment, until(() => held.length === 1))
+  ;(held.shift() as () => void)()
+  t.ok(await until(() => memory.size === 0), 'the claim is released')
+  const retry = pay(url, payment)
+  t.ok(await until(() => held.length === 1))
+  ;(held.shift() as () => void)()
+  t.equal((await retry).status, 201, 'the retry is forwarded as a first request')
+  t.equal(backend.received.length, 1, 'the payment whose client left never reached the backend')
+})
+
+/** A TCP proxy in front of Redis that, while `hold` is on, keeps Redis's replies until `release()`; `sent` is what the gateway sent meanwhile. */
+async function holdingProxy(t: Test, port: number) {
+  const held: (() => void)[] = []
+  const proxy = { url: '', hold: false, sent: '', release: () => held.splice(0).forEach((write) => write()) }
+  const server = createNetServer((client) => {
+    const upstream = connect(port, '127.0.0.1')
+    client.on('data', (chunk: Buffer) => {
+      if (proxy.hold) proxy.sent += chunk.toString('latin1')
+      upstream.write(chunk)
+    })
+    upstream.on('data', (chunk: Buffer) => (proxy.hold ? held.push(() => client.write(chunk)) : client.write(chunk)))
+    client.on('error', () => upstream.destroy())
+    upstream.on('error', () => client.destroy())
+    client.on('close', () => upstream.destroy())
+  })
+  proxy.url = `redis://127.0.0.1:${await listenOnLoopback(server)}`
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  return proxy
+}
+
+t.test('Redis: a client that leaves while its claim is answered: never forwarded, the key released', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const proxy = await holdingProxy(t, Number(new URL(redis.url).port))
+  const { url, backend, gateway } = await startGateway(t, { idempotency: proxy.url })
+  let [requests, closes] = [0, 0]
+  gateway.server.on('request', (_req, res) => {
+    // From the second request on: what Redis answers is held, and what the gateway sends is its claim (the first sale's record went before).
+    if (++requests === 2) [proxy.hold, proxy.sent] = [true, '']
+    res.once('close', () => closes++)
+  })
+  const payment = sale()
+  t.equal((await pay(url, sale())).status, 201, 'the password is checked once, and cached')
+  await payAndLeave(url, payment, until(() => /EVAL/i.test(proxy.sent)))
+  t.ok(await until(() => closes === 2), 'the gateway saw the client leave while its claim was with Redis')
+  proxy.hold = false
+  proxy.release()
+  const retry = await pollUntilDone(url, payment)
+  t.equal(retry.status, 201, 'the key was released: the retry is forwarded as a first request')
+  t.equal(retry.headers['idempotent-replayed'], undefined)
+  t.equal(backend.received.length, 2, 'the first sale and the retry; the payment whose client left never reached the backend')
+})
+
+t.test('a client that leaves during its password check (a cache miss): never forwarded', async (t) => {
+  // A slow hash, so that the check outlasts the client.
+  const credentials = await writeCredentials(t.testdir(), { N: 65_536, r: 8, p: 1 })
+  const { url, backend, gateway } = await startGateway(t, { idempotency: 'memory', gate: { credentials } })
+  const payment = sale()
+  let [requests, closes] = [0, 0]
+  gateway.server.on('request', (_req, res) => (requests++, res.once('close', () => closes++)))
+  await payAndLeave(url, payment, until(() => requests === 1))
+  t.ok(await until(() => closes === 1), 'the gateway saw the client leave')
+  const retry = await pay(url, payment)
+  t.equal(retry.status, 201, 'nothing claimed: the retry is forwarded as a first request')
+  t.equal(retry.headers['idempotent-replayed'], undefined)
+  t.equal(backend.received.length, 1)
+})
+
 t.test('retry protection off: every copy is forwarded', async (t) => {
   const { url, backend } = await startGateway(t, { idempotency: 'off' })
   const payment = sale()
@@ -213,6 +307,47 @@ async function gatewayProcess(t: Test, target: string, args: string[]): Promise<
   })
   await run.waitFor(/"msg":"gateway listening"/)
   return `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`
+}
+
+t.test('serve --timeout 1000, every backend connection busy: a queued payment is dropped at 1 s (503, key released), never told "unknown", and reaches the backend once', async (t) => {
+  const trickling = new Set<ServerResponse>()
+  const backend = await startBackend((req, res, body) => {
+    if (!body.includes('"held-')) return created(req, res, body)
+    // Headers at once, then a byte every 200 ms: the connection stays busy, never silent for --timeout.
+    res.writeHead(201, { 'content-type': 'text/plain' }).write(' ')
+    trickling.add(res)
+  })
+  const drip = setInterval(() => trickling.forEach((res) => res.write(' ')), 200)
+  const finish = () => (clearInterval(drip), trickling.forEach((res) => res.end()), trickling.clear())
+  t.teardown(async () => (finish(), await backend.close()))
+  const url = await gatewayProcess(t, backend.url, ['--timeout', '1000', '--shutdown-delay', '0'])
+  // The gateway's 256 connections to the backend (docs/backend-faults.md, connections), each held by a payment.
+  const held = Array.from({ length: 256 }, (_, i) => started(url, sale(`held-${i}`)))
+  t.ok(await until(() => backend.started === 256, 30_000), 'every connection to the backend is busy')
+  const payment = sale('queued-1')
+  const queued = await pay(url, payment)
+  t.equal(queued.status, 503, 'waited past --timeout for a connection: never written')
+  t.equal(queued.json.errorName, 'serviceUnavailable')
+  const retry = await pay(url, payment)
+  t.equal(retry.status, 503, 'its retry, still queued, is dropped too: its key was released, never "unknown"')
+  t.same(await Promise.all(held), Array(256).fill(201))
+  finish()
+  const last = await pay(url, payment)
+  t.equal(last.status, 201, 'forwarded once connections are free')
+  t.equal(last.headers['idempotent-replayed'], undefined)
+  t.equal(backend.received.filter((received) => received.body.includes('"queued-1"')).length, 1, 'the payment reached the backend once')
+})
+
+/** Sends a payment on a connection of its own; resolves with its status once the answer's head is in, leaving the body to stream. */
+function started(url: string, payment: object): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/payments/sales/migrateCardOnFile`, { method: 'POST', agent: false, headers: paymentHeaders() }, (res) => {
+      res.resume()
+      resolve(res.statusCode as number)
+    })
+    req.on('error', reject)
+    req.end(JSON.stringify(payment))
+  })
 }
 
 t.test('Redis: two gateway processes on one Redis share the keys', async (t) => {

@@ -66,7 +66,7 @@ export function spawnCli(args: string[], env: Record<string, string> = {}): Runn
     waitFor: (pattern) =>
       new Promise<void>((resolve, reject) => {
         waiters.push({ pattern, resolve })
-        exited.then(() => reject(new Error(`exited before ${pattern}: ${stderr}`)))
+        void exited.then(() => reject(new Error(`exited before ${pattern}: ${stderr}`)))
         check()
       }),
   }

@@ -50,6 +50,21 @@ t.test('a retired reference writes nothing against itself, and still reads what 
   t.ok(roundTrip(t, body, reference, 'all literals').length > body.length)
 })
 
+t.test('a place the index offers whose first bytes differ is never copied, even when the bytes after it match', async (t) => {
+  // Two four-byte words the index (body-delta.ts: 11 bits of a Fibonacci hash) files under one slot, alike in their last
+  // two bytes only: the reference holds one followed by "XY", the body the other followed by "XY".
+  const slot = (word: Buffer) => Math.imul(word.readUInt32LE(0), 0x9e3779b1) >>> 21
+  const first = Buffer.from([1, 2, 0x7a, 0x7b])
+  let other: Buffer | undefined
+  for (let i = 0; other === undefined; i++) {
+    const candidate = Buffer.from([i & 0xff, (i >> 8) & 0xff, 0x7a, 0x7b])
+    if (!candidate.equals(first) && candidate[0] !== first[0] && slot(candidate) === slot(first)) other = candidate
+  }
+  const reference = new Reference(Buffer.concat([first, Buffer.from('XY')]))
+  t.equal(reference.find(other, 0), -1, 'offered, refused')
+  roundTrip(t, Buffer.concat([other, Buffer.from('XY')]), reference, 'written as literals, read back as it was')
+})
+
 t.test('property: a body made from the reference by edits, or any bytes, reads back byte for byte', async (t) => {
   const edit = fc.record({ at: fc.nat(), cut: fc.nat({ max: 40 }), insert: fc.uint8Array({ maxLength: 40 }) })
   fc.assert(

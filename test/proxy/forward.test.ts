@@ -235,17 +235,19 @@ t.test('a client that leaves while a large answer streams: the rest is read, not
   t.match(await outcomeOf(t, host), { kind: 'answered', status: 200, body: undefined })
 })
 
-t.test('a client that leaves while its payment waits for a connection: never sent, refused', async (t) => {
+t.test('a client that leaves while its payment waits for a connection: never sent, refused at once', async (t) => {
   const held: (() => void)[] = []
   const { host, backend } = await hostFor(t, (_req, res) => held.push(() => res.writeHead(201).end('{}')), { maxSockets: 1 })
   const first = pay(host)
   t.ok(await until(() => held.length === 1), 'the one connection is busy')
   await payAndLeave(host, until(() => host.exchanges.length === 2))
+  t.ok(await until(() => host.outcomes.length === 1), 'settled while the connection is still busy')
+  t.same(host.outcomes[0], { kind: 'refused' }, 'the backend never got it')
   for (const release of held) release()
   t.equal((await first).status, 201)
   t.ok(await until(() => host.outcomes.length === 2))
-  t.same(host.outcomes[1], { kind: 'refused' }, 'the backend never got it')
   t.equal(backend.started, 1, 'only the first payment reached the backend')
+  t.equal(host.exchanges[1]?.backendError, undefined, 'not a backend fault: nobody was told 503')
 })
 
 t.test('the pool closed while a payment waits for a connection: an error code the fault table does not name, yet never written, so refused', async (t) => {

@@ -1,0 +1,142 @@
+import { X509Certificate } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { copyFile, mkdir, rename, symlink } from 'node:fs/promises'
+import { request } from 'node:https'
+import { join } from 'node:path'
+import { connect } from 'node:tls'
+import t, { type Test } from 'tap'
+import { spawnCli, type Running } from '../helpers/cli.js'
+import { makePki, type PemFiles } from '../helpers/certificates.js'
+import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { paymentHeaders, until } from '../helpers/http.js'
+import { freePort, poll, startBackend } from '../helpers/servers.js'
+
+/** docs/deployment.md, TLS, on the real `serve` process: a Secret's `..data` swap, a refused pair counted, SIGHUP, --workers. */
+const dir = t.testdir()
+const pki = await makePki(dir)
+const ca = readFileSync(pki.ca)
+const credentials = await writeCredentials(dir)
+const backend = await startBackend()
+t.teardown(() => backend.close())
+const serialOf = (files: PemFiles) => new X509Certificate(readFileSync(files.cert)).serialNumber
+
+/** The serial number of the certificate a new TLS connection to `port` is given. */
+function servedSerial(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, ca, servername: 'localhost' }, () => {
+      resolve(socket.getPeerCertificate().serialNumber)
+      socket.end()
+    })
+    socket.on('error', reject)
+  })
+}
+
+let reference = 0
+/** One sale over HTTPS on a new connection: its status. */
+function sale(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`https://localhost:${port}/payments/sales/migrateCardOnFile`, { method: 'POST', headers: paymentHeaders(), ca, agent: false }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode as number))
+    })
+    req.on('error', reject)
+    req.end(JSON.stringify(saleBody({ transactionReference: `tls-serve-${reference++}` })))
+  })
+}
+
+/** A folder laid out as a mounted Secret: `tls.crt` and `tls.key` through the `..data` symlink; `swap` points it at a new version. */
+async function secretFolder(t: Test, first: PemFiles): Promise<{ cert: string; key: string; swap(pair: PemFiles): Promise<void> }> {
+  const mount = t.testdir()
+  let version = 0
+  async function write(pair: PemFiles): Promise<string> {
+    const name = `..v${version++}`
+    await mkdir(join(mount, name))
+    await copyFile(pair.cert, join(mount, name, 'tls.crt'))
+    await copyFile(pair.key, join(mount, name, 'tls.key'))
+    return name
+  }
+  await symlink(await write(first), join(mount, '..data'))
+  await symlink('..data/tls.crt', join(mount, 'tls.crt'))
+  await symlink('..data/tls.key', join(mount, 'tls.key'))
+  return {
+    cert: join(mount, 'tls.crt'),
+    key: join(mount, 'tls.key'),
+    // As the kubelet does it: a new folder, a new link beside the old one, renamed over it.
+    async swap(pair) {
+      await symlink(await write(pair), join(mount, '..data_tmp'))
+      await rename(join(mount, '..data_tmp'), join(mount, '..data'))
+    },
+  }
+}
+
+async function metricsOf(admin: number): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${admin}/metrics`)).text()
+}
+
+function serve(t: Test, args: string[]): Running {
+  const run = spawnCli(['serve', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0', ...args])
+  t.teardown(() => void run.child.kill('SIGKILL'))
+  return run
+}
+
+t.test('serve --tls-cert: HTTPS; a ..data swap served to new connections; a bad pair refused, counted, the last good kept; SIGHUP', async (t) => {
+  const secret = await secretFolder(t, pki.server)
+  const [listen, admin] = [await freePort(), await freePort()]
+  const run = serve(t, ['--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--tls-cert', secret.cert, '--tls-key', secret.key])
+  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+  t.equal(await sale(listen), 201)
+  t.equal(await servedSerial(listen), serialOf(pki.server))
+
+  const next = await pki.issue('renewed')
+  await secret.swap(next)
+  t.ok(await until(async () => (await servedSerial(listen)) === serialOf(next), 10_000), 'the renewed certificate, without a restart')
+  t.equal(await sale(listen), 201)
+
+  await secret.swap({ cert: pki.server.cert, key: pki.client.key })
+  await run.waitFor(/certificate file refused/)
+  t.match(run.output().stdout, /"reason":"not the key of the certificate","msg":"certificate file refused, the last good one stays in force"/)
+  t.equal(await servedSerial(listen), serialOf(next), 'the last good pair stays')
+  const metrics = await metricsOf(admin)
+  t.match(metrics, /payments_gate_tls_reloads_total\{side="listener",outcome="failed"\} 1/)
+  t.match(metrics, /payments_gate_tls_files_refused\{side="listener"\} 1/)
+
+  await secret.swap(next)
+  t.ok(await until(async () => /payments_gate_tls_files_refused\{side="listener"\} 0/.test(await metricsOf(admin)), 10_000), 'the pair fixed: nothing refused')
+  const okBefore = Number(/payments_gate_tls_reloads_total\{side="listener",outcome="ok"\} (\d+)/.exec(await metricsOf(admin))?.[1])
+  run.child.kill('SIGHUP')
+  t.ok(await until(async () => new RegExp(`payments_gate_tls_reloads_total\\{side="listener",outcome="ok"\\} ${okBefore + 1}`).test(await metricsOf(admin)), 10_000), 'SIGHUP re-reads the pair')
+  run.child.kill('SIGTERM')
+  t.equal(await run.exited, 0)
+})
+
+t.test('serve --workers 2: every worker serves the renewed pair', async (t) => {
+  const cert = join(t.testdir(), 'tls.crt')
+  const key = join(cert, '..', 'tls.key')
+  await copyFile(pki.server.cert, cert)
+  await copyFile(pki.server.key, key)
+  const [listen, admin] = [await freePort(), await freePort()]
+  const run = serve(t, ['--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--tls-cert', cert, '--tls-key', key])
+  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+  t.equal(await sale(listen), 201)
+  const next = await pki.issue('workers-renewed')
+  await copyFile(next.key, `${key}.tmp`)
+  await copyFile(next.cert, `${cert}.tmp`)
+  await rename(`${key}.tmp`, key)
+  await rename(`${cert}.tmp`, cert)
+  await run.waitFor(/("msg":"certificates reloaded"[^]*){2}/)
+  // The primary hands connections to its workers in turn: a few new ones reach both.
+  const served = await Promise.all(Array.from({ length: 8 }, () => servedSerial(listen)))
+  t.same([...new Set(served)], [serialOf(next)])
+  t.equal(await sale(listen), 201)
+  run.child.kill('SIGTERM')
+  t.equal(await run.exited, 0)
+})
+
+t.test('a missing file: one line naming the flag, exit 2, also under --workers', async (t) => {
+  const missing = join(dir, 'none.pem')
+  for (const workers of ['1', '2']) {
+    const run = serve(t, ['--workers', workers, '--idempotency', 'off', '--listen', '127.0.0.1:0', '--tls-cert', pki.server.cert, '--tls-key', missing])
+    t.equal(await run.exited, 2)
+    t.equal(run.output().stderr, `payments-gate serve: --tls-key: ${missing}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)\n`)
+  }
+})

@@ -1,0 +1,169 @@
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createServer, type IncomingMessage } from 'node:http'
+import { createServer as createTlsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { Pool, type Dispatcher } from 'undici'
+import { NO_RULES } from '../../lib/backend-errors/rules.js'
+import { GatewayResponse, track, type Exchange } from '../../lib/proxy/exchange.js'
+import { paymentFault } from '../../lib/proxy/faults.js'
+import { PaymentRelay, type BackendOutcome } from '../../lib/proxy/payment-relay.js'
+import { send, until, type Reply } from '../helpers/http.js'
+import { listenOnLoopback } from '../helpers/servers.js'
+
+/**
+ * The payment relay under undici's controller API, and the rule it keeps
+ * (docs/backend-faults.md, at most once): an error before undici handed the
+ * request to a socket frees the key (503, `refused`), any error after it
+ * does not (500, `timeout` or `reset`), whatever its code.
+ */
+const SETTINGS = { errorBodyLimit: 65_536, keepAnswerBytes: undefined, backendErrors: { rules: NO_RULES } }
+const CALL: Dispatcher.DispatchOptions = { method: 'POST', path: '/pay', headers: { 'content-type': 'application/json' }, body: '{"amount":1}' }
+
+interface Host {
+  readonly url: string
+  readonly outcomes: BackendOutcome[]
+  readonly exchanges: Exchange[]
+}
+
+/** A gateway of one relay: each request is sent as a payment through the dispatcher `dispatcherFor` gives, with `sendBy` ms to be written. */
+async function startHost(t: Test, dispatcherFor: () => Dispatcher, sendByMs = 10_000): Promise<Host> {
+  const outcomes: BackendOutcome[] = []
+  const exchanges: Exchange[] = []
+  const server = createServer<typeof IncomingMessage, typeof GatewayResponse>({ ServerResponse: GatewayResponse }, (req, res) => {
+    exchanges.push(track(res, { draining: false }, 'sale', 'id', undefined))
+    req.resume()
+    req.on('end', () => new PaymentRelay(res, SETTINGS, (outcome) => outcomes.push(outcome), performance.now() + sendByMs).send(dispatcherFor(), CALL))
+  })
+  const port = await listenOnLoopback(server)
+  t.teardown(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))))
+  return { url: `http://127.0.0.1:${port}`, outcomes, exchanges }
+}
+
+/** undici's side played by hand: the request handed to a socket (onRequestStart) or not, then `error`. */
+function failing(error: Error, written: boolean): Dispatcher {
+  const controller = { aborted: false, paused: false, reason: null, abort() {}, pause() {}, resume() {} }
+  return {
+    dispatch(_call: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
+      if (written) handler.onRequestStart?.(controller, {})
+      setImmediate(() => handler.onResponseError?.(controller, error))
+      return true
+    },
+  } as unknown as Dispatcher
+}
+
+const coded = (code: string | undefined) => Object.assign(new Error(`failed: ${code}`), { code })
+
+/** Every code docs/backend-faults.md's table names, and the TLS ones a backend over TLS adds. */
+const CODES = [
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ECONNRESET',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_DESTROYED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_HAS_EXPIRED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
+  'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE',
+  undefined,
+]
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
+
+t.test('the rule: before the write every code is refused; after it, timeout or reset, never refused', async (t) => {
+  for (const code of CODES) {
+    t.equal(paymentFault(coded(code), false), 'refused', `${code} before the write`)
+    t.equal(paymentFault(coded(code), true), TIMEOUTS.has(code as string) ? 'timeout' : 'reset', `${code} after the write`)
+  }
+})
+
+t.test('each code through the relay: 503 and the key freed before the write, 500 and kept after it', async (t) => {
+  for (const code of CODES) {
+    for (const written of [false, true]) {
+      const host = await startHost(t, () => failing(coded(code), written))
+      const reply = await send(host.url, { path: '/pay', body: '{}' })
+      t.ok(await until(() => host.outcomes.length === 1))
+      const kind = paymentFault(coded(code), written)
+      t.same(host.outcomes, [{ kind }], `${code}, ${written ? 'after' : 'before'} the write: ${kind}`)
+      t.equal(reply.status, written ? 500 : 503)
+      t.equal(host.exchanges[0]?.backendError, kind)
+    }
+  }
+})
+
+t.test('a payment past its deadline when undici hands it a socket: never written, 503, refused', async (t) => {
+  let aborted: Error | undefined
+  const controller = { aborted: false, paused: false, reason: null, abort: (reason: Error) => (aborted = reason), pause() {}, resume() {} }
+  const late = {
+    dispatch(_call: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
+      handler.onRequestStart?.(controller, {})
+      // undici reports the abort as the request's error, as it does after controller.abort().
+      setImmediate(() => handler.onResponseError?.(controller, aborted as Error))
+      return true
+    },
+  } as unknown as Dispatcher
+  const host = await startHost(t, () => late, -1)
+  const reply = await send(host.url, { path: '/pay', body: '{}' })
+  t.equal(reply.status, 503)
+  t.equal(reply.json.errorName, 'serviceUnavailable')
+  t.ok(aborted, 'undici was told not to write it')
+  t.ok(await until(() => host.outcomes.length === 1))
+  t.same(host.outcomes, [{ kind: 'refused' }], 'settled once, as refused')
+})
+
+/** A certificate for 127.0.0.1 made with openssl, and its key; undefined when openssl is missing (the test says so). */
+function certificate(dir: string, name: string): { key: Buffer; cert: Buffer } | undefined {
+  const key = join(dir, `${name}.key`)
+  const cert = join(dir, `${name}.pem`)
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' })
+  } catch {
+    return undefined
+  }
+  return { key: readFileSync(key), cert: readFileSync(cert) }
+}
+
+t.test('TLS to the backend: a server certificate refused fails before the write, a client certificate refused under TLS 1.3 after it', async (t) => {
+  const server = certificate(t.testdir(), 'server')
+  if (server === undefined) {
+    t.fail('openssl is needed to make the test certificates')
+    return
+  }
+  let received = 0
+  const backend = createTlsServer({ ...server, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (_req, res) => {
+    received++
+    res.writeHead(201).end('{}')
+  })
+  const origin = `https://127.0.0.1:${await listenOnLoopback(backend)}`
+  t.teardown(() => new Promise<void>((resolve) => (backend.closeAllConnections(), backend.close(() => resolve()))))
+  const pools: Pool[] = []
+  t.teardown(() => Promise.all(pools.map((pool) => pool.destroy())))
+  const pool = (connect: Pool.Options['connect']) => () => {
+    const made = new Pool(origin, { connections: 1, allowH2: false, connect })
+    pools.push(made)
+    return made
+  }
+
+  const untrusted = await startHost(t, pool({}))
+  let reply: Reply = await send(untrusted.url, { path: '/pay', body: '{}' })
+  t.equal(reply.status, 503, 'the certificate is checked before anything is written')
+  t.ok(await until(() => untrusted.outcomes.length === 1))
+  t.same(untrusted.outcomes, [{ kind: 'refused' }], 'key freed: the payment never left')
+
+  const noClientCertificate = await startHost(t, pool({ ca: server.cert, maxVersion: 'TLSv1.3', minVersion: 'TLSv1.3' }))
+  reply = await send(noClientCertificate.url, { path: '/pay', body: '{}' })
+  t.equal(reply.status, 500, 'under TLS 1.3 the request is written before the server refuses the client')
+  t.ok(await until(() => noClientCertificate.outcomes.length === 1))
+  t.same(noClientCertificate.outcomes, [{ kind: 'reset' }], 'key kept: the outcome is unknown')
+  t.equal(received, 0, 'the backend answered neither')
+})
