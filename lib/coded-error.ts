@@ -21,6 +21,10 @@ export type ErrorCode =
   | 'EREPLICAS'
   /** The memory store has no room left but claims of payments in flight (docs/idempotency.md). */
   | 'ESTOREFULL'
+  /** A release of a Redis claim failed every attempt: its key stays held until the claim expires (docs/idempotency.md). */
+  | 'ERELEASE'
+  /** A Redis command not sent, because the connection is not up: it certainly did not run. */
+  | 'ENOTCONNECTED'
 
 /** The one way payments-gate makes an error of its own: a message and a code from the list above. */
 export class CodedError<C extends ErrorCode = ErrorCode> extends Error {

@@ -19,7 +19,8 @@ export interface RedisLoginThrottleOptions extends LoginThrottleOptions {
 /**
  * One failure, atomically: count it in a window that starts with the first
  * failure, and at the limit lock the username for the cool-down and start
- * the count again.
+ * the count again. Not safe to repeat (a repeat counts one failure twice), so
+ * it runs at most once: the client must never send a command again on its own.
  */
 const FAILURE = `
 local failures = redis.call('INCR', KEYS[2])
@@ -40,7 +41,10 @@ interface Scripts {
  * passwords are ten across the fleet. Verifications still running are counted
  * by each process for itself, as the memory throttle does. While Redis cannot
  * be reached, each call falls back to this process's own count (never a
- * lockout of everybody, never a crash) and `onError` is told.
+ * lockout of everybody, never a crash) and `onError` is told. The client
+ * given must have ioredis's `autoResendUnfulfilledCommands` off, as
+ * `createRedisClient`'s has: a failure whose reply a lost connection cut off
+ * may have been counted, and is not sent again.
  */
 export class RedisLoginThrottle implements LoginThrottle {
   readonly #redis: Redis
@@ -67,6 +71,7 @@ export class RedisLoginThrottle implements LoginThrottle {
   async admit(username: string): Promise<LoginAttempt | undefined> {
     let found: (string | null)[]
     try {
+      // Safe to repeat: it only reads.
       found = await this.#redis.mget(LOGIN_KEY_PREFIX + 'locked:' + username, LOGIN_KEY_PREFIX + 'failures:' + username)
     } catch (error) {
       this.#onError(error as Error)
@@ -85,9 +90,11 @@ export class RedisLoginThrottle implements LoginThrottle {
     else this.#pending.set(username, pending)
     const failures = LOGIN_KEY_PREFIX + 'failures:' + username
     try {
+      // Safe to repeat: a second DEL finds nothing.
       if (succeeded) await this.#redis.del(failures)
       else {
         const locked = LOGIN_KEY_PREFIX + 'locked:' + username
+        // Runs at most once (the script above).
         await this.#scripts.paymentsGateLoginFailure(locked, failures, this.#maxFailures, this.#failureWindowMs, this.#coolDownMs)
       }
     } catch (error) {

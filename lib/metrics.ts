@@ -21,6 +21,8 @@ export interface Metrics {
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
   storeError(): void
+  /** A release of a claim given up after every attempt failed: its key stays held (docs/idempotency.md). */
+  releaseFailure(): void
   /** An entry of the memory store evicted before its TTL (docs/idempotency.md). */
   retryProtectionEviction(): void
   /** A claim the memory store refused because claims in flight fill it (docs/idempotency.md). */
@@ -86,6 +88,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
     registers: [registry],
   })
+  const releaseFailures = new Counter({
+    name: 'payments_gate_retry_protection_release_failures_total',
+    help: 'Releases of a claim whose payment was never forwarded, given up after every attempt failed: the key stays held until the claim expires.',
+    registers: [registry],
+  })
   const evictions = new SingleCount()
   registry.registerMetric(
     new PlainCounter('payments_gate_retry_protection_evictions_total', 'Entries the memory store evicted before their TTL to stay within its bounds.', evictions) as unknown as Counter,
@@ -118,6 +125,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     tlsReload: (side, outcome) => tlsReload(outcome, side),
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
+    releaseFailure: () => releaseFailures.inc(),
     retryProtectionEviction: () => evictions.count.count++,
     retryProtectionStoreFull: () => full.count.count++,
     retryProtectionWindow(read) {

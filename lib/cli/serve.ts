@@ -164,11 +164,12 @@ function reloader({ gate, logger, certificates }: Serving): () => void {
 /** How often at most a failing store is logged: a down Redis fails every request and every reconnection attempt. */
 const STORE_ERROR_LOG_INTERVAL_MS = 1000
 
-/** Every failure of the retry-protection store is counted; one line a second at most says what it was. */
+/** Every failure of the retry-protection store is counted, a release given up also on its own; one line a second at most says what it was. */
 export function storeErrorReporter(logger: Logger, metrics: Metrics, now = () => performance.now()): (error: unknown) => void {
   let logged = Number.NEGATIVE_INFINITY
   return (error) => {
     metrics.storeError()
+    if (isCoded(error, 'ERELEASE')) metrics.releaseFailure()
     const time = now()
     if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
     logged = time

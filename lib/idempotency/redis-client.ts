@@ -56,7 +56,8 @@ export function shownUrl(url: string): string {
 /**
  * An ioredis client that fails fast while Redis is down and recovers without
  * a restart: no offline queue (a command sent while disconnected rejects at
- * once instead of waiting), a timeout on every command, and reconnection
+ * once instead of waiting), a timeout on every command, no command sent twice
+ * (one in flight when the connection drops fails, by its timeout at the latest), and reconnection
  * attempts forever, at most `RECONNECT_MAX_MS` apart; through Sentinel, it
  * asks the Sentinels for the primary on each attempt, so it follows a
  * failover. Creating it never throws, whether Redis is up or not; a URL
@@ -80,6 +81,8 @@ export function connectRedis(target: string | RedisOptions, options: RedisClient
     connectTimeout: Math.max(commandTimeout, RECONNECT_MAX_MS),
     sentinelCommandTimeout: commandTimeout,
     maxRetriesPerRequest: 1,
+    // A command whose reply a lost connection cut off may have run: never sent again on reconnection (docs/idempotency.md).
+    autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
     sentinelRetryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
   }

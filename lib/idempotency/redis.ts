@@ -14,9 +14,24 @@ export interface RedisIdempotencyStoreOptions extends IdempotencyStoreOptions {
   replicas?: number
   /** Longest wait for one command, and for the replicas' acknowledgement, in ms. Default 1000. */
   commandTimeoutMs?: number
-  /** Told of the errors of the connections this store opens for acknowledged writes. */
+  /** Told of the errors of the connections this store opens for acknowledged writes, of each failed attempt of a release, and of a release given up. */
   onError?: (error: Error) => void
+  /** How a release that failed is tried again. Default: 40 attempts, 100 ms apart at first, doubling up to 10 s. */
+  releaseRetry?: ReleaseRetry
 }
+
+/** How a release that failed (Redis unreachable, a timeout) is tried again, until it lands or the claim expires. */
+export interface ReleaseRetry {
+  /** Most attempts, the first included. */
+  readonly attempts: number
+  /** Pause after the first failed attempt, in ms; doubled after each next one. */
+  readonly firstDelayMs: number
+  /** Longest pause between two attempts, in ms. */
+  readonly maxDelayMs: number
+}
+
+/** About six minutes of attempts: a Redis restart or a Sentinel failover is over well before (docs/idempotency.md). */
+const RELEASE_RETRY: ReleaseRetry = Object.freeze({ attempts: 40, firstDelayMs: 100, maxDelayMs: 10_000 })
 
 /** A key's value in Redis: a claim in flight until `deadline` (Redis's clock, in ms), or an answer recorded (body in base64). */
 type Stored =
@@ -34,25 +49,32 @@ type Stored =
  * found is past its in-flight window, by Redis's own clock (`TIME`), so the
  * gateways' clocks do not matter; or writes the claim, kept for the window and
  * a TTL after it (a claim past its window is an unknown outcome, replayed for
- * a TTL). Record and release act only for the claim's owner, while no answer
- * is recorded, also past the window: a late answer replaces the unknown one.
- * Record keeps the claim's fingerprint and nests the answer, JSON built by
- * the caller, as it is (cjson would turn an empty list of headers into an object).
+ * a TTL). A claim that finds its own token in flight (the same claim sent
+ * again) is its owner's, as it was. Record and release act only for the
+ * claim's owner, while no answer is recorded, also past the window: a late
+ * answer replaces the unknown one. Record keeps the claim's fingerprint and
+ * nests the answer, JSON built by the caller, as it is (cjson would turn an
+ * empty list of headers into an object).
  */
 const LOOK = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local found = redis.call('GET', KEYS[1])
-if found then
-  local value = cjson.decode(found)
-  if value.state == 'inFlight' and now >= value.deadline then return {found, 1} end
-  return {found, 0}
-end
+local value = found and cjson.decode(found)
 `
-const PEEK = `${LOOK}
+const FOUND = `
+if found then return {found, (value.state == 'inFlight' and now >= value.deadline) and 1 or 0} end
+`
+const PEEK = `${LOOK}${FOUND}
 return false
 `
+// Its own claim is written again as it is, so that the WAIT after it (replicas) has a write of this connection to acknowledge.
 const CLAIM = `${LOOK}
+if found and value.state == 'inFlight' and value.token == ARGV[2] and now < value.deadline then
+  redis.call('SET', KEYS[1], found, 'PX', redis.call('PTTL', KEYS[1]))
+  return false
+end
+${FOUND}
 local claim = '{"state":"inFlight","fingerprint":' .. cjson.encode(ARGV[1]) .. ',"token":' .. cjson.encode(ARGV[2])
   .. ',"deadline":' .. string.format('%d', now + tonumber(ARGV[3])) .. '}'
 redis.call('SET', KEYS[1], claim, 'PX', tonumber(ARGV[3]) + tonumber(ARGV[4]))
@@ -156,7 +178,11 @@ const WRITE_CONNECTIONS = 8
 
 const IN_FLIGHT: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
-const ignore = () => {}
+
+/** A release that failed every attempt: the claim holds its key until it expires, although its payment was never forwarded. */
+function releaseFailed(attempts: number, cause: unknown): CodedError<'ERELEASE'> {
+  return new CodedError('ERELEASE', `a release failed ${attempts} times, so its key stays held until the claim expires: ${(cause as Error).message}`)
+}
 
 /**
  * The store shared by every gateway on one Redis, so a retry that lands on
@@ -164,6 +190,8 @@ const ignore = () => {}
  * A command fails within the client's command timeout while Redis is down,
  * and the same instance works again once Redis is back. With `replicas`,
  * claims and records also wait for that many replicas (docs/idempotency.md).
+ * The client never sends a command twice (`autoResendUnfulfilledCommands` off,
+ * redis-client.ts); each command below says whether repeating it is safe.
  */
 export class RedisIdempotencyStore implements IdempotencyStore {
   /** The client of claims (without replicas) and releases. */
@@ -173,6 +201,10 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   readonly #replicas: number
   readonly #waitMs: number
   readonly #writers: Writers | undefined
+  readonly #retry: ReleaseRetry
+  /** The pauses of releases waiting for their next attempt: cut short by `close`. */
+  readonly #pauses = new Set<() => void>()
+  #closed = false
 
   constructor(redis: Redis, options: RedisIdempotencyStoreOptions) {
     this.redis = redis
@@ -181,6 +213,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     this.#replicas = options.replicas ?? 0
     this.#waitMs = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
     this.#writers = this.#replicas > 0 ? new Writers(redis, WRITE_CONNECTIONS, this.#waitMs, options.onError) : undefined
+    this.#retry = options.releaseRetry ?? RELEASE_RETRY
   }
 
   /** Resolves true once connected (commands sent before then reject), false after `timeoutMs`; never rejects. */
@@ -210,16 +243,19 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const kept = keptAnswer(answer, this.#options)
     const json = JSON.stringify({ status: kept.status, headers: kept.headers, body: kept.body.toString('base64') })
     const record = async (connection: Connection) => {
+      // Safe to repeat: once recorded, the claim is no longer in flight, so a repeat changes nothing and answers 0.
       if ((await connection.paymentsGateIdemRecord(REDIS_KEY_PREFIX + key, token, json, this.#options.ttlMs)) === 1) await this.#acknowledged(connection)
     }
     await (this.#writers === undefined ? record(this.#client) : this.#writers.with(record))
   }
 
+  /** Resolves once the release landed (or the claim expired); rejects with an `ERELEASE` error when every attempt failed or the store closed first. */
   async release(key: string, token: string): Promise<void> {
-    await this.#client.paymentsGateIdemRelease(REDIS_KEY_PREFIX + key, token)
+    await this.#release(this.#client, REDIS_KEY_PREFIX + key, token)
   }
 
   async peek(key: string, fingerprint: string): Promise<Peek> {
+    // Safe to repeat: it only reads.
     const found = await this.#client.paymentsGateIdemPeek(REDIS_KEY_PREFIX + key)
     if (found === null) return 'free'
     const stored = JSON.parse(found[0]) as Stored
@@ -228,27 +264,79 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return stored.fingerprint === fingerprint ? 'recorded' : 'mismatch'
   }
 
+  /** Quits the connections; a release waiting for its next attempt gives up (`ERELEASE`). */
   async close(): Promise<void> {
+    this.#closed = true
+    for (const resume of this.#pauses) resume()
     await Promise.all([closeRedisClient(this.redis), this.#writers?.close()])
   }
 
   async #claimOn(connection: Connection, key: string, fingerprint: string, token: string): Promise<[string, number] | null> {
+    // Not sent at all: nothing to release (while Redis is down, every payment would leave a release to try again).
+    if (connection.status !== 'ready') throw new CodedError('ENOTCONNECTED', 'Redis is not connected: the claim was not sent')
     const { inFlightMs, ttlMs } = this.#options
     try {
+      // Safe to repeat: a repeat finds its own token in flight and answers claimed again (the script above).
       const found = await connection.paymentsGateIdemClaim(REDIS_KEY_PREFIX + key, fingerprint, token, inFlightMs, ttlMs)
       if (found === null) await this.#acknowledged(connection)
       return found
     } catch (error) {
       // A claim that timed out may have landed, and one the replicas did not acknowledge did: the
-      // payment is not forwarded, so its claim is let go, on the same connection, so after it.
-      connection.paymentsGateIdemRelease(REDIS_KEY_PREFIX + key, token).catch(ignore)
+      // payment is not forwarded, so its claim is let go, first on the same connection, so after it.
+      this.#release(connection, REDIS_KEY_PREFIX + key, token).catch((failed: Error) => this.#options.onError?.(failed))
       throw error
     }
+  }
+
+  /**
+   * Releases until it lands, the claim expires, the attempts run out or the
+   * store closes; the first attempt on `first` (after a claim on it), the next
+   * ones on the client of releases. Each failed attempt but the last goes to `onError`.
+   */
+  async #release(first: Connection, key: string, token: string): Promise<void> {
+    const { attempts, firstDelayMs, maxDelayMs } = this.#retry
+    // The claim was written before this call, so it is gone by then at the latest.
+    const expires = performance.now() + this.#options.inFlightMs + this.#options.ttlMs
+    let connection = first
+    let delayMs = firstDelayMs
+    let failure: unknown
+    let attempt = 0
+    do {
+      attempt++
+      try {
+        // Safe to repeat: it deletes only a claim in flight holding this token, which no one else has.
+        await connection.paymentsGateIdemRelease(key, token)
+        return
+      } catch (error) {
+        failure = error
+      }
+      if (attempt === attempts || this.#closed) break
+      this.#options.onError?.(failure as Error)
+      await this.#pause(delayMs)
+      if (!this.#closed && performance.now() >= expires) return
+      connection = this.#client
+      delayMs = Math.min(2 * delayMs, maxDelayMs)
+    } while (!this.#closed)
+    throw releaseFailed(attempt, failure)
+  }
+
+  /** Waits `ms`, or until the store closes. */
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const resume = () => {
+        clearTimeout(timer)
+        this.#pauses.delete(resume)
+        resolve()
+      }
+      const timer = setTimeout(resume, ms)
+      this.#pauses.add(resume)
+    })
   }
 
   /** Waits for the replicas to acknowledge this connection's writes; throws an `EREPLICAS` error when too few did in time. */
   async #acknowledged(connection: Connection): Promise<void> {
     if (this.#replicas === 0) return
+    // Safe to repeat: it only waits.
     const acknowledged = await connection.wait(this.#replicas, this.#waitMs)
     if (acknowledged < this.#replicas) {
       throw new CodedError('EREPLICAS', `${acknowledged} of ${this.#replicas} replicas acknowledged the write within ${this.#waitMs} ms`)

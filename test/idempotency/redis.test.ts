@@ -5,7 +5,7 @@ import type { Claim } from '../../lib/idempotency/store.js'
 import { type RedisServer, startRedis } from '../helpers/redis.js'
 import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
-const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN }
+const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN, releaseRetry: { attempts: 3, firstDelayMs: 10, maxDelayMs: 20 } }
 
 function open(t: Test, url: string, errors: Error[] = [], commandTimeoutMs = 500): RedisIdempotencyStore {
   const store = new RedisIdempotencyStore(createRedisClient(url, { commandTimeoutMs, onError: (error) => errors.push(error) }), OPTIONS)
@@ -59,7 +59,7 @@ t.test('Redis stopped: claims reject and errors are reported; restarted: the sam
   t.ok(errors.length > 0, 'the lost connection was reported')
   await t.rejects(store.claim('k', 'f'), 'claim rejects')
   await t.rejects(Promise.resolve().then(() => store.record('k', 'token', ANSWER)), 'record rejects')
-  await t.rejects(Promise.resolve().then(() => store.release('k', 'token')), 'release rejects')
+  await t.rejects(Promise.resolve().then(() => store.release('k', 'token')), { code: 'ERELEASE', message: /^a release failed 3 times/ }, 'release rejects after its last attempt')
   await redis.restart()
   const claim = await claimWhenBack(store, 'k')
   t.equal(claim?.state, 'claimed', 'claimed once Redis is back, without a new store')
