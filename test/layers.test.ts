@@ -12,8 +12,9 @@ const LAYERS: readonly (readonly string[])[] = [
   ['cli.ts', 'cli/', 'index.ts'],
   // What wires the parts, once: the gate (checks, watched files, adapters), the admin listener, the OpenAPI document.
   ['gate.ts', 'admin.ts', 'openapi.ts'],
-  // What serves requests: the reverse proxy, the middleware adapters, the demo backend.
-  ['proxy/', 'surfaces/', 'demo/'],
+  // What serves requests: the reverse proxy and its TLS (the listener takes the proxy's response type), the
+  // middleware adapters, the demo backend.
+  ['proxy/', 'tls/', 'surfaces/', 'demo/'],
   // A request's way through: reading and answering it, BasicAuth users, the throttle, retry protection's stores.
   ['http/', 'credentials/', 'login-throttle.ts', 'login-throttle-redis.ts', 'idempotency/'],
   // The pure checks.
