@@ -11,7 +11,7 @@ import { saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, until } from '../helpers/http.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
 
-/** docs/deployment.md, TLS, on the real `serve` process: a Secret's `..data` swap, a refused pair counted, SIGHUP, --workers. */
+/** docs/deployment.md, TLS, on the real `serve` process: a Secret's `..data` swap, a refused pair counted, SIGHUP; --workers in tls-workers.test.ts. */
 const dir = t.testdir()
 const pki = await makePki(dir)
 const ca = readFileSync(pki.ca)
@@ -105,29 +105,6 @@ t.test('serve --tls-cert: HTTPS; a ..data swap served to new connections; a bad 
   const okBefore = Number(/payments_gate_tls_reloads_total\{side="listener",outcome="ok"\} (\d+)/.exec(await metricsOf(admin))?.[1])
   run.child.kill('SIGHUP')
   t.ok(await until(async () => new RegExp(`payments_gate_tls_reloads_total\\{side="listener",outcome="ok"\\} ${okBefore + 1}`).test(await metricsOf(admin)), 10_000), 'SIGHUP re-reads the pair')
-  run.child.kill('SIGTERM')
-  t.equal(await run.exited, 0)
-})
-
-t.test('serve --workers 2: every worker serves the renewed pair', async (t) => {
-  const cert = join(t.testdir(), 'tls.crt')
-  const key = join(cert, '..', 'tls.key')
-  await copyFile(pki.server.cert, cert)
-  await copyFile(pki.server.key, key)
-  const [listen, admin] = [await freePort(), await freePort()]
-  const run = serve(t, ['--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--tls-cert', cert, '--tls-key', key])
-  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
-  t.equal(await sale(listen), 201)
-  const next = await pki.issue('workers-renewed')
-  await copyFile(next.key, `${key}.tmp`)
-  await copyFile(next.cert, `${cert}.tmp`)
-  await rename(`${key}.tmp`, key)
-  await rename(`${cert}.tmp`, cert)
-  await run.waitFor(/("msg":"certificates reloaded"[^]*){2}/)
-  // The primary hands connections to its workers in turn: a few new ones reach both.
-  const served = await Promise.all(Array.from({ length: 8 }, () => servedSerial(listen)))
-  t.same([...new Set(served)], [serialOf(next)])
-  t.equal(await sale(listen), 201)
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)
 })

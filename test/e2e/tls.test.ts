@@ -77,9 +77,10 @@ interface HttpsBackend {
 }
 
 /** An https backend answering 201 to everything, with `files` as its certificate; `requestCert`: mutual TLS against the test CA. */
-async function startHttpsBackend(t: Test, files: PemFiles, requestCert = false): Promise<HttpsBackend> {
+async function startHttpsBackend(t: Test, files: PemFiles, requestCert = false, version: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3'): Promise<HttpsBackend> {
   const received: IncomingHttpHeaders[] = []
-  const server = createHttpsServer({ ...pairOf(files), ca, requestCert, rejectUnauthorized: requestCert, minVersion: 'TLSv1.3' }, (req, res) => {
+  const tls = { ...pairOf(files), ca, requestCert, rejectUnauthorized: requestCert, minVersion: version, maxVersion: version }
+  const server = createHttpsServer(tls, (req, res) => {
     received.push(req.headers)
     req.resume()
     req.on('end', () => {
@@ -200,6 +201,11 @@ t.test('mutual TLS: the client certificate accepted; none, or one the backend do
     t.equal(await payment(port), 500, `${name}: refused after the payment was written, the outcome unknown`)
     t.match(lastRequest(), { status: 500, backendError: 'reset' })
   }
+  // TLS 1.2: the backend's refusal ends the handshake, before anything is written.
+  const older = await startHttpsBackend(t, pki.server, true, 'TLSv1.2')
+  const { port } = await startGateway(t, { target: older.url, targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } } })
+  t.equal(await payment(port), 503, 'TLS 1.2, no client certificate: refused before the payment is written')
+  t.equal(older.received.length, 0)
 })
 
 t.test('a client certificate renewed in its files: new backend connections present the new one', async (t) => {

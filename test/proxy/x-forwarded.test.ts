@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import t from 'tap'
-import { clientAddress } from '../../lib/proxy/x-forwarded.js'
+import { addForwardedHeaders, clientAddress } from '../../lib/proxy/x-forwarded.js'
 
 /** What clientAddress reads of a request: its connection's peer and its X-Forwarded-For. */
 function request(forwardedFor: string | undefined, peer: string | null = '10.0.0.9'): IncomingMessage {
@@ -23,4 +23,14 @@ t.test('N trusted proxies: the Nth entry from the right, never a further one', a
   t.equal(clientAddress(request(undefined), 1), '10.0.0.9', 'no header')
   t.equal(clientAddress(request('1.1.1.1, '), 1), '10.0.0.9', 'an empty entry names nobody')
   t.equal(clientAddress(request(',1.1.1.1'), 2), '10.0.0.9')
+})
+
+t.test('a request that came over TLS (--tls-cert): https, and 443 when its Host names no port', async (t) => {
+  const overTls = { socket: { remoteAddress: '10.0.0.9', encrypted: true }, headers: {} } as unknown as IncomingMessage
+  const headers: Record<string, string> = { host: 'gateway.example', 'x-forwarded-proto': 'https' }
+  addForwardedHeaders(headers, overTls)
+  t.match(headers, { 'x-forwarded-proto': 'https,https', 'x-forwarded-port': '443', 'x-forwarded-for': '10.0.0.9', 'x-forwarded-host': 'gateway.example' })
+  const plain: Record<string, string> = {}
+  addForwardedHeaders(plain, { socket: { remoteAddress: '10.0.0.9' }, headers: {} } as unknown as IncomingMessage)
+  t.match(plain, { 'x-forwarded-proto': 'http', 'x-forwarded-port': '80', 'x-forwarded-host': '' })
 })
