@@ -1,4 +1,5 @@
-// tap runs this before any test file (the `before` of package.json's tap config): Redis and promtool are
+// npm runs this before the suite (package.json's `pretest`; tap's own `before` hook, with jobs above one, ran it late and
+// wiped the coverage of the files already run): Redis and promtool are
 // provisioned here, or the run stops in its first seconds with one line saying what to install (test/helpers/provision.ts).
 import { spawnSync } from 'node:child_process'
 import { installLine, toolFacts, toolPlan } from './helpers/provision.js'

@@ -72,11 +72,12 @@ const pod = deployment.spec.template.spec
 const gateway = pod.containers.find((container: any) => container.name === 'payments-gate')
 const portNamed = (name: string) => gateway.ports.find((port: any) => port.name === name)?.containerPort
 
-t.test('deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis, the PodDisruptionBudget and the alert rules', async (t) => {
+t.test('deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis, the PodDisruptionBudget, the alert rules and the TLS Certificate', async (t) => {
   for (const [file, documents] of Object.entries(manifests)) {
     for (const document of Array.isArray(documents) ? documents : [documents]) t.same(document.errors, [], file)
   }
   t.same(objects.map((object) => `${object.kind} ${object.metadata.name}`).sort(), [
+    'Certificate payments-gate-tls',
     'Deployment payments',
     'Deployment payments-gate-redis',
     'PodDisruptionBudget payments',

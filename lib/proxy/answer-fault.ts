@@ -7,9 +7,11 @@ import { faultAnswer, type FaultKind } from './faults.js'
  * Tells the client that the backend failed, and the record why: 503 or 500
  * (docs/backend-faults.md) while nothing of an answer has gone out, else a
  * cut connection (sendRejection), the only honest end of a truncated answer.
+ * `error`: what failed, its code logged (docs/logs-and-metrics.md).
  */
-export function answerFault(res: ServerResponse, exchange: Exchange, kind: FaultKind): void {
+export function answerFault(res: ServerResponse, exchange: Exchange, kind: FaultKind, error?: Error): void {
   exchange.backendError = kind
+  exchange.backendErrorCode = (error as NodeJS.ErrnoException | undefined)?.code
   backendCallDone(exchange, 0, kind)
   const answer = faultAnswer(kind)
   if (!res.headersSent) exchange.errorName = answer.body.errorName

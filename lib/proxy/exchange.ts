@@ -24,6 +24,8 @@ export interface Exchange {
   user: string | undefined
   errorName: string | undefined
   backendError: BackendErrorKind | undefined
+  /** Why the backend call failed: node's or undici's error code (a refused certificate's included), for the log line. */
+  backendErrorCode: string | undefined
   /** What retry protection did with a payment that passed every check. */
   retryProtection: RetryProtectionOutcome | undefined
   /** `report` when the request is passed on as it came (docs/rollout.md): the relays then pass the backend's answer as it came too. */
@@ -136,6 +138,7 @@ export function track(res: GatewayResponse, gateway: GatewayState, operation: st
     user: undefined,
     errorName: undefined,
     backendError: undefined,
+    backendErrorCode: undefined,
     retryProtection: undefined,
     mode: undefined,
     wouldRefuse: undefined,
@@ -170,6 +173,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
     status,
     errorName: exchange.errorName,
     backendError: exchange.backendError,
+    backendErrorCode: exchange.backendErrorCode,
     retryProtection: exchange.retryProtection,
     mode: exchange.mode,
     wouldRefuse: exchange.wouldRefuse,

@@ -7,7 +7,9 @@ export type FaultKind = Exclude<BackendErrorKind, 'serverError'>
 /**
  * Which failure an error code means on a path passed through (node's
  * sockets, http-proxy-3). `refused`: raised before a connection exists, so
- * nothing was sent. `timeout`: the backend stayed silent past `--timeout`.
+ * nothing was sent; a backend certificate that fails verification is one,
+ * since node checks it before the request is written (docs/backend-faults.md,
+ * TLS to the backend). `timeout`: the backend stayed silent past `--timeout`.
  * Any other code, once connected, is a `reset`.
  */
 const FAULTS = new Map<string, FaultKind>([
@@ -17,6 +19,13 @@ const FAULTS = new Map<string, FaultKind>([
   ['EHOSTUNREACH', 'refused'],
   ['ENETUNREACH', 'refused'],
   ['UND_ERR_CONNECT_TIMEOUT', 'refused'],
+  ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'refused'],
+  ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'refused'],
+  ['SELF_SIGNED_CERT_IN_CHAIN', 'refused'],
+  ['DEPTH_ZERO_SELF_SIGNED_CERT', 'refused'],
+  ['CERT_HAS_EXPIRED', 'refused'],
+  ['CERT_NOT_YET_VALID', 'refused'],
+  ['ERR_TLS_CERT_ALTNAME_INVALID', 'refused'],
   ['EBACKENDTIMEOUT', 'timeout'],
   ['UND_ERR_HEADERS_TIMEOUT', 'timeout'],
   ['UND_ERR_BODY_TIMEOUT', 'timeout'],

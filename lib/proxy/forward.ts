@@ -101,7 +101,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   // sent again: a payment reaches the backend at most once.
   proxy.on('error', (error, _req, res) => {
     const gatewayResponse = res as GatewayResponse
-    answerFault(gatewayResponse, gatewayResponse.exchange as Exchange, faultKind(error))
+    answerFault(gatewayResponse, gatewayResponse.exchange as Exchange, faultKind(error), error)
   })
 
   return {

@@ -204,7 +204,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     if (this.withdrawn) return
     this.ended = true
     const kind = paymentFault(error, this.written)
-    answerFault(this.res, this.exchange, kind)
+    answerFault(this.res, this.exchange, kind, error)
     this.settled?.(FAULTS[kind])
   }
 

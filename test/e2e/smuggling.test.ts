@@ -107,36 +107,35 @@ t.test('many chunks, each with a short extension: one request, the body whole', 
   t.same(answer.backend, [`POST /x ${JSON.stringify('x'.repeat(3000))}`])
 })
 
-/** More header lines than node's maxHeadersCount (2000): node hands on only the first 2000, its parser still frames by all of them. */
+/** More header lines than node's maxHeadersCount (2000): from Node 26 its parser refuses them (HPE_HEADER_OVERFLOW), so no framing question is left. */
 const junk = 'a:b\r\n'.repeat(2100)
 
-t.test('more headers than maxHeadersCount, Content-Length last, a request hidden in the body: one request, the hidden one stays body', async (t) => {
-  const body = `hello${HIDDEN}`
-  const answer = await exchange(post('/x', `${junk}Content-Length: ${body.length}\r\n`, body))
-  t.same(answer.statuses, [201])
-  t.same(answer.backend, [`POST /x ${JSON.stringify(body)}`], 'the body is sent on whole, re-framed')
-})
+for (const [last, body] of [
+  ['Content-Length last, a request hidden in the body', `hello${HIDDEN}`],
+  ['Transfer-Encoding last', chunkedHello],
+] as const) {
+  t.test(`more headers than maxHeadersCount, ${last}: 431, nothing forwarded`, async (t) => {
+    const framing = last.startsWith('Content-Length') ? `Content-Length: ${body.length}\r\n` : 'Transfer-Encoding: chunked\r\n'
+    const answer = await exchange(post('/x', `${junk}${framing}`, body))
+    t.same(answer.statuses, [431])
+    t.same(answer.backend, [], 'the backend sees nothing')
+  })
+}
 
-t.test('more headers than maxHeadersCount, Transfer-Encoding last: one request, the body de-chunked', async (t) => {
-  const answer = await exchange(post('/x', `${junk}Transfer-Encoding: chunked\r\n`, chunkedHello))
-  t.same(answer.statuses, [201])
-  t.same(answer.backend, ['POST /x "hello"'])
-})
-
-t.test('more headers than maxHeadersCount on a payment, Content-Length last: the body is read by its length and refused', async (t) => {
+t.test('more headers than maxHeadersCount on a payment, Content-Length last: 431 headersAreTooLarge, nothing forwarded', async (t) => {
   const body = `{}${HIDDEN}`
   const head = `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\n${junk}Content-Length: ${body.length}\r\n`
   const answer = await exchange(post(SALE_PATH, head, body))
-  t.same(answer.statuses, [400])
-  t.same(answer.errorNames, ['bodyIsNotJson'])
+  t.same(answer.statuses, [431])
+  t.same(answer.errorNames, ['headersAreTooLarge'])
   t.same(answer.backend, [])
 })
 
-t.test('more headers than maxHeadersCount with Authorization beyond them: 401, and the unread body is not parsed as a request', async (t) => {
+t.test('more headers than maxHeadersCount with Authorization beyond them: 431, and the unread body is not parsed as a request', async (t) => {
   const body = `{}${HIDDEN}`
   const head = `Content-Type: ${REQUEST_TYPE}\r\n${junk}Authorization: ${AUTH}\r\nContent-Length: ${body.length}\r\n`
   const answer = await exchange(post(SALE_PATH, head, body))
-  t.same(answer.statuses, [401])
+  t.same(answer.statuses, [431])
   t.same(answer.backend, [])
 })
 

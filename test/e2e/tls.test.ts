@@ -175,13 +175,13 @@ t.test('backend certificates that fail verification: 503 before the payment is w
   const expired = await pki.issue('expired-backend', { days: -1 })
   const wrongName = await pki.issue('wrong-name', { names: 'DNS:elsewhere.example' })
   const untrusted = await pki.issue('untrusted', { selfSigned: true })
+  const codes = { expired: 'CERT_HAS_EXPIRED', 'wrong name': 'ERR_TLS_CERT_ALTNAME_INVALID', untrusted: 'DEPTH_ZERO_SELF_SIGNED_CERT' }
   for (const [name, files] of [['expired', expired], ['wrong name', wrongName], ['untrusted', untrusted]] as const) {
     const backend = await startHttpsBackend(t, files)
     const { port } = await startGateway(t, { target: backend.url, targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } } })
     t.equal(await payment(port), 503, name)
-    t.equal((await fetch(`http://127.0.0.1:${port}/status`)).status, 503, `${name}: another path`, {
-      todo: 'lib/proxy/faults.ts names these codes a reset (500) on the pass-through engine, which has no onConnect: the TLS rows of docs/backend-faults.md go into its table as refused',
-    })
+    t.match(lastRequest(), { status: 503, backendError: 'refused', backendErrorCode: codes[name] }, `${name}: the reason logged`)
+    t.equal((await fetch(`http://127.0.0.1:${port}/status`)).status, 503, `${name}: another path`)
     t.equal(backend.received.length, 0, `${name}: nothing sent`)
   }
   const backend = await startHttpsBackend(t, pki.server)
