@@ -175,7 +175,8 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
       if (head === undefined) {
         // Another route of the application that takes the v6 media type: plain JSON, as Fastify would parse it.
         void readBody(payload, checks.bodyLimit).then((bytes) => {
-          if (Buffer.isBuffer(bytes)) jsonParser(request, bytes.toString('utf8'), parsed)
+          // Its answer goes to `parsed`; what it returns is not a promise to wait on.
+          if (Buffer.isBuffer(bytes)) void jsonParser(request, bytes.toString('utf8'), parsed)
           else parsed(bodyError(bytes))
         })
         return
@@ -191,9 +192,14 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     })
 
     if (options.errorHandler === true) {
-      fastify.setErrorHandler((error: FastifyError, _request, reply) => (isClientError(error) ? reply.send(error) : internal(reply, error)))
+      fastify.setErrorHandler((error: FastifyError, _request, reply) =>
+        isClientError(error) ? reply.send(error) : internal(reply, error),
+      )
     }
     done()
   }
-  return Object.assign(plugin, { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: 'payments-gate' })
+  return Object.assign(plugin, {
+    [Symbol.for('skip-override')]: true,
+    [Symbol.for('fastify.display-name')]: 'payments-gate',
+  })
 }

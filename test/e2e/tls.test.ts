@@ -40,21 +40,34 @@ interface TlsReply {
 }
 
 /** One request over TLS, trusting the test CA; a sale unless told. */
-function sendTls(url: string, options: { agent?: Agent; path?: string; method?: string; body?: string } = {}): Promise<TlsReply> {
+function sendTls(
+  url: string,
+  options: { agent?: Agent; path?: string; method?: string; body?: string } = {},
+): Promise<TlsReply> {
   return new Promise((resolve, reject) => {
     const method = options.method ?? 'POST'
     const headers = method === 'POST' ? paymentHeaders() : {}
-    const req = request(`${url}${options.path ?? '/payments/sales/migrateCardOnFile'}`, { method, headers, ca, agent: options.agent ?? false }, (res) => {
-      const chunks: Buffer[] = []
-      const socket = res.socket as TLSSocket
-      const peer = socket.getPeerCertificate()
-      const alpn = socket.alpnProtocol
-      res.on('data', (chunk: Buffer) => chunks.push(chunk))
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8')
-        resolve({ status: res.statusCode as number, headers: res.headers, json: text.startsWith('{') ? JSON.parse(text) : undefined, peer, alpn })
-      })
-    })
+    const req = request(
+      `${url}${options.path ?? '/payments/sales/migrateCardOnFile'}`,
+      { method, headers, ca, agent: options.agent ?? false },
+      (res) => {
+        const chunks: Buffer[] = []
+        const socket = res.socket as TLSSocket
+        const peer = socket.getPeerCertificate()
+        const alpn = socket.alpnProtocol
+        res.on('data', (chunk: Buffer) => chunks.push(chunk))
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8')
+          resolve({
+            status: res.statusCode as number,
+            headers: res.headers,
+            json: text.startsWith('{') ? JSON.parse(text) : undefined,
+            peer,
+            alpn,
+          })
+        })
+      },
+    )
     req.on('error', reject)
     req.end(method === 'POST' ? (options.body ?? sale()) : undefined)
   })
@@ -77,9 +90,21 @@ interface HttpsBackend {
 }
 
 /** An https backend answering 201 to everything, with `files` as its certificate; `requestCert`: mutual TLS against the test CA. */
-async function startHttpsBackend(t: Test, files: PemFiles, requestCert = false, version: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3'): Promise<HttpsBackend> {
+async function startHttpsBackend(
+  t: Test,
+  files: PemFiles,
+  requestCert = false,
+  version: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3',
+): Promise<HttpsBackend> {
   const received: IncomingHttpHeaders[] = []
-  const tls = { ...pairOf(files), ca, requestCert, rejectUnauthorized: requestCert, minVersion: version, maxVersion: version }
+  const tls = {
+    ...pairOf(files),
+    ca,
+    requestCert,
+    rejectUnauthorized: requestCert,
+    minVersion: version,
+    maxVersion: version,
+  }
   const server = createHttpsServer(tls, (req, res) => {
     received.push(req.headers)
     req.resume()
@@ -97,8 +122,17 @@ async function startHttpsBackend(t: Test, files: PemFiles, requestCert = false, 
 }
 
 /** A gateway in front of `target`, idempotency off (these tests send payments of their own only). */
-async function startGateway(t: Test, options: Omit<GatewayOptions, 'checks' | 'logger'>): Promise<{ url: string; port: number }> {
-  const gateway = createGateway({ idempotency: 'off', logger: captureLogger(), metrics: createMetrics({ defaultMetrics: false }), ...options, checks: gate.checks })
+async function startGateway(
+  t: Test,
+  options: Omit<GatewayOptions, 'checks' | 'logger'>,
+): Promise<{ url: string; port: number }> {
+  const gateway = createGateway({
+    idempotency: 'off',
+    logger: captureLogger(),
+    metrics: createMetrics({ defaultMetrics: false }),
+    ...options,
+    checks: gate.checks,
+  })
   const { port } = await gateway.listen(0, '127.0.0.1')
   t.teardown(() => gateway.drain(0))
   return { url: `https://localhost:${port}`, port }
@@ -106,16 +140,29 @@ async function startGateway(t: Test, options: Omit<GatewayOptions, 'checks' | 'l
 
 t.test('HTTPS on the listener: a sale over TLS, ALPN http/1.1, X-Forwarded-Proto https', async (t) => {
   const backend = await startHttpsBackend(t, pki.server)
-  const { url } = await startGateway(t, { target: backend.url, targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } }, tls: fixed(pki.server) })
+  const { url } = await startGateway(t, {
+    target: backend.url,
+    targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } },
+    tls: fixed(pki.server),
+  })
   const reply = await sendTls(url)
   t.equal(reply.status, 201)
   t.equal(reply.alpn, false, 'no ALPN asked: none chosen')
   t.match(backend.received[0], { 'x-forwarded-proto': 'https', 'x-forwarded-port': url.split(':')[2] })
   const alpn = await new Promise<string | false | null>((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port: Number(url.split(':')[2]), servername: 'localhost', ca, ALPNProtocols: ['h2', 'http/1.1'] }, () => {
-      resolve(socket.alpnProtocol)
-      socket.end()
-    })
+    const socket = connect(
+      {
+        host: '127.0.0.1',
+        port: Number(url.split(':')[2]),
+        servername: 'localhost',
+        ca,
+        ALPNProtocols: ['h2', 'http/1.1'],
+      },
+      () => {
+        resolve(socket.alpnProtocol)
+        socket.end()
+      },
+    )
     socket.on('error', reject)
   })
   t.equal(alpn, 'http/1.1', 'HTTP/2 is not offered')
@@ -127,7 +174,14 @@ t.test('plain HTTP sent to the TLS port is never answered in clear; TLS 1.1 is r
   const answer = await raw(port, 'GET /status HTTP/1.1\r\nHost: localhost\r\n\r\n')
   t.notMatch(answer, /HTTP\//, 'no HTTP answer')
   const error = await new Promise<NodeJS.ErrnoException>((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port, ca, servername: 'localhost', maxVersion: 'TLSv1.1', minVersion: 'TLSv1' })
+    const socket = connect({
+      host: '127.0.0.1',
+      port,
+      ca,
+      servername: 'localhost',
+      maxVersion: 'TLSv1.1',
+      minVersion: 'TLSv1',
+    })
     socket.on('error', resolve)
   })
   t.match(error.code, /^ERR_SSL_/, 'the handshake fails')
@@ -140,9 +194,16 @@ function clientCa(client?: PemFiles) {
 
 t.test('an https backend with a private CA: payments (undici) and other paths (http-proxy-3)', async (t) => {
   const backend = await startHttpsBackend(t, pki.server)
-  const { port } = await startGateway(t, { target: backend.url, targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } } })
+  const { port } = await startGateway(t, {
+    target: backend.url,
+    targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } },
+  })
   const base = `http://127.0.0.1:${port}`
-  const payment = await fetch(`${base}/payments/sales/migrateCardOnFile`, { method: 'POST', headers: paymentHeaders() as Record<string, string>, body: sale() })
+  const payment = await fetch(`${base}/payments/sales/migrateCardOnFile`, {
+    method: 'POST',
+    headers: paymentHeaders() as Record<string, string>,
+    body: sale(),
+  })
   t.equal(payment.status, 201)
   const other = await fetch(`${base}/status`)
   t.equal(other.status, 201)
@@ -155,55 +216,101 @@ t.test('--target-servername: a target given as an address, its certificate namin
   const backend = await startHttpsBackend(t, named)
   const files = { current: { context: clientCa() }, onChange: () => undefined }
   const wrong = await startGateway(t, { target: backend.url, targetTls: { files } })
-  const refused = await fetch(`http://127.0.0.1:${wrong.port}/payments/sales/migrateCardOnFile`, { method: 'POST', headers: paymentHeaders() as Record<string, string>, body: sale() })
+  const refused = await fetch(`http://127.0.0.1:${wrong.port}/payments/sales/migrateCardOnFile`, {
+    method: 'POST',
+    headers: paymentHeaders() as Record<string, string>,
+    body: sale(),
+  })
   t.equal(refused.status, 503, 'the address is not a name of the certificate: refused before the payment is written')
   t.match(lastRequest(), { status: 503, backendError: 'refused' })
   const right = await startGateway(t, { target: backend.url, targetTls: { files, servername: 'payments.internal' } })
-  const passed = await fetch(`http://127.0.0.1:${right.port}/payments/sales/migrateCardOnFile`, { method: 'POST', headers: paymentHeaders() as Record<string, string>, body: sale() })
+  const passed = await fetch(`http://127.0.0.1:${right.port}/payments/sales/migrateCardOnFile`, {
+    method: 'POST',
+    headers: paymentHeaders() as Record<string, string>,
+    body: sale(),
+  })
   t.equal(passed.status, 201)
   const other = await fetch(`http://127.0.0.1:${right.port}/status`)
   t.equal(other.status, 201, 'the pass-through engine checks the same name')
 })
 
 async function payment(port: number): Promise<number> {
-  const reply = await fetch(`http://127.0.0.1:${port}/payments/sales/migrateCardOnFile`, { method: 'POST', headers: paymentHeaders() as Record<string, string>, body: sale() })
+  const reply = await fetch(`http://127.0.0.1:${port}/payments/sales/migrateCardOnFile`, {
+    method: 'POST',
+    headers: paymentHeaders() as Record<string, string>,
+    body: sale(),
+  })
   await reply.arrayBuffer()
   return reply.status
 }
 
-t.test('backend certificates that fail verification: 503 before the payment is written, nothing reaches the backend', async (t) => {
-  const expired = await pki.issue('expired-backend', { days: -1 })
-  const wrongName = await pki.issue('wrong-name', { names: 'DNS:elsewhere.example' })
-  const untrusted = await pki.issue('untrusted', { selfSigned: true })
-  const codes = { expired: 'CERT_HAS_EXPIRED', 'wrong name': 'ERR_TLS_CERT_ALTNAME_INVALID', untrusted: 'DEPTH_ZERO_SELF_SIGNED_CERT' }
-  for (const [name, files] of [['expired', expired], ['wrong name', wrongName], ['untrusted', untrusted]] as const) {
-    const backend = await startHttpsBackend(t, files)
-    const { port } = await startGateway(t, { target: backend.url, targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } } })
-    t.equal(await payment(port), 503, name)
-    t.match(lastRequest(), { status: 503, backendError: 'refused', backendErrorCode: codes[name] }, `${name}: the reason logged`)
-    t.equal((await fetch(`http://127.0.0.1:${port}/status`)).status, 503, `${name}: another path`)
-    t.equal(backend.received.length, 0, `${name}: nothing sent`)
-  }
-  const backend = await startHttpsBackend(t, pki.server)
-  const { port } = await startGateway(t, { target: backend.url })
-  t.equal(await payment(port), 503, "the system's roots do not trust the test CA")
-})
+t.test(
+  'backend certificates that fail verification: 503 before the payment is written, nothing reaches the backend',
+  async (t) => {
+    const expired = await pki.issue('expired-backend', { days: -1 })
+    const wrongName = await pki.issue('wrong-name', { names: 'DNS:elsewhere.example' })
+    const untrusted = await pki.issue('untrusted', { selfSigned: true })
+    const codes = {
+      expired: 'CERT_HAS_EXPIRED',
+      'wrong name': 'ERR_TLS_CERT_ALTNAME_INVALID',
+      untrusted: 'DEPTH_ZERO_SELF_SIGNED_CERT',
+    }
+    for (const [name, files] of [
+      ['expired', expired],
+      ['wrong name', wrongName],
+      ['untrusted', untrusted],
+    ] as const) {
+      const backend = await startHttpsBackend(t, files)
+      const { port } = await startGateway(t, {
+        target: backend.url,
+        targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } },
+      })
+      t.equal(await payment(port), 503, name)
+      t.match(
+        lastRequest(),
+        { status: 503, backendError: 'refused', backendErrorCode: codes[name] },
+        `${name}: the reason logged`,
+      )
+      t.equal((await fetch(`http://127.0.0.1:${port}/status`)).status, 503, `${name}: another path`)
+      t.equal(backend.received.length, 0, `${name}: nothing sent`)
+    }
+    const backend = await startHttpsBackend(t, pki.server)
+    const { port } = await startGateway(t, { target: backend.url })
+    t.equal(await payment(port), 503, "the system's roots do not trust the test CA")
+  },
+)
 
 t.test('mutual TLS: the client certificate accepted; none, or one the backend does not trust, refused', async (t) => {
   const backend = await startHttpsBackend(t, pki.server, true)
-  const mutual = await startGateway(t, { target: backend.url, targetTls: { files: { current: { context: clientCa(pki.client) }, onChange: () => undefined } } })
+  const mutual = await startGateway(t, {
+    target: backend.url,
+    targetTls: { files: { current: { context: clientCa(pki.client) }, onChange: () => undefined } },
+  })
   t.equal(await payment(mutual.port), 201)
-  t.equal((await fetch(`http://127.0.0.1:${mutual.port}/status`)).status, 201, 'the pass-through engine presents it too')
+  t.equal(
+    (await fetch(`http://127.0.0.1:${mutual.port}/status`)).status,
+    201,
+    'the pass-through engine presents it too',
+  )
   const stranger = await pki.issue('stranger', { client: true, selfSigned: true })
-  for (const [name, client] of [['no client certificate', undefined], ['an untrusted one', stranger]] as const) {
-    const { port } = await startGateway(t, { target: backend.url, targetTls: { files: { current: { context: clientCa(client) }, onChange: () => undefined } } })
+  for (const [name, client] of [
+    ['no client certificate', undefined],
+    ['an untrusted one', stranger],
+  ] as const) {
+    const { port } = await startGateway(t, {
+      target: backend.url,
+      targetTls: { files: { current: { context: clientCa(client) }, onChange: () => undefined } },
+    })
     // TLS 1.3: the client's handshake is done before the backend checks its certificate, so the request is written.
     t.equal(await payment(port), 500, `${name}: refused after the payment was written, the outcome unknown`)
     t.match(lastRequest(), { status: 500, backendError: 'reset' })
   }
   // TLS 1.2: the backend's refusal ends the handshake, before anything is written.
   const older = await startHttpsBackend(t, pki.server, true, 'TLSv1.2')
-  const { port } = await startGateway(t, { target: older.url, targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } } })
+  const { port } = await startGateway(t, {
+    target: older.url,
+    targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } },
+  })
   t.equal(await payment(port), 503, 'TLS 1.2, no client certificate: refused before the payment is written')
   t.equal(older.received.length, 0)
 })
@@ -214,7 +321,11 @@ t.test('a client certificate renewed in its files: new backend connections prese
   const [cert, key] = [join(dir, 'client.crt'), join(dir, 'client.key')]
   await copyFile(stranger.cert, cert)
   await copyFile(stranger.key, key)
-  const certificates = await loadCertificates({ target: new URL('https://127.0.0.1'), targetCa: pki.ca, targetCert: cert, targetKey: key }, flagName, { debounceMs: 60_000, rescanMs: 60_000 })
+  const certificates = await loadCertificates(
+    { target: new URL('https://127.0.0.1'), targetCa: pki.ca, targetCert: cert, targetKey: key },
+    flagName,
+    { debounceMs: 60_000, rescanMs: 60_000 },
+  )
   t.teardown(() => certificates.close())
   const backend = await startHttpsBackend(t, pki.server, true)
   const { port } = await startGateway(t, { target: backend.url, targetTls: certificates.target })
@@ -249,7 +360,11 @@ t.test('rotation under load: new connections get the new certificate, no request
   )
   t.teardown(() => pair.close())
   const backend = await startHttpsBackend(t, pki.server)
-  const { url } = await startGateway(t, { target: backend.url, targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } }, tls: pair })
+  const { url } = await startGateway(t, {
+    target: backend.url,
+    targetTls: { files: { current: { context: clientCa() }, onChange: () => undefined } },
+    tls: pair,
+  })
   const serialOf = (files: PemFiles) => new X509Certificate(readFileSync(files.cert)).serialNumber
   const agent = new Agent({ keepAlive: true, maxSockets: 4, ca })
   t.teardown(() => agent.destroy())
@@ -257,8 +372,15 @@ t.test('rotation under load: new connections get the new certificate, no request
   let rotated = false
   const deadline = Date.now() + 20_000
   const loop = async () => {
+    // `rotated` is set by the test while these loops run, between their awaits.
+    // eslint-disable-next-line no-unmodified-loop-condition
     while (statuses.length < 3000 && Date.now() < deadline && !(rotated && statuses.length > 200)) {
-      statuses.push(await sendTls(url, { agent }).then((reply) => reply.status, (error: Error) => error.message))
+      statuses.push(
+        await sendTls(url, { agent }).then(
+          (reply) => reply.status,
+          (error: Error) => error.message,
+        ),
+      )
     }
   }
   const load = Promise.all([loop(), loop(), loop(), loop()])
@@ -267,7 +389,10 @@ t.test('rotation under load: new connections get the new certificate, no request
   await copyFile(next.key, `${key}.new-key`)
   await rename(`${key}.new-key`, key)
   await rename(`${key}.new-cert`, cert)
-  t.ok(await until(async () => (await sendTls(url)).peer.serialNumber === serialOf(next), 10_000), 'a new connection gets the new certificate')
+  t.ok(
+    await until(async () => (await sendTls(url)).peer.serialNumber === serialOf(next), 10_000),
+    'a new connection gets the new certificate',
+  )
   rotated = true
   await load
   t.same([...new Set(statuses)], [201], `every one of ${statuses.length} requests answered 201`)

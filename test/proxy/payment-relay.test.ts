@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { Pool, type Dispatcher } from 'undici'
@@ -20,7 +19,12 @@ import { listenOnLoopback } from '../helpers/servers.js'
  * does not (500, `timeout` or `reset`), whatever its code.
  */
 const SETTINGS = { errorBodyLimit: 65_536, keepAnswerBytes: undefined, backendErrors: { rules: NO_RULES } }
-const CALL: Dispatcher.DispatchOptions = { method: 'POST', path: '/pay', headers: { 'content-type': 'application/json' }, body: '{"amount":1}' }
+const CALL: Dispatcher.DispatchOptions = {
+  method: 'POST',
+  path: '/pay',
+  headers: { 'content-type': 'application/json' },
+  body: '{"amount":1}',
+}
 
 interface Host {
   readonly url: string
@@ -32,11 +36,19 @@ interface Host {
 async function startHost(t: Test, dispatcherFor: () => Dispatcher, sendByMs = 10_000): Promise<Host> {
   const outcomes: BackendOutcome[] = []
   const exchanges: Exchange[] = []
-  const server = createServer<typeof IncomingMessage, typeof GatewayResponse>({ ServerResponse: GatewayResponse }, (req, res) => {
-    exchanges.push(track(res, { draining: false }, 'sale', 'id', undefined))
-    req.resume()
-    req.on('end', () => new PaymentRelay(res, SETTINGS, (outcome) => outcomes.push(outcome), performance.now() + sendByMs).send(dispatcherFor(), CALL))
-  })
+  const server = createServer<typeof IncomingMessage, typeof GatewayResponse>(
+    { ServerResponse: GatewayResponse },
+    (req, res) => {
+      exchanges.push(track(res, { draining: false }, 'sale', 'id', undefined))
+      req.resume()
+      req.on('end', () =>
+        new PaymentRelay(res, SETTINGS, (outcome) => outcomes.push(outcome), performance.now() + sendByMs).send(
+          dispatcherFor(),
+          CALL,
+        ),
+      )
+    },
+  )
   const port = await listenOnLoopback(server)
   t.teardown(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))))
   return { url: `http://127.0.0.1:${port}`, outcomes, exchanges }
@@ -83,7 +95,11 @@ const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
 t.test('the rule: before the write every code is refused; after it, timeout or reset, never refused', async (t) => {
   for (const code of CODES) {
     t.equal(paymentFault(coded(code), false), 'refused', `${code} before the write`)
-    t.equal(paymentFault(coded(code), true), TIMEOUTS.has(code as string) ? 'timeout' : 'reset', `${code} after the write`)
+    t.equal(
+      paymentFault(coded(code), true),
+      TIMEOUTS.has(code as string) ? 'timeout' : 'reset',
+      `${code} after the write`,
+    )
   }
 })
 
@@ -103,7 +119,14 @@ t.test('each code through the relay: 503 and the key freed before the write, 500
 
 t.test('a payment past its deadline when undici hands it a socket: never written, 503, refused', async (t) => {
   let aborted: Error | undefined
-  const controller = { aborted: false, paused: false, reason: null, abort: (reason: Error) => (aborted = reason), pause() {}, resume() {} }
+  const controller = {
+    aborted: false,
+    paused: false,
+    reason: null,
+    abort: (reason: Error) => (aborted = reason),
+    pause() {},
+    resume() {},
+  }
   const late = {
     dispatch(_call: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
       handler.onRequestStart?.(controller, {})
@@ -126,44 +149,75 @@ function certificate(dir: string, name: string): { key: Buffer; cert: Buffer } |
   const key = join(dir, `${name}.key`)
   const cert = join(dir, `${name}.pem`)
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' })
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    )
   } catch {
     return undefined
   }
   return { key: readFileSync(key), cert: readFileSync(cert) }
 }
 
-t.test('TLS to the backend: a server certificate refused fails before the write, a client certificate refused under TLS 1.3 after it', async (t) => {
-  const server = certificate(t.testdir(), 'server')
-  if (server === undefined) {
-    t.fail('openssl is needed to make the test certificates')
-    return
-  }
-  let received = 0
-  const backend = createTlsServer({ ...server, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (_req, res) => {
-    received++
-    res.writeHead(201).end('{}')
-  })
-  const origin = `https://127.0.0.1:${await listenOnLoopback(backend)}`
-  t.teardown(() => new Promise<void>((resolve) => (backend.closeAllConnections(), backend.close(() => resolve()))))
-  const pools: Pool[] = []
-  t.teardown(() => Promise.all(pools.map((pool) => pool.destroy())))
-  const pool = (connect: Pool.Options['connect']) => () => {
-    const made = new Pool(origin, { connections: 1, allowH2: false, connect })
-    pools.push(made)
-    return made
-  }
+t.test(
+  'TLS to the backend: a server certificate refused fails before the write, a client certificate refused under TLS 1.3 after it',
+  async (t) => {
+    const server = certificate(t.testdir(), 'server')
+    if (server === undefined) {
+      t.fail('openssl is needed to make the test certificates')
+      return
+    }
+    let received = 0
+    const backend = createTlsServer(
+      { ...server, requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' },
+      (_req, res) => {
+        received++
+        res.writeHead(201).end('{}')
+      },
+    )
+    const origin = `https://127.0.0.1:${await listenOnLoopback(backend)}`
+    t.teardown(() => new Promise<void>((resolve) => (backend.closeAllConnections(), backend.close(() => resolve()))))
+    const pools: Pool[] = []
+    t.teardown(() => Promise.all(pools.map((pool) => pool.destroy())))
+    const pool = (connect: Pool.Options['connect']) => () => {
+      const made = new Pool(origin, { connections: 1, allowH2: false, connect })
+      pools.push(made)
+      return made
+    }
 
-  const untrusted = await startHost(t, pool({}))
-  let reply: Reply = await send(untrusted.url, { path: '/pay', body: '{}' })
-  t.equal(reply.status, 503, 'the certificate is checked before anything is written')
-  t.ok(await until(() => untrusted.outcomes.length === 1))
-  t.same(untrusted.outcomes, [{ kind: 'refused' }], 'key freed: the payment never left')
+    const untrusted = await startHost(t, pool({}))
+    let reply: Reply = await send(untrusted.url, { path: '/pay', body: '{}' })
+    t.equal(reply.status, 503, 'the certificate is checked before anything is written')
+    t.ok(await until(() => untrusted.outcomes.length === 1))
+    t.same(untrusted.outcomes, [{ kind: 'refused' }], 'key freed: the payment never left')
 
-  const noClientCertificate = await startHost(t, pool({ ca: server.cert, maxVersion: 'TLSv1.3', minVersion: 'TLSv1.3' }))
-  reply = await send(noClientCertificate.url, { path: '/pay', body: '{}' })
-  t.equal(reply.status, 500, 'under TLS 1.3 the request is written before the server refuses the client')
-  t.ok(await until(() => noClientCertificate.outcomes.length === 1))
-  t.same(noClientCertificate.outcomes, [{ kind: 'reset' }], 'key kept: the outcome is unknown')
-  t.equal(received, 0, 'the backend answered neither')
-})
+    const noClientCertificate = await startHost(
+      t,
+      pool({ ca: server.cert, maxVersion: 'TLSv1.3', minVersion: 'TLSv1.3' }),
+    )
+    reply = await send(noClientCertificate.url, { path: '/pay', body: '{}' })
+    t.equal(reply.status, 500, 'under TLS 1.3 the request is written before the server refuses the client')
+    t.ok(await until(() => noClientCertificate.outcomes.length === 1))
+    t.same(noClientCertificate.outcomes, [{ kind: 'reset' }], 'key kept: the outcome is unknown')
+    t.equal(received, 0, 'the backend answered neither')
+  },
+)
