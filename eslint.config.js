@@ -4,7 +4,11 @@
 import neostandard from 'neostandard'
 
 export default [
-  ...neostandard({ ts: true, noStyle: true, ignores: ['dist/', 'coverage/', '.tap/', 'reports/', '.stryker-tmp/', 'bench/results/', 'test/fixtures/'] }),
+  ...neostandard({
+    ts: true,
+    noStyle: true,
+    ignores: ['dist/', 'coverage/', '.tap/', 'reports/', '.stryker-tmp/', 'bench/results/', 'test/fixtures/'],
+  }),
   {
     rules: {
       // `==` and `!=` never, `null` included: say `=== undefined` or `=== null`.

@@ -22,11 +22,17 @@ async function demoAnswer(body) {
   const backend = await startDemoBackend()
   try {
     return await new Promise((done, fail) => {
-      const req = request(`${backend.url}${SALE_PATH}`, { method: 'POST', headers: { 'content-type': CONTENT_TYPE, accept: ACCEPT, authorization: AUTHORIZATION } }, (res) => {
-        const chunks = []
-        res.on('data', (chunk) => chunks.push(chunk))
-        res.on('end', () => done({ status: res.statusCode, headers: relayedHeaders(res.rawHeaders), body: Buffer.concat(chunks) }))
-      })
+      const req = request(
+        `${backend.url}${SALE_PATH}`,
+        { method: 'POST', headers: { 'content-type': CONTENT_TYPE, accept: ACCEPT, authorization: AUTHORIZATION } },
+        (res) => {
+          const chunks = []
+          res.on('data', (chunk) => chunks.push(chunk))
+          res.on('end', () =>
+            done({ status: res.statusCode, headers: relayedHeaders(res.rawHeaders), body: Buffer.concat(chunks) }),
+          )
+        },
+      )
       req.on('error', fail)
       req.end(body)
     })
@@ -38,7 +44,12 @@ async function demoAnswer(body) {
 const sale = validSale()
 const answer = await demoAnswer(bytesOf(sale))
 const placeholder = { status: 500, headers: [], body: Buffer.alloc(0) }
-const store = new MemoryIdempotencyStore({ ttlMs: 86_400_000, inFlightMs: 65_000, oversizedAnswer: placeholder, unknownAnswer: placeholder })
+const store = new MemoryIdempotencyStore({
+  ttlMs: 86_400_000,
+  inFlightMs: 65_000,
+  oversizedAnswer: placeholder,
+  unknownAnswer: placeholder,
+})
 let sequence = 0
 
 /** One payment as the gateway keeps it: claimed with its key and fingerprint, then recorded with the demo's answer. */

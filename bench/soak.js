@@ -8,7 +8,17 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { hashPassword } from 'payments-gate'
 import { start, stopAll } from './e2e/children.js'
-import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from './lib/fixtures.js'
+import {
+  ACCEPT,
+  AUTHORIZATION,
+  CONTENT_TYPE,
+  PASSWORD,
+  SALE_PATH,
+  USER,
+  bytesOf,
+  invalidSale,
+  validSale,
+} from './lib/fixtures.js'
 import { freshBodies } from './lib/references.js'
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' } } })
@@ -42,8 +52,22 @@ const fresh = (value) => {
 const MIX = [
   { name: 'valid sale', expect: 201, method: 'POST', path: SALE_PATH, headers: json, ...fresh(validSale()) },
   { name: 'valid recurring', expect: 201, method: 'POST', path: RECURRING_PATH, headers: json, ...fresh(recurring) },
-  { name: 'invalid sale (schema)', expect: 400, method: 'POST', path: SALE_PATH, headers: json, ...fresh(invalidSale()) },
-  { name: 'not JSON', expect: 400, method: 'POST', path: SALE_PATH, headers: json, body: '{"transactionReference": "x",' },
+  {
+    name: 'invalid sale (schema)',
+    expect: 400,
+    method: 'POST',
+    path: SALE_PATH,
+    headers: json,
+    ...fresh(invalidSale()),
+  },
+  {
+    name: 'not JSON',
+    expect: 400,
+    method: 'POST',
+    path: SALE_PATH,
+    headers: json,
+    body: '{"transactionReference": "x",',
+  },
   { name: 'valid sale', expect: 201, method: 'POST', path: SALE_PATH, headers: json, ...fresh(validSale()) },
   // Refusals before the body is read close the connection (its body is not read); most here have no body, to keep connections alive.
   { name: 'no credentials', expect: 401, method: 'POST', path: SALE_PATH, headers: { 'content-type': CONTENT_TYPE } },
@@ -56,7 +80,14 @@ const MIX = [
   },
   { name: 'other path, passed through', expect: 201, method: 'GET', path: '/payments/events/1', headers: {} },
   { name: 'wrong method (405)', expect: 405, method: 'GET', path: SALE_PATH, headers: {} },
-  { name: 'wrong content type (415, connection closed)', expect: 415, method: 'POST', path: SALE_PATH, headers: { ...json, 'content-type': 'text/plain' }, body: '{}' },
+  {
+    name: 'wrong content type (415, connection closed)',
+    expect: 415,
+    method: 'POST',
+    path: SALE_PATH,
+    headers: { ...json, 'content-type': 'text/plain' },
+    body: '{}',
+  },
 ]
 const EXPECTED = new Set(MIX.map((request) => String(request.expect)))
 
@@ -91,7 +122,9 @@ function memoryAfterGc(child) {
 function load(url, amount) {
   return new Promise((resolve, reject) => {
     const requests = MIX.map(({ name, expect, ...request }) => request)
-    autocannon({ url, connections: CONNECTIONS, amount, timeout: 10, requests }, (error, result) => (error ? reject(error) : resolve(result)))
+    autocannon({ url, connections: CONNECTIONS, amount, timeout: 10, requests }, (error, result) =>
+      error ? reject(error) : resolve(result),
+    )
   })
 }
 
@@ -108,7 +141,7 @@ try {
   let sent = 0
   for (let interval = 1; interval <= INTERVALS; interval++) {
     // autocannon can stop short of `amount`: run again until the interval's share is sent.
-    for (const quota = (TOTAL / INTERVALS) * interval; sent < quota; ) {
+    for (const quota = (TOTAL / INTERVALS) * interval; sent < quota;) {
       const result = await load(gateway.url, quota - sent)
       sent += result.requests.total
       problems += result.errors + result.timeouts

@@ -13,7 +13,8 @@ import fastJson, { type ObjectSchema } from 'fast-json-stringify'
 export const ERRORS = {
   accessDenied: {
     status: 401,
-    message: 'Authentication failed. Send valid BasicAuth credentials of a user allowed to act for this merchant entity.',
+    message:
+      'Authentication failed. Send valid BasicAuth credentials of a user allowed to act for this merchant entity.',
   },
   headerIsMissing: { status: 400, message: 'A mandatory header is missing. Add it and retry.' },
   headerHasInvalidValue: { status: 400, message: 'A header does not hold an expected value. Correct it and retry.' },
@@ -25,7 +26,10 @@ export const ERRORS = {
     status: 400,
     message: 'The request body has field validation errors. Correct every field listed in validationErrors and retry.',
   },
-  urlContainsInvalidValue: { status: 400, message: 'The URL holds invalid values. Correct the items listed in validationErrors.' },
+  urlContainsInvalidValue: {
+    status: 400,
+    message: 'The URL holds invalid values. Correct the items listed in validationErrors.',
+  },
   entityIsNotConfigured: { status: 400, message: 'The merchant entity is valid but not configured for use.' },
   paymentInstrumentIsNotSupported: {
     status: 400,
@@ -35,25 +39,36 @@ export const ERRORS = {
     status: 400,
     message: 'The underlying payment instrument has expired and its details were not given in the request.',
   },
-  currencyIsNotSupported: { status: 400, message: 'The currency is valid but not configured for this merchant entity.' },
+  currencyIsNotSupported: {
+    status: 400,
+    message: 'The currency is valid but not configured for this merchant entity.',
+  },
   merchantIsNotConfigured: {
     status: 400,
     message: 'The merchant is not configured to use an attribute present in the request.',
   },
   paymentIsInProgress: {
     status: 409,
-    message: 'A payment with this transactionReference is still being processed. Retry after the time given in Retry-After.',
+    message:
+      'A payment with this transactionReference is still being processed. Retry after the time given in Retry-After.',
   },
   transactionReferenceIsAlreadyUsed: {
     status: 422,
-    message: 'This transactionReference was already used for a different payment. Send a new transactionReference for a new payment.',
+    message:
+      'This transactionReference was already used for a different payment. Send a new transactionReference for a new payment.',
   },
   requestIsMalformed: { status: 400, message: 'The HTTP request is malformed.' },
   headersAreTooLarge: { status: 431, message: 'The request headers are too large.' },
   requestTimedOut: { status: 408, message: 'The request was not received in time.' },
-  requestIsInvalid: { status: 400, message: 'The payment service refused the request as invalid. Correct it and retry.' },
+  requestIsInvalid: {
+    status: 400,
+    message: 'The payment service refused the request as invalid. Correct it and retry.',
+  },
   resourceIsNotFound: { status: 404, message: 'The payment service did not find the resource asked for.' },
-  requestIsInConflict: { status: 409, message: 'The request conflicts with the current state of the payment. Check its state before retrying.' },
+  requestIsInConflict: {
+    status: 409,
+    message: 'The request conflicts with the current state of the payment. Check its state before retrying.',
+  },
   requestIsNotProcessable: { status: 422, message: 'The payment service could not process the request as sent.' },
   requestRateIsTooHigh: { status: 429, message: 'Too many requests. Retry after the time given in Retry-After.' },
   requestIsRefused: { status: 400, message: 'The payment service refused the request.' },
@@ -137,7 +152,13 @@ export function reject(errorName: ErrorName, options: RejectOptions = {}): Rejec
   if (options.headerName !== undefined) body.headerName = options.headerName
   if (options.validationErrors !== undefined) body.validationErrors = options.validationErrors
   const { headers, close } = options
-  return { ok: false, status: options.status ?? entry.status, body, ...(headers && { headers }), ...(close && { close }) }
+  return {
+    ok: false,
+    status: options.status ?? entry.status,
+    body,
+    ...(headers && { headers }),
+    ...(close && { close }),
+  }
 }
 
 /** The one 500 refusal: every surface answers its own failure, and a backend's unknown outcome, with this value. */
@@ -150,7 +171,12 @@ export const SERVICE_UNAVAILABLE: Rejection = Object.freeze(reject('serviceUnava
  * A refusal under a name a backend-errors rule defines: not in the table, so
  * it brings its own message (docs/backend-faults.md, rules).
  */
-export function definedRejection(errorName: string, message: string, status: number, headers?: Readonly<Record<string, string>>): Rejection {
+export function definedRejection(
+  errorName: string,
+  message: string,
+  status: number,
+  headers?: Readonly<Record<string, string>>,
+): Rejection {
   return { ok: false, status, body: { errorName, message }, ...(headers && { headers }) }
 }
 
@@ -159,7 +185,11 @@ export function closing(rejection: Rejection): Rejection {
   return rejection.close === true ? rejection : { ...rejection, close: true }
 }
 
-export function fieldError(errorName: FieldErrorName, jsonPath: string, message: string = FIELD_ERRORS[errorName]): FieldError {
+export function fieldError(
+  errorName: FieldErrorName,
+  jsonPath: string,
+  message: string = FIELD_ERRORS[errorName],
+): FieldError {
   return { errorName, message, jsonPath }
 }
 

@@ -114,7 +114,10 @@ export interface Gate {
 export async function createGate(options: GateOptions): Promise<Gate> {
   const { logger, onStoreError } = options
   // A URL's client is the gate's to close; a client given is the caller's.
-  const owned = typeof options.throttleRedis === 'string' ? createRedisClient(options.throttleRedis, { onError: onStoreError }) : undefined
+  const owned =
+    typeof options.throttleRedis === 'string'
+      ? createRedisClient(options.throttleRedis, { onError: onStoreError })
+      : undefined
   const redis = owned ?? (options.throttleRedis as Redis | undefined)
   let users: WatchedCredentials | undefined
   let store: PolicyStore | undefined
@@ -122,12 +125,21 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     // With Redis, ten wrong passwords are ten across the fleet, not ten per gateway (docs/credentials.md).
     const throttle = redis && new RedisLoginThrottle(redis, { onError: onStoreError })
     if (owned !== undefined) await whenReady(owned, IDEMPOTENCY_DEFAULTS.commandTimeoutMs)
-    if (typeof options.credentials === 'string') users = await watchCredentials(options.credentials, { throttle, logger, onReload: options.onCredentialsReload })
+    if (typeof options.credentials === 'string')
+      users = await watchCredentials(options.credentials, { throttle, logger, onReload: options.onCredentialsReload })
     const source = options.policies ?? DEFAULTS.policies
     if (typeof source === 'string') store = await watchPolicies(source, { logger, onReload: options.onPolicyReload })
-    const rules = typeof options.backendErrors === 'string' ? await watchBackendErrors(options.backendErrors, { logger, onReload: options.onBackendErrorsReload }) : undefined
+    const rules =
+      typeof options.backendErrors === 'string'
+        ? await watchBackendErrors(options.backendErrors, { logger, onReload: options.onBackendErrorsReload })
+        : undefined
     const watched = { users, policies: store, backendErrors: rules, redis: owned }
-    return assemble(options, users ?? (options.credentials as Authenticator), store ?? (source as PolicySource), watched)
+    return assemble(
+      options,
+      users ?? (options.credentials as Authenticator),
+      store ?? (source as PolicySource),
+      watched,
+    )
   } catch (error) {
     users?.close()
     store?.close()
@@ -147,7 +159,14 @@ interface Watched {
 
 function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched): Gate {
   const { logger } = options
-  const checks = buildChecks({ policies, authenticator, vendor: options.vendor, basePath: options.basePath, bodyLimit: options.bodyLimit, mode: options.mode })
+  const checks = buildChecks({
+    policies,
+    authenticator,
+    vendor: options.vendor,
+    basePath: options.basePath,
+    bodyLimit: options.bodyLimit,
+    mode: options.mode,
+  })
   const express = expressMiddleware(checks, logger)
   return {
     checks,

@@ -8,7 +8,14 @@ export { DEFAULTS, mediaTypes, type MediaTypes } from './defaults.js'
 export type { GateContext, GateLogger, GateReport } from './surfaces/shared.js'
 export type { NodeNext } from './surfaces/node.js'
 export type { FastifyGateOptions } from './surfaces/fastify.js'
-export { buildChecks, type Checks, type ChecksOptions, type Passed, type Reported, type Verdict } from './checks/index.js'
+export {
+  buildChecks,
+  type Checks,
+  type ChecksOptions,
+  type Passed,
+  type Reported,
+  type Verdict,
+} from './checks/index.js'
 export type { Rewrite } from './checks/policy.js'
 export { answerOf, sendError, sendRejection, writeAnswer, type Answer } from './http/answer.js'
 export {
@@ -30,10 +37,24 @@ export { hashPassword } from './credentials/hash.js'
 export { CredentialStore, type CredentialStoreOptions, type UserCredentials } from './credentials/store.js'
 export { loadCredentials } from './credentials/load.js'
 export { watchCredentials, type WatchCredentialsOptions, type WatchedCredentials } from './credentials/watch.js'
-export { compilePolicy, staticPolicies, type Mode, type Policy, type PolicyFile, type PolicySource } from './policy/policy.js'
+export {
+  compilePolicy,
+  staticPolicies,
+  type Mode,
+  type Policy,
+  type PolicyFile,
+  type PolicySource,
+} from './policy/policy.js'
 export { watchPolicies, type PolicyStore, type WatchPoliciesOptions } from './policy/store.js'
 export type { FileProblem, ReloadOutcome } from './watch.js'
-export { compileBackendErrors, loadBackendErrors, NO_RULES, type BackendErrorRule, type BackendErrorRules, type BackendErrorSource } from './backend-errors/rules.js'
+export {
+  compileBackendErrors,
+  loadBackendErrors,
+  NO_RULES,
+  type BackendErrorRule,
+  type BackendErrorRules,
+  type BackendErrorSource,
+} from './backend-errors/rules.js'
 export { watchBackendErrors, type BackendErrorStore, type WatchBackendErrorsOptions } from './backend-errors/store.js'
 export type { Operation, PaymentRequest, RecurringRequest, SaleRequest } from './schema/payment.js'
 export { buildOpenApi, type OpenApiOptions } from './openapi.js'

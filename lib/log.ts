@@ -53,7 +53,10 @@ export interface LogDestinationOptions {
  * (`Buffer.byteLength`) for every line it adds, a cost that grows with the
  * batch; fed bytes, it keeps the counts.
  */
-export function createLogDestination(dest: string | number = 1, options: LogDestinationOptions = {}): DestinationStream {
+export function createLogDestination(
+  dest: string | number = 1,
+  options: LogDestinationOptions = {},
+): DestinationStream {
   const sizes = options.shared === true ? LOG_DEFAULTS.shared : LOG_DEFAULTS.alone
   const destination = pino.destination({
     dest,

@@ -33,7 +33,13 @@ return failures
 `
 
 interface Scripts {
-  paymentsGateLoginFailure(locked: string, failures: string, max: number, windowMs: number, coolDownMs: number): Promise<number>
+  paymentsGateLoginFailure(
+    locked: string,
+    failures: string,
+    max: number,
+    windowMs: number,
+    coolDownMs: number,
+  ): Promise<number>
 }
 
 /**
@@ -95,7 +101,13 @@ export class RedisLoginThrottle implements LoginThrottle {
       else {
         const locked = LOGIN_KEY_PREFIX + 'locked:' + username
         // Runs at most once (the script above).
-        await this.#scripts.paymentsGateLoginFailure(locked, failures, this.#maxFailures, this.#failureWindowMs, this.#coolDownMs)
+        await this.#scripts.paymentsGateLoginFailure(
+          locked,
+          failures,
+          this.#maxFailures,
+          this.#failureWindowMs,
+          this.#coolDownMs,
+        )
       }
     } catch (error) {
       this.#onError(error as Error)

@@ -39,7 +39,8 @@ export interface Metrics {
 export type TlsSide = 'listener' | 'target'
 
 /** Forwarded under a claim, replayed, refused as in flight or as another payment's reference, refused or forwarded unprotected for a store failure. */
-export type RetryProtectionOutcome = 'claimed' | 'replayed' | 'inProgress' | 'alreadyUsed' | 'storeUnavailable' | 'unprotected'
+export type RetryProtectionOutcome =
+  'claimed' | 'replayed' | 'inProgress' | 'alreadyUsed' | 'storeUnavailable' | 'unprotected'
 
 /**
  * The gateway's Prometheus metrics, on a registry of their own so that an
@@ -50,7 +51,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'payments_gate_' })
   const requests = new RequestCounts()
   // Each as prom-client's Counter and Histogram report themselves (test/metrics.test.ts compares them).
-  registry.registerMetric(new PlainCounter('payments_gate_requests_total', 'Requests answered, by operation, status and error_name.', requests) as unknown as Counter)
+  registry.registerMetric(
+    new PlainCounter(
+      'payments_gate_requests_total',
+      'Requests answered, by operation, status and error_name.',
+      requests,
+    ) as unknown as Counter,
+  )
   registry.registerMetric(new DurationHistogram(requests) as unknown as Histogram)
   const backendErrors = new Counter({
     name: 'payments_gate_backend_errors_total',
@@ -66,22 +73,35 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   const credentialsReload = reloadMetrics(
     registry,
     ['payments_gate_credentials_reloads_total', 'Reloads of the credentials file'],
-    ['payments_gate_credentials_file_refused', '1 while the credentials file is refused, its last good users in force.'],
+    [
+      'payments_gate_credentials_file_refused',
+      '1 while the credentials file is refused, its last good users in force.',
+    ],
   )
   const backendErrorsReload = reloadMetrics(
     registry,
     ['payments_gate_backend_errors_reloads_total', 'Reloads of the --backend-errors rules file'],
-    ['payments_gate_backend_errors_file_refused', '1 while the --backend-errors rules file is refused, its last good rules in force.'],
+    [
+      'payments_gate_backend_errors_file_refused',
+      '1 while the --backend-errors rules file is refused, its last good rules in force.',
+    ],
   )
   const tlsReload = reloadMetrics(
     registry,
     ['payments_gate_tls_reloads_total', 'Reloads of the certificate files, by side (listener, target)'],
-    ['payments_gate_tls_files_refused', 'Certificate files refused now, by side (listener, target), the last good ones in force.'],
+    [
+      'payments_gate_tls_files_refused',
+      'Certificate files refused now, by side (listener, target), the last good ones in force.',
+    ],
     ['listener', 'target'],
   )
   const retryProtection = new OutcomeCounts()
   registry.registerMetric(
-    new PlainCounter('payments_gate_retry_protection_total', 'Payments that passed every check, by what retry protection did with them.', retryProtection) as unknown as Counter,
+    new PlainCounter(
+      'payments_gate_retry_protection_total',
+      'Payments that passed every check, by what retry protection did with them.',
+      retryProtection,
+    ) as unknown as Counter,
   )
   const storeErrors = new Counter({
     name: 'payments_gate_store_errors_total',
@@ -95,11 +115,19 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   })
   const evictions = new SingleCount()
   registry.registerMetric(
-    new PlainCounter('payments_gate_retry_protection_evictions_total', 'Entries the memory store evicted before their TTL to stay within its bounds.', evictions) as unknown as Counter,
+    new PlainCounter(
+      'payments_gate_retry_protection_evictions_total',
+      'Entries the memory store evicted before their TTL to stay within its bounds.',
+      evictions,
+    ) as unknown as Counter,
   )
   const full = new SingleCount()
   registry.registerMetric(
-    new PlainCounter('payments_gate_retry_protection_store_full_total', 'Payments the memory store could not claim because claims in flight filled it.', full) as unknown as Counter,
+    new PlainCounter(
+      'payments_gate_retry_protection_store_full_total',
+      'Payments the memory store could not claim because claims in flight filled it.',
+      full,
+    ) as unknown as Counter,
   )
   let window: (() => number) | undefined
   // Counted only in report mode; `entity` is bounded by the credentials file, since report mode still refuses a user acting for an entity not theirs.
@@ -166,7 +194,13 @@ function reloadMetrics(
     labelNames,
     registers: [registry],
   })
-  const refused = new Gauge({ name: gauge, help, labelNames: sides.length > 0 ? ['side'] : [], aggregator: 'max', registers: [registry] })
+  const refused = new Gauge({
+    name: gauge,
+    help,
+    labelNames: sides.length > 0 ? ['side'] : [],
+    aggregator: 'max',
+    registers: [registry],
+  })
   for (const side of sides) refused.set({ side }, 0)
   return ({ applied, refused: problems, refusedNow }, side) => {
     const labels = side === undefined ? {} : { side }
@@ -217,7 +251,13 @@ class RequestCounts implements Counts {
   add(operation: string, status: number, errorName: string, seconds: number): void {
     let cells = this.operations.get(operation)
     if (cells === undefined) {
-      cells = { operation, statuses: new Map(), buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0), sum: 0, count: 0 }
+      cells = {
+        operation,
+        statuses: new Map(),
+        buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0),
+        sum: 0,
+        count: 0,
+      }
       this.operations.set(operation, cells)
     }
     let names = cells.statuses.get(status)
@@ -267,7 +307,11 @@ class DurationHistogram {
       let cumulated = 0
       for (let i = 0; i <= DURATION_BUCKETS.length; i++) {
         cumulated += buckets[i] as number
-        values.push({ labels: { le: DURATION_BUCKETS[i] ?? '+Inf', operation }, value: cumulated, metricName: `${this.name}_bucket` })
+        values.push({
+          labels: { le: DURATION_BUCKETS[i] ?? '+Inf', operation },
+          value: cumulated,
+          metricName: `${this.name}_bucket`,
+        })
       }
       values.push({ labels: { operation }, value: sum, metricName: `${this.name}_sum` })
       values.push({ labels: { operation }, value: count, metricName: `${this.name}_count` })
@@ -330,7 +374,13 @@ class PlainCounter {
     this.source = source
   }
 
-  async get(): Promise<{ name: string; help: string; type: string; values: { labels: Count['labels']; value: number }[]; aggregator: string }> {
+  async get(): Promise<{
+    name: string
+    help: string
+    type: string
+    values: { labels: Count['labels']; value: number }[]
+    aggregator: string
+  }> {
     const values = this.source.counts.map(({ labels, count }) => ({ labels, value: count }))
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator }
   }

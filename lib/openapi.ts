@@ -19,7 +19,11 @@ type Json = Record<string, unknown>
 
 const OPERATION_DOCS: Readonly<Record<Operation, { operationId: string; schema: string; summary: string }>> = {
   sale: { operationId: 'cardOnFileSale', schema: 'CardOnFileSale', summary: 'Card on file sale' },
-  recurring: { operationId: 'migrateRecurring', schema: 'MigrateRecurringAuthorization', summary: 'Migrate recurring authorization' },
+  recurring: {
+    operationId: 'migrateRecurring',
+    schema: 'MigrateRecurringAuthorization',
+    summary: 'Migrate recurring authorization',
+  },
 }
 
 type Status = number | '4XX' | '5XX'
@@ -37,19 +41,42 @@ type Status = number | '4XX' | '5XX'
 const ERROR_RESPONSES: readonly (readonly [status: Status, names: readonly ErrorName[], why: string])[] = [
   [
     400,
-    ['headerIsMissing', 'bodyIsEmpty', 'bodyIsNotJson', 'bodyDoesNotMatchSchema', 'entityIsNotConfigured', 'paymentInstrumentIsNotSupported', 'currencyIsNotSupported', 'merchantIsNotConfigured', 'requestIsMalformed', 'requestIsInvalid'],
+    [
+      'headerIsMissing',
+      'bodyIsEmpty',
+      'bodyIsNotJson',
+      'bodyDoesNotMatchSchema',
+      'entityIsNotConfigured',
+      'paymentInstrumentIsNotSupported',
+      'currencyIsNotSupported',
+      'merchantIsNotConfigured',
+      'requestIsMalformed',
+      'requestIsInvalid',
+    ],
     'The request must be corrected: a header is missing, or the body is empty, not JSON, does not match the schema, or asks for what the entity is not configured for; or (`requestIsMalformed`, then the connection is closed) the HTTP request itself could not be parsed; or (`requestIsInvalid`) the backend refused it.',
   ],
-  [401, ['accessDenied'], 'BasicAuth credentials are missing or wrong, or the user may not act for `merchant.entity`; or the backend refused the caller.'],
+  [
+    401,
+    ['accessDenied'],
+    'BasicAuth credentials are missing or wrong, or the user may not act for `merchant.entity`; or the backend refused the caller.',
+  ],
   [403, ['accessDenied'], 'The backend refused the caller.'],
   [404, ['resourceIsNotFound'], 'The backend did not find what was asked for.'],
-  [405, ['methodIsNotAllowed'], 'Answered to any method but POST on this path, with `Allow: POST`; or the backend refused the method, its `Allow` kept.'],
+  [
+    405,
+    ['methodIsNotAllowed'],
+    'Answered to any method but POST on this path, with `Allow: POST`; or the backend refused the method, its `Allow` kept.',
+  ],
   [406, ['headerHasInvalidValue'], 'The Accept header does not admit the response media type.'],
-  [408, ['requestTimedOut'], 'The request head or body did not arrive in time; the connection is closed. Or the backend said so.'],
+  [
+    408,
+    ['requestTimedOut'],
+    'The request head or body did not arrive in time; the connection is closed. Or the backend said so.',
+  ],
   [
     409,
     ['paymentIsInProgress', 'requestIsInConflict'],
-    'Retry protection (the proxy): a payment with the same merchant entity and transactionReference is still in flight. Retry after `Retry-After` seconds; a retry then gets its answer. Or (`requestIsInConflict`) the backend found the request in conflict with the payment\'s state.',
+    "Retry protection (the proxy): a payment with the same merchant entity and transactionReference is still in flight. Retry after `Retry-After` seconds; a retry then gets its answer. Or (`requestIsInConflict`) the backend found the request in conflict with the payment's state.",
   ],
   [413, ['bodyIsTooLarge'], 'The body is larger than the configured limit, or than the backend takes.'],
   [415, ['headerHasInvalidValue'], 'The Content-Type is not the request media type.'],
@@ -62,7 +89,11 @@ const ERROR_RESPONSES: readonly (readonly [status: Status, names: readonly Error
   [431, ['headersAreTooLarge'], 'The request headers are larger than the server accepts; the connection is closed.'],
   ['4XX', ['requestIsRefused'], 'The backend refused the request with another 4xx status, kept.'],
   [500, ['internalErrorOccurred'], 'The backend failed or took too long.'],
-  [503, ['serviceUnavailable'], 'The backend cannot be reached, the gateway is shutting down, or the retry-protection store cannot be reached; or the backend said so, its `Retry-After` kept.'],
+  [
+    503,
+    ['serviceUnavailable'],
+    'The backend cannot be reached, the gateway is shutting down, or the retry-protection store cannot be reached; or the backend said so, its `Retry-After` kept.',
+  ],
   ['5XX', ['internalErrorOccurred'], 'The backend failed with another 5xx status, kept.'],
 ]
 
@@ -113,14 +144,28 @@ function withoutDiscriminators(node: unknown): unknown {
 
 /** An operation's body schema for the document: the compiled one, and free of prototype keys. */
 function requestSchema(schema: unknown): Json {
-  return { ...(withoutDiscriminators(plain(schema)) as Json), allOf: [{ $ref: `#/components/schemas/${PROTOTYPE_FREE}` }] }
+  return {
+    ...(withoutDiscriminators(plain(schema)) as Json),
+    allOf: [{ $ref: `#/components/schemas/${PROTOTYPE_FREE}` }],
+  }
 }
 
 function errorResponse(status: Status, names: readonly string[], why: string, given: BackendErrorRules['names']): Json {
   const examples: Json = {}
   for (const name of names) {
-    const headerName = name === 'headerHasInvalidValue' ? (status === 406 ? 'Accept' : 'Content-Type') : name === 'headerIsMissing' ? 'Content-Type' : undefined
-    examples[name] = { value: isErrorName(name) ? reject(name, { headerName }).body : { errorName: name, message: given.get(name)?.message } }
+    const headerName =
+      name === 'headerHasInvalidValue'
+        ? status === 406
+          ? 'Accept'
+          : 'Content-Type'
+        : name === 'headerIsMissing'
+          ? 'Content-Type'
+          : undefined
+    examples[name] = {
+      value: isErrorName(name)
+        ? reject(name, { headerName }).body
+        : { errorName: name, message: given.get(name)?.message },
+    }
   }
   const response: Json = {
     description: `${why} errorName: ${names.join(', ')}.`,
@@ -133,7 +178,8 @@ function errorResponse(status: Status, names: readonly string[], why: string, gi
   }
   if (status === 401) response.headers = { 'WWW-Authenticate': { schema: { type: 'string', const: WWW_AUTHENTICATE } } }
   if (status === 405) response.headers = { Allow: { schema: { type: 'string' } } }
-  if (status === 409 || status === 429 || status === 503) response.headers = { 'Retry-After': { schema: { type: 'string' } } }
+  if (status === 409 || status === 429 || status === 503)
+    response.headers = { 'Retry-After': { schema: { type: 'string' } } }
   return response
 }
 
@@ -170,7 +216,8 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
     },
   }
   const given = options.backendErrors?.names ?? new Map()
-  for (const [status, names, why] of responsesWith(options.backendErrors)) responses[String(status)] = errorResponse(status, names, why, given)
+  for (const [status, names, why] of responsesWith(options.backendErrors))
+    responses[String(status)] = errorResponse(status, names, why, given)
   const paths: Json = {}
   for (const operation of OPERATIONS) {
     const doc = OPERATION_DOCS[operation]
@@ -181,7 +228,12 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
         security: [{ BasicAuth: [] }],
         requestBody: {
           required: true,
-          content: { [types.request]: { schema: { $ref: `#/components/schemas/${doc.schema}` }, example: REQUEST_EXAMPLES[operation] } },
+          content: {
+            [types.request]: {
+              schema: { $ref: `#/components/schemas/${doc.schema}` },
+              example: REQUEST_EXAMPLES[operation],
+            },
+          },
         },
         responses,
       },

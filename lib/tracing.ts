@@ -1,4 +1,14 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type ProxyTracerProvider, type Span, type Tracer } from '@opentelemetry/api'
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type ProxyTracerProvider,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api'
 import type { IncomingHttpHeaders } from 'node:http'
 import { maskCardNumbers } from './card-mask.js'
 
@@ -36,9 +46,20 @@ export interface SpanOutcome {
  * The request id is masked as the log line masks it: a client's id may hold
  * a card number (docs/logs-and-metrics.md, card numbers never appear whole).
  */
-export function startServerSpan(tracer: Tracer, name: string, method: string, headers: IncomingHttpHeaders, operation: string, requestId: string): Span {
+export function startServerSpan(
+  tracer: Tracer,
+  name: string,
+  method: string,
+  headers: IncomingHttpHeaders,
+  operation: string,
+  requestId: string,
+): Span {
   const parent = propagation.extract(ROOT_CONTEXT, headers)
-  const attributes = { 'http.request.method': method, 'payments_gate.operation': operation, 'payments_gate.request_id': maskCardNumbers(requestId) }
+  const attributes = {
+    'http.request.method': method,
+    'payments_gate.operation': operation,
+    'payments_gate.request_id': maskCardNumbers(requestId),
+  }
   return tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent)
 }
 
@@ -57,8 +78,18 @@ export function startCheckSpan(tracer: Tracer, operation: string, requestId: str
  * context goes to the backend in `traceparent` (and `tracestate`), in place
  * of the client's.
  */
-export function startBackendSpan(tracer: Tracer, parent: Span, method: string, target: URL, headers: IncomingHttpHeaders): Span {
-  const attributes = { 'http.request.method': method, 'server.address': target.hostname, 'server.port': Number(target.port || 80) }
+export function startBackendSpan(
+  tracer: Tracer,
+  parent: Span,
+  method: string,
+  target: URL,
+  headers: IncomingHttpHeaders,
+): Span {
+  const attributes = {
+    'http.request.method': method,
+    'server.address': target.hostname,
+    'server.port': Number(target.port || 80),
+  }
   const span = tracer.startSpan(method, { kind: SpanKind.CLIENT, attributes }, trace.setSpan(ROOT_CONTEXT, parent))
   propagation.inject(trace.setSpan(ROOT_CONTEXT, span), headers)
   return span

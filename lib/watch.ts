@@ -47,7 +47,11 @@ export interface Watch {
  * `..data` symlink swap alike: the file's own inode is replaced by both.
  * `forced` is true for a reload that was asked for (a signal).
  */
-export function watchFolder(dir: string, reload: (forced: boolean) => Promise<void>, options: WatchOptions = {}): Watch {
+export function watchFolder(
+  dir: string,
+  reload: (forced: boolean) => Promise<void>,
+  options: WatchOptions = {},
+): Watch {
   const debounceMs = options.debounceMs ?? POLICY_WATCH_DEFAULTS.debounceMs
   const rescanMs = options.rescanMs ?? POLICY_WATCH_DEFAULTS.rescanMs
   let closed = false
@@ -80,7 +84,9 @@ export function watchFolder(dir: string, reload: (forced: boolean) => Promise<vo
   // The watcher fails only when the OS refuses it (inotify limits): the periodic re-scan carries on, and
   // a listener must exist or the error would end the process. No test can make the OS do that.
   /* c8 ignore next */
-  watcher.on('error', (error) => options.logger?.warn({ dir, reason: error.message }, 'folder watch failed, re-scanning only'))
+  watcher.on('error', (error) =>
+    options.logger?.warn({ dir, reason: error.message }, 'folder watch failed, re-scanning only'),
+  )
   const rescan = setInterval(() => void run(false), rescanMs)
   rescan.unref()
 

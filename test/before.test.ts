@@ -25,23 +25,48 @@ function before(path: string, env: Record<string, string> = {}) {
   return { code: run.status, stderr: run.stderr, lines: run.stderr.split('\n').filter(Boolean) }
 }
 
-const facts = (over: Partial<ToolFacts>): ToolFacts => ({ missing: ['redis-server', 'redis-sentinel'], root: true, aptGet: true, skip: false, ...over })
-
-t.test('toolPlan: ready when every command is there, else skip, install the packages of those missing, or stop with what to install', async (t) => {
-  t.same(toolPlan(facts({ missing: [] })), { action: 'ready' })
-  t.same(toolPlan(facts({ missing: [], root: false, aptGet: false })), { action: 'ready' })
-  t.same(toolPlan(facts({})), { action: 'install', packages: ['redis-server', 'redis-sentinel'] })
-  t.same(toolPlan(facts({ missing: ['redis-sentinel'] })), { action: 'install', packages: ['redis-sentinel'] })
-  t.same(toolPlan(facts({ missing: ['promtool'] })), { action: 'install', packages: ['prometheus'] }, "promtool comes in Debian's prometheus package")
-  const skip = toolPlan(facts({ skip: true, root: false }))
-  t.equal(skip.action, 'skip')
-  const notRoot = toolPlan(facts({ root: false }))
-  t.equal(notRoot.action, 'stop')
-  t.match(notRoot, { message: /redis-server and redis-sentinel \(not on PATH, and this run is not root\): install them \(Debian: apt-get install -y redis-server redis-sentinel\)/ })
-  t.match(toolPlan(facts({ aptGet: false })), { action: 'stop', message: /there is no apt-get.*PAYMENTS_GATE_SKIP_REDIS=1/ })
-  t.match(toolPlan(facts({ missing: ['redis-sentinel'], root: false })), { action: 'stop', message: /needs redis-sentinel \(/ })
-  t.match(toolPlan(facts({ missing: ['promtool'], root: false })), { action: 'stop', message: /needs promtool \(.*apt-get install -y prometheus\)/ })
+const facts = (over: Partial<ToolFacts>): ToolFacts => ({
+  missing: ['redis-server', 'redis-sentinel'],
+  root: true,
+  aptGet: true,
+  skip: false,
+  ...over,
 })
+
+t.test(
+  'toolPlan: ready when every command is there, else skip, install the packages of those missing, or stop with what to install',
+  async (t) => {
+    t.same(toolPlan(facts({ missing: [] })), { action: 'ready' })
+    t.same(toolPlan(facts({ missing: [], root: false, aptGet: false })), { action: 'ready' })
+    t.same(toolPlan(facts({})), { action: 'install', packages: ['redis-server', 'redis-sentinel'] })
+    t.same(toolPlan(facts({ missing: ['redis-sentinel'] })), { action: 'install', packages: ['redis-sentinel'] })
+    t.same(
+      toolPlan(facts({ missing: ['promtool'] })),
+      { action: 'install', packages: ['prometheus'] },
+      "promtool comes in Debian's prometheus package",
+    )
+    const skip = toolPlan(facts({ skip: true, root: false }))
+    t.equal(skip.action, 'skip')
+    const notRoot = toolPlan(facts({ root: false }))
+    t.equal(notRoot.action, 'stop')
+    t.match(notRoot, {
+      message:
+        /redis-server and redis-sentinel \(not on PATH, and this run is not root\): install them \(Debian: apt-get install -y redis-server redis-sentinel\)/,
+    })
+    t.match(toolPlan(facts({ aptGet: false })), {
+      action: 'stop',
+      message: /there is no apt-get.*PAYMENTS_GATE_SKIP_REDIS=1/,
+    })
+    t.match(toolPlan(facts({ missing: ['redis-sentinel'], root: false })), {
+      action: 'stop',
+      message: /needs redis-sentinel \(/,
+    })
+    t.match(toolPlan(facts({ missing: ['promtool'], root: false })), {
+      action: 'stop',
+      message: /needs promtool \(.*apt-get install -y prometheus\)/,
+    })
+  },
+)
 
 t.test('onPath finds executable files only, in any folder of PATH', async (t) => {
   const dir = t.testdir({ a: {}, b: { 'not-executable': 'x' } })
@@ -58,8 +83,18 @@ t.test('toolFacts reads PATH, the user and the opt-out, which CI=true overrides'
   const dir = t.testdir({})
   executable(dir, 'redis-server')
   executable(dir, 'apt-get')
-  t.same(toolFacts({ PATH: dir }, 0), { missing: ['redis-sentinel', 'promtool'], root: true, aptGet: true, skip: false })
-  t.same(toolFacts({ PATH: dir, PAYMENTS_GATE_SKIP_REDIS: '1' }, 1000), { missing: ['redis-sentinel', 'promtool'], root: false, aptGet: true, skip: true })
+  t.same(toolFacts({ PATH: dir }, 0), {
+    missing: ['redis-sentinel', 'promtool'],
+    root: true,
+    aptGet: true,
+    skip: false,
+  })
+  t.same(toolFacts({ PATH: dir, PAYMENTS_GATE_SKIP_REDIS: '1' }, 1000), {
+    missing: ['redis-sentinel', 'promtool'],
+    root: false,
+    aptGet: true,
+    skip: true,
+  })
   t.equal(toolFacts({ PATH: dir, PAYMENTS_GATE_SKIP_REDIS: '1', CI: 'true' }, 0).skip, false)
   t.equal(toolFacts({}, undefined).root, false)
 })
@@ -80,32 +115,41 @@ t.test('test/before.ts: stops with one line when Redis and promtool are missing 
   t.match(run.lines[0], /apt-get install -y redis-server redis-sentinel prometheus/)
 })
 
-t.test('test/before.ts: PAYMENTS_GATE_SKIP_REDIS=1 lets the run go on, saying the tests that need them are skipped', async (t) => {
-  const run = before(t.testdir({}), { PAYMENTS_GATE_SKIP_REDIS: '1' })
-  t.equal(run.code, 0)
-  t.match(run.lines, [/the tests that need them are skipped/])
-  t.equal(before(t.testdir({}), { PAYMENTS_GATE_SKIP_REDIS: '1', CI: 'true' }).code, 1)
-})
+t.test(
+  'test/before.ts: PAYMENTS_GATE_SKIP_REDIS=1 lets the run go on, saying the tests that need them are skipped',
+  async (t) => {
+    const run = before(t.testdir({}), { PAYMENTS_GATE_SKIP_REDIS: '1' })
+    t.equal(run.code, 0)
+    t.match(run.lines, [/the tests that need them are skipped/])
+    t.equal(before(t.testdir({}), { PAYMENTS_GATE_SKIP_REDIS: '1', CI: 'true' }).code, 1)
+  },
+)
 
-t.test('test/before.ts: as root, installs redis-server, redis-sentinel and prometheus (promtool) with apt-get', async (t) => {
-  const dir = t.testdir({ 'package.json': '{"type": "commonjs"}' })
-  // A stand-in apt-get that logs its arguments and, on install, puts the three commands on PATH.
-  executable(
-    dir,
-    'apt-get',
-    `const fs = require('node:fs'), path = require('node:path')
+t.test(
+  'test/before.ts: as root, installs redis-server, redis-sentinel and prometheus (promtool) with apt-get',
+  async (t) => {
+    const dir = t.testdir({ 'package.json': '{"type": "commonjs"}' })
+    // A stand-in apt-get that logs its arguments and, on install, puts the three commands on PATH.
+    executable(
+      dir,
+      'apt-get',
+      `const fs = require('node:fs'), path = require('node:path')
 fs.appendFileSync(path.join(__dirname, 'log'), process.argv.slice(2).join(' ') + '\\n')
 if (process.argv.includes('install')) for (const name of ['redis-server', 'redis-sentinel', 'promtool']) fs.writeFileSync(path.join(__dirname, name), '', { mode: 0o755 })`,
-  )
-  const run = before(dir)
-  if (!root) {
-    t.equal(run.code, 1, 'not root: stops instead of installing')
-    return
-  }
-  t.equal(run.code, 0)
-  t.equal(readFileSync(join(dir, 'log'), 'utf8'), '-qq update\n-qq install -y redis-server redis-sentinel prometheus\n')
-  t.match(run.lines, [/Installing redis-server and redis-sentinel and prometheus/])
-})
+    )
+    const run = before(dir)
+    if (!root) {
+      t.equal(run.code, 1, 'not root: stops instead of installing')
+      return
+    }
+    t.equal(run.code, 0)
+    t.equal(
+      readFileSync(join(dir, 'log'), 'utf8'),
+      '-qq update\n-qq install -y redis-server redis-sentinel prometheus\n',
+    )
+    t.match(run.lines, [/Installing redis-server and redis-sentinel and prometheus/])
+  },
+)
 
 t.test('test/before.ts: stops with one line when apt-get fails', async (t) => {
   const dir = t.testdir({ 'package.json': '{"type": "commonjs"}' })

@@ -17,7 +17,9 @@ import { isErrorBody } from './helpers/oracle.js'
  */
 const dir = fileURLToPath(new URL('./fixtures/json-test-suite/test_parsing/', import.meta.url))
 const read = (name: string) => readFileSync(join(dir, name))
-const files = readdirSync(dir).filter((name) => name.endsWith('.json')).sort()
+const files = readdirSync(dir)
+  .filter((name) => name.endsWith('.json'))
+  .sort()
 const checks = buildChecks({ policies: policies(), bodyLimit: 1 << 20 })
 const headers = { 'content-type': 'application/vnd.example.payments-v6+json' }
 const whiteSpaceOnly = /^[ \t\r\n]*$/

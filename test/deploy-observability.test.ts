@@ -55,7 +55,11 @@ const queried = panels.filter((panel) => panel.type !== 'row')
 
 /** Grafana's variables as a query sees them: the intervals as durations, `$job` and `$entity` inside regex matchers. */
 function substituted(expr: string): string {
-  return expr.replaceAll('$__rate_interval', '5m').replaceAll('$__interval', '1m').replaceAll('$job', '.*').replaceAll('$entity', '.*')
+  return expr
+    .replaceAll('$__rate_interval', '5m')
+    .replaceAll('$__interval', '1m')
+    .replaceAll('$job', '.*')
+    .replaceAll('$entity', '.*')
 }
 
 /** The selector a `label_values(SELECTOR, label)` variable reads. */
@@ -66,7 +70,21 @@ function variableSelector(variable: Variable): string {
   return match[1] as string
 }
 
-const KEYWORDS = new Set(['and', 'or', 'unless', 'offset', 'bool', 'inf', 'nan', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right'])
+const KEYWORDS = new Set([
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'bool',
+  'inf',
+  'nan',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+])
 
 /**
  * The metric names a PromQL expression reads: strings, label matchers, ranges and label lists
@@ -85,14 +103,22 @@ function metricNames(expr: string): string[] {
 /** Every expression the two files hold, named for the messages. */
 const expressions: [string, string][] = [
   ...rules.map((rule): [string, string] => [`rule ${rule.alert ?? rule.record}`, rule.expr]),
-  ...queried.flatMap((panel) => (panel.targets ?? []).map((target): [string, string] => [`panel "${panel.title}" ${target.refId}`, substituted(target.expr)])),
-  ...variables.filter((variable) => variable.type === 'query').map((variable): [string, string] => [`variable ${variable.name}`, substituted(variableSelector(variable))]),
+  ...queried.flatMap((panel) =>
+    (panel.targets ?? []).map((target): [string, string] => [
+      `panel "${panel.title}" ${target.refId}`,
+      substituted(target.expr),
+    ]),
+  ),
+  ...variables
+    .filter((variable) => variable.type === 'query')
+    .map((variable): [string, string] => [`variable ${variable.name}`, substituted(variableSelector(variable))]),
 ]
 
 /** promtool, or the reason the test that needs it is skipped (test/before.ts installs it). */
 function promtool(t: Test, args: string[]): { status: number | null; output: string } | undefined {
   if (!onPath('promtool', process.env.PATH)) {
-    if (process.env.CI !== 'true' && process.env.PAYMENTS_GATE_SKIP_REDIS === '1') t.skip('promtool is not on PATH. Skipped: PAYMENTS_GATE_SKIP_REDIS=1', () => {})
+    if (process.env.CI !== 'true' && process.env.PAYMENTS_GATE_SKIP_REDIS === '1')
+      t.skip('promtool is not on PATH. Skipped: PAYMENTS_GATE_SKIP_REDIS=1', () => {})
     else t.fail('promtool is not on PATH (test/before.ts installs it: apt-get install -y prometheus)')
     return undefined
   }
@@ -101,28 +127,59 @@ function promtool(t: Test, args: string[]): { status: number | null; output: str
 }
 
 t.test('the metric-name reader finds the names, and only them', async (t) => {
-  t.same(metricNames('sum by (le, operation) (rate(a_bucket{job=~"x", b="c{d}"}[5m] offset 1h)) / ignoring (kind) group_left b:c:rate5m > 0.5 and on (job) inf'), ['a_bucket', 'b:c:rate5m'])
+  t.same(
+    metricNames(
+      'sum by (le, operation) (rate(a_bucket{job=~"x", b="c{d}"}[5m] offset 1h)) / ignoring (kind) group_left b:c:rate5m > 0.5 and on (job) inf',
+    ),
+    ['a_bucket', 'b:c:rate5m'],
+  )
   t.same(metricNames('histogram_quantile(0.99, sum(rate(x[1m])))'), ['x'])
 })
 
 t.test('every metric the rules and the dashboard read is one a real gateway exports on /metrics', async (t) => {
   const backend = await startBackend()
   t.teardown(() => backend.close())
-  const dir = t.testdir({ 'rules.json': JSON.stringify({ rules: [{ status: 400, errorName: 'legacyRefusal', message: 'Refused.' }] }) })
+  const dir = t.testdir({
+    'rules.json': JSON.stringify({ rules: [{ status: 400, errorName: 'legacyRefusal', message: 'Refused.' }] }),
+  })
   const credentials = await writeCredentials(dir)
   const [listen, admin] = [await freePort(), await freePort()]
-  const args = ['serve', '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--target', backend.url, '--credentials', credentials]
-  const run = spawnCli([...args, '--policies', 'policies', '--backend-errors', join(dir, 'rules.json'), '--shutdown-delay', '0'])
+  const args = [
+    'serve',
+    '--listen',
+    `127.0.0.1:${listen}`,
+    '--admin',
+    `127.0.0.1:${admin}`,
+    '--target',
+    backend.url,
+    '--credentials',
+    credentials,
+  ]
+  const run = spawnCli([
+    ...args,
+    '--policies',
+    'policies',
+    '--backend-errors',
+    join(dir, 'rules.json'),
+    '--shutdown-delay',
+    '0',
+  ])
   t.teardown(() => void run.child.kill('SIGKILL'))
   await run.waitFor(/"msg":"gateway listening"/)
-  t.equal((await send(listen, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'observed-1' }) })).status, 201)
+  t.equal(
+    (await send(listen, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'observed-1' }) })).status,
+    201,
+  )
   t.equal((await send(listen, { headers: paymentHeaders(), body: saleBody({ transactionReference: 42 }) })).status, 400)
   const metrics = async () => (await fetch(`http://127.0.0.1:${admin}/metrics`)).text()
   // The rules file refused: its gauge, which an alert reads, moves on the live gateway.
   t.match(await metrics(), /^payments_gate_backend_errors_file_refused 0$/m)
   await writeFile(join(dir, 'rules.json.tmp'), '{"rules": 1}')
   await rename(join(dir, 'rules.json.tmp'), join(dir, 'rules.json'))
-  t.ok(await until(async () => /^payments_gate_backend_errors_file_refused 1$/m.test(await metrics()), 10_000), 'the refused rules file is counted')
+  t.ok(
+    await until(async () => /^payments_gate_backend_errors_file_refused 1$/m.test(await metrics()), 10_000),
+    'the refused rules file is counted',
+  )
   const text = await metrics()
   t.match(text, /^payments_gate_backend_errors_reloads_total\{outcome="failed"} 1$/m)
 
@@ -134,66 +191,114 @@ t.test('every metric the rules and the dashboard read is one a real gateway expo
     if (type === 'summary') for (const suffix of ['_sum', '_count']) exported.add(`${name}${suffix}`)
   }
   t.ok(exported.has('payments_gate_request_duration_seconds_bucket'))
-  t.ok(exported.has('payments_gate_retry_protection_window_seconds'), 'the memory store, the default, exports its window')
+  t.ok(
+    exported.has('payments_gate_retry_protection_window_seconds'),
+    'the memory store, the default, exports its window',
+  )
   for (const [where, expr] of expressions) {
     const names = metricNames(expr)
     t.ok(names.length > 0, `${where} reads a metric`)
-    for (const name of names) t.ok(exported.has(name) || recorded.has(name), `${where}: ${name} is exported (or recorded by the rules)`)
+    for (const name of names)
+      t.ok(exported.has(name) || recorded.has(name), `${where}: ${name} is exported (or recorded by the rules)`)
   }
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)
 })
 
 t.test("the PrometheusRule's groups pass promtool check rules, and its unit tests, one per alert", async (t) => {
-  t.match(ruleObject, { apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule', metadata: { name: 'payments-gate' } })
+  t.match(ruleObject, {
+    apiVersion: 'monitoring.coreos.com/v1',
+    kind: 'PrometheusRule',
+    metadata: { name: 'payments-gate' },
+  })
   const dir = t.testdir({})
   writeFileSync(join(dir, 'rules.yaml'), stringify({ groups }))
-  copyFileSync(new URL('../deploy/prometheus-rules.test.yaml', import.meta.url), join(dir, 'prometheus-rules.test.yaml'))
+  copyFileSync(
+    new URL('../deploy/prometheus-rules.test.yaml', import.meta.url),
+    join(dir, 'prometheus-rules.test.yaml'),
+  )
   const check = promtool(t, ['check', 'rules', '--lint=all', '--lint-fatal', join(dir, 'rules.yaml')])
   if (check === undefined) return
   t.equal(check.status, 0, check.output)
   t.match(check.output, `SUCCESS: ${rules.length} rules found`)
 
   t.same(unitTests.rule_files, ['rules.yaml'])
-  const tested = (unitTests.tests as { name: string; alert_rule_test: { alertname: string; exp_alerts?: unknown[] }[] }[]).map((test) => {
+  const tested = (
+    unitTests.tests as { name: string; alert_rule_test: { alertname: string; exp_alerts?: unknown[] }[] }[]
+  ).map((test) => {
     const names = new Set(test.alert_rule_test.map((case_) => case_.alertname))
     t.equal(names.size, 1, `${test.name}: one alert`)
-    t.ok(test.alert_rule_test.some((case_) => (case_.exp_alerts ?? []).length > 0), `${test.name}: a time it fires`)
-    t.ok(test.alert_rule_test.some((case_) => (case_.exp_alerts ?? []).length === 0), `${test.name}: a time it does not`)
+    t.ok(
+      test.alert_rule_test.some((case_) => (case_.exp_alerts ?? []).length > 0),
+      `${test.name}: a time it fires`,
+    )
+    t.ok(
+      test.alert_rule_test.some((case_) => (case_.exp_alerts ?? []).length === 0),
+      `${test.name}: a time it does not`,
+    )
     return [...names][0]
   })
   t.same(tested.sort(), alerts.map((alert) => alert.alert).sort(), 'one unit test per alert')
-  const unit = promtool(t, ['test', 'rules', join(dir, 'prometheus-rules.test.yaml')]) as NonNullable<ReturnType<typeof promtool>>
+  const unit = promtool(t, ['test', 'rules', join(dir, 'prometheus-rules.test.yaml')]) as NonNullable<
+    ReturnType<typeof promtool>
+  >
   t.equal(unit.status, 0, unit.output)
 })
 
-t.test('the dashboard: Grafana 10 or later, a Prometheus data source variable, an entity variable, and every query parses', async (t) => {
-  t.ok(dashboard.schemaVersion >= 38, 'schemaVersion 38 is Grafana 10.0')
-  t.match(variables.find((variable) => variable.name === 'datasource'), { type: 'datasource', query: 'prometheus' })
-  t.match(variableSelector(variables.find((variable) => variable.name === 'entity') as Variable), /^payments_gate_would_refuse_total\b/)
-  t.equal(new Set(panels.map((panel) => panel.id)).size, panels.length, 'unique panel ids')
-  for (const panel of panels) t.ok(panel.gridPos.x + panel.gridPos.w <= 24, `${panel.title}: within the 24 columns`)
-  for (const panel of queried) {
-    t.same(panel.datasource, DATASOURCE, `${panel.title}: the data source variable`)
-    t.ok((panel.targets ?? []).length > 0, `${panel.title}: a query`)
-    for (const target of panel.targets ?? []) {
-      t.same(target.datasource, DATASOURCE, `${panel.title} ${target.refId}: the data source variable`)
-      // The merchant-entity variable applies wherever the metric carries `entity`.
-      const byEntity = /payments_gate_would_re(fuse|write)_total/.test(target.expr)
-      t.equal(target.expr.includes('entity=~"$entity"'), byEntity, `${panel.title} ${target.refId}: filtered by entity where it can be`)
+t.test(
+  'the dashboard: Grafana 10 or later, a Prometheus data source variable, an entity variable, and every query parses',
+  async (t) => {
+    t.ok(dashboard.schemaVersion >= 38, 'schemaVersion 38 is Grafana 10.0')
+    t.match(
+      variables.find((variable) => variable.name === 'datasource'),
+      { type: 'datasource', query: 'prometheus' },
+    )
+    t.match(
+      variableSelector(variables.find((variable) => variable.name === 'entity') as Variable),
+      /^payments_gate_would_refuse_total\b/,
+    )
+    t.equal(new Set(panels.map((panel) => panel.id)).size, panels.length, 'unique panel ids')
+    for (const panel of panels) t.ok(panel.gridPos.x + panel.gridPos.w <= 24, `${panel.title}: within the 24 columns`)
+    for (const panel of queried) {
+      t.same(panel.datasource, DATASOURCE, `${panel.title}: the data source variable`)
+      t.ok((panel.targets ?? []).length > 0, `${panel.title}: a query`)
+      for (const target of panel.targets ?? []) {
+        t.same(target.datasource, DATASOURCE, `${panel.title} ${target.refId}: the data source variable`)
+        // The merchant-entity variable applies wherever the metric carries `entity`.
+        const byEntity = /payments_gate_would_re(fuse|write)_total/.test(target.expr)
+        t.equal(
+          target.expr.includes('entity=~"$entity"'),
+          byEntity,
+          `${panel.title} ${target.refId}: filtered by entity where it can be`,
+        )
+      }
     }
-  }
-  const titles = queried.map((panel) => panel.title).join('\n')
-  for (const wanted of [/Requests per second/, /Refusals by error_name/, /Would refuse/, /Would rewrite/, /Retry protection's outcomes/, /window/, /evictions/, /Backend faults by kind/, /p50 and p99/, /Reloads/, /Refused files/]) {
-    t.match(titles, wanted)
-  }
-  // promtool parses expressions when it checks rules: each query as a rule of a scratch file.
-  const queries = expressions.filter(([where]) => !where.startsWith('rule '))
-  const scratch = { groups: [{ name: 'dashboard', rules: queries.map(([, expr], i) => ({ record: `dashboard:query_${i}`, expr })) }] }
-  const file = join(t.testdir({}), 'dashboard-queries.yaml')
-  writeFileSync(file, stringify(scratch))
-  const check = promtool(t, ['check', 'rules', file])
-  if (check === undefined) return
-  t.equal(check.status, 0, check.output)
-  t.match(check.output, `SUCCESS: ${queries.length} rules found`)
-})
+    const titles = queried.map((panel) => panel.title).join('\n')
+    for (const wanted of [
+      /Requests per second/,
+      /Refusals by error_name/,
+      /Would refuse/,
+      /Would rewrite/,
+      /Retry protection's outcomes/,
+      /window/,
+      /evictions/,
+      /Backend faults by kind/,
+      /p50 and p99/,
+      /Reloads/,
+      /Refused files/,
+    ]) {
+      t.match(titles, wanted)
+    }
+    // promtool parses expressions when it checks rules: each query as a rule of a scratch file.
+    const queries = expressions.filter(([where]) => !where.startsWith('rule '))
+    const scratch = {
+      groups: [{ name: 'dashboard', rules: queries.map(([, expr], i) => ({ record: `dashboard:query_${i}`, expr })) }],
+    }
+    const file = join(t.testdir({}), 'dashboard-queries.yaml')
+    writeFileSync(file, stringify(scratch))
+    const check = promtool(t, ['check', 'rules', file])
+    if (check === undefined) return
+    t.equal(check.status, 0, check.output)
+    t.match(check.output, `SUCCESS: ${queries.length} rules found`)
+  },
+)

@@ -56,7 +56,9 @@ const manifests = Object.fromEntries(
     .map((file) => [file, parseAllDocuments(read(`deploy/${file}`))]),
 )
 /** Every manifest of deploy/, as plain objects. */
-const objects = Object.values(manifests).flatMap((documents) => (Array.isArray(documents) ? documents : [documents]).map((document) => document.toJS()))
+const objects = Object.values(manifests).flatMap((documents) =>
+  (Array.isArray(documents) ? documents : [documents]).map((document) => document.toJS()),
+)
 const find = (kind: string, name: string) => {
   const found = objects.find((object) => object.kind === kind && object.metadata?.name === name)
   if (found === undefined) throw new Error(`deploy/ has no ${kind} ${name}`)
@@ -72,76 +74,107 @@ const pod = deployment.spec.template.spec
 const gateway = pod.containers.find((container: any) => container.name === 'payments-gate')
 const portNamed = (name: string) => gateway.ports.find((port: any) => port.name === name)?.containerPort
 
-t.test('deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis, the PodDisruptionBudget, the alert rules and the TLS Certificate', async (t) => {
-  for (const [file, documents] of Object.entries(manifests)) {
-    for (const document of Array.isArray(documents) ? documents : [documents]) t.same(document.errors, [], file)
-  }
-  t.same(objects.map((object) => `${object.kind} ${object.metadata.name}`).sort(), [
-    'Certificate payments-gate-tls',
-    'Deployment payments',
-    'Deployment payments-gate-redis',
-    'PodDisruptionBudget payments',
-    'PrometheusRule payments-gate',
-    'Service payments',
-    'Service payments-gate-redis',
-  ])
-})
+t.test(
+  'deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis, the PodDisruptionBudget, the alert rules and the TLS Certificate',
+  async (t) => {
+    for (const [file, documents] of Object.entries(manifests)) {
+      for (const document of Array.isArray(documents) ? documents : [documents]) t.same(document.errors, [], file)
+    }
+    t.same(objects.map((object) => `${object.kind} ${object.metadata.name}`).sort(), [
+      'Certificate payments-gate-tls',
+      'Deployment payments',
+      'Deployment payments-gate-redis',
+      'PodDisruptionBudget payments',
+      'PrometheusRule payments-gate',
+      'Service payments',
+      'Service payments-gate-redis',
+    ])
+  },
+)
 
-t.test('Dockerfile: multi-stage on a slim Node 26, npm ci --omit=dev in the final stage, non-root, node as PID 1', async (t) => {
-  t.ok(stages.length >= 2, 'a build stage and a final stage')
-  for (const stage of stages) t.match(stage[0]?.argument, /^node:26-slim( AS \w+)?$/)
-  t.ok(final.some((step) => step.keyword === 'RUN' && /\bnpm ci --omit=dev\b/.test(step.argument)))
-  t.notOk(final.some((step) => step.keyword === 'RUN' && /npm ci(?! --omit=dev)/.test(step.argument)), 'no dev dependencies in the final stage')
-  t.match(final.find((step) => step.keyword === 'COPY' && step.argument.includes('/app/dist')), { argument: /^--from=build / })
-  const user = final.findLast((step) => step.keyword === 'USER')?.argument
-  t.ok(user !== undefined && !/^(root|0)(:|$)/.test(user), `non-root user: ${user}`)
-  // Exec form, no shell in between: SIGTERM reaches node, which drains (docs/deployment.md, stopping).
-  t.same(entrypoint, ['node', 'dist/cli.js'])
-  t.equal(JSON.parse(read('package.json')).bin['payments-gate'], entrypoint[1], 'the package bin')
-  t.equal(command[0], 'serve')
-  const volumes = JSON.parse(final.find((step) => step.keyword === 'VOLUME')?.argument ?? '[]') as string[]
-  t.same(volumes.sort(), [flag(command, 'policies'), dirname(flag(command, 'credentials'))].sort(), 'the mounts the command reads')
-  const exposed = final.find((step) => step.keyword === 'EXPOSE')?.argument.split(/\s+/).map(Number)
-  t.same(exposed, [portOf(flag(command, 'listen')), portOf(flag(command, 'admin'))])
-})
+t.test(
+  'Dockerfile: multi-stage on a slim Node 26, npm ci --omit=dev in the final stage, non-root, node as PID 1',
+  async (t) => {
+    t.ok(stages.length >= 2, 'a build stage and a final stage')
+    for (const stage of stages) t.match(stage[0]?.argument, /^node:26-slim( AS \w+)?$/)
+    t.ok(final.some((step) => step.keyword === 'RUN' && /\bnpm ci --omit=dev\b/.test(step.argument)))
+    t.notOk(
+      final.some((step) => step.keyword === 'RUN' && /npm ci(?! --omit=dev)/.test(step.argument)),
+      'no dev dependencies in the final stage',
+    )
+    t.match(
+      final.find((step) => step.keyword === 'COPY' && step.argument.includes('/app/dist')),
+      { argument: /^--from=build / },
+    )
+    const user = final.findLast((step) => step.keyword === 'USER')?.argument
+    t.ok(user !== undefined && !/^(root|0)(:|$)/.test(user), `non-root user: ${user}`)
+    // Exec form, no shell in between: SIGTERM reaches node, which drains (docs/deployment.md, stopping).
+    t.same(entrypoint, ['node', 'dist/cli.js'])
+    t.equal(JSON.parse(read('package.json')).bin['payments-gate'], entrypoint[1], 'the package bin')
+    t.equal(command[0], 'serve')
+    const volumes = JSON.parse(final.find((step) => step.keyword === 'VOLUME')?.argument ?? '[]') as string[]
+    t.same(
+      volumes.sort(),
+      [flag(command, 'policies'), dirname(flag(command, 'credentials'))].sort(),
+      'the mounts the command reads',
+    )
+    const exposed = final
+      .find((step) => step.keyword === 'EXPOSE')
+      ?.argument.split(/\s+/)
+      .map(Number)
+    t.same(exposed, [portOf(flag(command, 'listen')), portOf(flag(command, 'admin'))])
+  },
+)
 
 t.test('.dockerignore keeps node_modules, dist/, secrets and test output out of the build context', async (t) => {
-  const lines = read('.dockerignore').split('\n').filter((line) => line !== '' && !line.startsWith('#'))
+  const lines = read('.dockerignore')
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('#'))
   t.equal(lines[0], '*', 'everything ignored, then what the Dockerfile copies let in')
   for (const line of lines.slice(1)) t.match(line, /^!/)
   const copied = stages.flat().filter((step) => step.keyword === 'COPY' && !step.argument.startsWith('--from'))
   for (const step of copied) {
-    for (const source of step.argument.split(/\s+/).slice(0, -1)) t.ok(lines.some((line) => line.startsWith(`!${source}`)), `${source} reaches the build`)
+    for (const source of step.argument.split(/\s+/).slice(0, -1))
+      t.ok(
+        lines.some((line) => line.startsWith(`!${source}`)),
+        `${source} reaches the build`,
+      )
   }
 })
 
-t.test('the Deployment runs the image as built: its ports, probes, mounts and variables fit the Dockerfile and serve', async (t) => {
-  t.equal(gateway.command, undefined, 'the image ENTRYPOINT')
-  t.equal(gateway.args, undefined, 'the image CMD')
-  t.match(gateway.image, /\/payments-gate:/)
-  t.equal(portNamed('http'), portOf(flag(command, 'listen')))
-  t.equal(portNamed('admin'), portOf(flag(command, 'admin')))
-  t.same(gateway.readinessProbe.httpGet, { path: '/readyz', port: 'admin' })
-  t.same(gateway.livenessProbe.httpGet, { path: '/healthz', port: 'admin' })
-  const mounts = Object.fromEntries(gateway.volumeMounts.map((mount: any) => [mount.mountPath, mount.name]))
-  const volume = (name: string) => pod.volumes.find((candidate: any) => candidate.name === name)
-  t.match(volume(mounts[flag(command, 'policies')]), { configMap: { name: 'payments-gate-policies' } })
-  t.match(volume(mounts[dirname(flag(command, 'credentials'))]), { secret: { secretName: 'payments-gate-credentials' } })
-  t.equal(flag(command, 'credentials').split('/').at(-1), 'credentials.json', 'the key of the Secret')
-  for (const mount of gateway.volumeMounts) t.equal(mount.readOnly, true)
-  // Above the shutdown delay (5 s) plus the drain (--timeout + 1 s): docs/deployment.md, stopping.
-  t.equal(pod.terminationGracePeriodSeconds, 45)
-  t.equal(gateway.securityContext.runAsNonRoot, true)
-  const cli = read('docs/cli.md')
-  for (const { name } of gateway.env) t.ok(cli.includes(`| \`${name}\` |`), `${name} is a variable of serve (docs/cli.md)`)
-  const service = find('Service', 'payments')
-  t.same(service.spec.selector, deployment.spec.selector.matchLabels)
-  t.same(
-    service.spec.ports.map((port: any) => port.targetPort),
-    ['http'],
-  )
-  t.equal(Number(service.metadata.annotations['prometheus.io/port']), portNamed('admin'))
-})
+t.test(
+  'the Deployment runs the image as built: its ports, probes, mounts and variables fit the Dockerfile and serve',
+  async (t) => {
+    t.equal(gateway.command, undefined, 'the image ENTRYPOINT')
+    t.equal(gateway.args, undefined, 'the image CMD')
+    t.match(gateway.image, /\/payments-gate:/)
+    t.equal(portNamed('http'), portOf(flag(command, 'listen')))
+    t.equal(portNamed('admin'), portOf(flag(command, 'admin')))
+    t.same(gateway.readinessProbe.httpGet, { path: '/readyz', port: 'admin' })
+    t.same(gateway.livenessProbe.httpGet, { path: '/healthz', port: 'admin' })
+    const mounts = Object.fromEntries(gateway.volumeMounts.map((mount: any) => [mount.mountPath, mount.name]))
+    const volume = (name: string) => pod.volumes.find((candidate: any) => candidate.name === name)
+    t.match(volume(mounts[flag(command, 'policies')]), { configMap: { name: 'payments-gate-policies' } })
+    t.match(volume(mounts[dirname(flag(command, 'credentials'))]), {
+      secret: { secretName: 'payments-gate-credentials' },
+    })
+    t.equal(flag(command, 'credentials').split('/').at(-1), 'credentials.json', 'the key of the Secret')
+    for (const mount of gateway.volumeMounts) t.equal(mount.readOnly, true)
+    // Above the shutdown delay (5 s) plus the drain (--timeout + 1 s): docs/deployment.md, stopping.
+    t.equal(pod.terminationGracePeriodSeconds, 45)
+    t.equal(gateway.securityContext.runAsNonRoot, true)
+    const cli = read('docs/cli.md')
+    for (const { name } of gateway.env)
+      t.ok(cli.includes(`| \`${name}\` |`), `${name} is a variable of serve (docs/cli.md)`)
+    const service = find('Service', 'payments')
+    t.same(service.spec.selector, deployment.spec.selector.matchLabels)
+    t.same(
+      service.spec.ports.map((port: any) => port.targetPort),
+      ['http'],
+    )
+    t.equal(Number(service.metadata.annotations['prometheus.io/port']), portNamed('admin'))
+  },
+)
 
 t.test('the PodDisruptionBudget and the Redis select what they should', async (t) => {
   const budget = find('PodDisruptionBudget', 'payments')
@@ -157,40 +190,48 @@ t.test('the PodDisruptionBudget and the Redis select what they should', async (t
   t.match(redis.spec.template.spec.containers[0].args.join(' '), /--maxmemory-policy noeviction/)
 })
 
-t.test("the image's command with the Deployment's variables serves a payment and a refusal, answers the probes, drains on SIGTERM", async (t) => {
-  const backend = await startBackend()
-  t.teardown(() => backend.close())
-  const redis = await startRedis(t)
-  // The mounts, as folders of the test: the policies of the repository, the test user's credentials.
-  const root = t.testdir({})
-  const mounted = (path: string) => join(root, path)
-  mkdirSync(mounted(flag(command, 'policies')), { recursive: true })
-  cpSync(POLICIES_DIR, mounted(flag(command, 'policies')), { recursive: true })
-  mkdirSync(mounted(dirname(flag(command, 'credentials'))), { recursive: true })
-  await writeCredentials(mounted(dirname(flag(command, 'credentials'))))
-  const [listen, admin] = [await freePort(), await freePort()]
-  const args = command.map((arg) => (arg.startsWith('/') ? mounted(arg) : arg))
-  args[args.indexOf(flag(command, 'listen'))] = `127.0.0.1:${listen}`
-  args[args.indexOf(flag(command, 'admin'))] = `127.0.0.1:${admin}`
-  const local: Record<string, string> = {
-    PAYMENTS_GATE_TARGET: backend.url,
-    PAYMENTS_GATE_IDEMPOTENCY: redis?.url ?? 'memory',
-  }
-  const env = Object.fromEntries(gateway.env.map(({ name, value }: { name: string; value: string }) => [name, local[name] ?? value]))
-  t.same(Object.keys(env).sort(), ['PAYMENTS_GATE_IDEMPOTENCY', 'PAYMENTS_GATE_TARGET', 'PAYMENTS_GATE_VENDOR'])
-  const run = spawnCli([...args, '--shutdown-delay', '0'], env)
-  t.teardown(() => void run.child.kill('SIGKILL'))
-  await poll(`http://127.0.0.1:${admin}${gateway.readinessProbe.httpGet.path}`, 200)
-  t.equal((await fetch(`http://127.0.0.1:${admin}${gateway.livenessProbe.httpGet.path}`)).status, 200)
-  const payment = await send(listen, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'image-1' }) })
-  t.equal(payment.status, 201)
-  const refusal = await send(listen, { headers: paymentHeaders(), body: saleBody({ transactionReference: 42 }) })
-  t.equal(refusal.status, 400)
-  t.equal(refusal.json.errorName, 'bodyDoesNotMatchSchema')
-  t.equal(backend.received.length, 1, 'the refusal never reached the backend')
-  run.child.kill('SIGTERM')
-  t.equal(await run.exited, 0)
-})
+t.test(
+  "the image's command with the Deployment's variables serves a payment and a refusal, answers the probes, drains on SIGTERM",
+  async (t) => {
+    const backend = await startBackend()
+    t.teardown(() => backend.close())
+    const redis = await startRedis(t)
+    // The mounts, as folders of the test: the policies of the repository, the test user's credentials.
+    const root = t.testdir({})
+    const mounted = (path: string) => join(root, path)
+    mkdirSync(mounted(flag(command, 'policies')), { recursive: true })
+    cpSync(POLICIES_DIR, mounted(flag(command, 'policies')), { recursive: true })
+    mkdirSync(mounted(dirname(flag(command, 'credentials'))), { recursive: true })
+    await writeCredentials(mounted(dirname(flag(command, 'credentials'))))
+    const [listen, admin] = [await freePort(), await freePort()]
+    const args = command.map((arg) => (arg.startsWith('/') ? mounted(arg) : arg))
+    args[args.indexOf(flag(command, 'listen'))] = `127.0.0.1:${listen}`
+    args[args.indexOf(flag(command, 'admin'))] = `127.0.0.1:${admin}`
+    const local: Record<string, string> = {
+      PAYMENTS_GATE_TARGET: backend.url,
+      PAYMENTS_GATE_IDEMPOTENCY: redis?.url ?? 'memory',
+    }
+    const env = Object.fromEntries(
+      gateway.env.map(({ name, value }: { name: string; value: string }) => [name, local[name] ?? value]),
+    )
+    t.same(Object.keys(env).sort(), ['PAYMENTS_GATE_IDEMPOTENCY', 'PAYMENTS_GATE_TARGET', 'PAYMENTS_GATE_VENDOR'])
+    const run = spawnCli([...args, '--shutdown-delay', '0'], env)
+    t.teardown(() => void run.child.kill('SIGKILL'))
+    await poll(`http://127.0.0.1:${admin}${gateway.readinessProbe.httpGet.path}`, 200)
+    t.equal((await fetch(`http://127.0.0.1:${admin}${gateway.livenessProbe.httpGet.path}`)).status, 200)
+    const payment = await send(listen, {
+      headers: paymentHeaders(),
+      body: saleBody({ transactionReference: 'image-1' }),
+    })
+    t.equal(payment.status, 201)
+    const refusal = await send(listen, { headers: paymentHeaders(), body: saleBody({ transactionReference: 42 }) })
+    t.equal(refusal.status, 400)
+    t.equal(refusal.json.errorName, 'bodyDoesNotMatchSchema')
+    t.equal(backend.received.length, 1, 'the refusal never reached the backend')
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, 0)
+  },
+)
 
 t.test('docs/deployment.md: the base the Dockerfile names, and the rebuild that keeps it patched', async (t) => {
   const page = read('docs/deployment.md')
@@ -202,11 +243,18 @@ t.test('docs/deployment.md: the base the Dockerfile names, and the rebuild that 
   t.match(rebuilds, /security release/, 'and a rebuild on a security release')
 })
 
-t.test('the docs quote deploy/ rather than restate it: every YAML block of theirs is in a file of deploy/', async (t) => {
-  const files = Object.keys(manifests).map((file) => read(`deploy/${file}`))
-  for (const page of ['docs/deployment.md', 'docs/idempotency.md']) {
-    const blocks = [...read(page).matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] as string)
-    t.ok(blocks.length > 0, `${page} shows the manifests`)
-    for (const block of blocks) t.ok(files.some((file) => file.includes(block)), `${page}: a block not quoted from deploy/:\n${block}`)
-  }
-})
+t.test(
+  'the docs quote deploy/ rather than restate it: every YAML block of theirs is in a file of deploy/',
+  async (t) => {
+    const files = Object.keys(manifests).map((file) => read(`deploy/${file}`))
+    for (const page of ['docs/deployment.md', 'docs/idempotency.md']) {
+      const blocks = [...read(page).matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] as string)
+      t.ok(blocks.length > 0, `${page} shows the manifests`)
+      for (const block of blocks)
+        t.ok(
+          files.some((file) => file.includes(block)),
+          `${page}: a block not quoted from deploy/:\n${block}`,
+        )
+    }
+  },
+)

@@ -41,11 +41,27 @@ t.test('the table: statuses the spec and contract give', async (t) => {
 })
 
 t.test('reject builds the body from the table, with optional details', async (t) => {
-  t.strictSame(reject('bodyIsEmpty'), { ok: false, status: 400, body: { errorName: 'bodyIsEmpty', message: ERRORS.bodyIsEmpty.message } })
-  const header = reject('headerHasInvalidValue', { status: 406, headerName: 'Accept', message: 'm', headers: { Vary: 'Accept' } })
-  t.strictSame(header, { ok: false, status: 406, body: { errorName: 'headerHasInvalidValue', message: 'm', headerName: 'Accept' }, headers: { Vary: 'Accept' } })
+  t.strictSame(reject('bodyIsEmpty'), {
+    ok: false,
+    status: 400,
+    body: { errorName: 'bodyIsEmpty', message: ERRORS.bodyIsEmpty.message },
+  })
+  const header = reject('headerHasInvalidValue', {
+    status: 406,
+    headerName: 'Accept',
+    message: 'm',
+    headers: { Vary: 'Accept' },
+  })
+  t.strictSame(header, {
+    ok: false,
+    status: 406,
+    body: { errorName: 'headerHasInvalidValue', message: 'm', headerName: 'Accept' },
+    headers: { Vary: 'Accept' },
+  })
   const items = [fieldError('fieldIsMissing', '$.a')]
-  t.strictSame(schemaRejection(items).body.validationErrors, [{ errorName: 'fieldIsMissing', message: FIELD_ERRORS.fieldIsMissing, jsonPath: '$.a' }])
+  t.strictSame(schemaRejection(items).body.validationErrors, [
+    { errorName: 'fieldIsMissing', message: FIELD_ERRORS.fieldIsMissing, jsonPath: '$.a' },
+  ])
 })
 
 t.test('isErrorName knows the table and nothing else', async (t) => {
@@ -54,11 +70,15 @@ t.test('isErrorName knows the table and nothing else', async (t) => {
   t.notOk(isErrorName('fieldIsMissing'))
 })
 
-t.test('the serializer writes what JSON.stringify would, in the spec\'s field order', async (t) => {
+t.test("the serializer writes what JSON.stringify would, in the spec's field order", async (t) => {
   const bodies: ErrorBody[] = [
     { errorName: 'bodyIsEmpty', message: 'm' },
     { errorName: 'headerIsMissing', message: 'quote " and \\ and \u2028', headerName: 'Content-Type' },
-    { errorName: 'bodyDoesNotMatchSchema', message: 'm', validationErrors: [{ errorName: 'fieldIsNull', message: 'x', jsonPath: "$['a\\'b']" }] },
+    {
+      errorName: 'bodyDoesNotMatchSchema',
+      message: 'm',
+      validationErrors: [{ errorName: 'fieldIsNull', message: 'x', jsonPath: "$['a\\'b']" }],
+    },
   ]
   for (const body of bodies) {
     const text = serializeError(body)
@@ -76,17 +96,28 @@ t.test('closing: the same refusal with Connection: close, made once', async (t) 
   t.equal(closing(closed), closed, 'an answer already closing is returned as it is')
 })
 
-t.test('one refusal value per error without a message of its own; a name a rule defines brings its message', async (t) => {
-  t.same(INTERNAL_ERROR, reject('internalErrorOccurred'))
-  t.same(SERVICE_UNAVAILABLE, reject('serviceUnavailable'))
-  t.ok(Object.isFrozen(INTERNAL_ERROR) && Object.isFrozen(SERVICE_UNAVAILABLE))
-  t.same(definedRejection('paymentIsDeclined', 'The payment was declined.', 402), { ok: false, status: 402, body: { errorName: 'paymentIsDeclined', message: 'The payment was declined.' } })
-  t.same(definedRejection('x', 'y', 429, { 'Retry-After': '5' }).headers, { 'Retry-After': '5' })
-})
+t.test(
+  'one refusal value per error without a message of its own; a name a rule defines brings its message',
+  async (t) => {
+    t.same(INTERNAL_ERROR, reject('internalErrorOccurred'))
+    t.same(SERVICE_UNAVAILABLE, reject('serviceUnavailable'))
+    t.ok(Object.isFrozen(INTERNAL_ERROR) && Object.isFrozen(SERVICE_UNAVAILABLE))
+    t.same(definedRejection('paymentIsDeclined', 'The payment was declined.', 402), {
+      ok: false,
+      status: 402,
+      body: { errorName: 'paymentIsDeclined', message: 'The payment was declined.' },
+    })
+    t.same(definedRejection('x', 'y', 429, { 'Retry-After': '5' }).headers, { 'Retry-After': '5' })
+  },
+)
 
-t.test('the error body schema (the OpenAPI document\'s) refuses what the service never sends', async (t) => {
+t.test("the error body schema (the OpenAPI document's) refuses what the service never sends", async (t) => {
   const item = { errorName: 'fieldIsNull', message: 'x', jsonPath: '$.a' }
-  const body = (validationErrors: unknown[]) => ({ errorName: 'bodyDoesNotMatchSchema', message: 'm', validationErrors })
+  const body = (validationErrors: unknown[]) => ({
+    errorName: 'bodyDoesNotMatchSchema',
+    message: 'm',
+    validationErrors,
+  })
   t.ok(isErrorBody(body([item])))
   for (const field of ['errorName', 'message', 'jsonPath'] as const) {
     const { [field]: _, ...missing } = item
@@ -97,7 +128,8 @@ t.test('the error body schema (the OpenAPI document\'s) refuses what the service
   t.notOk(isErrorBody({ errorName: 'bodyIsEmpty', message: 'm', extra: 'x' }), 'a body with a field of its own')
   const top = { errorName: 'headerIsMissing', message: 'm', headerName: 'Accept' }
   t.ok(isErrorBody(top))
-  for (const field of ['errorName', 'message', 'headerName'] as const) t.notOk(isErrorBody({ ...top, [field]: 1 }), `a body whose ${field} is not a string`)
+  for (const field of ['errorName', 'message', 'headerName'] as const)
+    t.notOk(isErrorBody({ ...top, [field]: 1 }), `a body whose ${field} is not a string`)
   t.notOk(isErrorBody({ message: 'm' }), 'a body without errorName')
   t.notOk(isErrorBody({ errorName: 'bodyIsEmpty' }), 'a body without message')
 })

@@ -39,52 +39,97 @@ t.test('the shared table gives the same answers from the node handler, Express, 
         const answer = await send(embedding.port, c, agent)
         answers.push(answer)
         t.equal(answer.status, c.status, `${embedding.name}: status`)
-        for (const [name, value] of Object.entries(c.responseHeaders ?? {})) t.equal(answer.headers[name], value, `${embedding.name}: ${name}`)
+        for (const [name, value] of Object.entries(c.responseHeaders ?? {}))
+          t.equal(answer.headers[name], value, `${embedding.name}: ${name}`)
         const passed = c.errorName === undefined
-        t.equal(embedding.handled() - before, passed ? 1 : 0, `${embedding.name}: ${passed ? 'handed to the application once' : 'never handed to the application'}`)
+        t.equal(
+          embedding.handled() - before,
+          passed ? 1 : 0,
+          `${embedding.name}: ${passed ? 'handed to the application once' : 'never handed to the application'}`,
+        )
         if (c.errorName !== undefined) {
           t.equal(answer.headers['content-type'], 'application/json', `${embedding.name}: content-type`)
           const body = JSON.parse(answer.body.toString())
           t.equal(body.errorName, c.errorName, `${embedding.name}: errorName`)
           t.type(body.message, 'string', `${embedding.name}: a message`)
           if (c.match !== undefined) t.match(body, c.match, `${embedding.name}: the answer's fields`)
-          if (c.rejection !== undefined) t.equal(answer.body.toString(), serializeError(c.rejection.body), `${embedding.name}: the serializer's bytes`)
+          if (c.rejection !== undefined)
+            t.equal(
+              answer.body.toString(),
+              serializeError(c.rejection.body),
+              `${embedding.name}: the serializer's bytes`,
+            )
           t.notOk(answer.text.includes(TEST_PAN), `${embedding.name}: the answer does not hold the card number`)
         } else if (c.status === 201) {
           const echo = JSON.parse(answer.body.toString()) as Echo
           t.equal(echo.username, 'shop-1', `${embedding.name}: principal`)
-          t.equal(echo.entity, (echo.document as { merchant: { entity: string } }).merchant.entity, `${embedding.name}: entity`)
+          t.equal(
+            echo.entity,
+            (echo.document as { merchant: { entity: string } }).merchant.entity,
+            `${embedding.name}: entity`,
+          )
         } else {
           t.equal(answer.body.toString(), 'other', `${embedding.name}: untouched`)
         }
       }
       if (c.errorName !== undefined) {
         const [first, ...rest] = answers.map(comparable)
-        for (const [i, other] of rest.entries()) t.same(other, first, `${embeddings[i + 1]!.name} answers byte for byte as node`)
+        for (const [i, other] of rest.entries())
+          t.same(other, first, `${embeddings[i + 1]!.name} answers byte for byte as node`)
       }
     })
   }
 })
 
-t.test('request ids: on every answer to an operation, in the context the application gets; none added on other paths by the middleware', async (t) => {
-  const { embeddings, agent } = await everyEmbedding(t)
-  let reference = 0
-  for (const embedding of embeddings) {
-    const sale = { ...saleBody(), transactionReference: `request-id-${embedding.name}-${++reference}` }
-    const passed = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'mine-1' }), body: sale }, agent)
-    t.equal(passed.status, 201, embedding.name)
-    t.equal(passed.headers['x-request-id'], 'mine-1', `${embedding.name}: on the application's answer`)
-    t.equal((JSON.parse(passed.text) as Echo).requestId, 'mine-1', `${embedding.name}: given to the application`)
-    const fresh = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'not sane' }), body: { ...sale, transactionReference: `request-id-${++reference}` } }, agent)
-    t.match(fresh.headers['x-request-id'], /^[\w-]{12}-[0-9a-z]+$/, `${embedding.name}: a new one`)
-    t.equal((JSON.parse(fresh.text) as Echo).requestId, fresh.headers['x-request-id'], `${embedding.name}: the same one`)
-    const refused = await send(embedding.port, { headers: paymentHeaders({ 'x-request-id': 'mine-2', authorization: 'Basic eDp5' }), body: sale }, agent)
-    t.equal(refused.status, 401)
-    t.equal(refused.headers['x-request-id'], 'mine-2', `${embedding.name}: on a refusal`)
-    const other = await send(embedding.port, { method: 'GET', path: OTHER_PATH, headers: { 'x-request-id': 'mine-3' } }, agent)
-    t.equal(other.headers['x-request-id'], embedding.name === 'proxy' ? 'mine-3' : undefined, `${embedding.name}: other paths`)
-  }
-})
+t.test(
+  'request ids: on every answer to an operation, in the context the application gets; none added on other paths by the middleware',
+  async (t) => {
+    const { embeddings, agent } = await everyEmbedding(t)
+    let reference = 0
+    for (const embedding of embeddings) {
+      const sale = { ...saleBody(), transactionReference: `request-id-${embedding.name}-${++reference}` }
+      const passed = await send(
+        embedding.port,
+        { headers: paymentHeaders({ 'x-request-id': 'mine-1' }), body: sale },
+        agent,
+      )
+      t.equal(passed.status, 201, embedding.name)
+      t.equal(passed.headers['x-request-id'], 'mine-1', `${embedding.name}: on the application's answer`)
+      t.equal((JSON.parse(passed.text) as Echo).requestId, 'mine-1', `${embedding.name}: given to the application`)
+      const fresh = await send(
+        embedding.port,
+        {
+          headers: paymentHeaders({ 'x-request-id': 'not sane' }),
+          body: { ...sale, transactionReference: `request-id-${++reference}` },
+        },
+        agent,
+      )
+      t.match(fresh.headers['x-request-id'], /^[\w-]{12}-[0-9a-z]+$/, `${embedding.name}: a new one`)
+      t.equal(
+        (JSON.parse(fresh.text) as Echo).requestId,
+        fresh.headers['x-request-id'],
+        `${embedding.name}: the same one`,
+      )
+      const refused = await send(
+        embedding.port,
+        { headers: paymentHeaders({ 'x-request-id': 'mine-2', authorization: 'Basic eDp5' }), body: sale },
+        agent,
+      )
+      t.equal(refused.status, 401)
+      t.equal(refused.headers['x-request-id'], 'mine-2', `${embedding.name}: on a refusal`)
+      const other = await send(
+        embedding.port,
+        { method: 'GET', path: OTHER_PATH, headers: { 'x-request-id': 'mine-3' } },
+        agent,
+      )
+      t.equal(
+        other.headers['x-request-id'],
+        embedding.name === 'proxy' ? 'mine-3' : undefined,
+        `${embedding.name}: other paths`,
+      )
+    }
+  },
+)
 
 t.test('the application receives the rewritten document', async (t) => {
   const { gate, embeddings, agent } = await everyEmbedding(t)
@@ -94,7 +139,10 @@ t.test('the application receives the rewritten document', async (t) => {
   for (const embedding of embeddings) {
     const echo = JSON.parse((await send(embedding.port, clean, agent)).body.toString()) as Echo
     t.same(echo.document, expected.ok && expected.document, `${embedding.name}: the document the checks produced`)
-    const { merchant, instruction } = echo.document as { merchant: { mcc: string }; instruction: { narrative: { line1: string } } }
+    const { merchant, instruction } = echo.document as {
+      merchant: { mcc: string }
+      instruction: { narrative: { line1: string } }
+    }
     t.equal(merchant.mcc, '5734', `${embedding.name}: mcc filled in from the policy`)
     t.equal(instruction.narrative.line1, 'Mind Palace Ltd   Caf   ', `${embedding.name}: line1 replaced and truncated`)
     t.same([echo.operation, echo.entity, echo.username], ['sale', 'default', 'shop-1'])
@@ -113,42 +161,69 @@ t.test('own policy source and authenticator; close is a no-op without a watched 
   await gate.close()
 })
 
-t.test('throttleRedis: a client of yours shares the failed-login throttle of the middleware and stays open; a URL is opened and closed by the gate', async (t) => {
-  const redis = await startRedis(t)
-  if (redis === undefined) return
-  const credentials = await writeCredentials(t.testdir())
-  const client = createRedisClient(redis.url)
-  t.teardown(() => client.disconnect())
-  const gate = await createGate({ policies: POLICIES_DIR, credentials, throttleRedis: client })
-  const server = createServer(gate.handler((_req, res) => res.end()))
-  const port = await listenOnLoopback(server)
-  t.teardown(() => closeServer(server))
-  const wrong = await send(port, { path: '/payments/sales/migrateCardOnFile', headers: { ...paymentHeaders(), authorization: basic(USERNAME, 'wrong') }, body: saleBody() })
-  t.equal(wrong.status, 401)
-  t.same(await client.keys(`${LOGIN_KEY_PREFIX}*`), [`${LOGIN_KEY_PREFIX}failures:${USERNAME}`], 'the failure is counted in Redis')
-  await gate.close()
-  t.equal(client.status, 'ready', 'a client given is the caller to close')
-  const owning = await createGate({ policies: POLICIES_DIR, credentials, throttleRedis: redis.url })
-  await owning.close()
-  const dir = t.testdir({ 'bad.json': '{"users": 1}' })
-  await t.rejects(createGate({ credentials: `${dir}/bad.json`, throttleRedis: redis.url }), { code: 'ECREDENTIALS' }, 'a gate that cannot start closes the client it opened')
-  await t.rejects(createGate({ credentials, throttleRedis: 'mongodb://x' }), { code: 'EIDEMPOTENCY' })
-})
+t.test(
+  'throttleRedis: a client of yours shares the failed-login throttle of the middleware and stays open; a URL is opened and closed by the gate',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const credentials = await writeCredentials(t.testdir())
+    const client = createRedisClient(redis.url)
+    t.teardown(() => client.disconnect())
+    const gate = await createGate({ policies: POLICIES_DIR, credentials, throttleRedis: client })
+    const server = createServer(gate.handler((_req, res) => res.end()))
+    const port = await listenOnLoopback(server)
+    t.teardown(() => closeServer(server))
+    const wrong = await send(port, {
+      path: '/payments/sales/migrateCardOnFile',
+      headers: { ...paymentHeaders(), authorization: basic(USERNAME, 'wrong') },
+      body: saleBody(),
+    })
+    t.equal(wrong.status, 401)
+    t.same(
+      await client.keys(`${LOGIN_KEY_PREFIX}*`),
+      [`${LOGIN_KEY_PREFIX}failures:${USERNAME}`],
+      'the failure is counted in Redis',
+    )
+    await gate.close()
+    t.equal(client.status, 'ready', 'a client given is the caller to close')
+    const owning = await createGate({ policies: POLICIES_DIR, credentials, throttleRedis: redis.url })
+    await owning.close()
+    const dir = t.testdir({ 'bad.json': '{"users": 1}' })
+    await t.rejects(
+      createGate({ credentials: `${dir}/bad.json`, throttleRedis: redis.url }),
+      { code: 'ECREDENTIALS' },
+      'a gate that cannot start closes the client it opened',
+    )
+    await t.rejects(createGate({ credentials, throttleRedis: 'mongodb://x' }), { code: 'EIDEMPOTENCY' })
+  },
+)
 
 t.test('without policies, the folder ./policies is loaded and watched', async (t) => {
-  const gate = await createGate({ credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } })
+  const gate = await createGate({
+    credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) },
+  })
   t.teardown(() => gate.close())
   t.ok(gate.policies.get('default'), 'the sample policy of the working folder')
 })
 
 t.test('backend-errors rules: a file loaded and watched, or a source of your own; none by default', async (t) => {
-  const dir = t.testdir({ 'rules.json': JSON.stringify({ rules: [{ status: 404, errorName: 'resourceIsNotFound' }] }), 'bad.json': '{"rules": [1]}' })
-  const options = { policies: new Map(), credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) } }
+  const dir = t.testdir({
+    'rules.json': JSON.stringify({ rules: [{ status: 404, errorName: 'resourceIsNotFound' }] }),
+    'bad.json': '{"rules": [1]}',
+  })
+  const options = {
+    policies: new Map(),
+    credentials: { authenticate: () => ({ username: 'u', entities: new Set<string>() }) },
+  }
   const watched = await createGate({ ...options, backendErrors: `${dir}/rules.json` })
   t.match(watched.backendErrors?.rules.rules, [{ from: 404, errorName: 'resourceIsNotFound' }])
   await writeFile(`${dir}/rules.json`, JSON.stringify({ rules: [{ status: 409, errorName: 'requestIsInConflict' }] }))
   await watched.reload()
-  t.match(watched.backendErrors?.rules.rules, [{ from: 409, errorName: 'requestIsInConflict' }], 'reload (SIGHUP) re-reads the rules file at once')
+  t.match(
+    watched.backendErrors?.rules.rules,
+    [{ from: 409, errorName: 'requestIsInConflict' }],
+    'reload (SIGHUP) re-reads the rules file at once',
+  )
   await watched.close()
   const own = { rules: NO_RULES }
   const mine = await createGate({ ...options, backendErrors: own })
@@ -157,8 +232,15 @@ t.test('backend-errors rules: a file loaded and watched, or a source of your own
   const none = await createGate(options)
   t.equal(none.backendErrors, undefined)
   await none.close()
-  await t.rejects(createGate({ ...options, backendErrors: `${dir}/bad.json` }), { code: 'EBACKENDERRORS', message: `${dir}/bad.json: $.rules[0]: must be an object` })
-  await t.rejects(createGate({ ...options, policies: 'policies', backendErrors: `${dir}/missing.json` }), { code: 'EBACKENDERRORS' }, 'the policy folder is let go too')
+  await t.rejects(createGate({ ...options, backendErrors: `${dir}/bad.json` }), {
+    code: 'EBACKENDERRORS',
+    message: `${dir}/bad.json: $.rules[0]: must be an object`,
+  })
+  await t.rejects(
+    createGate({ ...options, policies: 'policies', backendErrors: `${dir}/missing.json` }),
+    { code: 'EBACKENDERRORS' },
+    'the policy folder is let go too',
+  )
 })
 
 scanLogsForCards(t)

@@ -2,7 +2,28 @@ import t from 'tap'
 import * as api from '../lib/index.js'
 
 t.test('the public API', async (t) => {
-  for (const name of ['createGate', 'sendError', 'sendRejection', 'buildChecks', 'serializeError', 'reject', 'hashPassword', 'loadCredentials', 'watchCredentials', 'watchPolicies', 'staticPolicies', 'compileBackendErrors', 'loadBackendErrors', 'watchBackendErrors', 'compilePolicy', 'buildOpenApi', 'createGateway', 'createLogger', 'createLogDestination', 'createMetrics']) {
+  for (const name of [
+    'createGate',
+    'sendError',
+    'sendRejection',
+    'buildChecks',
+    'serializeError',
+    'reject',
+    'hashPassword',
+    'loadCredentials',
+    'watchCredentials',
+    'watchPolicies',
+    'staticPolicies',
+    'compileBackendErrors',
+    'loadBackendErrors',
+    'watchBackendErrors',
+    'compilePolicy',
+    'buildOpenApi',
+    'createGateway',
+    'createLogger',
+    'createLogDestination',
+    'createMetrics',
+  ]) {
     t.type((api as Record<string, unknown>)[name], 'function', name)
   }
   t.equal(api.ERRORS.accessDenied.status, 401)

@@ -79,7 +79,10 @@ const graph = new Map(files.map((file) => [file, importsOf(file, readFileSync(jo
 t.test('every file of lib/ is in one layer, and every import names a file of lib/', async (t) => {
   const unplaced = files.filter((file) => layerOf(file) === undefined)
   t.same(unplaced, [], 'a new file or folder is given its layer here and in docs/development.md')
-  t.same([...graph.values()].flat().filter((imported) => !graph.has(imported)), [])
+  t.same(
+    [...graph.values()].flat().filter((imported) => !graph.has(imported)),
+    [],
+  )
   t.ok(files.length > 50 && graph.get('gate.ts')?.includes('checks/index.ts'), 'the imports are read')
 })
 

@@ -31,13 +31,27 @@ t.test('without a destination the logger writes to stdout', async (t) => {
   t.equal(logger.level, 'info')
 })
 
-t.test('the timestamp is the ISO time of the moment, within one millisecond, one second and across seconds', async (t) => {
-  const start = Date.UTC(2026, 10, 22, 23, 59, 59, 0)
-  for (const now of [start, start, start + 7, start + 7, start + 999, start + 1000, start + 1000, start + 1042, start - 86_400_000 + 5, start + 7]) {
-    t.equal(isoTime(now), `,"time":"${new Date(now).toISOString()}"`, new Date(now).toISOString())
-  }
-  t.match(JSON.parse(`{${isoTime().slice(1)}}`).time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-})
+t.test(
+  'the timestamp is the ISO time of the moment, within one millisecond, one second and across seconds',
+  async (t) => {
+    const start = Date.UTC(2026, 10, 22, 23, 59, 59, 0)
+    for (const now of [
+      start,
+      start,
+      start + 7,
+      start + 7,
+      start + 999,
+      start + 1000,
+      start + 1000,
+      start + 1042,
+      start - 86_400_000 + 5,
+      start + 7,
+    ]) {
+      t.equal(isoTime(now), `,"time":"${new Date(now).toISOString()}"`, new Date(now).toISOString())
+    }
+    t.match(JSON.parse(`{${isoTime().slice(1)}}`).time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  },
+)
 
 /** Polls until the file's text passes `ok`; bounded, generous for a loaded machine, where a write lands late. */
 async function eventually(file: string, ok: (text: string) => boolean): Promise<string> {
@@ -45,25 +59,28 @@ async function eventually(file: string, ok: (text: string) => boolean): Promise<
   return readFileSync(file, 'utf8')
 }
 
-t.test('the default destination gathers lines into batches: written at the interval, or at once by flush', async (t) => {
-  const file = join(t.testdir(), 'lines.log')
-  const destination = createLogDestination(file)
-  const logger = createLogger({ destination })
-  t.teardown(() => (destination as unknown as { end(): void }).end())
-  // The file is opened asynchronously: a fixed sleep is outrun on a loaded machine.
-  await once(destination as unknown as EventEmitter, 'ready')
-  logger.info({ n: 1 }, 'first')
-  logger.info({ n: 2 }, 'second')
-  t.equal(readFileSync(file, 'utf8'), '', 'two short lines wait in the buffer')
-  const lines = (text: string) => text.split('\n').filter(Boolean).length
-  t.equal(lines(await eventually(file, (text) => lines(text) === 2)), 2, 'the interval wrote them')
-  logger.info({ n: 3 }, 'third')
-  await new Promise<void>((resolve) => logger.flush(() => resolve()))
-  t.match(readFileSync(file, 'utf8'), /"msg":"third"/, 'flush wrote the third at once')
-  logger.info({ filler: 'x'.repeat(LOG_DEFAULTS.alone.bufferBytes) }, 'large')
-  await sleep(50)
-  t.match(readFileSync(file, 'utf8'), /"msg":"large"/, 'a full buffer is written without waiting for the interval')
-})
+t.test(
+  'the default destination gathers lines into batches: written at the interval, or at once by flush',
+  async (t) => {
+    const file = join(t.testdir(), 'lines.log')
+    const destination = createLogDestination(file)
+    const logger = createLogger({ destination })
+    t.teardown(() => (destination as unknown as { end(): void }).end())
+    // The file is opened asynchronously: a fixed sleep is outrun on a loaded machine.
+    await once(destination as unknown as EventEmitter, 'ready')
+    logger.info({ n: 1 }, 'first')
+    logger.info({ n: 2 }, 'second')
+    t.equal(readFileSync(file, 'utf8'), '', 'two short lines wait in the buffer')
+    const lines = (text: string) => text.split('\n').filter(Boolean).length
+    t.equal(lines(await eventually(file, (text) => lines(text) === 2)), 2, 'the interval wrote them')
+    logger.info({ n: 3 }, 'third')
+    await new Promise<void>((resolve) => logger.flush(() => resolve()))
+    t.match(readFileSync(file, 'utf8'), /"msg":"third"/, 'flush wrote the third at once')
+    logger.info({ filler: 'x'.repeat(LOG_DEFAULTS.alone.bufferBytes) }, 'large')
+    await sleep(50)
+    t.match(readFileSync(file, 'utf8'), /"msg":"large"/, 'a full buffer is written without waiting for the interval')
+  },
+)
 
 t.test('a process that crashes still writes the lines it had gathered', async (t) => {
   const file = join(t.testdir(), 'crash.log')
@@ -74,30 +91,44 @@ t.test('a process that crashes still writes the lines it had gathered', async (t
       createLogger({ destination }).info({ request: 1 }, 'before the crash')
       throw new Error('crash')
     })`
-  const child = spawn(process.execPath, ['--import=./test/typescript.mjs', '--input-type=module', '-e', script], { env: { ...process.env, LOG_FILE: file }, stdio: 'ignore' })
+  const child = spawn(process.execPath, ['--import=./test/typescript.mjs', '--input-type=module', '-e', script], {
+    env: { ...process.env, LOG_FILE: file },
+    stdio: 'ignore',
+  })
   const code = await new Promise((resolve) => child.once('exit', resolve))
   t.not(code, 0, 'it crashed')
   t.match(readFileSync(file, 'utf8'), /"msg":"before the crash"/)
 })
 
-t.test('a destination shared with other processes writes whole lines of at most PIPE_BUF bytes at a time, so their lines never interleave', async (t) => {
-  const file = join(t.testdir(), 'writes.log')
-  const shared = createLogDestination(file, { shared: true }) as unknown as { maxWrite: number; minLength: number; end(): void }
-  const alone = createLogDestination(file) as unknown as { maxWrite: number; minLength: number; end(): void }
-  t.teardown(() => {
-    shared.end()
-    alone.end()
-  })
-  t.equal(shared.maxWrite, LOG_DEFAULTS.shared.writeBytes)
-  t.equal(LOG_DEFAULTS.shared.writeBytes, 4096, 'POSIX PIPE_BUF on Linux')
-  t.equal(alone.maxWrite, LOG_DEFAULTS.alone.writeBytes, 'a process writing alone makes larger writes')
-  t.ok(alone.maxWrite > shared.maxWrite)
-  for (const destination of [shared, alone]) t.ok(destination.minLength < destination.maxWrite, 'a write starts before a batch could outgrow it')
-})
+t.test(
+  'a destination shared with other processes writes whole lines of at most PIPE_BUF bytes at a time, so their lines never interleave',
+  async (t) => {
+    const file = join(t.testdir(), 'writes.log')
+    const shared = createLogDestination(file, { shared: true }) as unknown as {
+      maxWrite: number
+      minLength: number
+      end(): void
+    }
+    const alone = createLogDestination(file) as unknown as { maxWrite: number; minLength: number; end(): void }
+    t.teardown(() => {
+      shared.end()
+      alone.end()
+    })
+    t.equal(shared.maxWrite, LOG_DEFAULTS.shared.writeBytes)
+    t.equal(LOG_DEFAULTS.shared.writeBytes, 4096, 'POSIX PIPE_BUF on Linux')
+    t.equal(alone.maxWrite, LOG_DEFAULTS.alone.writeBytes, 'a process writing alone makes larger writes')
+    t.ok(alone.maxWrite > shared.maxWrite)
+    for (const destination of [shared, alone])
+      t.ok(destination.minLength < destination.maxWrite, 'a write starts before a batch could outgrow it')
+  },
+)
 
 t.test('lines go out byte for byte, in order, whatever their characters, across batches', async (t) => {
   const file = join(t.testdir(), 'bytes.log')
-  const destination = createLogDestination(file) as unknown as DestinationStream & { end(): void; once(event: 'close', listener: () => void): void }
+  const destination = createLogDestination(file) as unknown as DestinationStream & {
+    end(): void
+    once(event: 'close', listener: () => void): void
+  }
   const logger = createLogger({ destination })
   await once(destination as unknown as EventEmitter, 'ready')
   const texts = ['plain', 'Müller ße', '支付 网关', 'emoji 💳', 'quote " and backslash \\', 'x'.repeat(5000)]
@@ -108,7 +139,10 @@ t.test('lines go out byte for byte, in order, whatever their characters, across 
     destination.once('close', resolve)
     destination.end()
   })
-  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as { i: number; text: string })
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { i: number; text: string })
   t.equal(lines.length, count, 'every line, none cut')
   t.same(
     lines.map((line) => [line.i, line.text]),

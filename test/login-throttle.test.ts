@@ -10,10 +10,15 @@ import { type RedisServer, startRedis } from './helpers/redis.js'
 /** Cheap scrypt parameters, so the throttle tests do not spend seconds hashing. */
 const CHEAP = { N: 1024, r: 8, p: 1 }
 
-const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`
+const basic = (username: string, password: string) =>
+  `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`
 
 /** A throttle on its own client, once connected: commands sent before then reject, by design. */
-async function throttle(t: Test, redis: RedisServer, options: RedisLoginThrottleOptions = {}): Promise<RedisLoginThrottle> {
+async function throttle(
+  t: Test,
+  redis: RedisServer,
+  options: RedisLoginThrottleOptions = {},
+): Promise<RedisLoginThrottle> {
   const client = createRedisClient(redis.url, { commandTimeoutMs: 500 })
   t.teardown(() => client.disconnect())
   t.ok(await whenReady(client, 5000), 'connected')
@@ -31,7 +36,8 @@ async function users(throttle: MemoryLoginThrottle | RedisLoginThrottle): Promis
   )
 }
 
-const isPrincipal = (value: unknown): value is Principal => typeof value === 'object' && value !== null && 'username' in value
+const isPrincipal = (value: unknown): value is Principal =>
+  typeof value === 'object' && value !== null && 'username' in value
 
 t.test('the memory throttle is the default and answers synchronously', async (t) => {
   const limited = new MemoryLoginThrottle({ maxFailures: 1 })
@@ -62,26 +68,29 @@ t.test('two gateways sharing one Redis: failures split across them lock the user
   t.same(errors, [])
 })
 
-t.test('a success starts the count again; a burst on one gateway cannot start more hashes than the limit', async (t) => {
-  const redis = await startRedis(t)
-  if (redis === undefined) return
-  const shared = await throttle(t, redis, { maxFailures: 3 })
-  const store = await users(shared)
-  await store.authenticate(basic('shop-1', 'a'))
-  await store.authenticate(basic('shop-1', 'b'))
-  t.ok(isPrincipal(await store.authenticate(basic('shop-1', 's3cret'))))
-  await store.authenticate(basic('shop-1', 'c'))
-  await store.authenticate(basic('shop-1', 'd'))
-  t.ok(isPrincipal(await store.authenticate(basic('shop-2', 's3cret'))), 'two failures of three: not locked')
-  const burst = await Promise.all(Array.from({ length: 5 }, (_, i) => shared.admit('burst')))
-  t.same(
-    burst.map((attempt) => attempt !== undefined),
-    [true, true, true, false, false],
-    'three admitted at once, the rest refused while they run',
-  )
-  for (const attempt of burst) await attempt?.settle(false)
-  t.equal(await shared.admit('burst'), undefined, 'locked')
-})
+t.test(
+  'a success starts the count again; a burst on one gateway cannot start more hashes than the limit',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const shared = await throttle(t, redis, { maxFailures: 3 })
+    const store = await users(shared)
+    await store.authenticate(basic('shop-1', 'a'))
+    await store.authenticate(basic('shop-1', 'b'))
+    t.ok(isPrincipal(await store.authenticate(basic('shop-1', 's3cret'))))
+    await store.authenticate(basic('shop-1', 'c'))
+    await store.authenticate(basic('shop-1', 'd'))
+    t.ok(isPrincipal(await store.authenticate(basic('shop-2', 's3cret'))), 'two failures of three: not locked')
+    const burst = await Promise.all(Array.from({ length: 5 }, (_, i) => shared.admit('burst')))
+    t.same(
+      burst.map((attempt) => attempt !== undefined),
+      [true, true, true, false, false],
+      'three admitted at once, the rest refused while they run',
+    )
+    for (const attempt of burst) await attempt?.settle(false)
+    t.equal(await shared.admit('burst'), undefined, 'locked')
+  },
+)
 
 t.test('Redis down: no crash, no lockout of everybody; each gateway counts alone, and says so', async (t) => {
   const redis = await startRedis(t)
@@ -95,7 +104,11 @@ t.test('Redis down: no crash, no lockout of everybody; each gateway counts alone
   t.ok(isPrincipal(await store.authenticate(basic('shop-1', 's3cret'))), 'the right password still works')
   t.equal(await store.authenticate(basic('shop-2', 'x')), ACCESS_DENIED)
   t.equal(await store.authenticate(basic('shop-2', 'y')), ACCESS_DENIED)
-  t.equal(await store.authenticate(basic('shop-2', 's3cret')), ACCESS_DENIED, 'counted in memory meanwhile: locked here')
+  t.equal(
+    await store.authenticate(basic('shop-2', 's3cret')),
+    ACCESS_DENIED,
+    'counted in memory meanwhile: locked here',
+  )
   t.ok(isPrincipal(await store.authenticate(basic('shop-1', 's3cret'))), 'nobody else is locked out')
   t.ok(errors.length > 0, 'reported')
   await early?.settle(true)

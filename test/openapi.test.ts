@@ -44,7 +44,10 @@ t.test('the document is valid OpenAPI 3.1', async (t) => {
 
 t.test('vendor and base path shape the paths and media types', async (t) => {
   const document = buildOpenApi({ vendor: 'acme', basePath: 'api/' }) as Json
-  t.same(Object.keys(document.paths), ['/api/payments/sales/migrateCardOnFile', '/api/payments/authorizations/migrateRecurring'])
+  t.same(Object.keys(document.paths), [
+    '/api/payments/sales/migrateCardOnFile',
+    '/api/payments/authorizations/migrateRecurring',
+  ])
   const sale = document.paths['/api/payments/sales/migrateCardOnFile'].post
   t.same(Object.keys(sale.requestBody.content), ['application/vnd.acme.payments-v6+json'])
   t.same(Object.keys(sale.responses['2XX'].content), ['application/vnd.acme.payments-v6.hal+json'])
@@ -56,7 +59,26 @@ t.test('error responses name their errorNames and match the error table', async 
   const document = buildOpenApi() as Json
   for (const path of Object.keys(document.paths)) {
     const { responses } = document.paths[path].post
-    t.same(Object.keys(responses).sort(), ['2XX', '400', '401', '403', '404', '405', '406', '408', '409', '413', '415', '422', '429', '431', '4XX', '500', '503', '5XX'])
+    t.same(Object.keys(responses).sort(), [
+      '2XX',
+      '400',
+      '401',
+      '403',
+      '404',
+      '405',
+      '406',
+      '408',
+      '409',
+      '413',
+      '415',
+      '422',
+      '429',
+      '431',
+      '4XX',
+      '500',
+      '503',
+      '5XX',
+    ])
     for (const [status, response] of Object.entries<Json>(responses)) {
       if (status === '2XX') continue
       const content = response.content['application/json']
@@ -68,15 +90,21 @@ t.test('error responses name their errorNames and match the error table', async 
         t.equal(example.errorName, name)
         // The backend's status is kept: a name by status may stand under another status than the table's (docs/backend-faults.md).
         const byStatus = status.endsWith('XX') || (status === '403' && name === 'accessDenied')
-        if (name !== 'headerHasInvalidValue' && !byStatus) t.equal(ERRORS[name as keyof typeof ERRORS].status, Number(status), `${name} is ${status}`)
+        if (name !== 'headerHasInvalidValue' && !byStatus)
+          t.equal(ERRORS[name as keyof typeof ERRORS].status, Number(status), `${name} is ${status}`)
       }
     }
     t.equal(responses['401'].headers['WWW-Authenticate'].schema.const, 'Basic realm="payments", charset="UTF-8"')
     t.ok(responses['405'].headers.Allow, "405 names Allow (POST from the gateway, the backend's own from it)")
     t.ok(responses['429'].headers['Retry-After'], '429 names Retry-After')
     t.same(responses['4XX'].content['application/json'].schema.allOf[1].properties.errorName.enum, ['requestIsRefused'])
-    t.same(responses['5XX'].content['application/json'].schema.allOf[1].properties.errorName.enum, ['internalErrorOccurred'])
-    t.equal(responses['415'].content['application/json'].examples.headerHasInvalidValue.value.headerName, 'Content-Type')
+    t.same(responses['5XX'].content['application/json'].schema.allOf[1].properties.errorName.enum, [
+      'internalErrorOccurred',
+    ])
+    t.equal(
+      responses['415'].content['application/json'].examples.headerHasInvalidValue.value.headerName,
+      'Content-Type',
+    )
     t.equal(responses['406'].content['application/json'].examples.headerHasInvalidValue.value.headerName, 'Accept')
   }
 })
@@ -87,7 +115,10 @@ t.test('the request schemas accept valid bodies and refuse invalid ones (Ajv)', 
   t.ok(sale(saleBody()), 'a sale validates')
   t.ok(sale(tokenRecurringBody()), 'a recurring body is a valid sale too (intent is optional there)')
   t.ok(recurring(tokenRecurringBody()), 'a recurring authorization validates')
-  t.ok(sale(saleBody({ instruction: { ...(saleBody().instruction as Json), paymentInstrument: { type: 'wallet/x' } } })), 'another instrument type')
+  t.ok(
+    sale(saleBody({ instruction: { ...(saleBody().instruction as Json), paymentInstrument: { type: 'wallet/x' } } })),
+    'another instrument type',
+  )
 
   const badLuhn = saleBody()
   ;(badLuhn.instruction as Json).paymentInstrument.cardNumber = '4444333322221112'
@@ -108,14 +139,20 @@ t.test('the answers below HTTP: 408, 431 and requestIsMalformed', async (t) => {
   const document = buildOpenApi() as Json
   for (const path of Object.keys(document.paths)) {
     const { responses } = document.paths[path].post
-    for (const [status, name] of [[408, 'requestTimedOut'], [431, 'headersAreTooLarge'], [400, 'requestIsMalformed']] as const) {
+    for (const [status, name] of [
+      [408, 'requestTimedOut'],
+      [431, 'headersAreTooLarge'],
+      [400, 'requestIsMalformed'],
+    ] as const) {
       const content = responses[String(status)].content['application/json']
       t.ok(content.schema.allOf[1].properties.errorName.enum.includes(name), `${status} names ${name}`)
       t.same(content.examples[name].value, reject(name).body, `${name}: the example is the table's body`)
       t.match(responses[String(status)].description, name)
     }
     t.same(responses['408'].content['application/json'].schema.allOf[1].properties.errorName.enum, ['requestTimedOut'])
-    t.same(responses['431'].content['application/json'].schema.allOf[1].properties.errorName.enum, ['headersAreTooLarge'])
+    t.same(responses['431'].content['application/json'].schema.allOf[1].properties.errorName.enum, [
+      'headersAreTooLarge',
+    ])
   }
 })
 
@@ -123,9 +160,16 @@ t.test("retry protection's answers: 409 with Retry-After and 422", async (t) => 
   const document = buildOpenApi() as Json
   for (const path of Object.keys(document.paths)) {
     const { responses } = document.paths[path].post
-    for (const [status, name, backend] of [[409, 'paymentIsInProgress', 'requestIsInConflict'], [422, 'transactionReferenceIsAlreadyUsed', 'requestIsNotProcessable']] as const) {
+    for (const [status, name, backend] of [
+      [409, 'paymentIsInProgress', 'requestIsInConflict'],
+      [422, 'transactionReferenceIsAlreadyUsed', 'requestIsNotProcessable'],
+    ] as const) {
       const content = responses[String(status)].content['application/json']
-      t.same(content.schema.allOf[1].properties.errorName.enum, [name, backend], `${status}: the gateway's own, then the backend's by status`)
+      t.same(
+        content.schema.allOf[1].properties.errorName.enum,
+        [name, backend],
+        `${status}: the gateway's own, then the backend's by status`,
+      )
       t.same(content.examples[name].value, reject(name).body)
     }
     t.ok(responses['409'].headers['Retry-After'], '409 names Retry-After')
@@ -144,7 +188,11 @@ t.test('the request schemas refuse prototype keys exactly where the checks do', 
     ['__proto__ at the top', withExtra('"__proto__":{"admin":true}'), true],
     ['__proto__ as a scalar', withExtra('"__proto__":1'), true],
     ['__proto__ spelt with escapes', withExtra('"\\u005f_proto__":{}'), true],
-    ['__proto__ inside a known object', JSON.stringify(saleBody()).replace('"merchant":{', '"merchant":{"__proto__":{},'), true],
+    [
+      '__proto__ inside a known object',
+      JSON.stringify(saleBody()).replace('"merchant":{', '"merchant":{"__proto__":{},'),
+      true,
+    ],
     ['__proto__ deep in an unnamed field', withExtra('"extra":{"a":[{"b":{"__proto__":{}}}]}'), true],
     ['__proto__ in an array of an unnamed field', withExtra('"extra":[[{"__proto__":null}]]'), true],
     ['constructor.prototype at the top', withExtra('"constructor":{"prototype":{"x":1}}'), true],
@@ -162,9 +210,16 @@ t.test('the request schemas refuse prototype keys exactly where the checks do', 
     if (!verdict.ok) t.match(verdict.body.validationErrors, [{ errorName: 'fieldIsNotAllowed' }])
     t.equal(validators.sale(JSON.parse(text)), !refused, `${name}: the document`)
   }
-  t.equal(validators.recurring(JSON.parse(JSON.stringify(tokenRecurringBody()).replace('{', '{"__proto__":1,'))), false, 'the recurring schema too')
+  t.equal(
+    validators.recurring(JSON.parse(JSON.stringify(tokenRecurringBody()).replace('{', '{"__proto__":1,'))),
+    false,
+    'the recurring schema too',
+  )
   const compiled = JSON.stringify(REQUEST_SCHEMAS)
-  t.notOk(compiled.includes('propertyNames') || compiled.includes(PROTOTYPE_FREE_REF), 'the schemas the gateway compiles are left alone')
+  t.notOk(
+    compiled.includes('propertyNames') || compiled.includes(PROTOTYPE_FREE_REF),
+    'the schemas the gateway compiles are left alone',
+  )
 })
 
 t.test('each operation has one example that passes every check with the sample policies', async (t) => {
@@ -179,14 +234,26 @@ t.test('each operation has one example that passes every check with the sample p
     t.notOk('examples' in content, 'one example, not a map of them')
     t.ok(validators[operation](example), `${operation}: the document's schema accepts its example`)
     const verdict = checks.checkBody(operation, Buffer.from(JSON.stringify(example)))
-    t.same(verdict.ok ? { operation: verdict.operation, entity: verdict.entity } : verdict, { operation, entity: 'default' }, `${operation}: the checks pass it`)
+    t.same(
+      verdict.ok ? { operation: verdict.operation, entity: verdict.entity } : verdict,
+      { operation, entity: 'default' },
+      `${operation}: the checks pass it`,
+    )
   }
   const other = buildOpenApi({ vendor: 'acme' }) as Json
-  t.ok(other.paths[OPERATION_PATHS.sale].post.requestBody.content['application/vnd.acme.payments-v6+json'].example, 'the example follows the vendor')
+  t.ok(
+    other.paths[OPERATION_PATHS.sale].post.requestBody.content['application/vnd.acme.payments-v6+json'].example,
+    'the example follows the vendor',
+  )
 })
 
 /** Every text annotation `name` below `node`, by its JSONPath from `path` (what a reader of the document sees). */
-function annotations(node: unknown, name: string, path = '$', found: Record<string, string> = {}): Record<string, string> {
+function annotations(
+  node: unknown,
+  name: string,
+  path = '$',
+  found: Record<string, string> = {},
+): Record<string, string> {
   if (node === null || typeof node !== 'object') return found
   for (const [key, child] of Object.entries(node)) {
     const step = Array.isArray(node) ? `${path}[${key}]` : `${path}.${key}`
@@ -220,14 +287,16 @@ const SHARED_DESCRIPTIONS: Record<string, string> = {
   [`${SUB_MERCHANT}.taxId.description`]: 'Sub-merchant tax identifier.',
   [`${SUB_MERCHANT}.email.description`]: 'Sub-merchant email.',
   [`${SUB_MERCHANT}.state.description`]: 'Sub-merchant state.',
-  [`${INSTRUCTION}.narrative.properties.line1.description`]: 'First statement line; unsupported characters become spaces; at most 24 characters.',
+  [`${INSTRUCTION}.narrative.properties.line1.description`]:
+    'First statement line; unsupported characters become spaces; at most 24 characters.',
   [`${INSTRUCTION}.narrative.properties.line2.description`]: 'Additional payment details, such as an order number.',
   [`${INSTRUMENT}.description`]: 'The stored payment instrument.',
   [`${INSTRUMENT}.oneOf[0].properties.cardNumber.description`]: 'The card number (PAN).',
   [`${INSTRUMENT}.oneOf[0].properties.cardHolderName.description`]: 'Name on the card.',
   [`${INSTRUMENT}.oneOf[0].properties.billingAddress.description`]: 'Billing address.',
   [`${INSTRUMENT}.oneOf[1].properties.href.description`]: 'Link to the stored token.',
-  [`${INSTRUCTION}.value.properties.amount.description`]: 'Whole number carrying the currency exponent: with exponent two, 250 means 2.50.',
+  [`${INSTRUCTION}.value.properties.amount.description`]:
+    'Whole number carrying the currency exponent: with exponent two, 250 means 2.50.',
   [`${INSTRUCTION}.value.properties.currency.description`]: 'ISO 4217 alphabetic currency code.',
   [`${INSTRUCTION}.debtRepayment.description`]: 'Marks the payment as a debt repayment.',
   [`${INSTRUCTION}.intent.description`]: 'Reason for the card on file agreement.',
@@ -254,8 +323,16 @@ const FORMATS: Record<string, string> = {
 
 t.test('every field of the request schemas has its description, and no other', async (t) => {
   const { schemas } = (buildOpenApi() as Json).components
-  t.same(annotations(schemas.CardOnFileSale, 'description'), { ...SHARED_DESCRIPTIONS, ...SALE_DESCRIPTIONS }, 'the sale')
-  t.same(annotations(schemas.MigrateRecurringAuthorization, 'description'), SHARED_DESCRIPTIONS, 'the recurring authorization')
+  t.same(
+    annotations(schemas.CardOnFileSale, 'description'),
+    { ...SHARED_DESCRIPTIONS, ...SALE_DESCRIPTIONS },
+    'the sale',
+  )
+  t.same(
+    annotations(schemas.MigrateRecurringAuthorization, 'description'),
+    SHARED_DESCRIPTIONS,
+    'the recurring authorization',
+  )
 })
 
 t.test('the request schemas keep their titles and the shapes their field errors name', async (t) => {

@@ -16,7 +16,9 @@ const repository = fileURLToPath(new URL('..', import.meta.url))
 const lib = join(repository, 'lib')
 
 /** Nothing of the test run leaks into npm or the gateway: no tap hooks, no coverage, no npm_config_* of the outer `npm test`. */
-const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(NODE_OPTIONS|NODE_V8_COVERAGE|npm_|TAP|_TAPJS)/i.test(name)))
+const env = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => !/^(NODE_OPTIONS|NODE_V8_COVERAGE|npm_|TAP|_TAPJS)/i.test(name)),
+)
 
 function npm(args: string[], cwd: string) {
   const run = spawnSync('npm', [...args, '--no-audit', '--no-fund'], { cwd, env, encoding: 'utf8', timeout: 100_000 })
@@ -43,52 +45,91 @@ const [packed] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-d
 }[]
 const files = packed?.files.map((file) => file.path) ?? []
 
-t.test('npm pack holds the compiled modules, their declarations and the sample policies, and nothing else', async (t) => {
-  for (const file of files) t.match(file, /^(dist\/.+\.(js|d\.ts)|policies\/[^/]+\.json|README\.md|package\.json)$/)
-  for (const module of modules(lib)) {
-    t.ok(files.includes(module), module)
-    t.ok(files.includes(module.replace(/\.js$/, '.d.ts')), `${module}'s declarations`)
-  }
-  t.ok(files.includes('policies/default.json'))
-})
+t.test(
+  'npm pack holds the compiled modules, their declarations and the sample policies, and nothing else',
+  async (t) => {
+    for (const file of files) t.match(file, /^(dist\/.+\.(js|d\.ts)|policies\/[^/]+\.json|README\.md|package\.json)$/)
+    for (const module of modules(lib)) {
+      t.ok(files.includes(module), module)
+      t.ok(files.includes(module.replace(/\.js$/, '.d.ts')), `${module}'s declarations`)
+    }
+    t.ok(files.includes('policies/default.json'))
+  },
+)
 
-t.test('installed with --omit=dev in an empty folder, it serves a payment and a refusal, and imports as a library', async (t) => {
-  writeFileSync(join(folder, 'package.json'), JSON.stringify({ name: 'tarball-check', private: true }))
-  npm(['install', '--omit=dev', '--prefer-offline', join(folder, packed?.filename ?? '')], folder)
-  t.ok(existsSync(join(folder, 'node_modules/payments-gate/dist/cli.js')))
-  t.notOk(existsSync(join(folder, 'node_modules/typescript')), 'no dev dependency')
-  t.notOk(existsSync(join(folder, 'node_modules/tap')), 'no dev dependency')
+t.test(
+  'installed with --omit=dev in an empty folder, it serves a payment and a refusal, and imports as a library',
+  async (t) => {
+    writeFileSync(join(folder, 'package.json'), JSON.stringify({ name: 'tarball-check', private: true }))
+    npm(['install', '--omit=dev', '--prefer-offline', join(folder, packed?.filename ?? '')], folder)
+    t.ok(existsSync(join(folder, 'node_modules/payments-gate/dist/cli.js')))
+    t.notOk(existsSync(join(folder, 'node_modules/typescript')), 'no dev dependency')
+    t.notOk(existsSync(join(folder, 'node_modules/tap')), 'no dev dependency')
 
-  const library = spawnSync(process.execPath, ['--input-type=module', '-e', "const m = await import('payments-gate'); console.log(typeof m.createGate, typeof m.createGateway)"], {
-    cwd: folder,
-    env,
-    encoding: 'utf8',
-  })
-  t.equal(library.stdout.trim(), 'function function', library.stderr)
+    const library = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('payments-gate'); console.log(typeof m.createGate, typeof m.createGateway)",
+      ],
+      {
+        cwd: folder,
+        env,
+        encoding: 'utf8',
+      },
+    )
+    t.equal(library.stdout.trim(), 'function function', library.stderr)
 
-  const backend = await startBackend()
-  t.teardown(() => backend.close())
-  const credentials = await writeCredentials(folder)
-  const [listen, admin] = [await freePort(), await freePort()]
-  const args = ['serve', '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0']
-  // The bin npm linked, run as a user runs it; the policies are the package's own sample.
-  const gateway = spawn(join(folder, 'node_modules/.bin/payments-gate'), [...args, '--policies', 'node_modules/payments-gate/policies'], {
-    cwd: folder,
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  let stderr = ''
-  gateway.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const exited = new Promise<number | null>((resolve) => gateway.on('exit', resolve))
-  t.teardown(() => void gateway.kill('SIGKILL'))
-  await Promise.race([poll(`http://127.0.0.1:${admin}/readyz`, 200), exited.then(() => Promise.reject(new Error(`exited: ${stderr}`)))])
+    const backend = await startBackend()
+    t.teardown(() => backend.close())
+    const credentials = await writeCredentials(folder)
+    const [listen, admin] = [await freePort(), await freePort()]
+    const args = [
+      'serve',
+      '--listen',
+      `127.0.0.1:${listen}`,
+      '--admin',
+      `127.0.0.1:${admin}`,
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
+      '--shutdown-delay',
+      '0',
+    ]
+    // The bin npm linked, run as a user runs it; the policies are the package's own sample.
+    const gateway = spawn(
+      join(folder, 'node_modules/.bin/payments-gate'),
+      [...args, '--policies', 'node_modules/payments-gate/policies'],
+      {
+        cwd: folder,
+        env,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    )
+    let stderr = ''
+    gateway.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => gateway.on('exit', resolve))
+    t.teardown(() => void gateway.kill('SIGKILL'))
+    await Promise.race([
+      poll(`http://127.0.0.1:${admin}/readyz`, 200),
+      exited.then(() => Promise.reject(new Error(`exited: ${stderr}`))),
+    ])
 
-  const payment = await send(listen, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'packed-1' }) })
-  t.equal(payment.status, 201)
-  const refusal = await send(listen, { headers: paymentHeaders({ authorization: 'Basic bm9ib2R5Ong=' }), body: saleBody() })
-  t.equal(refusal.status, 401)
-  t.match(refusal.json, { errorName: String })
-  t.equal(backend.received.length, 1, 'the refusal never reached the backend')
-  gateway.kill('SIGTERM')
-  t.equal(await exited, 0, stderr)
-})
+    const payment = await send(listen, {
+      headers: paymentHeaders(),
+      body: saleBody({ transactionReference: 'packed-1' }),
+    })
+    t.equal(payment.status, 201)
+    const refusal = await send(listen, {
+      headers: paymentHeaders({ authorization: 'Basic bm9ib2R5Ong=' }),
+      body: saleBody(),
+    })
+    t.equal(refusal.status, 401)
+    t.match(refusal.json, { errorName: String })
+    t.equal(backend.received.length, 1, 'the refusal never reached the backend')
+    gateway.kill('SIGTERM')
+    t.equal(await exited, 0, stderr)
+  },
+)

@@ -16,15 +16,27 @@ export const BASELINE_DEFAULT = ['c', 'd']
 /** What may be compared: every target of the table, and the Fastify arms (fg is the payments-gate plugin). */
 const COMPARABLE = [
   ...TARGETS,
-  ...FASTIFY_ARMS.map(({ key, arm, name }) => ({ key, name: `Fastify: ${name}`, script: 'fastify-arms', env: { BENCH_ARM: arm }, idempotency: 'off', body: 'valid', expect: 201 })),
+  ...FASTIFY_ARMS.map(({ key, arm, name }) => ({
+    key,
+    name: `Fastify: ${name}`,
+    script: 'fastify-arms',
+    env: { BENCH_ARM: arm },
+    idempotency: 'off',
+    body: 'valid',
+    expect: 201,
+  })),
 ]
 
 /** `--targets a,b,...` as keys of COMPARABLE; an unknown key is refused with the list of known ones. */
 export function baselineTargets(list = BASELINE_DEFAULT.join(',')) {
-  const keys = list.split(',').map((k) => k.trim()).filter((k) => k !== '')
+  const keys = list
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '')
   const known = COMPARABLE.map((t) => t.key)
   const unknown = keys.filter((k) => !known.includes(k))
-  if (keys.length === 0 || unknown.length > 0) throw new Error(`--targets: expected keys among ${known.join(',')}, got ${list}`)
+  if (keys.length === 0 || unknown.length > 0)
+    throw new Error(`--targets: expected keys among ${known.join(',')}, got ${list}`)
   return keys.map((k) => COMPARABLE.find((t) => t.key === k))
 }
 
@@ -45,9 +57,19 @@ export async function runBaseline({ quick, pairs, connections, baseline, keys, l
     const compared = []
     for (const t of chosen) {
       const sides = {}
-      for (const [side, dist] of [['this', ''], ['baseline', baseline]]) {
-        const env = { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_IDEMPOTENCY: (t.idempotency === 'redis' ? redis.url : t.idempotency) ?? '', BENCH_DIST: dist, ...t.env }
-        if (t.tracing) Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' })
+      for (const [side, dist] of [
+        ['this', ''],
+        ['baseline', baseline],
+      ]) {
+        const env = {
+          BENCH_TARGET: backend.url,
+          BENCH_USERS: users,
+          BENCH_IDEMPOTENCY: (t.idempotency === 'redis' ? redis.url : t.idempotency) ?? '',
+          BENCH_DIST: dist,
+          ...t.env,
+        }
+        if (t.tracing)
+          Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' })
         const server = await start(`${t.key} ${side}`, env, [], t.script ?? t.server)
         if (server.error) throw new Error(server.error)
         sides[side] = { key: t.key, expect: t.expect, child: server.child, url: `${server.url}${SALE_PATH}` }
@@ -56,14 +78,20 @@ export async function runBaseline({ quick, pairs, connections, baseline, keys, l
       }
       compared.push({ ...t, sides, pairs: [] })
     }
-    const load = (t, side, seconds) => round(t.sides[side].url, { body: bodies[t.body], headers, connections: s.connections, seconds })
+    const load = (t, side, seconds) =>
+      round(t.sides[side].url, { body: bodies[t.body], headers, connections: s.connections, seconds })
     log(`baseline: warm-up ${s.warmupSeconds} s per server`)
     for (const t of compared) for (const side of ['this', 'baseline']) await load(t, side, s.warmupSeconds)
 
-    const profiling = profileDir === undefined ? [] : compared.flatMap((t) => ['this', 'baseline'].map((side) => ({ t, side, name: `${t.key}@${side}` })))
+    const profiling =
+      profileDir === undefined
+        ? []
+        : compared.flatMap((t) => ['this', 'baseline'].map((side) => ({ t, side, name: `${t.key}@${side}` })))
     if (profiling.length > 0) mkdirSync(profileDir, { recursive: true })
     for (const p of profiling) await startProfile(p.t.sides[p.side].child)
-    log(`baseline: ${s.pairs} pairs of ${s.pairSeconds} s for ${compared.map((t) => `(${t.key})`).join(' ')}, this build and ${baseline}`)
+    log(
+      `baseline: ${s.pairs} pairs of ${s.pairSeconds} s for ${compared.map((t) => `(${t.key})`).join(' ')}, this build and ${baseline}`,
+    )
     for (let i = 0; i < s.pairs; i++) {
       for (const t of compared) {
         const cpuUs = {}
@@ -77,7 +105,11 @@ export async function runBaseline({ quick, pairs, connections, baseline, keys, l
       }
     }
     const profiled = {}
-    for (const p of profiling) profiled[p.name] = await stopProfile(p.t.sides[p.side].child, new URL(`${p.name}.cpuprofile`, profileDir).pathname)
+    for (const p of profiling)
+      profiled[p.name] = await stopProfile(
+        p.t.sides[p.side].child,
+        new URL(`${p.name}.cpuprofile`, profileDir).pathname,
+      )
     return { settings: s, baseline, profiled, compared: compared.map(summarizePairs) }
   } finally {
     await stopAll()

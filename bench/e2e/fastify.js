@@ -10,7 +10,11 @@ import { alternate, credentials, median, sanity, settings, summarize } from './r
 export const FASTIFY_ARMS = [
   { key: 'fp', arm: 'plain', name: "Fastify route, Fastify's JSON parser, no checks" },
   { key: 'fs', arm: 'schema', name: '... + the JSON schema on the route (Ajv)' },
-  { key: 'fa', arm: 'auth', name: '... + a cached BasicAuth check in an onRequest hook (SHA-256, constant-time compare)' },
+  {
+    key: 'fa',
+    arm: 'auth',
+    name: '... + a cached BasicAuth check in an onRequest hook (SHA-256, constant-time compare)',
+  },
   { key: 'fg', arm: 'plugin', name: 'the payments-gate plugin instead (every check of the gate)' },
 ]
 
@@ -34,8 +38,20 @@ export async function runFastify({ quick, rounds, log }) {
   try {
     const targets = []
     for (const arm of FASTIFY_ARMS) {
-      const server = await start(`fastify ${arm.arm}`, { BENCH_ARM: arm.arm, BENCH_USERS: users, BENCH_IDEMPOTENCY: 'off', BENCH_DIST: '' }, [], 'fastify-arms')
-      const t = { ...arm, expect: 201, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
+      const server = await start(
+        `fastify ${arm.arm}`,
+        { BENCH_ARM: arm.arm, BENCH_USERS: users, BENCH_IDEMPOTENCY: 'off', BENCH_DIST: '' },
+        [],
+        'fastify-arms',
+      )
+      const t = {
+        ...arm,
+        expect: 201,
+        child: server.child,
+        url: server.url && `${server.url}${SALE_PATH}`,
+        error: server.error,
+        rounds: [],
+      }
       if (t.error === undefined) t.error = await sanity(t, body, headers)
       targets.push(t)
     }

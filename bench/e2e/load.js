@@ -18,10 +18,21 @@ function fresh(body) {
 export function round(url, { body, headers, connections, seconds }) {
   return new Promise((resolve, reject) => {
     autocannon(
-      { url, method: 'POST', headers, requests: fresh(body), connections, pipelining: 1, duration: seconds, timeout: 10 },
+      {
+        url,
+        method: 'POST',
+        headers,
+        requests: fresh(body),
+        connections,
+        pipelining: 1,
+        duration: seconds,
+        timeout: 10,
+      },
       (error, result) => {
         if (error) return reject(error)
-        const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count]))
+        const statuses = Object.fromEntries(
+          Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count]),
+        )
         resolve({
           rps: result.requests.average,
           total: result.requests.total,
@@ -38,8 +49,9 @@ export function round(url, { body, headers, connections, seconds }) {
 /** Sends `count` requests as fast as possible to load a server up (memory phase). */
 export function fixedCount(url, { body, headers, connections, count }) {
   return new Promise((resolve, reject) => {
-    autocannon({ url, method: 'POST', headers, requests: fresh(body), connections, amount: count, timeout: 10 }, (error, result) =>
-      error ? reject(error) : resolve(result.requests.total),
+    autocannon(
+      { url, method: 'POST', headers, requests: fresh(body), connections, amount: count, timeout: 10 },
+      (error, result) => (error ? reject(error) : resolve(result.requests.total)),
     )
   })
 }
@@ -57,7 +69,14 @@ export async function serial(url, { body, headers, count, warmup, cpu, chunks = 
   const { Agent, request } = target.protocol === 'https:' ? https : http
   const agent = new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false })
   const next = freshBodies(body)
-  const options = { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { ...headers, 'content-length': body.length } }
+  const options = {
+    host: target.hostname,
+    port: target.port,
+    path: target.pathname,
+    method: 'POST',
+    agent,
+    headers: { ...headers, 'content-length': body.length },
+  }
   const once = () =>
     new Promise((resolve, reject) => {
       const payload = next()

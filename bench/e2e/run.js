@@ -2,7 +2,17 @@
 // rounds, then the gateway's memory and the serial latency probe.
 import { mkdirSync } from 'node:fs'
 import { hashPassword } from 'payments-gate'
-import { ACCEPT, AUTHORIZATION, CONTENT_TYPE, PASSWORD, SALE_PATH, USER, bytesOf, invalidSale, validSale } from '../lib/fixtures.js'
+import {
+  ACCEPT,
+  AUTHORIZATION,
+  CONTENT_TYPE,
+  PASSWORD,
+  SALE_PATH,
+  USER,
+  bytesOf,
+  invalidSale,
+  validSale,
+} from '../lib/fixtures.js'
 import { makeCertificates } from '../lib/certificates.js'
 import { startRedis } from '../lib/redis.js'
 import { cpu, requests, rss, start, startProfile, stopAll, stopProfile } from './children.js'
@@ -21,16 +31,85 @@ export const TARGETS = [
   { key: 'a', name: 'bare backend', server: 'backend', body: 'valid', expect: 201 },
   { key: 'b', name: 'http-proxy-3 pass-through (keep-alive)', server: 'passthrough', body: 'valid', expect: 201 },
   { key: 'u', name: 'undici forwarder, body read whole (no checks)', server: 'undici', body: 'valid', expect: 201 },
-  { key: 'c', name: 'payments-gate, valid sale (memory store)', server: 'gateway', idempotency: 'memory', body: 'valid', expect: 201 },
-  { key: 'c0', name: 'payments-gate, valid sale, retry protection off', server: 'gateway-off', script: 'gateway', idempotency: 'off', body: 'valid', expect: 201 },
-  { key: 'cr', name: 'payments-gate, valid sale, Redis store', server: 'gateway-redis', script: 'gateway', idempotency: 'redis', body: 'valid', expect: 201 },
-  { key: 'ct', name: 'payments-gate, valid sale, tracing on (OTLP to a local receiver)', server: 'gateway-traced', idempotency: 'memory', tracing: true, body: 'valid', expect: 201 },
+  {
+    key: 'c',
+    name: 'payments-gate, valid sale (memory store)',
+    server: 'gateway',
+    idempotency: 'memory',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'c0',
+    name: 'payments-gate, valid sale, retry protection off',
+    server: 'gateway-off',
+    script: 'gateway',
+    idempotency: 'off',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'cr',
+    name: 'payments-gate, valid sale, Redis store',
+    server: 'gateway-redis',
+    script: 'gateway',
+    idempotency: 'redis',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'ct',
+    name: 'payments-gate, valid sale, tracing on (OTLP to a local receiver)',
+    server: 'gateway-traced',
+    idempotency: 'memory',
+    tracing: true,
+    body: 'valid',
+    expect: 201,
+  },
   // TLS (docs/deployment.md): on the listener, keep-alive connections as a load balancer keeps them; or to an https backend.
-  { key: 'cs', name: 'payments-gate, valid sale, TLS on the listener', server: 'gateway-tls', script: 'gateway-tls', idempotency: 'memory', tls: 'listener', body: 'valid', expect: 201 },
-  { key: 'cb', name: 'payments-gate, valid sale, an https backend (private CA)', server: 'gateway-https-backend', script: 'gateway-tls', idempotency: 'memory', tls: 'backend', body: 'valid', expect: 201 },
-  { key: 'd', name: 'payments-gate, invalid sale (400 schema)', server: 'refusals', script: 'gateway', idempotency: 'memory', body: 'invalid', expect: 400 },
-  { key: 'e', name: 'Express 5 + express-openapi-validator + http-proxy-middleware', server: 'peer', body: 'valid', expect: 201 },
-  { key: 'f', name: 'Fastify 5 + JSON schema (Ajv) + @fastify/reply-from', server: 'fastify', body: 'valid', expect: 201 },
+  {
+    key: 'cs',
+    name: 'payments-gate, valid sale, TLS on the listener',
+    server: 'gateway-tls',
+    script: 'gateway-tls',
+    idempotency: 'memory',
+    tls: 'listener',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'cb',
+    name: 'payments-gate, valid sale, an https backend (private CA)',
+    server: 'gateway-https-backend',
+    script: 'gateway-tls',
+    idempotency: 'memory',
+    tls: 'backend',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'd',
+    name: 'payments-gate, invalid sale (400 schema)',
+    server: 'refusals',
+    script: 'gateway',
+    idempotency: 'memory',
+    body: 'invalid',
+    expect: 400,
+  },
+  {
+    key: 'e',
+    name: 'Express 5 + express-openapi-validator + http-proxy-middleware',
+    server: 'peer',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'f',
+    name: 'Fastify 5 + JSON schema (Ajv) + @fastify/reply-from',
+    server: 'fastify',
+    body: 'valid',
+    expect: 201,
+  },
 ]
 
 /** The serial probe's requests are taken in this many chunks; its server CPU per request is the median chunk's. */
@@ -42,8 +121,28 @@ export const PROFILED = ['passthrough', 'gateway', 'refusals']
 /** The rounds and their lengths; `rounds` (`--rounds N`) and `pairs` (`--pairs N`) override the counts, for a noisy machine. */
 export function settings(quick, rounds, pairs) {
   const s = quick
-    ? { rounds: 2, seconds: 1, warmupSeconds: 0.5, connections: CONNECTIONS, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100, pairs: 4, pairSeconds: 1 }
-    : { rounds: 3, seconds: 2, warmupSeconds: 1, connections: CONNECTIONS, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300, pairs: 12, pairSeconds: 2 }
+    ? {
+        rounds: 2,
+        seconds: 1,
+        warmupSeconds: 0.5,
+        connections: CONNECTIONS,
+        memoryRequests: 10_000,
+        serialCount: 500,
+        serialWarmup: 100,
+        pairs: 4,
+        pairSeconds: 1,
+      }
+    : {
+        rounds: 3,
+        seconds: 2,
+        warmupSeconds: 1,
+        connections: CONNECTIONS,
+        memoryRequests: 200_000,
+        serialCount: 3000,
+        serialWarmup: 300,
+        pairs: 12,
+        pairSeconds: 2,
+      }
   return { ...s, ...(rounds === undefined ? {} : { rounds }), ...(pairs === undefined ? {} : { pairs }) }
 }
 
@@ -66,9 +165,14 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
     for (const t of TARGETS) {
       const redisTarget = t.idempotency === 'redis'
       if (servers[t.server] === undefined) {
-        const env = { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_IDEMPOTENCY: (redisTarget ? redis.url : t.idempotency) ?? '' }
+        const env = {
+          BENCH_TARGET: backend.url,
+          BENCH_USERS: users,
+          BENCH_IDEMPOTENCY: (redisTarget ? redis.url : t.idempotency) ?? '',
+        }
         // Every request sampled, batches sent as the SDK's defaults send them.
-        if (t.tracing) Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' })
+        if (t.tracing)
+          Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' })
         if (redisTarget && redis.skipped) servers[t.server] = { error: `skipped: ${redis.skipped}` }
         else if (t.tls && tlsEnv[t.tls].error) servers[t.server] = { error: tlsEnv[t.tls].error }
         else if (t.tls) servers[t.server] = await start(t.server, { ...env, ...tlsEnv[t.tls] }, [], t.script)
@@ -76,8 +180,16 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
         else servers[t.server] = await start(t.server, env, [], t.script ?? t.server)
       }
       const server = servers[t.server]
-      const url = server.url && `${t.tls === 'listener' ? server.url.replace('http:', 'https:') : server.url}${SALE_PATH}`
-      targets.push({ ...t, child: server.child, sidecar: redisTarget ? redis : undefined, url, error: server.error, rounds: [] })
+      const url =
+        server.url && `${t.tls === 'listener' ? server.url.replace('http:', 'https:') : server.url}${SALE_PATH}`
+      targets.push({
+        ...t,
+        child: server.child,
+        sidecar: redisTarget ? redis : undefined,
+        url,
+        error: server.error,
+        rounds: [],
+      })
     }
     for (const t of targets) if (t.error === undefined) t.error = await sanity(t, bodies[t.body], headers)
     const live = targets.filter((t) => t.error === undefined)
@@ -94,9 +206,13 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
     for (const name of profiling) await startProfile(servers[name].child)
     await alternate(live, s, load, (text) => log(`e2e: ${text}`))
     const profiled = {}
-    for (const name of profiling) profiled[name] = await stopProfile(servers[name].child, new URL(`${name}.cpuprofile`, profileDir).pathname)
+    for (const name of profiling)
+      profiled[name] = await stopProfile(servers[name].child, new URL(`${name}.cpuprofile`, profileDir).pathname)
     const [c, c0] = ['c', 'c0'].map((key) => live.find((t) => t.key === key))
-    const paired = c && c0 ? await pairRounds([{ name: 'this build', memory: c, off: c0 }], s, load, (text) => log(`e2e: ${text}`)) : undefined
+    const paired =
+      c && c0
+        ? await pairRounds([{ name: 'this build', memory: c, off: c0 }], s, load, (text) => log(`e2e: ${text}`))
+        : undefined
 
     if (gateway) {
       const c = live.find((t) => t.key === 'c')
@@ -111,7 +227,14 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
 
     log(`e2e: serial probe, ${s.serialCount} requests per target on one connection`)
     for (const t of live) {
-      t.serial = await serial(t.url, { body: bodies[t.body], headers, count: s.serialCount, warmup: s.serialWarmup, cpu: () => cpu(t.child), chunks: SERIAL_CHUNKS })
+      t.serial = await serial(t.url, {
+        body: bodies[t.body],
+        headers,
+        count: s.serialCount,
+        warmup: s.serialWarmup,
+        cpu: () => cpu(t.child),
+        chunks: SERIAL_CHUNKS,
+      })
     }
     return { settings: s, targets: targets.map(summarize), memory, profiled, paired }
   } finally {
@@ -125,12 +248,17 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
 async function tlsTargets(certificates, backend, log) {
   if (certificates.skipped) {
     log(`e2e: (cs) and (cb) skipped: ${certificates.skipped}`)
-    return { listener: { error: `skipped: ${certificates.skipped}` }, backend: { error: `skipped: ${certificates.skipped}` } }
+    return {
+      listener: { error: `skipped: ${certificates.skipped}` },
+      backend: { error: `skipped: ${certificates.skipped}` },
+    }
   }
   const https = await start('backend-tls', { BENCH_TLS_CERT: certificates.cert, BENCH_TLS_KEY: certificates.key })
   return {
     listener: { BENCH_TARGET: backend.url, BENCH_LISTEN_CERT: certificates.cert, BENCH_LISTEN_KEY: certificates.key },
-    backend: https.error ? { error: https.error } : { BENCH_TARGET: https.url.replace('http:', 'https:'), BENCH_TARGET_CA: certificates.ca },
+    backend: https.error
+      ? { error: https.error }
+      : { BENCH_TARGET: https.url.replace('http:', 'https:'), BENCH_TARGET_CA: certificates.ca },
   }
 }
 
@@ -164,7 +292,9 @@ export async function alternate(live, s, load, log) {
  */
 async function pairRounds(builds, s, load, log) {
   for (const build of builds) build.pairs = []
-  log(`paired rounds: ${s.pairs} pairs of ${s.pairSeconds} s, memory store and off, ${builds.map((b) => b.name).join(' and ')}`)
+  log(
+    `paired rounds: ${s.pairs} pairs of ${s.pairSeconds} s, memory store and off, ${builds.map((b) => b.name).join(' and ')}`,
+  )
   for (let i = 0; i < s.pairs; i++) {
     for (const build of builds) {
       const cpuUs = {}
@@ -200,10 +330,18 @@ export async function runPairs({ quick, pairs, fill = 0, log, baseline }) {
     const backend = await start('backend')
     if (backend.error) throw new Error(backend.error)
     const builds = []
-    for (const [name, dist] of [['this build', ''], ...(baseline === undefined ? [] : [[`built from ${baseline}`, baseline]])]) {
+    for (const [name, dist] of [
+      ['this build', ''],
+      ...(baseline === undefined ? [] : [[`built from ${baseline}`, baseline]]),
+    ]) {
       const build = { name }
       for (const key of ['memory', 'off']) {
-        const server = await start(`pairs ${name} ${key}`, { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_IDEMPOTENCY: key, BENCH_DIST: dist }, [], 'gateway')
+        const server = await start(
+          `pairs ${name} ${key}`,
+          { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_IDEMPOTENCY: key, BENCH_DIST: dist },
+          [],
+          'gateway',
+        )
         if (server.error) throw new Error(server.error)
         build[key] = { key, expect: 201, child: server.child, url: `${server.url}${SALE_PATH}` }
         const error = await sanity(build[key], body, headers)
@@ -230,13 +368,38 @@ export async function runPairs({ quick, pairs, fill = 0, log, baseline }) {
  * `env` is each step's own environment on top of the backend's URL and the users.
  */
 export const STEPS = [
-  { key: 'b', name: '(b) http-proxy-3 pass-through, body streamed (reference)', server: 'passthrough', reference: true },
+  {
+    key: 'b',
+    name: '(b) http-proxy-3 pass-through, body streamed (reference)',
+    server: 'passthrough',
+    reference: true,
+  },
   { key: 'u', name: '(u) undici forwarder: body read whole, forwarded as it came', server: 'undici' },
   { key: 'parsed', name: '+ parsed, forwarded re-serialized', server: 'steps', env: { BENCH_STEP: 'parsed' } },
-  { key: 'checked', name: '+ every check of the core (auth, headers, body, schema, policy, rewrites)', server: 'steps', env: { BENCH_STEP: 'checked' } },
-  { key: 'quiet0', name: 'payments-gate without logs and metrics, retry protection off', server: 'steps', env: { BENCH_STEP: 'gateway', BENCH_IDEMPOTENCY: 'off' } },
-  { key: 'quiet', name: '+ retry protection (memory store)', server: 'steps', env: { BENCH_STEP: 'gateway', BENCH_IDEMPOTENCY: 'memory' } },
-  { key: 'c', name: '(c) payments-gate (+ JSON logs, Prometheus metrics)', server: 'gateway', env: { BENCH_IDEMPOTENCY: 'memory' } },
+  {
+    key: 'checked',
+    name: '+ every check of the core (auth, headers, body, schema, policy, rewrites)',
+    server: 'steps',
+    env: { BENCH_STEP: 'checked' },
+  },
+  {
+    key: 'quiet0',
+    name: 'payments-gate without logs and metrics, retry protection off',
+    server: 'steps',
+    env: { BENCH_STEP: 'gateway', BENCH_IDEMPOTENCY: 'off' },
+  },
+  {
+    key: 'quiet',
+    name: '+ retry protection (memory store)',
+    server: 'steps',
+    env: { BENCH_STEP: 'gateway', BENCH_IDEMPOTENCY: 'memory' },
+  },
+  {
+    key: 'c',
+    name: '(c) payments-gate (+ JSON logs, Prometheus metrics)',
+    server: 'gateway',
+    env: { BENCH_IDEMPOTENCY: 'memory' },
+  },
 ]
 
 /**
@@ -244,12 +407,37 @@ export const STEPS = [
  * answer as fixed bytes) to the gateway refusing (d), one thing added at each step (servers/refusal-steps.js).
  */
 export const REFUSAL_STEPS = [
-  { key: 'floor', name: 'node:http: body read whole, a fixed 400 answer', server: 'refusal-steps', env: { BENCH_STEP: 'floor' } },
+  {
+    key: 'floor',
+    name: 'node:http: body read whole, a fixed 400 answer',
+    server: 'refusal-steps',
+    env: { BENCH_STEP: 'floor' },
+  },
   { key: 'parsed', name: '+ parsed', server: 'refusal-steps', env: { BENCH_STEP: 'parsed' } },
-  { key: 'checked', name: '+ every check of the core instead (auth, headers, parse, schema check, error walk)', server: 'refusal-steps', env: { BENCH_STEP: 'checked' } },
-  { key: 'answered', name: '+ the answer built from the refusal (error body serialized)', server: 'refusal-steps', env: { BENCH_STEP: 'answered' } },
-  { key: 'quiet', name: 'payments-gate without logs and metrics', server: 'refusal-steps', env: { BENCH_STEP: 'gateway' } },
-  { key: 'd', name: '(d) payments-gate (+ JSON logs, Prometheus metrics)', server: 'gateway', env: { BENCH_IDEMPOTENCY: 'memory' } },
+  {
+    key: 'checked',
+    name: '+ every check of the core instead (auth, headers, parse, schema check, error walk)',
+    server: 'refusal-steps',
+    env: { BENCH_STEP: 'checked' },
+  },
+  {
+    key: 'answered',
+    name: '+ the answer built from the refusal (error body serialized)',
+    server: 'refusal-steps',
+    env: { BENCH_STEP: 'answered' },
+  },
+  {
+    key: 'quiet',
+    name: 'payments-gate without logs and metrics',
+    server: 'refusal-steps',
+    env: { BENCH_STEP: 'gateway' },
+  },
+  {
+    key: 'd',
+    name: '(d) payments-gate (+ JSON logs, Prometheus metrics)',
+    server: 'gateway',
+    env: { BENCH_IDEMPOTENCY: 'memory' },
+  },
 ]
 
 export const LADDERS = [
@@ -275,7 +463,14 @@ export async function runLadder({ quick, rounds, log }) {
       for (const step of ladder.steps) {
         const env = { BENCH_TARGET: backend.url, BENCH_USERS: users, BENCH_STEP: '', BENCH_DIST: '', ...step.env }
         const server = await start(`ladder ${ladder.key} ${step.key}`, env, [], step.server)
-        const t = { ...step, expect: ladder.expect, child: server.child, url: server.url && `${server.url}${SALE_PATH}`, error: server.error, rounds: [] }
+        const t = {
+          ...step,
+          expect: ladder.expect,
+          child: server.child,
+          url: server.url && `${server.url}${SALE_PATH}`,
+          error: server.error,
+          rounds: [],
+        }
         if (t.error === undefined) t.error = await sanity(t, body, headers)
         targets.push(t)
       }
@@ -305,7 +500,9 @@ export async function sanity(t, body, headers) {
   const r = await serial(t.url, { body, headers, count: 3, warmup: 0 }).catch((error) => ({ error }))
   if (r.error) return `no answer: ${r.error.message}`
   const codes = Object.keys(r.statuses)
-  return codes.length === 1 && Number(codes[0]) === t.expect ? undefined : `answers ${codes.join(',') || 'nothing'}, expected ${t.expect}`
+  return codes.length === 1 && Number(codes[0]) === t.expect
+    ? undefined
+    : `answers ${codes.join(',') || 'nothing'}, expected ${t.expect}`
 }
 
 export function median(values) {
@@ -315,7 +512,13 @@ export function median(values) {
 
 /** The median of the rounds, and whether every answer had the expected status. */
 export function summarize(t) {
-  const unexpected = t.rounds.reduce((n, r) => n + r.errors + Object.entries(r.statuses).reduce((m, [code, count]) => m + (Number(code) === t.expect ? 0 : count), 0), 0)
+  const unexpected = t.rounds.reduce(
+    (n, r) =>
+      n +
+      r.errors +
+      Object.entries(r.statuses).reduce((m, [code, count]) => m + (Number(code) === t.expect ? 0 : count), 0),
+    0,
+  )
   return {
     key: t.key,
     name: t.name,

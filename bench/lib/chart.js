@@ -11,20 +11,31 @@ import { parse, View } from 'vega'
 export function chartData({ e2e, fastify, against, paired } = {}) {
   const cpu = []
   const ratios = []
-  for (const t of e2e?.targets ?? []) if (Number.isFinite(t.cpuUs)) cpu.push({ group: 'end to end', target: `(${t.key}) ${t.name}`, us: t.cpuUs })
-  for (const t of fastify?.arms ?? []) if (Number.isFinite(t.cpuUs)) cpu.push({ group: 'Fastify', target: `(${t.key}) ${t.name}`, us: t.cpuUs })
+  for (const t of e2e?.targets ?? [])
+    if (Number.isFinite(t.cpuUs)) cpu.push({ group: 'end to end', target: `(${t.key}) ${t.name}`, us: t.cpuUs })
+  for (const t of fastify?.arms ?? [])
+    if (Number.isFinite(t.cpuUs)) cpu.push({ group: 'Fastify', target: `(${t.key}) ${t.name}`, us: t.cpuUs })
   for (const t of against?.compared ?? []) {
     cpu.push({ group: 'against the baseline', target: `(${t.key}) this build`, us: t.thisCpuUs })
     cpu.push({ group: 'against the baseline', target: `(${t.key}) ${against.baseline}`, us: t.baselineCpuUs })
-    ratios.push({ ratio: `(${t.key}) this build / baseline, paired`, value: t.ratio, target: BASELINE_TARGET, atMost: true })
+    ratios.push({
+      ratio: `(${t.key}) this build / baseline, paired`,
+      value: t.ratio,
+      target: BASELINE_TARGET,
+      atMost: true,
+    })
   }
   const over = (x, y) => {
     const byKey = Object.fromEntries((e2e?.targets ?? []).map((t) => [t.key, t]))
     return byKey[y]?.cpuUs / byKey[x]?.cpuUs
   }
-  for (const [x, y, target] of E2E_TARGETS) ratios.push({ ratio: `${x}/${y}`, value: over(x, y), target, atMost: false })
-  for (const r of fastify?.ratios ?? []) if (r.target !== undefined) ratios.push({ ratio: `${r.x}/${r.y}, paired by round`, value: r.value, target: r.target, atMost: false })
-  for (const p of paired ?? []) ratios.push({ ratio: `memory/off (${p.name}), paired`, value: p.ratio, target: 1.08, atMost: true })
+  for (const [x, y, target] of E2E_TARGETS)
+    ratios.push({ ratio: `${x}/${y}`, value: over(x, y), target, atMost: false })
+  for (const r of fastify?.ratios ?? [])
+    if (r.target !== undefined)
+      ratios.push({ ratio: `${r.x}/${r.y}, paired by round`, value: r.value, target: r.target, atMost: false })
+  for (const p of paired ?? [])
+    ratios.push({ ratio: `memory/off (${p.name}), paired`, value: p.ratio, target: 1.08, atMost: true })
   return { cpu, ratios: ratios.filter((r) => Number.isFinite(r.value)) }
 }
 
@@ -42,7 +53,10 @@ export const BASELINE_TARGET = 1.03
 
 /** The Vega-Lite spec: two panels, CPU by target above, the ratios against their targets below. */
 export function chartSpec({ cpu, ratios }, title) {
-  const withVerdict = ratios.map((r) => ({ ...r, verdict: (r.atMost ? r.value <= r.target : r.value >= r.target) ? 'met' : 'missed' }))
+  const withVerdict = ratios.map((r) => ({
+    ...r,
+    verdict: (r.atMost ? r.value <= r.target : r.value >= r.target) ? 'met' : 'missed',
+  }))
   const panels = []
   if (cpu.length > 0) {
     panels.push({
@@ -68,15 +82,29 @@ export function chartSpec({ cpu, ratios }, title) {
           encoding: {
             y,
             x: { field: 'value', type: 'quantitative', title: 'ratio' },
-            color: { field: 'verdict', type: 'nominal', title: null, scale: { domain: ['met', 'missed'], range: ['#4c9a2a', '#c0392b'] }, legend: { orient: 'bottom' } },
+            color: {
+              field: 'verdict',
+              type: 'nominal',
+              title: null,
+              scale: { domain: ['met', 'missed'], range: ['#4c9a2a', '#c0392b'] },
+              legend: { orient: 'bottom' },
+            },
           },
         },
-        { mark: { type: 'tick', color: 'black', thickness: 2 }, encoding: { y, x: { field: 'target', type: 'quantitative' } } },
+        {
+          mark: { type: 'tick', color: 'black', thickness: 2 },
+          encoding: { y, x: { field: 'target', type: 'quantitative' } },
+        },
       ],
       width: 420,
     })
   }
-  return { $schema: 'https://vega.github.io/schema/vega-lite/v5.json', title, vconcat: panels, config: { font: 'sans-serif' } }
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title,
+    vconcat: panels,
+    config: { font: 'sans-serif' },
+  }
 }
 
 /** The chart as SVG text, rendered headless (vega's renderer 'none': no DOM, no canvas). */

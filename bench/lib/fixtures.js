@@ -48,7 +48,14 @@ export function invalidSale() {
 /** The valid sale grown to the body limit with unknown keys (forwarded as they came): the size alone, no errors. */
 export function paddedSale(limit = 65536) {
   const body = validSale()
-  const holders = [body, body.merchant, body.instruction, body.instruction.value, body.instruction.narrative, body.instruction.paymentInstrument]
+  const holders = [
+    body,
+    body.merchant,
+    body.instruction,
+    body.instruction.value,
+    body.instruction.narrative,
+    body.instruction.paymentInstrument,
+  ]
   fill(body, holders, limit)
   return body
 }
@@ -77,7 +84,26 @@ export function worstCaseSale(limit = 65536) {
   }
   const body = {
     transactionReference: `bad ref <${'x'.repeat(80)}>`,
-    merchant: { entity: '', mcc: 'abcd', paymentFacilitator: { pfId: '', isoId: 7, subMerchant: { city: 1, name: 2, postalCode: 3, merchantId: 4, countryCode: 5, street: 6, telephone: 7, taxId: 8, email: 9, state: 10 } } },
+    merchant: {
+      entity: '',
+      mcc: 'abcd',
+      paymentFacilitator: {
+        pfId: '',
+        isoId: 7,
+        subMerchant: {
+          city: 1,
+          name: 2,
+          postalCode: 3,
+          merchantId: 4,
+          countryCode: 5,
+          street: 6,
+          telephone: 7,
+          taxId: 8,
+          email: 9,
+          state: 10,
+        },
+      },
+    },
     instruction: {
       narrative: { line1: '', line2: 12 },
       paymentInstrument: wrongPlain,
@@ -90,7 +116,11 @@ export function worstCaseSale(limit = 65536) {
     customer: { riskProfile: 5, authentication: deep },
   }
   // Fill the rest of the limit with unknown keys at every level the schema walks.
-  fill(body, [body, body.merchant, body.instruction, body.instruction.value, body.instruction.narrative, wrongPlain], limit)
+  fill(
+    body,
+    [body, body.merchant, body.instruction, body.instruction.value, body.instruction.narrative, wrongPlain],
+    limit,
+  )
   return body
 }
 

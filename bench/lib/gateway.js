@@ -12,14 +12,27 @@ import pino from 'pino'
  * package's public entry point), or, when BENCH_DIST names another build directory, that one: the
  * `--baseline` rows measure an earlier build side by side with this one.
  */
-export const gatePackage = await import(process.env.BENCH_DIST ? pathToFileURL(resolve(process.env.BENCH_DIST, 'index.js')).href : 'payments-gate')
-const { CredentialStore, compilePolicy, createGate, createGateway, createLogDestination, createLogger, createMetrics, staticPolicies } = gatePackage
+export const gatePackage = await import(
+  process.env.BENCH_DIST ? pathToFileURL(resolve(process.env.BENCH_DIST, 'index.js')).href : 'payments-gate'
+)
+const {
+  CredentialStore,
+  compilePolicy,
+  createGate,
+  createGateway,
+  createLogDestination,
+  createLogger,
+  createMetrics,
+  staticPolicies,
+} = gatePackage
 
 /** What BENCH_IDEMPOTENCY may say: the store of retry protection, as `--idempotency` takes it. */
 export const IDEMPOTENCY = /^(memory|off|redis:\/\/.+)$/
 
 function loadPolicy() {
-  const policy = compilePolicy(JSON.parse(readFileSync(new URL('../../policies/default.json', import.meta.url), 'utf8')))
+  const policy = compilePolicy(
+    JSON.parse(readFileSync(new URL('../../policies/default.json', import.meta.url), 'utf8')),
+  )
   if (Array.isArray(policy)) throw new Error(`policies/default.json: ${policy.join('; ')}`)
   return policy
 }
@@ -29,9 +42,15 @@ function loadPolicy() {
  * retry protection with `idempotency`: `memory` (the default, as deployed), `off`, or a `redis://` URL.
  */
 export function buildGate({ users, idempotency = 'memory' }) {
-  if (!IDEMPOTENCY.test(idempotency)) throw new Error(`BENCH_IDEMPOTENCY: expected memory, off or redis://HOST:PORT, got ${idempotency}`)
+  if (!IDEMPOTENCY.test(idempotency))
+    throw new Error(`BENCH_IDEMPOTENCY: expected memory, off or redis://HOST:PORT, got ${idempotency}`)
   // `idempotency` also goes to the gate: a build from before retry protection moved to the proxy (`--baseline`) reads it there.
-  return createGate({ policies: staticPolicies([loadPolicy()]), credentials: new CredentialStore(JSON.parse(users)), vendor: 'example', idempotency })
+  return createGate({
+    policies: staticPolicies([loadPolicy()]),
+    credentials: new CredentialStore(JSON.parse(users)),
+    vendor: 'example',
+    idempotency,
+  })
 }
 
 /** The gateway's own log destination, to /dev/null; a build from before it existed (`--baseline`) gets pino's asynchronous destination, as it did then. */
@@ -40,11 +59,28 @@ function logDestination() {
 }
 
 /** A gateway (not yet listening) in front of `target`, built as `payments-gate serve` builds it. */
-export async function startGateway({ target, users, idempotency = 'memory', logs = true, metrics = true, tls, targetTls }) {
+export async function startGateway({
+  target,
+  users,
+  idempotency = 'memory',
+  logs = true,
+  metrics = true,
+  tls,
+  targetTls,
+}) {
   const gate = await buildGate({ users, idempotency })
   const logger = logs ? createLogger({ destination: logDestination() }) : createLogger({ level: 'silent' })
   // `gate` too for a build from before the proxy took its checks (`--baseline`).
-  return createGateway({ checks: gate.checks, gate, target, logger, metrics: metrics ? createMetrics() : undefined, idempotency, tls, targetTls })
+  return createGateway({
+    checks: gate.checks,
+    gate,
+    target,
+    logger,
+    metrics: metrics ? createMetrics() : undefined,
+    idempotency,
+    tls,
+    targetTls,
+  })
 }
 
 /** The options of a gateway child, from the environment its parent gave it. */

@@ -9,13 +9,22 @@ import { readFileSync } from 'node:fs'
  * it, so "payments-gate" includes re-serializing the document.
  */
 const CATEGORIES = [
-  ['socket writes (writev syscalls)', (f) => f.url === '' && /^write(v|Buffer|Utf8String|Latin1String)$/.test(f.functionName)],
+  [
+    'socket writes (writev syscalls)',
+    (f) => f.url === '' && /^write(v|Buffer|Utf8String|Latin1String)$/.test(f.functionName),
+  ],
   ['native parse (JSON.parse; URL parsing in http-proxy-3)', (f) => f.url === '' && f.functionName === 'parse'],
   ['garbage collection', (f) => f.functionName === '(garbage collector)'],
-  ['schema check (TypeBox)', (f) => f.url.includes('/@sinclair/typebox/') || (f.url === '' && f.functionName === 'check')],
+  [
+    'schema check (TypeBox)',
+    (f) => f.url.includes('/@sinclair/typebox/') || (f.url === '' && f.functionName === 'check'),
+  ],
   ['logs (pino)', (f) => /\/(pino|sonic-boom|pino-std-serializers)\//.test(f.url) || f.url.endsWith('/dist/log.js')],
   ['metrics (prom-client)', (f) => f.url.includes('/prom-client/') || f.url.endsWith('/dist/metrics.js')],
-  ['credential cache (SHA-256, lru-cache)', (f) => f.url.includes('/lru-cache/') || f.url.startsWith('node:internal/crypto')],
+  [
+    'credential cache (SHA-256, lru-cache)',
+    (f) => f.url.includes('/lru-cache/') || f.url.startsWith('node:internal/crypto'),
+  ],
   ['http-proxy-3', (f) => f.url.includes('/http-proxy-3/')],
   ['payments-gate (checks, proxy, re-serializing)', (f) => f.url.includes('/dist/')],
   ["node's HTTP, streams, events", (f) => f.url.startsWith('node:')],
@@ -37,6 +46,9 @@ export function cpuBreakdown(file, requests) {
     totals.set(name, totals.get(name) + (profile.timeDeltas[i] ?? 0))
   }
   const perRequest = new Map([...totals].map(([name, us]) => [name, us / requests]))
-  perRequest.set('total', [...perRequest.values()].reduce((sum, us) => sum + us, 0))
+  perRequest.set(
+    'total',
+    [...perRequest.values()].reduce((sum, us) => sum + us, 0),
+  )
   return perRequest
 }

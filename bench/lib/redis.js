@@ -9,12 +9,18 @@ const READY_MS = 5000
 /** Resolves to { url, cpu(), stop() }, or to { skipped: why } when no redis-server can be started. */
 export async function startRedis() {
   const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  )
   const kill = () => child.kill('SIGKILL')
   process.on('exit', kill)
   const exited = new Promise((resolve) => child.once('exit', resolve))
   const failed = new Promise((resolve) => {
-    child.once('error', (error) => resolve(error.code === 'ENOENT' ? 'redis-server is not on PATH' : `redis-server: ${error.message}`))
+    child.once('error', (error) =>
+      resolve(error.code === 'ENOENT' ? 'redis-server is not on PATH' : `redis-server: ${error.message}`),
+    )
     child.once('exit', (code) => resolve(`redis-server exited with ${code}`))
   })
   const why = await Promise.race([failed, ready(port)])

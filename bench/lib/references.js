@@ -19,7 +19,8 @@ export function freshBodies(bytes) {
   const field = `"transactionReference":${JSON.stringify(reference)}`
   const at = text.indexOf(field)
   const width = typeof reference === 'string' ? reference.length - RUN.length - 1 : 0
-  if (at < 0 || width < 8) throw new Error('freshBodies: the body needs a transactionReference of at least 15 characters')
+  if (at < 0 || width < 8)
+    throw new Error('freshBodies: the body needs a transactionReference of at least 15 characters')
   const head = `${text.slice(0, at)}"transactionReference":"${RUN}-`
   const tail = text.slice(at + field.length - 1)
   return () => `${head}${String(++sequence).padStart(width, '0')}${tail}`

@@ -58,8 +58,22 @@ export function e2eSection(e2e) {
   const t = Object.fromEntries(e2e.targets.map((x) => [x.key, x]))
   const rows = e2e.targets.map((x) =>
     x.error
-      ? [`(${x.key}) ${x.name}`, x.error.startsWith('peer') || x.error.startsWith('gateway') ? NOT_BUILT : x.error, '', '', '', '']
-      : [`(${x.key}) ${x.name}`, num(x.rps), num(x.p50), num(x.p99), num(x.cpuUs), x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`],
+      ? [
+          `(${x.key}) ${x.name}`,
+          x.error.startsWith('peer') || x.error.startsWith('gateway') ? NOT_BUILT : x.error,
+          '',
+          '',
+          '',
+          '',
+        ]
+      : [
+          `(${x.key}) ${x.name}`,
+          num(x.rps),
+          num(x.p50),
+          num(x.p99),
+          num(x.cpuUs),
+          x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`,
+        ],
   )
   const serialRows = e2e.targets.map((x) => [
     `(${x.key}) ${x.name}`,
@@ -72,7 +86,10 @@ export function e2eSection(e2e) {
   const serialCheaper = (x, y) => ratio(t[y]?.serial?.cpuUs, t[x]?.serial?.cpuUs)
   const ratios = RATIOS.map(([x, y, label]) => [`${x}/${y}: ${label}`, cheaper(x, y)])
   // One request at a time, the ratios the targets are set on.
-  const serialRatios = RATIOS.slice(0, TARGETED_RATIOS).map(([x, y, label]) => [`${x}/${y}: ${label}`, serialCheaper(x, y)])
+  const serialRatios = RATIOS.slice(0, TARGETED_RATIOS).map(([x, y, label]) => [
+    `${x}/${y}: ${label}`,
+    serialCheaper(x, y),
+  ])
   const added = [
     ['c - u: checks, logs and metrics on top of bare forwarding', delta(round1(t.c?.cpuUs), round1(t.u?.cpuUs))],
     ['c - c0: the memory store', delta(round1(t.c?.cpuUs), round1(t.c0?.cpuUs))],
@@ -107,7 +124,10 @@ export function e2eSection(e2e) {
       ['when', 'RSS'],
       [
         ['after warm-up', mib(memory.afterWarmup)],
-        [`after ${num(memory.served ?? NaN)} requests${s.memoryRequests < 200_000 ? ' (--quick: scaled down from 200,000)' : ''}`, mib(memory.after)],
+        [
+          `after ${num(memory.served ?? NaN)} requests${s.memoryRequests < 200_000 ? ' (--quick: scaled down from 200,000)' : ''}`,
+          mib(memory.after),
+        ],
       ],
     ),
   ].join('\n')
@@ -115,7 +135,8 @@ export function e2eSection(e2e) {
 
 const round1 = (x) => Math.round(x * 10) / 10
 
-const delta = (x, y) => (Number.isFinite(x) && Number.isFinite(y) ? `${x - y >= 0 ? '+' : ''}${Number((x - y).toFixed(1))}` : 'n/a')
+const delta = (x, y) =>
+  Number.isFinite(x) && Number.isFinite(y) ? `${x - y >= 0 ? '+' : ''}${Number((x - y).toFixed(1))}` : 'n/a'
 
 /**
  * The targets of the performance issue, as ratios of server CPU per request
@@ -141,10 +162,22 @@ export function targetsSection(e2e) {
     floor('c/f >= 1.0 (stretch 1.2)', over('c', 'f'), 1.0, 1.2),
     floor('d/b >= 2.0', over('d', 'b'), 2.0),
     floor('c/e >= 3', over('c', 'e'), 3),
-    [`p99 (c) <= p99 (b) at ${CONNECTIONS} connections`, p99Met === undefined ? 'n/a' : `${p99[0]} ms vs ${p99[1]} ms`, verdict(p99Met)],
+    [
+      `p99 (c) <= p99 (b) at ${CONNECTIONS} connections`,
+      p99Met === undefined ? 'n/a' : `${p99[0]} ms vs ${p99[1]} ms`,
+      verdict(p99Met),
+    ],
     ['c0/c: retry protection off vs the memory store', fixed(over('c0', 'c')), 'no target'],
     ['cr/c: the Redis store vs the memory store', fixed(over('cr', 'c')), 'no target'],
-    ...(e2e?.paired ? [[`CPU(c)/CPU(c0) paired: the memory store's cost, median of ${e2e.settings.pairs} per-pair ratios`, fixed(e2e.paired[0].ratio), `<= ${PAIRED_TARGET}: ${verdict(e2e.paired[0].ratio <= PAIRED_TARGET)}`]] : []),
+    ...(e2e?.paired
+      ? [
+          [
+            `CPU(c)/CPU(c0) paired: the memory store's cost, median of ${e2e.settings.pairs} per-pair ratios`,
+            fixed(e2e.paired[0].ratio),
+            `<= ${PAIRED_TARGET}: ${verdict(e2e.paired[0].ratio <= PAIRED_TARGET)}`,
+          ],
+        ]
+      : []),
     ['ct/c: tracing on vs off', fixed(over('ct', 'c')), 'no target'],
     ['cs/c: TLS on the listener vs plain HTTP', fixed(over('cs', 'c')), 'no target'],
     ['cb/c: an https backend vs a plain one', fixed(over('cb', 'c')), 'no target'],
@@ -175,7 +208,17 @@ export function pairedSection({ settings: s, paired }) {
   return [
     `## The memory store's cost, paired (${s.pairs} pairs of ${s.pairSeconds} s, ${s.connections} connections: the gateway with the memory store and with retry protection off, one right after the other${s.fill ? `; each memory store filled with ${num(s.fill)} payments first` : ''})`,
     '',
-    table(['build', 'CPU(memory)/CPU(off), median of the pairs', 'range of the pairs', 'memory us/req (median)', 'off us/req (median)', `<= ${PAIRED_TARGET}`], rows),
+    table(
+      [
+        'build',
+        'CPU(memory)/CPU(off), median of the pairs',
+        'range of the pairs',
+        'memory us/req (median)',
+        'off us/req (median)',
+        `<= ${PAIRED_TARGET}`,
+      ],
+      rows,
+    ),
   ].join('\n')
 }
 
@@ -184,7 +227,7 @@ const PAIRED_TARGET = 1.08
 
 const LADDER_TITLES = {
   valid: 'Valid sales, from the bare undici forwarder (u) to the gateway (c), the pass-through (b) for reference',
-  refused: 'Refusals, from node\'s own floor to the gateway answering (d) 400 bodyDoesNotMatchSchema',
+  refused: "Refusals, from node's own floor to the gateway answering (d) 400 bodyDoesNotMatchSchema",
 }
 
 /**
@@ -213,7 +256,7 @@ export function ladderSection(ladder) {
     const live = steps.filter((x) => x.error === undefined)
     const climbing = live.filter((x) => !x.reference)
     const yardstick = key === 'valid' ? live.find((x) => x.reference) : climbing[0]
-    const last = key === 'valid' ? ['x/b (CPU of (b) / CPU of the row)'] : ['times the floor\'s CPU']
+    const last = key === 'valid' ? ['x/b (CPU of (b) / CPU of the row)'] : ["times the floor's CPU"]
     const rows = steps.map((x) => {
       if (x.error) return [x.name, x.error, '', '', '']
       const before = x.reference ? undefined : climbing[climbing.indexOf(x) - 1]
@@ -221,20 +264,37 @@ export function ladderSection(ladder) {
       const relative = key === 'valid' ? ratio(yardstick?.cpuUs, x.cpuUs) : ratio(x.cpuUs, yardstick?.cpuUs)
       return [x.name, num(x.rps), num(x.cpuUs), added, relative]
     })
-    return [`### ${LADDER_TITLES[key]}`, '', table(['step', 'req/s', 'server CPU us/req', 'us added by the step (paired rounds)', ...last], rows)].join('\n')
+    return [
+      `### ${LADDER_TITLES[key]}`,
+      '',
+      table(['step', 'req/s', 'server CPU us/req', 'us added by the step (paired rounds)', ...last], rows),
+    ].join('\n')
   })
-  return [`## One step at a time (--ladder: ${s.rounds} alternating rounds of ${s.seconds} s per ladder, ${s.connections} connections, median round)`, '', sections.join('\n\n')].join('\n')
+  return [
+    `## One step at a time (--ladder: ${s.rounds} alternating rounds of ${s.seconds} s per ladder, ${s.connections} connections, median round)`,
+    '',
+    sections.join('\n\n'),
+  ].join('\n')
 }
 
 /** `--profile`: where each server's CPU went, per request, from its whole-life CPU profile. */
 export function profileSection(breakdowns, requests) {
   const { passthrough: b, gateway: c, refusals: d } = breakdowns
   const us = (m, name) => (m === undefined ? 'n/a' : num(m.get(name), 1))
-  const rows = [...CATEGORY_NAMES, 'total'].map((name) => [name, us(b, name), us(c, name), us(d, name), b && c ? delta(round1(c.get(name)), round1(b.get(name))) : 'n/a'])
+  const rows = [...CATEGORY_NAMES, 'total'].map((name) => [
+    name,
+    us(b, name),
+    us(c, name),
+    us(d, name),
+    b && c ? delta(round1(c.get(name)), round1(b.get(name))) : 'n/a',
+  ])
   return [
     '### Where the CPU goes (--profile: V8 CPU profiles of the measured rounds, us per request, idle left out)',
     '',
-    table(['category of the sampled function', '(b) pass-through', '(c) gateway, valid', '(d) gateway, refused', 'c - b'], rows),
+    table(
+      ['category of the sampled function', '(b) pass-through', '(c) gateway, valid', '(d) gateway, refused', 'c - b'],
+      rows,
+    ),
     '',
     `Requests answered while profiled: (b) ${num(requests.passthrough)}, (c) ${num(requests.gateway)}, (d) ${num(requests.refusals)}.`,
   ].join('\n')
@@ -247,12 +307,29 @@ export function profileSection(breakdowns, requests) {
 export function baselineSection({ settings: s, baseline, compared }) {
   const rows = compared.map((x) => {
     const sorted = [...x.ratios].sort((p, q) => p - q)
-    return [`(${x.key}) ${x.name}`, num(x.thisCpuUs, 1), num(x.baselineCpuUs, 1), x.ratio.toFixed(3), `${sorted[0].toFixed(3)} to ${sorted.at(-1).toFixed(3)}`, `${x.dearer} of ${x.ratios.length}`]
+    return [
+      `(${x.key}) ${x.name}`,
+      num(x.thisCpuUs, 1),
+      num(x.baselineCpuUs, 1),
+      x.ratio.toFixed(3),
+      `${sorted[0].toFixed(3)} to ${sorted.at(-1).toFixed(3)}`,
+      `${x.dearer} of ${x.ratios.length}`,
+    ]
   })
   return [
     `## This build against ${baseline}, paired (${s.pairs} pairs of ${s.pairSeconds} s per target, ${s.connections} connections, the order swapped every pair)`,
     '',
-    table(['target', 'this build us/req (median)', `${baseline} us/req (median)`, 'this / baseline, median of the pairs', 'range of the pairs', 'pairs where this build cost more'], rows),
+    table(
+      [
+        'target',
+        'this build us/req (median)',
+        `${baseline} us/req (median)`,
+        'this / baseline, median of the pairs',
+        'range of the pairs',
+        'pairs where this build cost more',
+      ],
+      rows,
+    ),
   ].join('\n')
 }
 
@@ -260,7 +337,10 @@ export function baselineSection({ settings: s, baseline, compared }) {
 export function baselineProfileSection(breakdowns, requests) {
   const names = Object.keys(breakdowns)
   const us = (m, name) => (m === undefined ? 'n/a' : num(m.get(name), 1))
-  const rows = [...CATEGORY_NAMES, 'total'].map((category) => [category, ...names.map((n) => us(breakdowns[n], category))])
+  const rows = [...CATEGORY_NAMES, 'total'].map((category) => [
+    category,
+    ...names.map((n) => us(breakdowns[n], category)),
+  ])
   return [
     '### Where the CPU goes (--profile: V8 CPU profiles of the paired rounds, us per request, idle left out)',
     '',
@@ -272,13 +352,25 @@ export function baselineProfileSection(breakdowns, requests) {
 
 /** The Fastify arms: each arm's median round, then the issue's ratios taken round by round. */
 export function fastifySection({ settings: s, arms, ratios }) {
-  const rows = arms.map((x) => (x.error ? [`(${x.key}) ${x.name}`, x.error, '', '', ''] : [`(${x.key}) ${x.name}`, num(x.rps), num(x.p99), num(x.cpuUs, 1), x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`]))
+  const rows = arms.map((x) =>
+    x.error
+      ? [`(${x.key}) ${x.name}`, x.error, '', '', '']
+      : [
+          `(${x.key}) ${x.name}`,
+          num(x.rps),
+          num(x.p99),
+          num(x.cpuUs, 1),
+          x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`,
+        ],
+  )
   const ratioRows = ratios.map(({ x, y, target, value, perRound, cheaper }) => [
     `${x}/${y}`,
     Number.isFinite(value) ? value.toFixed(3) : 'n/a',
     perRound.length === 0 ? 'n/a' : `${Math.min(...perRound).toFixed(3)} to ${Math.max(...perRound).toFixed(3)}`,
     `${cheaper} of ${perRound.length}`,
-    target === undefined ? 'no target' : `>= ${target.toFixed(1)}: ${verdict(Number.isFinite(value) ? value >= target : undefined)}`,
+    target === undefined
+      ? 'no target'
+      : `>= ${target.toFixed(1)}: ${verdict(Number.isFinite(value) ? value >= target : undefined)}`,
   ])
   return [
     `## Embedded in Fastify 5 (the same sale to a route that answers 201 itself; ${s.rounds} alternating rounds of ${s.seconds} s per arm, ${s.connections} connections, the order rotated each round)`,

@@ -10,7 +10,9 @@ import { compileSchema } from '../../dist/schema/compile.js'
 import { ACCEPT, CONTENT_TYPE, bytesOf, invalidSale, paddedSale, validSale, worstCaseSale } from '../lib/fixtures.js'
 
 export function loadPolicy() {
-  const policy = compilePolicy(JSON.parse(readFileSync(new URL('../../policies/default.json', import.meta.url), 'utf8')))
+  const policy = compilePolicy(
+    JSON.parse(readFileSync(new URL('../../policies/default.json', import.meta.url), 'utf8')),
+  )
   if (Array.isArray(policy)) throw new Error(`policies/default.json: ${policy.join('; ')}`)
   return policy
 }
@@ -33,7 +35,11 @@ export function setup() {
     ajvAll: ajvAll.compile(REQUEST_SCHEMAS.sale),
     bytes: { valid, invalid, worst, padded: bytesOf(paddedSale(checks.bodyLimit)) },
     text: { valid: valid.toString(), invalid: invalid.toString() },
-    docs: { valid: JSON.parse(valid.toString()), invalid: JSON.parse(invalid.toString()), worst: JSON.parse(worst.toString()) },
+    docs: {
+      valid: JSON.parse(valid.toString()),
+      invalid: JSON.parse(invalid.toString()),
+      worst: JSON.parse(worst.toString()),
+    },
     headers: {
       exact: { 'content-type': CONTENT_TYPE, accept: ACCEPT, 'content-length': String(valid.length) },
       parsed: {

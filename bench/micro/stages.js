@@ -33,11 +33,26 @@ function rows(s) {
     ['errors', 'every error, raw: Ajv allErrors', () => keep(ajvAll(docs.invalid)), 200],
     ['body', 'checkBody, valid sale', () => keep(checks.checkBody('sale', bytes.valid).ok), 100],
     ['body', 'checkBody, invalid sale (3 field errors)', () => keep(checks.checkBody('sale', bytes.invalid).ok), 50],
-    ['body', `checkBody, valid sale padded to ${(bytes.padded.length / 1024).toFixed(1)} KiB`, () => keep(checks.checkBody('sale', bytes.padded).ok), 1],
-    ['body', `checkBody, worst case (${(bytes.worst.length / 1024).toFixed(1)} KiB)`, () => keep(checks.checkBody('sale', bytes.worst).ok), 1],
+    [
+      'body',
+      `checkBody, valid sale padded to ${(bytes.padded.length / 1024).toFixed(1)} KiB`,
+      () => keep(checks.checkBody('sale', bytes.padded).ok),
+      1,
+    ],
+    [
+      'body',
+      `checkBody, worst case (${(bytes.worst.length / 1024).toFixed(1)} KiB)`,
+      () => keep(checks.checkBody('sale', bytes.worst).ok),
+      1,
+    ],
     ['serialize', 'error body: fast-json-stringify', () => keep(serializeError(invalidRejection.body).length > 0), 500],
     ['serialize', 'error body: JSON.stringify', () => keep(JSON.stringify(invalidRejection.body).length > 0), 500],
-    ['serialize', 'worst-case error body: fast-json-stringify', () => keep(serializeError(worstRejection.body).length > 0), 20],
+    [
+      'serialize',
+      'worst-case error body: fast-json-stringify',
+      () => keep(serializeError(worstRejection.body).length > 0),
+      20,
+    ],
     ['narrative', 'replaceUnsupported, all supported', () => keep(replaceUnsupported(line1).length > 0), 1000],
     ['narrative', 'replaceUnsupported, accents + emoji', () => keep(replaceUnsupported(line1Odd).length > 0), 500],
   ]
@@ -67,7 +82,11 @@ export async function runMicro({ quick }) {
   const worst = s.checks.checkBody('sale', s.bytes.worst)
   return {
     results,
-    worst: { bytes: s.bytes.worst.length, errors: worst.ok ? 0 : worst.body.validationErrors?.length ?? 0, status: worst.status },
+    worst: {
+      bytes: s.bytes.worst.length,
+      errors: worst.ok ? 0 : (worst.body.validationErrors?.length ?? 0),
+      status: worst.status,
+    },
     sink,
   }
 }

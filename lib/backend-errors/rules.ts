@@ -107,7 +107,9 @@ function isScalar(value: unknown): value is Scalar {
 function statusRange(status: unknown): [number, number] | undefined {
   if (status === '4xx') return [400, 499]
   if (status === '5xx') return [500, 599]
-  return Number.isInteger(status) && (status as number) >= 400 && (status as number) <= 599 ? [status as number, status as number] : undefined
+  return Number.isInteger(status) && (status as number) >= 400 && (status as number) <= 599
+    ? [status as number, status as number]
+    : undefined
 }
 
 function compileRule(rule: unknown, at: string, problems: string[]): BackendErrorRule | undefined {
@@ -116,24 +118,33 @@ function compileRule(rule: unknown, at: string, problems: string[]): BackendErro
     return undefined
   }
   const before = problems.length
-  for (const key of Object.keys(rule)) if (!RULE_KEYS.has(key)) problems.push(`${at}.${key}: is not a rule key (status, match, errorName, message, messageFrom)`)
+  for (const key of Object.keys(rule))
+    if (!RULE_KEYS.has(key))
+      problems.push(`${at}.${key}: is not a rule key (status, match, errorName, message, messageFrom)`)
   const range = statusRange(rule.status)
   if (range === undefined) problems.push(`${at}.status: must be a status from 400 to 599, "4xx" or "5xx"`)
   const match: { path: Path; value: Scalar }[] = []
-  if (rule.match !== undefined && !isObject(rule.match)) problems.push(`${at}.match: must be an object of JSONPaths and values`)
+  if (rule.match !== undefined && !isObject(rule.match))
+    problems.push(`${at}.match: must be an object of JSONPaths and values`)
   for (const [text, value] of Object.entries(isObject(rule.match) ? rule.match : {})) {
     const path = parsePath(text)
-    if (path === undefined) problems.push(`${at}.match: "${text}" is not a JSONPath of the form $.a.b, $['a'] or $.a[0]`)
+    if (path === undefined)
+      problems.push(`${at}.match: "${text}" is not a JSONPath of the form $.a.b, $['a'] or $.a[0]`)
     if (!isScalar(value)) problems.push(`${at}.match["${text}"]: must be a string, number, boolean or null`)
     if (path !== undefined && isScalar(value)) match.push(Object.freeze({ path: Object.freeze(path), value }))
   }
   const { errorName, message, messageFrom } = rule
-  if (typeof errorName !== 'string' || !NAME.test(errorName)) problems.push(`${at}.errorName: must be an error name in lower camel case`)
-  else if (Object.hasOwn(FIELD_ERRORS, errorName)) problems.push(`${at}.errorName: "${errorName}" is a field error name, not an answer's`)
-  else if (!isErrorName(errorName) && message === undefined) problems.push(`${at}.message: "${errorName}" is not in the error table, so the rule must give its message`)
-  if (message !== undefined && (typeof message !== 'string' || message === '')) problems.push(`${at}.message: must be a non-empty string`)
+  if (typeof errorName !== 'string' || !NAME.test(errorName))
+    problems.push(`${at}.errorName: must be an error name in lower camel case`)
+  else if (Object.hasOwn(FIELD_ERRORS, errorName))
+    problems.push(`${at}.errorName: "${errorName}" is a field error name, not an answer's`)
+  else if (!isErrorName(errorName) && message === undefined)
+    problems.push(`${at}.message: "${errorName}" is not in the error table, so the rule must give its message`)
+  if (message !== undefined && (typeof message !== 'string' || message === ''))
+    problems.push(`${at}.message: must be a non-empty string`)
   const from = typeof messageFrom === 'string' ? parsePath(messageFrom) : undefined
-  if (messageFrom !== undefined && from === undefined) problems.push(`${at}.messageFrom: must be a JSONPath of the form $.a.b, $['a'] or $.a[0]`)
+  if (messageFrom !== undefined && from === undefined)
+    problems.push(`${at}.messageFrom: must be a JSONPath of the form $.a.b, $['a'] or $.a[0]`)
   if (problems.length > before) return undefined
   const name = errorName as string
   return Object.freeze({

@@ -30,7 +30,10 @@ export interface WatchBackendErrorsOptions {
  * missing one is logged and reported once (and at each SIGHUP) and the last
  * good rules stay in force.
  */
-export async function watchBackendErrors(file: string, options: WatchBackendErrorsOptions = {}): Promise<BackendErrorStore> {
+export async function watchBackendErrors(
+  file: string,
+  options: WatchBackendErrorsOptions = {},
+): Promise<BackendErrorStore> {
   const { logger, onReload } = options
   let current: BackendErrorRules = await loadBackendErrors(file)
   /** The reason last logged, so that the periodic re-read does not repeat a warning every second. */
@@ -54,7 +57,11 @@ export async function watchBackendErrors(file: string, options: WatchBackendErro
     if (applied || wasRefused) onReload?.({ applied, refused: [], refusedNow: 0 })
   }
 
-  const watcher = watchFolder(dirname(file), reload, { debounceMs: options.debounceMs, rescanMs: options.rescanMs, logger })
+  const watcher = watchFolder(dirname(file), reload, {
+    debounceMs: options.debounceMs,
+    rescanMs: options.rescanMs,
+    logger,
+  })
   return {
     get rules() {
       return current

@@ -66,7 +66,9 @@ function depth(bytes: Uint8Array): number {
 
 /** Check 5 (docs/checks.md), on a declared or a counted size. */
 export function checkSize(size: number, limit: number): Rejection | undefined {
-  return size > limit ? reject('bodyIsTooLarge', { message: `The request body must not be larger than ${limit} bytes.` }) : undefined
+  return size > limit
+    ? reject('bodyIsTooLarge', { message: `The request body must not be larger than ${limit} bytes.` })
+    : undefined
 }
 
 export type Parsed = { readonly ok: true; readonly value: unknown } | Rejection
@@ -90,7 +92,9 @@ export function parseBody(bytes: Uint8Array, limit: number): Parsed {
     return reject('bodyIsNotJson')
   }
   if (mayNestTooDeep(bytes) && depth(bytes) > MAX_DEPTH) {
-    return schemaRejection([fieldError('fieldHasInvalidValue', '$', `The document must not nest deeper than ${MAX_DEPTH} levels.`)])
+    return schemaRejection([
+      fieldError('fieldHasInvalidValue', '$', `The document must not nest deeper than ${MAX_DEPTH} levels.`),
+    ])
   }
   const poisoned = mayHavePrototypeKeys(text) ? findPrototypeKeys(value) : undefined
   return poisoned === undefined ? { ok: true, value } : poisoned
@@ -120,7 +124,10 @@ function findPrototypeKeys(value: unknown): Rejection | undefined {
     for (const key of Object.keys(node)) {
       const child = (node as Record<string, unknown>)[key]
       const childPath = appendKey(path, key)
-      if (key === '__proto__' || (key === 'constructor' && child !== null && typeof child === 'object' && Object.hasOwn(child, 'prototype'))) {
+      if (
+        key === '__proto__' ||
+        (key === 'constructor' && child !== null && typeof child === 'object' && Object.hasOwn(child, 'prototype'))
+      ) {
         ;(items ??= []).push(fieldError('fieldIsNotAllowed', childPath, 'Prototype keys are not allowed.'))
       } else {
         pending.push([child, childPath])

@@ -8,7 +8,9 @@ export type Headers = Readonly<Record<string, string | string[] | undefined>>
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 const QUOTED = '"(?:[^"\\\\]|\\\\.)*"'
 /** RFC 9110 section 8.3.1: `type "/" subtype *( OWS ";" OWS [ parameter ] )`. */
-const MEDIA_TYPE = new RegExp(`^[ \\t]*(${TOKEN})/(${TOKEN})((?:[ \\t]*;[ \\t]*(?:${TOKEN}=(?:${TOKEN}|${QUOTED}))?)*)[ \\t]*$`)
+const MEDIA_TYPE = new RegExp(
+  `^[ \\t]*(${TOKEN})/(${TOKEN})((?:[ \\t]*;[ \\t]*(?:${TOKEN}=(?:${TOKEN}|${QUOTED}))?)*)[ \\t]*$`,
+)
 const PARAMETER = new RegExp(`;[ \\t]*(${TOKEN})=(${TOKEN}|${QUOTED})`, 'g')
 /** RFC 9110 section 12.4.2 `qvalue`. */
 const QVALUE = /^(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)$/
@@ -24,7 +26,9 @@ function parseMediaType(value: string): MediaType | undefined {
   if (match === null) return undefined
   const parameters = new Map<string, string>()
   for (const [, name, raw] of (match[3] as string).matchAll(PARAMETER)) {
-    const unquoted = (raw as string).startsWith('"') ? (raw as string).slice(1, -1).replace(/\\(.)/g, '$1') : (raw as string)
+    const unquoted = (raw as string).startsWith('"')
+      ? (raw as string).slice(1, -1).replace(/\\(.)/g, '$1')
+      : (raw as string)
     parameters.set((name as string).toLowerCase(), unquoted)
   }
   return { type: (match[1] as string).toLowerCase(), subtype: (match[2] as string).toLowerCase(), parameters }
@@ -84,7 +88,16 @@ export function buildAcceptCheck(types: MediaTypes): (headers: Headers) => Rejec
     for (const element of list.split(',')) {
       const range = parseMediaType(element)
       if (range === undefined) continue
-      const rank = range.type === type ? (range.subtype === subtype ? 3 : range.subtype === '*' ? 2 : 0) : range.type === '*' && range.subtype === '*' ? 1 : 0
+      const rank =
+        range.type === type
+          ? range.subtype === subtype
+            ? 3
+            : range.subtype === '*'
+              ? 2
+              : 0
+          : range.type === '*' && range.subtype === '*'
+            ? 1
+            : 0
       if (rank === 0 || rank < specificity) continue
       const q = range.parameters.get('q') ?? '1'
       if (!QVALUE.test(q)) continue

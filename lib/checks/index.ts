@@ -116,33 +116,69 @@ export function buildChecks(options: ChecksOptions): Checks {
     return declared === undefined ? undefined : checkSize(Number(declared), bodyLimit)
   }
 
-  function checkBody(operation: Operation, body: Uint8Array, principal?: Principal, mode = defaultMode, earlier?: Rejection): Verdict {
+  function checkBody(
+    operation: Operation,
+    body: Uint8Array,
+    principal?: Principal,
+    mode = defaultMode,
+    earlier?: Rejection,
+  ): Verdict {
     const parsed = parseBody(body, bodyLimit)
-    if (!parsed.ok) return mode === 'enforce' ? (earlier ?? parsed) : reported(operation, undefined, principal, body, undefined, earlier ?? parsed)
+    if (!parsed.ok)
+      return mode === 'enforce'
+        ? (earlier ?? parsed)
+        : reported(operation, undefined, principal, body, undefined, earlier ?? parsed)
     const document = parsed.value
     const schema = schemas.get(operation) as CompiledSchema<PaymentRequest>
-    if (!schema.check(document)) return refusedInMode(operation, principal, body, document, earlier ?? schemaRejection(schema.errors(document)), mode)
+    if (!schema.check(document))
+      return refusedInMode(
+        operation,
+        principal,
+        body,
+        document,
+        earlier ?? schemaRejection(schema.errors(document)),
+        mode,
+      )
     const entity = document.merchant.entity
     if (principal !== undefined) {
       const denied = checkEntityAccess(principal, entity)
       if (denied !== undefined) return denied
     }
     const policy = policies.get(entity)
-    if (policy === undefined) return refusedInMode(operation, principal, body, document, earlier ?? reject('entityIsNotConfigured'), mode)
-    if ((policy.mode ?? mode) === 'enforce') return earlier ?? applyPolicy(document, policy) ?? { ok: true, operation, entity, document, principal }
+    if (policy === undefined)
+      return refusedInMode(operation, principal, body, document, earlier ?? reject('entityIsNotConfigured'), mode)
+    if ((policy.mode ?? mode) === 'enforce')
+      return earlier ?? applyPolicy(document, policy) ?? { ok: true, operation, entity, document, principal }
     // The bytes that came are what report mode forwards: the policy rewrites a copy, to tell what would change.
     const forwarded = structuredClone(document)
     const refused = earlier ?? applyPolicy(forwarded, policy)
     if (refused !== undefined) return reported(operation, entity, principal, body, document, refused)
     const wouldRewrite = rewritesOf(document, forwarded, body)
-    return { ok: 'report', operation, entity, principal, body, received: document, wouldRefuse: undefined, wouldRewrite, document: forwarded }
+    return {
+      ok: 'report',
+      operation,
+      entity,
+      principal,
+      body,
+      received: document,
+      wouldRefuse: undefined,
+      wouldRewrite,
+      document: forwarded,
+    }
   }
 
   /**
    * A refusal found before the entity's policy was read: its mode is the entity's, when the document
    * names an entity (docs/rollout.md), and report mode still refuses a user check 9 would refuse.
    */
-  function refusedInMode(operation: Operation, principal: Principal | undefined, body: Uint8Array, document: unknown, refusal: Rejection, mode: Mode): Verdict {
+  function refusedInMode(
+    operation: Operation,
+    principal: Principal | undefined,
+    body: Uint8Array,
+    document: unknown,
+    refusal: Rejection,
+    mode: Mode,
+  ): Verdict {
     const entity = entityOf(document)
     if (((entity === undefined ? undefined : policies.get(entity)?.mode) ?? mode) === 'enforce') return refusal
     const denied = entity === undefined || principal === undefined ? undefined : checkEntityAccess(principal, entity)
@@ -154,7 +190,8 @@ export function buildChecks(options: ChecksOptions): Checks {
     bodyLimit,
     operationOf,
     route: (method, url) => routeFor(method, operationOf(url)),
-    authenticate: (authorization) => (authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization)),
+    authenticate: (authorization) =>
+      authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization),
     checkHead,
     mode: defaultMode,
     checkBody,
@@ -166,6 +203,23 @@ export function buildChecks(options: ChecksOptions): Checks {
 }
 
 /** Report mode's verdict on a request enforce mode would have refused. */
-function reported(operation: Operation, entity: string | undefined, principal: Principal | undefined, body: Uint8Array, received: unknown, refusal: Rejection): Reported {
-  return { ok: 'report', operation, entity, principal, body, received, wouldRefuse: refusal, wouldRewrite: NO_REWRITE, document: undefined }
+function reported(
+  operation: Operation,
+  entity: string | undefined,
+  principal: Principal | undefined,
+  body: Uint8Array,
+  received: unknown,
+  refusal: Rejection,
+): Reported {
+  return {
+    ok: 'report',
+    operation,
+    entity,
+    principal,
+    body,
+    received,
+    wouldRefuse: refusal,
+    wouldRewrite: NO_REWRITE,
+    document: undefined,
+  }
 }

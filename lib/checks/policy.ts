@@ -30,12 +30,20 @@ export function applyPolicy(document: PaymentRequest, policy: Policy): Rejection
   let items: FieldError[] | undefined
   if (policy.features.paymentFacilitator && merchant.paymentFacilitator === undefined) {
     items = [
-      fieldError('fieldIsMissing', '$.merchant.paymentFacilitator', 'This entity is a Payment Facilitator: merchant.paymentFacilitator is mandatory.'),
+      fieldError(
+        'fieldIsMissing',
+        '$.merchant.paymentFacilitator',
+        'This entity is a Payment Facilitator: merchant.paymentFacilitator is mandatory.',
+      ),
     ]
   }
   if (policy.line1 === 'reject' && line1.length > LINE1_MAX_LENGTH) {
     ;(items ??= []).push(
-      fieldError('stringIsTooLong', '$.instruction.narrative.line1', `The string must be at most ${LINE1_MAX_LENGTH} characters long.`),
+      fieldError(
+        'stringIsTooLong',
+        '$.instruction.narrative.line1',
+        `The string must be at most ${LINE1_MAX_LENGTH} characters long.`,
+      ),
     )
   }
   if (items !== undefined) return schemaRejection(items)

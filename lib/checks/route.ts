@@ -51,7 +51,10 @@ export function buildRouter(basePath: string): (url: string | undefined) => Oper
 }
 
 /** The route of a request to `operation`'s path: the operation for a POST, a 405 for another method; undefined for a path not ours. */
-export function routeFor(method: string | undefined, operation: Operation | undefined): Operation | Rejection | undefined {
+export function routeFor(
+  method: string | undefined,
+  operation: Operation | undefined,
+): Operation | Rejection | undefined {
   if (operation === undefined) return undefined
   return method === 'POST' ? operation : METHOD_NOT_ALLOWED
 }

@@ -92,7 +92,8 @@ export async function loadCertificates(
     watched.push(watch)
     return watch
   }
-  const listener = listenerFiles.length === 0 ? undefined : await started(listenerFiles, (texts) => pairAt(texts, 0), 'listener')
+  const listener =
+    listenerFiles.length === 0 ? undefined : await started(listenerFiles, (texts) => pairAt(texts, 0), 'listener')
   let target: TargetTls | undefined
   if (flags.target.protocol === 'https:') {
     const clientAt = caFiles.length

@@ -17,7 +17,8 @@ export const spec: CommandSpec<Record<never, never>> = {
 
 export const run: Command = async (args, io) => {
   const [file] = parseFlags(spec, args, io.env).positionals
-  if (file === undefined) throw new CodedError('EUSAGE', 'give the rules file to check: payments-gate check-backend-errors FILE')
+  if (file === undefined)
+    throw new CodedError('EUSAGE', 'give the rules file to check: payments-gate check-backend-errors FILE')
   const rules = await readBackendErrors(file).catch((error: unknown) => {
     throw new CodedError('EUSAGE', `${file}: ${readFailure(error)}; give a readable rules file`)
   })

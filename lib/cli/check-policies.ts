@@ -23,6 +23,8 @@ export const run: Command = async (args, io) => {
   for (const { file, reason } of problems) io.stdout.write(`${file}: ${reason}\n`)
   if (problems.length > 0) return EXIT_NO
   const entities = [...policies.keys()]
-  io.stdout.write(`${entities.length} valid ${entities.length === 1 ? 'policy' : 'policies'} in ${dir}: ${entities.join(', ')}\n`)
+  io.stdout.write(
+    `${entities.length} valid ${entities.length === 1 ? 'policy' : 'policies'} in ${dir}: ${entities.join(', ')}\n`,
+  )
   return EXIT_OK
 }

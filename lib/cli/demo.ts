@@ -13,7 +13,11 @@ import { stopSignals } from './signals.js'
 import { unreadable } from './startup.js'
 
 const DEMO_FLAGS = {
-  listen: { ...SHARED_FLAGS.listen, summary: 'where the gateway listens; on loopback unless a host is given, since the demo prints a working password', shown: '`127.0.0.1:8080`' },
+  listen: {
+    ...SHARED_FLAGS.listen,
+    summary: 'where the gateway listens; on loopback unless a host is given, since the demo prints a working password',
+    shown: '`127.0.0.1:8080`',
+  },
   policies: SHARED_FLAGS.policies,
 }
 
@@ -95,7 +99,9 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
     throw unreadable(error, where)
   })
   const password = randomBytes(12).toString('base64url')
-  const credentials = new CredentialStore([{ username: DEMO_USER, password: await hashPassword(password), entities: [...policies.keys()] }])
+  const credentials = new CredentialStore([
+    { username: DEMO_USER, password: await hashPassword(password), entities: [...policies.keys()] },
+  ])
   const backend = await startDemoBackend()
   let serving: Serving
   try {

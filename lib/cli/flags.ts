@@ -33,7 +33,9 @@ export interface OptionSpec<T> {
 export function option<T>(spec: OptionSpec<T> & { readonly default: string }): Flag<T>
 export function option<T>(spec: OptionSpec<T> & { readonly required: true }): Flag<T>
 export function option<T>(spec: OptionSpec<T>): Flag<T | undefined>
-export function option<T>(spec: OptionSpec<T> & { readonly default?: string; readonly required?: true }): Flag<T | undefined> {
+export function option<T>(
+  spec: OptionSpec<T> & { readonly default?: string; readonly required?: true },
+): Flag<T | undefined> {
   const { parse } = spec
   return {
     value: spec.value,
@@ -52,7 +54,14 @@ export function option<T>(spec: OptionSpec<T> & { readonly default?: string; rea
 
 /** A flag without a value: true when given. Never read from the environment. */
 export function toggle(summary: string): Flag<boolean> {
-  return { value: undefined, summary, shown: 'off', required: false, see: undefined, read: (text) => text !== undefined }
+  return {
+    value: undefined,
+    summary,
+    shown: 'off',
+    required: false,
+    see: undefined,
+    read: (text) => text !== undefined,
+  }
 }
 
 export type Flags = Readonly<Record<string, Flag<unknown>>>
@@ -100,9 +109,18 @@ export function asksForHelp(args: readonly string[]): boolean {
  * reported with where it came from, the flag or the variable, since a user
  * who set only the variable has no flag to look for.
  */
-export function parseFlags<F extends Flags>(spec: CommandSpec<F>, args: string[], env: Readonly<Record<string, string | undefined>>): Parsed<F> {
+export function parseFlags<F extends Flags>(
+  spec: CommandSpec<F>,
+  args: string[],
+  env: Readonly<Record<string, string | undefined>>,
+): Parsed<F> {
   const keys = new Map(Object.keys(spec.flags).map((key) => [flagName(key).slice(2), key]))
-  const options = Object.fromEntries([...keys].map(([name, key]) => [name, { type: (spec.flags[key]?.value === undefined ? 'boolean' : 'string') as 'string' | 'boolean' }]))
+  const options = Object.fromEntries(
+    [...keys].map(([name, key]) => [
+      name,
+      { type: (spec.flags[key]?.value === undefined ? 'boolean' : 'string') as 'string' | 'boolean' },
+    ]),
+  )
   const hint = `see payments-gate ${spec.name} --help`
   const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true })
   const given = new Map<string, string>()
@@ -111,13 +129,15 @@ export function parseFlags<F extends Flags>(spec: CommandSpec<F>, args: string[]
     if (token.kind === 'positional') positionals.push(token.value)
     if (token.kind !== 'option') continue
     const key = keys.get(token.name)
-    if (key === undefined || token.rawName.length === 2) throw new CodedError('EUSAGE', `unknown flag ${token.rawName}; ${hint}`)
+    if (key === undefined || token.rawName.length === 2)
+      throw new CodedError('EUSAGE', `unknown flag ${token.rawName}; ${hint}`)
     const flag = spec.flags[key] as Flag<unknown>
     if (flag.value === undefined) {
       if (token.inlineValue) throw new CodedError('EUSAGE', `${token.rawName} takes no value; ${hint}`)
       given.set(key, '')
     } else {
-      if (token.value === undefined) throw new CodedError('EUSAGE', `${token.rawName} needs a value: ${token.rawName} ${flag.value}`)
+      if (token.value === undefined)
+        throw new CodedError('EUSAGE', `${token.rawName} needs a value: ${token.rawName} ${flag.value}`)
       given.set(key, token.value)
     }
   }
@@ -126,7 +146,8 @@ export function parseFlags<F extends Flags>(spec: CommandSpec<F>, args: string[]
     throw new CodedError('EUSAGE', `too many arguments; usage: payments-gate ${spec.name} ${spec.usage}`)
   }
   // An empty variable is not set: a manifest's `value: ""` should not be an error.
-  const fromEnv = (key: string): boolean => spec.env && !given.has(key) && spec.flags[key]?.value !== undefined && (env[envName(key)] ?? '') !== ''
+  const fromEnv = (key: string): boolean =>
+    spec.env && !given.has(key) && spec.flags[key]?.value !== undefined && (env[envName(key)] ?? '') !== ''
   const where = (key: string): string => (fromEnv(key) ? envName(key) : flagName(key))
   const values: Record<string, unknown> = {}
   for (const [key, flag] of Object.entries(spec.flags)) {
@@ -135,7 +156,11 @@ export function parseFlags<F extends Flags>(spec: CommandSpec<F>, args: string[]
       values[key] = flag.read(text)
     } catch (error) {
       if (!isCoded(error, 'EINVALID')) throw error
-      if (text === undefined) throw new CodedError('EUSAGE', `${flagName(key)} is required: give ${flagLabel(key, flag)}${spec.env ? ` or set ${envName(key)}` : ''}`)
+      if (text === undefined)
+        throw new CodedError(
+          'EUSAGE',
+          `${flagName(key)} is required: give ${flagLabel(key, flag)}${spec.env ? ` or set ${envName(key)}` : ''}`,
+        )
       throw new CodedError('EUSAGE', `${where(key)}=${JSON.stringify(text)} ${error.message}`)
     }
   }

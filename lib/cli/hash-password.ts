@@ -22,7 +22,11 @@ export const run: Command = async (args, io) => {
   } catch {
     throw new CodedError('EUSAGE', 'the password on stdin is not UTF-8; give it as UTF-8 text')
   }
-  if (password.length === 0) throw new CodedError('EUSAGE', 'the password on stdin is empty; pipe it in: printf %s PASSWORD | payments-gate hash-password')
+  if (password.length === 0)
+    throw new CodedError(
+      'EUSAGE',
+      'the password on stdin is empty; pipe it in: printf %s PASSWORD | payments-gate hash-password',
+    )
   io.stdout.write(`${await hashPassword(password)}\n`)
   return EXIT_OK
 }

@@ -11,11 +11,23 @@ interface Subcommand {
 /** Loaded on demand, so that `validate` does not pay for the proxy's start-up. */
 export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   serve: { summary: 'run the gateway in front of a backend', load: () => import('./serve.js') },
-  demo: { summary: 'the gateway on port 8080 in front of a demo backend, with a demo user', load: () => import('./demo.js') },
-  'hash-password': { summary: 'hash the password read on stdin, for the credentials file', load: () => import('./hash-password.js') },
+  demo: {
+    summary: 'the gateway on port 8080 in front of a demo backend, with a demo user',
+    load: () => import('./demo.js'),
+  },
+  'hash-password': {
+    summary: 'hash the password read on stdin, for the credentials file',
+    load: () => import('./hash-password.js'),
+  },
   'check-policies': { summary: 'check every policy file of a folder', load: () => import('./check-policies.js') },
-  'check-backend-errors': { summary: "check a rules file for the backend's error answers", load: () => import('./check-backend-errors.js') },
-  validate: { summary: 'print what the gateway would answer or forward for a body', load: () => import('./validate.js') },
+  'check-backend-errors': {
+    summary: "check a rules file for the backend's error answers",
+    load: () => import('./check-backend-errors.js'),
+  },
+  validate: {
+    summary: 'print what the gateway would answer or forward for a body',
+    load: () => import('./validate.js'),
+  },
   openapi: { summary: 'print the OpenAPI 3.1 document of both operations', load: () => import('./openapi.js') },
 }
 
@@ -29,7 +41,8 @@ function help(): string {
 
 /** The package's version: package.json sits two folders up from lib/cli/ and from dist/cli/ alike. */
 async function version(): Promise<string> {
-  return (JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+  return (JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
+    .version
 }
 
 /** Runs one subcommand; a bad call or a failed start-up is one line on stderr and exit code 2. */

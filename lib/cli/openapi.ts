@@ -8,7 +8,11 @@ import { unreadable } from './startup.js'
 const { vendor, basePath, backendErrors } = SHARED_FLAGS
 
 /** Checked by the same code as `serve`'s: a vendor `serve` refuses makes no document either. */
-export const spec: CommandSpec<{ vendor: typeof vendor; basePath: typeof basePath; backendErrors: typeof backendErrors }> = {
+export const spec: CommandSpec<{
+  vendor: typeof vendor
+  basePath: typeof basePath
+  backendErrors: typeof backendErrors
+}> = {
   name: 'openapi',
   usage: '[flags]',
   description:
@@ -26,6 +30,8 @@ export const run: Command = async (args, io) => {
       : await loadBackendErrors(values.backendErrors).catch((error: unknown) => {
           throw unreadable(error, where)
         })
-  io.stdout.write(`${JSON.stringify(buildOpenApi({ vendor: values.vendor, basePath: values.basePath, backendErrors: rules }), null, 2)}\n`)
+  io.stdout.write(
+    `${JSON.stringify(buildOpenApi({ vendor: values.vendor, basePath: values.basePath, backendErrors: rules }), null, 2)}\n`,
+  )
   return EXIT_OK
 }

@@ -22,7 +22,8 @@ export function wholeNumber(unit: string, min = 0): (text: string) => number {
 export function parseAddress(value: string): Address {
   const match = /^(?:(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):)?([0-9]{1,5})$/.exec(value)
   const port = Number(match?.[3])
-  if (match === null || port > 65535) throw new CodedError('EINVALID', 'must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535')
+  if (match === null || port > 65535)
+    throw new CodedError('EINVALID', 'must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535')
   return { host: match[1] ?? match[2], port }
 }
 
@@ -33,13 +34,15 @@ function parseTarget(value: string): URL {
   } catch {
     throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. http://127.0.0.1:9000')
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. https://payments.internal')
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. https://payments.internal')
   return url
 }
 
 /** The vendor goes into a media type: RFC 6838 restricted-name characters only. */
 function parseVendor(value: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value)) throw new CodedError('EINVALID', 'must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
+  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value))
+    throw new CodedError('EINVALID', 'must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
   return value
 }
 
@@ -56,7 +59,10 @@ const BASE_PATH = new RegExp(String.raw`^\/?(?:${PCHAR}+\/)*${PCHAR}*$`)
 function parseBasePath(value: string): string {
   const segments = value.replace(/^\/|\/$/g, '').split('/')
   if (!BASE_PATH.test(value) || segments.some((segment) => segment === '.' || segment === '..')) {
-    throw new CodedError('EINVALID', 'must be a path such as /api/v1: segments of letters, digits and -._~!$&\'()*+,;=:@ or %XX, no query, no spaces')
+    throw new CodedError(
+      'EINVALID',
+      "must be a path such as /api/v1: segments of letters, digits and -._~!$&'()*+,;=:@ or %XX, no query, no spaces",
+    )
   }
   return value
 }
@@ -70,7 +76,8 @@ function parseWorkers(value: string): number {
 /** One of a few words, e.g. `closed` or `open`. */
 export function oneOf<const T extends string>(...choices: T[]): (text: string) => T {
   return (text) => {
-    if (!(choices as string[]).includes(text)) throw new CodedError('EINVALID', `must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}`)
+    if (!(choices as string[]).includes(text))
+      throw new CodedError('EINVALID', `must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}`)
     return text as T
   }
 }
@@ -84,17 +91,39 @@ export const identity = (text: string) => text
  * `serve` refuses).
  */
 export const SHARED_FLAGS = {
-  listen: option({ value: '[HOST:]PORT', summary: 'where the gateway listens (`[::1]:8080` for IPv6); all interfaces when no host is given', default: String(DEFAULTS.port), parse: parseAddress }),
-  policies: option({ value: 'DIR', summary: 'folder of per-entity policy files', default: DEFAULTS.policies, parse: identity, see: '[policies](policies.md)' }),
-  vendor: option({ value: 'NAME', summary: 'the `<vendor>` in `application/vnd.<vendor>.payments-v6+json` (RFC 6838 name characters)', default: DEFAULTS.vendor, parse: parseVendor }),
+  listen: option({
+    value: '[HOST:]PORT',
+    summary: 'where the gateway listens (`[::1]:8080` for IPv6); all interfaces when no host is given',
+    default: String(DEFAULTS.port),
+    parse: parseAddress,
+  }),
+  policies: option({
+    value: 'DIR',
+    summary: 'folder of per-entity policy files',
+    default: DEFAULTS.policies,
+    parse: identity,
+    see: '[policies](policies.md)',
+  }),
+  vendor: option({
+    value: 'NAME',
+    summary: 'the `<vendor>` in `application/vnd.<vendor>.payments-v6+json` (RFC 6838 name characters)',
+    default: DEFAULTS.vendor,
+    parse: parseVendor,
+  }),
   basePath: option({
     value: 'PATH',
-    summary: 'prefix in front of `/payments/...`: `/`-separated segments of RFC 3986 path characters, no query, no spaces; a leading slash is added, a trailing one removed',
+    summary:
+      'prefix in front of `/payments/...`: `/`-separated segments of RFC 3986 path characters, no query, no spaces; a leading slash is added, a trailing one removed',
     default: DEFAULTS.basePath,
     shown: 'empty',
     parse: parseBasePath,
   }),
-  bodyLimit: option({ value: 'BYTES', summary: 'largest request body read', default: String(DEFAULTS.bodyLimit), parse: wholeNumber('bytes') }),
+  bodyLimit: option({
+    value: 'BYTES',
+    summary: 'largest request body read',
+    default: String(DEFAULTS.bodyLimit),
+    parse: wholeNumber('bytes'),
+  }),
   backendErrors: option({
     value: 'FILE',
     summary: "rules naming the backend's error answers on the two operations, watched for changes",
@@ -107,38 +136,80 @@ export const SHARED_FLAGS = {
 const SERVE_FLAGS = {
   target: option({
     value: 'URL',
-    summary: 'the backend, an `http://` or `https://` URL; a path in it is put in front of the request\'s path; an `https://` backend\'s certificate is always verified',
+    summary:
+      "the backend, an `http://` or `https://` URL; a path in it is put in front of the request's path; an `https://` backend's certificate is always verified",
     required: true,
     parse: parseTarget,
   }),
   targetCa: option({
     value: 'FILE',
-    summary: "PEM bundle of the CAs an `https://` target's certificate is verified against, instead of the system's roots; watched",
+    summary:
+      "PEM bundle of the CAs an `https://` target's certificate is verified against, instead of the system's roots; watched",
     shown: "the system's roots",
     parse: identity,
     see: '[TLS](deployment.md#tls)',
   }),
-  targetCert: option({ value: 'FILE', summary: 'PEM client certificate presented to an `https://` target (mutual TLS), with `--target-key`; watched', parse: identity, see: '[TLS](deployment.md#tls)' }),
-  targetKey: option({ value: 'FILE', summary: "`--target-cert`'s private key, PEM without a passphrase; watched", parse: identity }),
+  targetCert: option({
+    value: 'FILE',
+    summary: 'PEM client certificate presented to an `https://` target (mutual TLS), with `--target-key`; watched',
+    parse: identity,
+    see: '[TLS](deployment.md#tls)',
+  }),
+  targetKey: option({
+    value: 'FILE',
+    summary: "`--target-cert`'s private key, PEM without a passphrase; watched",
+    parse: identity,
+  }),
   targetServername: option({
     value: 'NAME',
-    summary: "the name an `https://` target's certificate must carry (and the SNI sent), for a target given as an address",
+    summary:
+      "the name an `https://` target's certificate must carry (and the SNI sent), for a target given as an address",
     shown: "the target's host",
     parse: identity,
   }),
-  credentials: option({ value: 'FILE', summary: 'BasicAuth users, JSON with scrypt hashes', required: true, parse: identity, see: '[credentials](credentials.md)' }),
+  credentials: option({
+    value: 'FILE',
+    summary: 'BasicAuth users, JSON with scrypt hashes',
+    required: true,
+    parse: identity,
+    see: '[credentials](credentials.md)',
+  }),
   ...SHARED_FLAGS,
   tlsCert: option({
     value: 'FILE',
-    summary: 'serve HTTPS on `--listen` with this PEM certificate (its chain may follow), with `--tls-key`; watched and re-read on SIGHUP, new connections get a new one',
+    summary:
+      'serve HTTPS on `--listen` with this PEM certificate (its chain may follow), with `--tls-key`; watched and re-read on SIGHUP, new connections get a new one',
     shown: 'off: plain HTTP',
     parse: identity,
     see: '[TLS](deployment.md#tls)',
   }),
-  tlsKey: option({ value: 'FILE', summary: "`--tls-cert`'s private key, PEM without a passphrase; watched", parse: identity }),
-  timeout: option({ value: 'MS', summary: 'how long the backend may stay silent, at least 1', default: String(DEFAULTS.timeout), parse: wholeNumber('milliseconds', 1), see: '[backend faults](backend-faults.md)' }),
-  admin: option({ value: 'HOST:PORT', summary: 'health and metrics listener', shown: 'off', parse: parseAddress, see: '[deployment](deployment.md#health-readiness-and-metrics)' }),
-  workers: option({ value: 'N|auto', summary: 'processes sharing the port; `auto`: one per core; more than one needs `--idempotency` `off` or a Redis URL', default: '1', parse: parseWorkers, see: '[deployment](deployment.md#workers)' }),
+  tlsKey: option({
+    value: 'FILE',
+    summary: "`--tls-cert`'s private key, PEM without a passphrase; watched",
+    parse: identity,
+  }),
+  timeout: option({
+    value: 'MS',
+    summary: 'how long the backend may stay silent, at least 1',
+    default: String(DEFAULTS.timeout),
+    parse: wholeNumber('milliseconds', 1),
+    see: '[backend faults](backend-faults.md)',
+  }),
+  admin: option({
+    value: 'HOST:PORT',
+    summary: 'health and metrics listener',
+    shown: 'off',
+    parse: parseAddress,
+    see: '[deployment](deployment.md#health-readiness-and-metrics)',
+  }),
+  workers: option({
+    value: 'N|auto',
+    summary:
+      'processes sharing the port; `auto`: one per core; more than one needs `--idempotency` `off` or a Redis URL',
+    default: '1',
+    parse: parseWorkers,
+    see: '[deployment](deployment.md#workers)',
+  }),
   idempotency: option({
     value: 'memory|off|URL',
     summary:
@@ -147,8 +218,18 @@ const SERVE_FLAGS = {
     parse: identity,
     see: '[retry protection](idempotency.md)',
   }),
-  idempotencyTtl: option({ value: 'SECONDS', summary: 'how long a recorded answer is replayed, at least 1', default: String(IDEMPOTENCY_DEFAULTS.ttlSeconds), parse: wholeNumber('seconds', 1) }),
-  idempotencyFailure: option({ value: 'closed|open', summary: 'when the store cannot be reached: refuse with 503, or forward unprotected', default: IDEMPOTENCY_DEFAULTS.failure, parse: oneOf('closed', 'open') }),
+  idempotencyTtl: option({
+    value: 'SECONDS',
+    summary: 'how long a recorded answer is replayed, at least 1',
+    default: String(IDEMPOTENCY_DEFAULTS.ttlSeconds),
+    parse: wholeNumber('seconds', 1),
+  }),
+  idempotencyFailure: option({
+    value: 'closed|open',
+    summary: 'when the store cannot be reached: refuse with 503, or forward unprotected',
+    default: IDEMPOTENCY_DEFAULTS.failure,
+    parse: oneOf('closed', 'open'),
+  }),
   idempotencyReplicas: option({
     value: 'N',
     summary: 'Redis replicas that must acknowledge a claim (`WAIT`) before the payment is forwarded',
@@ -172,21 +253,24 @@ const SERVE_FLAGS = {
   }),
   mode: option({
     value: 'enforce|report',
-    summary: '`report` passes every request that passed BasicAuth on as it came and reports what `enforce` would have done; a policy\'s `mode` overrides it for its entity',
+    summary:
+      "`report` passes every request that passed BasicAuth on as it came and reports what `enforce` would have done; a policy's `mode` overrides it for its entity",
     default: DEFAULTS.mode,
     parse: oneOf('enforce', 'report'),
     see: '[rollout](rollout.md)',
   }),
   trustProxy: option({
     value: 'N',
-    summary: 'proxies in front of the gateway (a load balancer, an ingress): the log line\'s `remoteAddress` is the address the farthest of them added to `X-Forwarded-For`, the Nth counted from the right; 0: the connection\'s own address',
+    summary:
+      "proxies in front of the gateway (a load balancer, an ingress): the log line's `remoteAddress` is the address the farthest of them added to `X-Forwarded-For`, the Nth counted from the right; 0: the connection's own address",
     default: String(DEFAULTS.trustProxy),
     parse: wholeNumber('proxies'),
     see: '[logs and metrics](logs-and-metrics.md#the-clients-address)',
   }),
   shutdownDelay: option({
     value: 'SECONDS',
-    summary: 'after `SIGTERM`, how long the gateway keeps accepting and serving (answering with `Connection: close`) while `/readyz` says 503, before it drains',
+    summary:
+      'after `SIGTERM`, how long the gateway keeps accepting and serving (answering with `Connection: close`) while `/readyz` says 503, before it drains',
     default: String(DEFAULTS.shutdownDelaySeconds),
     parse: wholeNumber('seconds'),
     see: '[deployment](deployment.md#stopping)',
@@ -204,7 +288,8 @@ const SERVE_FLAGS = {
 export const SERVE: CommandSpec<typeof SERVE_FLAGS> = {
   name: 'serve',
   usage: '--target URL --credentials FILE [flags]',
-  description: 'Runs the gateway in front of a backend. Every flag can also be given as its PAYMENTS_GATE_* variable; a flag wins over its variable.',
+  description:
+    'Runs the gateway in front of a backend. Every flag can also be given as its PAYMENTS_GATE_* variable; a flag wins over its variable.',
   env: true,
   positionals: 0,
   flags: SERVE_FLAGS,

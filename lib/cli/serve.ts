@@ -22,9 +22,16 @@ import { bind, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
-type RetryProtectionFlags = 'idempotency' | 'idempotencyTtl' | 'idempotencyFailure' | 'idempotencyReplicas' | 'idempotencyMaxEntries' | 'idempotencyMaxBytes'
+type RetryProtectionFlags =
+  | 'idempotency'
+  | 'idempotencyTtl'
+  | 'idempotencyFailure'
+  | 'idempotencyReplicas'
+  | 'idempotencyMaxEntries'
+  | 'idempotencyMaxBytes'
 type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
-type DefaultedFlags = RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
+type DefaultedFlags =
+  RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
 
 /**
  * What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection,
@@ -32,7 +39,8 @@ type DefaultedFlags = RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drain
  * plus a second unless given.
  */
 export interface ServeSetup
-  extends Omit<ServeOptions, 'credentials' | 'workers' | 'where' | DefaultedFlags>,
+  extends
+    Omit<ServeOptions, 'credentials' | 'workers' | 'where' | DefaultedFlags>,
     Partial<Pick<ServeOptions, DefaultedFlags>> {
   readonly credentials: string | Authenticator
   /** Where a flag's value came from (`--listen` or `PAYMENTS_GATE_LISTEN`), for start-up errors; the flag unless given. */
@@ -77,7 +85,10 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   }
   let certificates: Certificates | undefined
   try {
-    certificates = await loadCertificates(setup, where, { logger, onReload: (side, outcome) => metrics.tlsReload(side, outcome) })
+    certificates = await loadCertificates(setup, where, {
+      logger,
+      onReload: (side, outcome) => metrics.tlsReload(side, outcome),
+    })
     const onStoreError = storeErrorReporter(logger, metrics)
     const { store, gate } = await Promise.resolve()
       .then(async () => {
@@ -108,8 +119,19 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       // The rules file is the gate's, watched there; the gateway applies the rules in force.
       const { checks, backendErrors } = gate
       const idempotency = store ?? 'off'
-      const started = createGateway({ ...setup, ...tls, checks, backendErrors, idempotency, logger, metrics, onStoreError })
-      const address = await bind(where('listen'), setup.listen, () => started.listen(setup.listen.port, setup.listen.host)).catch(async (error: unknown) => {
+      const started = createGateway({
+        ...setup,
+        ...tls,
+        checks,
+        backendErrors,
+        idempotency,
+        logger,
+        metrics,
+        onStoreError,
+      })
+      const address = await bind(where('listen'), setup.listen, () =>
+        started.listen(setup.listen.port, setup.listen.host),
+      ).catch(async (error: unknown) => {
         // The gateway owns retry protection's store: a Redis client left open would keep the process alive.
         await started.drain(0)
         throw error
@@ -165,7 +187,11 @@ function reloader({ gate, logger, certificates }: Serving): () => void {
 const STORE_ERROR_LOG_INTERVAL_MS = 1000
 
 /** Every failure of the retry-protection store is counted, a release given up also on its own; one line a second at most says what it was. */
-export function storeErrorReporter(logger: Logger, metrics: Metrics, now = () => performance.now()): (error: unknown) => void {
+export function storeErrorReporter(
+  logger: Logger,
+  metrics: Metrics,
+  now = () => performance.now(),
+): (error: unknown) => void {
   let logged = Number.NEGATIVE_INFINITY
   return (error) => {
     metrics.storeError()
@@ -219,7 +245,12 @@ export const run: Command = async (args, io) => {
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
-async function runWorker(options: ServeOptions, io: Io, signals: StopSignals, onReload: (reload: () => void) => void): Promise<number> {
+async function runWorker(
+  options: ServeOptions,
+  io: Io,
+  signals: StopSignals,
+  onReload: (reload: () => void) => void,
+): Promise<number> {
   try {
     const serving = await startServing(options, io, false)
     onReload(reloader(serving))
@@ -235,7 +266,9 @@ async function runWorker(options: ServeOptions, io: Io, signals: StopSignals, on
     /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
     if (!isCoded(error, 'EUSAGE')) throw error
     // The primary prints the reason once for all its workers: one line (docs/cli.md).
-    await new Promise((resolve) => (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve))
+    await new Promise((resolve) =>
+      (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve),
+    )
     return leavePrimary(EXIT_USAGE)
   }
   return leavePrimary(EXIT_OK)

@@ -17,7 +17,8 @@ export async function bind(where: string, address: Address, listen: () => Promis
     return await listen()
   } catch (error) {
     const shown = address.host === undefined ? `port ${address.port}` : `${address.host}:${address.port}`
-    const failure = LISTEN_FAILURES[(error as NodeJS.ErrnoException).code as string] ?? 'cannot be listened on; give another address'
+    const failure =
+      LISTEN_FAILURES[(error as NodeJS.ErrnoException).code as string] ?? 'cannot be listened on; give another address'
     throw new CodedError('EUSAGE', `${where}: ${shown} ${failure}`)
   }
 }
@@ -44,6 +45,10 @@ export function unreadable(error: unknown, where: (key: string) => string): unkn
   }
   const { syscall, path } = error as NodeJS.ErrnoException
   // The one file-system call start-up makes outside those two files: reading the policy folder.
-  if (syscall !== undefined) return new CodedError('EUSAGE', `${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md)`)
+  if (syscall !== undefined)
+    return new CodedError(
+      'EUSAGE',
+      `${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md)`,
+    )
   return error
 }

@@ -17,10 +17,17 @@ function parseOperation(text: string): Operation {
 }
 
 const VALIDATE_FLAGS = {
-  operation: option({ value: 'sale|recurring', summary: 'the operation whose path the body would be posted to', required: true, parse: parseOperation }),
+  operation: option({
+    value: 'sale|recurring',
+    summary: 'the operation whose path the body would be posted to',
+    required: true,
+    parse: parseOperation,
+  }),
   policies: SHARED_FLAGS.policies,
   bodyLimit: SHARED_FLAGS.bodyLimit,
-  showCardNumbers: toggle('print card numbers whole, for those who need the exact bytes; by default they are masked to their first six and last four digits, as in the logs'),
+  showCardNumbers: toggle(
+    'print card numbers whole, for those who need the exact bytes; by default they are masked to their first six and last four digits, as in the logs',
+  ),
 }
 
 export const spec: CommandSpec<typeof VALIDATE_FLAGS> = {
@@ -42,23 +49,36 @@ export const spec: CommandSpec<typeof VALIDATE_FLAGS> = {
 export const run: Command = async (args, io) => {
   const { values, positionals, where } = parseFlags(spec, args, io.env)
   const [file] = positionals
-  if (file === undefined) throw new CodedError('EUSAGE', `give the body: a FILE, or - for stdin (usage: payments-gate validate ${spec.usage})`)
+  if (file === undefined)
+    throw new CodedError(
+      'EUSAGE',
+      `give the body: a FILE, or - for stdin (usage: payments-gate validate ${spec.usage})`,
+    )
   const { policies, problems } = await loadPolicyDir(values.policies).catch((error: unknown) => {
     throw unreadable(error, where)
   })
   const [problem] = problems
   if (problem !== undefined) throw unreadable(new CodedError('EPOLICY', `${problem.file}: ${problem.reason}`), where)
   const checks = buildChecks({ policies, bodyLimit: values.bodyLimit })
-  const body = file === '-' ? await readAll(io.stdin) : await readFile(file).catch((error: unknown) => {
-    throw new CodedError('EUSAGE', `${file}: ${readFailure(error)}; give the path of a file holding the body, or - for stdin`)
-  })
+  const body =
+    file === '-'
+      ? await readAll(io.stdin)
+      : await readFile(file).catch((error: unknown) => {
+          throw new CodedError(
+            'EUSAGE',
+            `${file}: ${readFailure(error)}; give the path of a file holding the body, or - for stdin`,
+          )
+        })
   const shown = values.showCardNumbers ? (text: string) => text : maskCardNumbers
   const verdict = checks.checkBody(values.operation, body)
   if (verdict.ok === false) return refused(io, shown, verdict, '')
   // An entity in report mode (docs/rollout.md): what enforce would do is still the answer, with a note.
-  const note = verdict.ok === 'report' ? ' (its entity is in report mode: the gateway forwards the body as it came)' : ''
+  const note =
+    verdict.ok === 'report' ? ' (its entity is in report mode: the gateway forwards the body as it came)' : ''
   if (verdict.ok === 'report' && verdict.wouldRefuse !== undefined) return refused(io, shown, verdict.wouldRefuse, note)
-  io.stderr.write(`clean: the gateway would forward this ${values.operation} request for entity ${verdict.entity}${note}\n`)
+  io.stderr.write(
+    `clean: the gateway would forward this ${values.operation} request for entity ${verdict.entity}${note}\n`,
+  )
   io.stdout.write(`${shown(JSON.stringify(verdict.document))}\n`)
   return EXIT_OK
 }

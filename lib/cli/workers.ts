@@ -18,7 +18,9 @@ export const WORKER_READY = 'payments-gate:ready'
 export const WORKER_FAILED = 'payments-gate:failed'
 
 function failureOf(message: unknown): string | undefined {
-  return typeof message === 'object' && message !== null ? (message as Record<string, string | undefined>)[WORKER_FAILED] : undefined
+  return typeof message === 'object' && message !== null
+    ? (message as Record<string, string | undefined>)[WORKER_FAILED]
+    : undefined
 }
 
 /**
@@ -42,7 +44,12 @@ function refuseSeparateStores(options: ServeOptions): void {
  * worker, and passes SIGTERM and SIGINT on to every worker, so that each keeps
  * serving for the shutdown delay and drains, before exiting once they all have.
  */
-export async function runPrimary(options: ServeOptions, io: Io, signals: StopSignals, onReload: (reload: () => void) => void): Promise<number> {
+export async function runPrimary(
+  options: ServeOptions,
+  io: Io,
+  signals: StopSignals,
+  onReload: (reload: () => void) => void,
+): Promise<number> {
   refuseSeparateStores(options)
   const checked = await Promise.resolve()
     .then(() => {

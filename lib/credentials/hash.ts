@@ -61,7 +61,8 @@ export function parseHash(text: string): ParsedHash | undefined {
   const p = parseCost(parts[3], MAX_P)
   const salt = decodeBase64(parts[4] as string)
   const hash = decodeBase64(parts[5] as string)
-  if (N === undefined || r === undefined || p === undefined || salt === undefined || hash === undefined) return undefined
+  if (N === undefined || r === undefined || p === undefined || salt === undefined || hash === undefined)
+    return undefined
   // scrypt's N must be a power of two above 1.
   if (N < 2 || (N & (N - 1)) !== 0 || salt.length < MIN_BYTES || hash.length < MIN_BYTES) return undefined
   return { N, r, p, salt, hash }

@@ -44,7 +44,10 @@ export function parseCredentials(text: string): readonly UserCredentials[] {
 }
 
 /** The store of a credentials file and the text it was built from; anything wrong throws an `ECREDENTIALS` error naming the file. */
-export async function openCredentials(file: string, options: CredentialStoreOptions): Promise<{ store: CredentialStore; text: string }> {
+export async function openCredentials(
+  file: string,
+  options: CredentialStoreOptions,
+): Promise<{ store: CredentialStore; text: string }> {
   let text: string
   try {
     text = await readFile(file, 'utf8')

@@ -98,13 +98,20 @@ export class CredentialStore implements Authenticator {
     for (const user of users) {
       if (next.has(user.username)) throw new CodedError('ECREDENTIALS', `user "${user.username}" is listed twice`)
       const kept = this.#users.get(user.username)
-      if (kept !== undefined && kept.password === user.password && sameEntities(kept.principal.entities, user.entities)) {
+      if (
+        kept !== undefined &&
+        kept.password === user.password &&
+        sameEntities(kept.principal.entities, user.entities)
+      ) {
         next.set(user.username, kept)
         continue
       }
       const hash = parseHash(user.password)
       if (hash === undefined) {
-        throw new CodedError('ECREDENTIALS', `user "${user.username}": password is not a hash from payments-gate hash-password`)
+        throw new CodedError(
+          'ECREDENTIALS',
+          `user "${user.username}": password is not a hash from payments-gate hash-password`,
+        )
       }
       const principal = Object.freeze({ username: user.username, entities: new Set(user.entities) })
       next.set(user.username, { principal, hash, password: user.password })

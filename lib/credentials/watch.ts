@@ -30,7 +30,10 @@ export interface WatchedCredentials extends Authenticator {
  * users at once (`CredentialStore.replace`); a refused one leaves the last good
  * users in force and is logged and reported once.
  */
-export async function watchCredentials(file: string, options: WatchCredentialsOptions = {}): Promise<WatchedCredentials> {
+export async function watchCredentials(
+  file: string,
+  options: WatchCredentialsOptions = {},
+): Promise<WatchedCredentials> {
   const { logger, onReload } = options
   const opened = await openCredentials(file, options)
   const { store } = opened

@@ -25,7 +25,10 @@ export async function startDemoBackend(): Promise<DemoBackend> {
     req.on('end', () => {
       const path = (req.url as string).split('?')[0] as string
       if (req.method !== 'POST' || !PATHS.has(path)) {
-        const body = JSON.stringify({ errorName: 'resourceNotFound', message: 'The demo backend only knows the two payment operations.' })
+        const body = JSON.stringify({
+          errorName: 'resourceNotFound',
+          message: 'The demo backend only knows the two payment operations.',
+        })
         res.writeHead(404, { 'content-type': 'application/json' }).end(body)
         return
       }

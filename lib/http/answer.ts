@@ -1,5 +1,12 @@
 import { STATUS_CODES, type OutgoingHttpHeaders, type ServerResponse } from 'node:http'
-import { ERROR_CONTENT_TYPE, reject, serializeError, type ErrorName, type Rejection, type RejectOptions } from '../errors.js'
+import {
+  ERROR_CONTENT_TYPE,
+  reject,
+  serializeError,
+  type ErrorName,
+  type Rejection,
+  type RejectOptions,
+} from '../errors.js'
 
 /** A refusal as it goes on the wire: every surface writes exactly this, and nothing else. */
 export interface Answer {

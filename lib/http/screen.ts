@@ -37,7 +37,13 @@ export interface Admitted {
  * path (`checks.operationOf(req.url)`), looked up once by the caller: the
  * proxy labels its logs and metrics with it too.
  */
-export async function screen(checks: Checks, req: IncomingMessage, operation: Operation | undefined, beforeBody?: () => void, mode = checks.mode): Promise<Screened> {
+export async function screen(
+  checks: Checks,
+  req: IncomingMessage,
+  operation: Operation | undefined,
+  beforeBody?: () => void,
+  mode = checks.mode,
+): Promise<Screened> {
   const head = await screenHead(checks, req, operation, mode)
   if (head === undefined || head.ok !== true) return head
   beforeBody?.()
@@ -76,15 +82,30 @@ export async function screenHead(
 
 /** Report mode's verdict on a request passed on with its body unread: its entity, and so its mode, stay unknown. */
 export function unreadReport(operation: Operation, principal: Principal, refusal: Rejection): Reported {
-  return { ok: 'report', operation, entity: undefined, principal, body: undefined, received: undefined, wouldRefuse: refusal, wouldRewrite: NO_REWRITE, document: undefined }
+  return {
+    ok: 'report',
+    operation,
+    entity: undefined,
+    principal,
+    body: undefined,
+    received: undefined,
+    wouldRefuse: refusal,
+    wouldRewrite: NO_REWRITE,
+    document: undefined,
+  }
 }
 
 /** The second half of `screen`: reads the body of an admitted request and runs checks 5 to 13 on it. */
-export async function screenBody(checks: Checks, body: Readable, admitted: Admitted): Promise<Verdict | typeof ABORTED> {
+export async function screenBody(
+  checks: Checks,
+  body: Readable,
+  admitted: Admitted,
+): Promise<Verdict | typeof ABORTED> {
   const report = admitted.mode === 'report'
   const bytes = await readBody(body, checks.bodyLimit, report)
   if (bytes === ABORTED) return ABORTED
-  if (!Buffer.isBuffer(bytes)) return report ? unreadReport(admitted.operation, admitted.principal, admitted.refused ?? bytes) : closing(bytes)
+  if (!Buffer.isBuffer(bytes))
+    return report ? unreadReport(admitted.operation, admitted.principal, admitted.refused ?? bytes) : closing(bytes)
   return checks.checkBody(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
 }
 

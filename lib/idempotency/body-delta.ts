@@ -38,7 +38,13 @@ export class Reference {
   find(body: Uint8Array, at: number): number {
     const p = this.#table === undefined ? -1 : (this.#table[hash(body, at)] as number)
     const r = this.bytes
-    return p >= 0 && r[p] === body[at] && r[p + 1] === body[at + 1] && r[p + 2] === body[at + 2] && r[p + 3] === body[at + 3] ? p : -1
+    return p >= 0 &&
+      r[p] === body[at] &&
+      r[p + 1] === body[at + 1] &&
+      r[p + 2] === body[at + 2] &&
+      r[p + 3] === body[at + 3]
+      ? p
+      : -1
   }
 
   /** No longer written against: its index goes, its bytes stay for the entries that use them. */
@@ -48,7 +54,11 @@ export class Reference {
 }
 
 function hash(bytes: Uint8Array, at: number): number {
-  const word = (bytes[at] as number) | ((bytes[at + 1] as number) << 8) | ((bytes[at + 2] as number) << 16) | ((bytes[at + 3] as number) << 24)
+  const word =
+    (bytes[at] as number) |
+    ((bytes[at + 1] as number) << 8) |
+    ((bytes[at + 2] as number) << 16) |
+    ((bytes[at + 3] as number) << 24)
   return Math.imul(word, 0x9e3779b1) >>> (32 - HASH_BITS)
 }
 
@@ -92,7 +102,7 @@ export function encode(body: Uint8Array, reference: Reference): string {
 
 /** The bytes of `body` from `from` to `to` as literal tokens at `o` of `out`; returns where they end. */
 function literals(out: Buffer, o: number, body: Uint8Array, from: number, to: number): number {
-  for (let at = from; at < to; ) {
+  for (let at = from; at < to;) {
     const count = Math.min(to - at, MAX_LITERALS)
     out[o++] = count
     out.set(body.subarray(at, at + count), o)
@@ -107,7 +117,7 @@ export function decode(encoded: string, reference: Reference): Buffer {
   const input = Buffer.from(encoded, 'latin1')
   const body = Buffer.allocUnsafe(input.readUInt32LE(0))
   let o = 0
-  for (let i = 4; i < input.length; ) {
+  for (let i = 4; i < input.length;) {
     const token = input[i] as number
     if (token === COPY) {
       const at = input.readUInt16LE(i + 1)

@@ -3,7 +3,9 @@ import { MemoryIdempotencyStore, type MemoryIdempotencyStoreOptions } from './me
 import { connectRedis, redisTarget, REDIS_URL_FORMS, shownUrl, type RedisClientOptions } from './redis-client.js'
 import { RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from './redis.js'
 
-export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions & RedisIdempotencyStoreOptions & RedisClientOptions
+export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions &
+  RedisIdempotencyStoreOptions &
+  RedisClientOptions
 
 /** The one-line error (code `EIDEMPOTENCY`, exit 2 in the CLI) for a spec `createIdempotencyStore` does not take. */
 function unknownSpec(spec: string): CodedError<'EIDEMPOTENCY'> {

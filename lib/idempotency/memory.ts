@@ -202,7 +202,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const time = this.#tick()
     const flying = this.#flying.first
     const answer = this.#answers.first
-    const age = Math.max(flying === undefined ? 0 : (time - flying.start) & MASK, answer === undefined ? 0 : (time - answer.start) & MASK)
+    const age = Math.max(
+      flying === undefined ? 0 : (time - flying.start) & MASK,
+      answer === undefined ? 0 : (time - answer.start) & MASK,
+    )
     return (age * this.#unit) / 1000
   }
 
@@ -278,14 +281,22 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (ticks - this.#last >= HALF) this.#expireAll()
     this.#last = ticks
     const time = ticks & MASK
-    for (let entry = this.#flying.first; entry !== undefined && ((time - entry.start) & MASK) >= this.#inFlight; entry = this.#flying.first) {
+    for (
+      let entry = this.#flying.first;
+      entry !== undefined && ((time - entry.start) & MASK) >= this.#inFlight;
+      entry = this.#flying.first
+    ) {
       this.#leave(entry)
       entry.head = UNKNOWN
       entry.start = (entry.start + this.#inFlight) & MASK
       this.#bytes += entry.bytes
       this.#answers.push(entry)
     }
-    for (let entry = this.#answers.first; entry !== undefined && ((time - entry.start) & MASK) >= this.#ttl; entry = this.#answers.first) {
+    for (
+      let entry = this.#answers.first;
+      entry !== undefined && ((time - entry.start) & MASK) >= this.#ttl;
+      entry = this.#answers.first
+    ) {
       this.#leave(entry)
       this.#entries.delete(entry.key)
     }
@@ -305,7 +316,11 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   #decode(entry: Entry): RecordedAnswer {
     const [status, headers] = JSON.parse(entry.head as string) as [number, string[]]
     const body = entry.body as string
-    return { status, headers, body: entry.reference === undefined ? Buffer.from(body, 'latin1') : decodeBody(body, entry.reference) }
+    return {
+      status,
+      headers,
+      body: entry.reference === undefined ? Buffer.from(body, 'latin1') : decodeBody(body, entry.reference),
+    }
   }
 
   /** The body as kept: written against the current reference when that halves it at least; `#with` says against which, if any. */
@@ -367,7 +382,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   /** The key's entry when `token` owns it and no answer is recorded yet (in flight, or unknown past its window). */
   #owned(key: string, token: string): Entry | undefined {
     const entry = this.#entries.get(key)
-    return entry !== undefined && (entry.head === undefined || entry.head === UNKNOWN) && String(entry.owner) === token ? entry : undefined
+    return entry !== undefined && (entry.head === undefined || entry.head === UNKNOWN) && String(entry.owner) === token
+      ? entry
+      : undefined
   }
 
   /** Takes the entry out of its line and out of the count, and its answer's reference with it; the map is the caller's. */

@@ -16,7 +16,8 @@ const RECONNECT_MAX_MS = 1000
 const SENTINEL_PORT = 26379
 
 const REDIS_URL = /^rediss?:\/\/(?:[^@/]*@)?[^:@/]+(?::[1-9][0-9]{0,4})?(?:\/(?:0|[1-9][0-9]?))?$/
-const SENTINEL_URL = /^redis-sentinel:\/\/(?:([^@/]*)@)?([^:@/,#]+(?::[1-9][0-9]{0,4})?(?:,[^:@/,#]+(?::[1-9][0-9]{0,4})?)*)(?:\/(0|[1-9][0-9]?))?#([^\s#/]+)$/
+const SENTINEL_URL =
+  /^redis-sentinel:\/\/(?:([^@/]*)@)?([^:@/,#]+(?::[1-9][0-9]{0,4})?(?:,[^:@/,#]+(?::[1-9][0-9]{0,4})?)*)(?:\/(0|[1-9][0-9]?))?#([^\s#/]+)$/
 
 /** The URL forms the Redis store and the shared throttle take (docs/idempotency.md). */
 export const REDIS_URL_FORMS = 'redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER'
@@ -31,7 +32,13 @@ export function redisTarget(url: string): string | RedisOptions | undefined {
   if (REDIS_URL.test(url)) return url
   const sentinel = SENTINEL_URL.exec(url)
   if (sentinel === null) return undefined
-  const [, userinfo, hosts, db, name] = sentinel as unknown as [string, string | undefined, string, string | undefined, string]
+  const [, userinfo, hosts, db, name] = sentinel as unknown as [
+    string,
+    string | undefined,
+    string,
+    string | undefined,
+    string,
+  ]
   const colon = userinfo?.indexOf(':') ?? -1
   const sentinels = hosts.split(',').map((address) => {
     const [host, port] = address.split(':') as [string, string | undefined]

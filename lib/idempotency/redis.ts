@@ -98,7 +98,13 @@ return 1
 `
 
 interface Scripts {
-  paymentsGateIdemClaim(key: string, fingerprint: string, token: string, inFlightMs: number, ttlMs: number): Promise<[string, number] | null>
+  paymentsGateIdemClaim(
+    key: string,
+    fingerprint: string,
+    token: string,
+    inFlightMs: number,
+    ttlMs: number,
+  ): Promise<[string, number] | null>
   paymentsGateIdemRecord(key: string, token: string, answer: string, ttlMs: number): Promise<number>
   paymentsGateIdemRelease(key: string, token: string): Promise<number>
   paymentsGateIdemPeek(key: string): Promise<[string, number] | null>
@@ -181,7 +187,10 @@ const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
 
 /** A release that failed every attempt: the claim holds its key until it expires, although its payment was never forwarded. */
 function releaseFailed(attempts: number, cause: unknown): CodedError<'ERELEASE'> {
-  return new CodedError('ERELEASE', `a release failed ${attempts} times, so its key stays held until the claim expires: ${(cause as Error).message}`)
+  return new CodedError(
+    'ERELEASE',
+    `a release failed ${attempts} times, so its key stays held until the claim expires: ${(cause as Error).message}`,
+  )
 }
 
 /**
@@ -212,13 +221,17 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     this.#options = options
     this.#replicas = options.replicas ?? 0
     this.#waitMs = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
-    this.#writers = this.#replicas > 0 ? new Writers(redis, WRITE_CONNECTIONS, this.#waitMs, options.onError) : undefined
+    this.#writers =
+      this.#replicas > 0 ? new Writers(redis, WRITE_CONNECTIONS, this.#waitMs, options.onError) : undefined
     this.#retry = options.releaseRetry ?? RELEASE_RETRY
   }
 
   /** Resolves true once connected (commands sent before then reject), false after `timeoutMs`; never rejects. */
   async ready(timeoutMs: number = IDEMPOTENCY_DEFAULTS.commandTimeoutMs): Promise<boolean> {
-    const ready = await Promise.all([whenReady(this.redis, timeoutMs), ...((await this.#writers?.ready(timeoutMs)) ?? [])])
+    const ready = await Promise.all([
+      whenReady(this.redis, timeoutMs),
+      ...((await this.#writers?.ready(timeoutMs)) ?? []),
+    ])
     return ready.every(Boolean)
   }
 
@@ -244,7 +257,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const json = JSON.stringify({ status: kept.status, headers: kept.headers, body: kept.body.toString('base64') })
     const record = async (connection: Connection) => {
       // Safe to repeat: once recorded, the claim is no longer in flight, so a repeat changes nothing and answers 0.
-      if ((await connection.paymentsGateIdemRecord(REDIS_KEY_PREFIX + key, token, json, this.#options.ttlMs)) === 1) await this.#acknowledged(connection)
+      if ((await connection.paymentsGateIdemRecord(REDIS_KEY_PREFIX + key, token, json, this.#options.ttlMs)) === 1)
+        await this.#acknowledged(connection)
     }
     await (this.#writers === undefined ? record(this.#client) : this.#writers.with(record))
   }
@@ -271,13 +285,25 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     await Promise.all([closeRedisClient(this.redis), this.#writers?.close()])
   }
 
-  async #claimOn(connection: Connection, key: string, fingerprint: string, token: string): Promise<[string, number] | null> {
+  async #claimOn(
+    connection: Connection,
+    key: string,
+    fingerprint: string,
+    token: string,
+  ): Promise<[string, number] | null> {
     // Not sent at all: nothing to release (while Redis is down, every payment would leave a release to try again).
-    if (connection.status !== 'ready') throw new CodedError('ENOTCONNECTED', 'Redis is not connected: the claim was not sent')
+    if (connection.status !== 'ready')
+      throw new CodedError('ENOTCONNECTED', 'Redis is not connected: the claim was not sent')
     const { inFlightMs, ttlMs } = this.#options
     try {
       // Safe to repeat: a repeat finds its own token in flight and answers claimed again (the script above).
-      const found = await connection.paymentsGateIdemClaim(REDIS_KEY_PREFIX + key, fingerprint, token, inFlightMs, ttlMs)
+      const found = await connection.paymentsGateIdemClaim(
+        REDIS_KEY_PREFIX + key,
+        fingerprint,
+        token,
+        inFlightMs,
+        ttlMs,
+      )
       if (found === null) await this.#acknowledged(connection)
       return found
     } catch (error) {
@@ -339,7 +365,10 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     // Safe to repeat: it only waits.
     const acknowledged = await connection.wait(this.#replicas, this.#waitMs)
     if (acknowledged < this.#replicas) {
-      throw new CodedError('EREPLICAS', `${acknowledged} of ${this.#replicas} replicas acknowledged the write within ${this.#waitMs} ms`)
+      throw new CodedError(
+        'EREPLICAS',
+        `${acknowledged} of ${this.#replicas} replicas acknowledged the write within ${this.#waitMs} ms`,
+      )
     }
   }
 }

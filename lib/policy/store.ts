@@ -25,7 +25,6 @@ export interface WatchPoliciesOptions extends WatchOptions {
   onReload?: (outcome: ReloadOutcome) => void
 }
 
-
 interface Snapshot {
   readonly policies: ReadonlyMap<string, Policy>
   readonly entities: readonly string[]
@@ -40,7 +39,15 @@ function snapshotOf(policies: Map<string, Policy>): Snapshot {
 }
 
 function describe(policy: Policy): unknown[] {
-  return [policy.entity, [...policy.currencies], [...policy.paymentInstruments], policy.features, policy.mcc, policy.line1, policy.mode]
+  return [
+    policy.entity,
+    [...policy.currencies],
+    [...policy.paymentInstruments],
+    policy.features,
+    policy.mcc,
+    policy.line1,
+    policy.mode,
+  ]
 }
 
 /**
@@ -94,7 +101,8 @@ export async function watchPolicies(dir: string, options: WatchPoliciesOptions =
     }
     const applied = changed || (forced && problems.length === 0)
     if (applied) logger?.info({ entities: current.entities }, 'policies reloaded')
-    if (applied || fresh.length > 0 || refused.size !== before) onReload?.({ applied, refused: fresh, refusedNow: refused.size })
+    if (applied || fresh.length > 0 || refused.size !== before)
+      onReload?.({ applied, refused: fresh, refusedNow: refused.size })
   }
 
   const watch = watchFolder(dir, reload, options)

@@ -37,7 +37,12 @@ export function inspected(status: number, onOperation: boolean): boolean {
  * body with the backend's status, named by the first matching rule or by
  * status, keeping the headers that status needs.
  */
-export function clientAnswer(status: number, raw: readonly string[], body: Buffer | undefined, rules: BackendErrorRules): ClientAnswer {
+export function clientAnswer(
+  status: number,
+  raw: readonly string[],
+  body: Buffer | undefined,
+  rules: BackendErrorRules,
+): ClientAnswer {
   const document = body === undefined ? undefined : parsed(body)
   if (isErrorFormat(document)) {
     const text = (body as Buffer).toString('utf8')
@@ -75,7 +80,11 @@ function replacement(status: number, raw: readonly string[], document: unknown, 
   return definedRejection(rule.errorName, message, status, headers)
 }
 
-function firstMatch(rules: readonly BackendErrorRule[], status: number, document: unknown): BackendErrorRule | undefined {
+function firstMatch(
+  rules: readonly BackendErrorRule[],
+  status: number,
+  document: unknown,
+): BackendErrorRule | undefined {
   for (const rule of rules) {
     if (status < rule.from || status > rule.to) continue
     let matches = true
@@ -113,6 +122,7 @@ function neededHeaders(status: number, raw: readonly string[]): Record<string, s
     const earlier = headers[name]
     headers[name] = earlier === undefined ? (raw[i + 1] as string) : `${earlier}, ${raw[i + 1] as string}`
   }
-  if (status === 401 && headers?.['WWW-Authenticate'] === undefined) headers = { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE }
+  if (status === 401 && headers?.['WWW-Authenticate'] === undefined)
+    headers = { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE }
   return headers
 }

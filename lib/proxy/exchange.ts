@@ -127,7 +127,13 @@ export interface Recorder {
 }
 
 /** Starts the record of a request; `record` writes it out when the response closes. */
-export function track(res: GatewayResponse, gateway: GatewayState, operation: string, requestId: string, remoteAddress: string | undefined): Exchange {
+export function track(
+  res: GatewayResponse,
+  gateway: GatewayState,
+  operation: string,
+  requestId: string,
+  remoteAddress: string | undefined,
+): Exchange {
   const exchange: Exchange = {
     gateway,
     operation,
@@ -203,5 +209,11 @@ export function backendCallDone(exchange: Exchange, status: number, fault?: Back
 function endSpans(exchange: Exchange, span: Span, status: number): void {
   // Still open only for a path passed through, whose answer is the backend's own status, or a client gone first.
   backendCallDone(exchange, status, exchange.backendError)
-  endSpan(span, { status, errorName: exchange.errorName, entity: exchange.entity, retryProtection: exchange.retryProtection, backendError: exchange.backendError })
+  endSpan(span, {
+    status,
+    errorName: exchange.errorName,
+    entity: exchange.entity,
+    retryProtection: exchange.retryProtection,
+    backendError: exchange.backendError,
+  })
 }

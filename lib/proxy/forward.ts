@@ -61,7 +61,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const maxSockets = options.maxSockets ?? DEFAULTS.maxSockets
   // One bounded keep-alive pool: without it every request opens a connection
   // (several times slower) and the backend's `Connection: close` reaches clients.
-  const agentOptions = { keepAlive: true, maxSockets, timeout: DEFAULTS.backendIdleTimeout, scheduling: 'lifo' } as const
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets,
+    timeout: DEFAULTS.backendIdleTimeout,
+    scheduling: 'lifo',
+  } as const
   const secure = backendConnections(target, options.targetTls, timeout)
   const agent = secure?.agent(agentOptions) ?? new Agent(agentOptions)
   const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true })
@@ -85,7 +90,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     bodyTimeout: timeout,
   })
   const pathOf = backendPaths(options.target)
-  const settings = { errorBodyLimit, keepAnswerBytes: options.keepAnswerBytes, backendErrors: options.backendErrors ?? { rules: NO_RULES } }
+  const settings = {
+    errorBodyLimit,
+    keepAnswerBytes: options.keepAnswerBytes,
+    backendErrors: options.backendErrors ?? { rules: NO_RULES },
+  }
   // Called as the request's own `timeout` listener: one function for every request.
   function onBackendTimeout(this: ClientRequest): void {
     this.destroy(new CodedError('EBACKENDTIMEOUT', `the backend did not answer within ${timeout} ms`))
@@ -110,7 +119,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       addForwardedHeaders(headers, req)
       const exchange = res.exchange as Exchange
       headers['x-request-id'] = exchange.requestId
-      if (tracer !== undefined) exchange.backendSpan = startBackendSpan(tracer, exchange.span as Span, req.method as string, target, headers)
+      if (tracer !== undefined)
+        exchange.backendSpan = startBackendSpan(tracer, exchange.span as Span, req.method as string, target, headers)
       if (payload === undefined) {
         req.headers = headers
         proxy.web(req, res)
@@ -118,7 +128,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       headers['content-length'] = String(payload.length)
       // `idempotent: false`, undici's default for a POST, said outright: such a request is never pipelined nor sent again.
-      const call = { method: req.method as string, path: pathOf(req.url as string), headers, body: payload, idempotent: false }
+      const call = {
+        method: req.method as string,
+        path: pathOf(req.url as string),
+        headers,
+        body: payload,
+        idempotent: false,
+      }
       // Never written past its deadline: `--timeout` after its claim began, or from now (docs/idempotency.md, the in-flight window).
       new PaymentRelay(res, settings, settled, exchange.sendBy ?? performance.now() + timeout).send(pool, call)
     },

@@ -65,7 +65,12 @@ export function relayedHeaders(raw: readonly string[], bodyLength?: number): str
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
     const lower = name.toLowerCase()
-    if (isHopByHop(lower, listed) || lower === 'x-request-id' || (bodyLength !== undefined && lower === 'content-length')) continue
+    if (
+      isHopByHop(lower, listed) ||
+      lower === 'x-request-id' ||
+      (bodyLength !== undefined && lower === 'content-length')
+    )
+      continue
     headers.push(name, raw[i + 1] as string)
   }
   if (bodyLength !== undefined) headers.push('content-length', String(bodyLength))

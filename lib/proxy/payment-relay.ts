@@ -19,7 +19,12 @@ import { relayedHeaders } from './hop-by-hop.js'
  * broke after its headers went out).
  */
 export type BackendOutcome =
-  | { readonly kind: 'answered'; readonly status: number; readonly headers: readonly string[]; readonly body: Buffer | undefined }
+  | {
+      readonly kind: 'answered'
+      readonly status: number
+      readonly headers: readonly string[]
+      readonly body: Buffer | undefined
+    }
   | { readonly kind: FaultKind }
 
 export type OnSettled = (outcome: BackendOutcome) => void
@@ -106,7 +111,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
       return
     }
     dispatcher.dispatch(call, this)
-    if (!this.written && !this.withdrawn && !this.ended) this.timer = setTimeout(sendByPassed, this.sendBy - performance.now(), this)
+    if (!this.written && !this.withdrawn && !this.ended)
+      this.timer = setTimeout(sendByPassed, this.sendBy - performance.now(), this)
   }
 
   /**
@@ -155,7 +161,12 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     clearTimeout(this.timer)
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, status: number, _headers: unknown, statusText: string): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    _headers: unknown,
+    statusText: string,
+  ): void {
     // 1xx informational answers come before the real one; node's client skips them too.
     if (status < 200) return
     this.status = status

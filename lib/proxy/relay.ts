@@ -13,7 +13,12 @@ import { relayedHeaders } from './hop-by-hop.js'
  * decides. The rules of `--backend-errors` are for the two operations, whose
  * relay is payment-relay.ts: here a 5xx gets its name by status.
  */
-export function relay(proxyRes: IncomingMessage, res: ServerResponse, exchange: Exchange, errorBodyLimit: number): void {
+export function relay(
+  proxyRes: IncomingMessage,
+  res: ServerResponse,
+  exchange: Exchange,
+  errorBodyLimit: number,
+): void {
   const status = proxyRes.statusCode as number
   if (status >= 500) exchange.backendError = 'serverError'
   // Report mode passes the backend's answer as it came (docs/rollout.md).

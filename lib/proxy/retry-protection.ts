@@ -44,17 +44,18 @@ export interface Ticket {
 }
 
 /** What retry protection decided for one payment that passed every check (docs/idempotency.md). */
-export type Guard = (
+export type Guard =
   /** Forward it; settle the ticket with the outcome. No ticket: forward unprotected (the store failed, failure `open`). */
-  | { readonly kind: 'forward'; readonly ticket: Ticket | undefined }
-  /** Answer this refusal: 409 in flight, 422 another payment, 503 the store failed (failure `closed`). */
-  | { readonly kind: 'refuse'; readonly rejection: Rejection }
-  /** Replay the recorded answer. */
-  | { readonly kind: 'replay'; readonly answer: RecordedAnswer }
-) & {
-  /** The decision, as the log line and the metrics name it. */
-  readonly outcome: RetryProtectionOutcome
-}
+  (
+    | { readonly kind: 'forward'; readonly ticket: Ticket | undefined }
+    /** Answer this refusal: 409 in flight, 422 another payment, 503 the store failed (failure `closed`). */
+    | { readonly kind: 'refuse'; readonly rejection: Rejection }
+    /** Replay the recorded answer. */
+    | { readonly kind: 'replay'; readonly answer: RecordedAnswer }
+  ) & {
+    /** The decision, as the log line and the metrics name it. */
+    readonly outcome: RetryProtectionOutcome
+  }
 
 /** Retry protection around one store: guard before forwarding, settle after. */
 export interface RetryProtection {
@@ -65,20 +66,31 @@ export interface RetryProtection {
    * What `guard` would decide, from a read-only look at the store (report mode, docs/rollout.md);
    * undefined when the store cannot look without claiming.
    */
-  inspect(passed: Pick<Passed, 'operation' | 'entity' | 'document'>, payload: Buffer): RetryProtectionOutcome | Promise<RetryProtectionOutcome> | undefined
+  inspect(
+    passed: Pick<Passed, 'operation' | 'entity' | 'document'>,
+    payload: Buffer,
+  ): RetryProtectionOutcome | Promise<RetryProtectionOutcome> | undefined
   close(): Promise<void>
 }
 
 const UNPROTECTED: Guard = Object.freeze({ kind: 'forward', ticket: undefined, outcome: 'unprotected' })
 const IN_PROGRESS: Guard = Object.freeze({
   kind: 'refuse',
-  rejection: reject('paymentIsInProgress', { headers: { 'Retry-After': String(IDEMPOTENCY_DEFAULTS.retryAfterSeconds) } }),
+  rejection: reject('paymentIsInProgress', {
+    headers: { 'Retry-After': String(IDEMPOTENCY_DEFAULTS.retryAfterSeconds) },
+  }),
   outcome: 'inProgress',
 })
-const ALREADY_USED: Guard = Object.freeze({ kind: 'refuse', rejection: reject('transactionReferenceIsAlreadyUsed'), outcome: 'alreadyUsed' })
+const ALREADY_USED: Guard = Object.freeze({
+  kind: 'refuse',
+  rejection: reject('transactionReferenceIsAlreadyUsed'),
+  outcome: 'alreadyUsed',
+})
 const STORE_UNAVAILABLE: Guard = Object.freeze({
   kind: 'refuse',
-  rejection: reject('serviceUnavailable', { message: 'Retry protection is unavailable, so the payment was not forwarded. Retry later.' }),
+  rejection: reject('serviceUnavailable', {
+    message: 'Retry protection is unavailable, so the payment was not forwarded. Retry later.',
+  }),
   outcome: 'storeUnavailable',
 })
 
@@ -91,7 +103,8 @@ function recorded(answer: Answer): RecordedAnswer {
 export const OVERSIZED_ANSWER = recorded(
   answerOf(
     reject('transactionReferenceIsAlreadyUsed', {
-      message: 'This transactionReference was already used: its payment was processed, but the answer was too large to keep for replay.',
+      message:
+        'This transactionReference was already used: its payment was processed, but the answer was too large to keep for replay.',
     }),
   ),
 )
@@ -107,7 +120,8 @@ const TIMED_OUT = recorded(answerOf(faultAnswer('timeout')))
 export const UNKNOWN_ANSWER = recorded(
   answerOf(
     reject('internalErrorOccurred', {
-      message: 'The outcome of this payment is unknown: it may have reached the backend, so it is not forwarded again. Check its status with the backend.',
+      message:
+        'The outcome of this payment is unknown: it may have reached the backend, so it is not forwarded again. Check its status with the backend.',
     }),
   ),
 )
@@ -125,12 +139,25 @@ function releases(outcome: BackendOutcome): boolean {
 }
 
 /** The backend's answer as the client got it, or the stand-in when the forwarder did not keep its body. */
-function answerToKeep({ status, headers, body }: { status: number; headers: readonly string[]; body: Buffer | undefined }): RecordedAnswer {
+function answerToKeep({
+  status,
+  headers,
+  body,
+}: {
+  status: number
+  headers: readonly string[]
+  body: Buffer | undefined
+}): RecordedAnswer {
   return body === undefined ? OVERSIZED_ANSWER : { status, headers, body }
 }
 
 /** What `guard` decides on each answer of the store, as `peek` gives it. */
-const WOULD: Readonly<Record<Peek, RetryProtectionOutcome>> = { free: 'claimed', inFlight: 'inProgress', recorded: 'replayed', mismatch: 'alreadyUsed' }
+const WOULD: Readonly<Record<Peek, RetryProtectionOutcome>> = {
+  free: 'claimed',
+  inFlight: 'inProgress',
+  recorded: 'replayed',
+  mismatch: 'alreadyUsed',
+}
 const would = (peek: Peek) => WOULD[peek]
 
 export function createRetryProtection(
@@ -187,7 +214,10 @@ export function createRetryProtection(
       if (store.peek === undefined) return undefined
       let peek: Peek | Promise<Peek>
       try {
-        peek = store.peek(idempotencyKey(passed.entity, passed.document.transactionReference), fingerprint(passed.operation, payload))
+        peek = store.peek(
+          idempotencyKey(passed.entity, passed.document.transactionReference),
+          fingerprint(passed.operation, payload),
+        )
       } catch (error) {
         return failed(error).outcome
       }
@@ -209,7 +239,13 @@ function replay(res: GatewayResponse, answer: RecordedAnswer): void {
 /** The proxy's payments: each forwarded once, under retry protection unless it is off. */
 export interface Payments {
   /** Forwards a payment that passed every check, or answers it from retry protection. */
-  forward(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, passed: Passed, payload: Buffer): void | Promise<void>
+  forward(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    passed: Passed,
+    payload: Buffer,
+  ): void | Promise<void>
   /** What retry protection would do with the payment (report mode); undefined when it is off or cannot look. */
   inspect: RetryProtection['inspect']
   /** Resolves true once the store answers (at once for memory), false after `timeoutMs`; never rejects. */
@@ -261,7 +297,13 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
   const store = createRetryStore(options)
   const protection = store && createRetryProtection(store, options)
 
-  async function guarded(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, pending: Promise<Guard>, payload: Buffer): Promise<void> {
+  async function guarded(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    pending: Promise<Guard>,
+    payload: Buffer,
+  ): Promise<void> {
     act(req, res, exchange, await pending, payload)
   }
 
@@ -270,7 +312,12 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
     metrics?.retryProtection(guard.outcome)
     if (guard.kind === 'forward') {
       const { ticket } = guard
-      forwarder.forward(req, res, payload, ticket && ((outcome) => (protection as RetryProtection).settle(ticket, outcome)))
+      forwarder.forward(
+        req,
+        res,
+        payload,
+        ticket && ((outcome) => (protection as RetryProtection).settle(ticket, outcome)),
+      )
     } else if (guard.kind === 'replay') {
       replay(res, guard.answer)
     } else {

@@ -132,7 +132,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     connectionsCheckingInterval: options.timeoutCheckInterval ?? DEFAULTS.timeoutCheckInterval,
     keepAliveTimeout: options.keepAliveTimeout ?? DEFAULTS.keepAliveTimeout,
   }
-  const server = options.tls === undefined ? createServer(serverOptions) : createSecureServer(serverOptions, options.tls)
+  const server =
+    options.tls === undefined ? createServer(serverOptions) : createSecureServer(serverOptions, options.tls)
   const state: GatewayState = { draining: false }
   /** The listener is closed: a request on a connection still open gets 503, and idle connections are closed. */
   let closed = false
@@ -143,7 +144,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     writeAnswer(res, withOwnId(answerOf(rejection), exchange))
   }
 
-  async function handle(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, operation: Operation | undefined, expectsContinue: boolean): Promise<void> {
+  async function handle(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    operation: Operation | undefined,
+    expectsContinue: boolean,
+  ): Promise<void> {
     if (closed) {
       refuse(res, exchange, DRAINING)
       return
@@ -172,7 +179,13 @@ export function createGateway(options: GatewayOptions): Gateway {
    * Report mode (docs/rollout.md): the request goes to the backend once, as it came, and its answer
    * comes back as it came; the record says what enforce mode would have done.
    */
-  async function passAsItCame(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, reported: Reported, expectsContinue: boolean): Promise<void> {
+  async function passAsItCame(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    reported: Reported,
+    expectsContinue: boolean,
+  ): Promise<void> {
     exchange.mode = 'report'
     exchange.entity = reported.entity
     // screen() always authenticates: a report reaching the proxy has its user.
@@ -181,7 +194,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (reported.wouldRewrite.length > 0) exchange.wouldRewrite = reported.wouldRewrite
     const { document, body } = reported
     if (document !== undefined) {
-      let would = payments.inspect({ operation: reported.operation, entity: reported.entity as string, document }, Buffer.from(JSON.stringify(document)))
+      let would = payments.inspect(
+        { operation: reported.operation, entity: reported.entity as string, document },
+        Buffer.from(JSON.stringify(document)),
+      )
       if (would instanceof Promise) would = await would
       exchange.wouldRetryProtection = would
     }
@@ -205,8 +221,22 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
     // Looked up once: the label of the log line and metrics (a 405 keeps its operation's), and screen()'s route.
     const operation = checks.operationOf(req.url)
-    const exchange = track(res, state, operation ?? 'other', requestIdOf(req.headers['x-request-id']), clientAddress(req, trustProxy))
-    if (tracer !== undefined) exchange.span = startServerSpan(tracer, spanName(req.method as string, operation), req.method as string, req.headers, exchange.operation, exchange.requestId)
+    const exchange = track(
+      res,
+      state,
+      operation ?? 'other',
+      requestIdOf(req.headers['x-request-id']),
+      clientAddress(req, trustProxy),
+    )
+    if (tracer !== undefined)
+      exchange.span = startServerSpan(
+        tracer,
+        spanName(req.method as string, operation),
+        req.method as string,
+        req.headers,
+        exchange.operation,
+        exchange.requestId,
+      )
     res.on('close', onClose)
     handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
@@ -217,7 +247,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   // A response never given a socket would also never close: inTurn drops its request before it is tracked.
   server.on('request', (req: IncomingMessage, res: GatewayResponse) => inTurn(res, () => onRequest(req, res, false)))
   // With this listener node leaves `Expect: 100-continue` to us: the 100 is sent only once the head passed.
-  server.on('checkContinue', (req: IncomingMessage, res: GatewayResponse) => inTurn(res, () => onRequest(req, res, true)))
+  server.on('checkContinue', (req: IncomingMessage, res: GatewayResponse) =>
+    inTurn(res, () => onRequest(req, res, true)),
+  )
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Read before the answer closes the socket, which forgets its peer.
     const { remoteAddress } = socket as Socket

@@ -1,7 +1,16 @@
 import type { FieldError } from '../errors.js'
 import { mapErrors, selectVariant, type DiscriminatedUnion, type LocatedError } from './error-map.js'
 import { appendKey, escapePointerKey, pointerToJsonPath } from './json-path.js'
-import { compiledCheck, Kind, Type, TypeCompiler, type TObject, type TSchema, type TypeCheck, type ValueError } from './typebox.js'
+import {
+  compiledCheck,
+  Kind,
+  Type,
+  TypeCompiler,
+  type TObject,
+  type TSchema,
+  type TypeCheck,
+  type ValueError,
+} from './typebox.js'
 
 export interface CompiledSchema<T> {
   /** The hot path: the compiled check alone. */
@@ -108,7 +117,8 @@ function walk(node: Guide, value: unknown, path: string, jsonPath: string, found
     for (const member of node.object.members) {
       // TypeBox visits a required member even when it is missing, an optional one only when it is there.
       const child = value[member.key]
-      if (member.required || child !== undefined) walk(member.guide, child, path + member.pointer, jsonPath + member.step, found)
+      if (member.required || child !== undefined)
+        walk(member.guide, child, path + member.pointer, jsonPath + member.step, found)
     }
     return
   }
@@ -126,11 +136,25 @@ function walk(node: Guide, value: unknown, path: string, jsonPath: string, found
  * read only for a discriminated union holding an object (error-map.ts), and
  * the walk never reports such a union whole, it walks into the variant.
  */
-function addPrefixed(errors: Iterable<ValueError>, value: unknown, prefix: string, jsonPrefix: string, found: LocatedError[]): void {
+function addPrefixed(
+  errors: Iterable<ValueError>,
+  value: unknown,
+  prefix: string,
+  jsonPrefix: string,
+  found: LocatedError[],
+): void {
   for (const error of errors) {
     const jsonPath = error.path === '' ? jsonPrefix : jsonPrefix + pointerToJsonPath(error.path, value).slice(1)
     // Written out rather than spread: every problem gets the same shape, which V8 handles fastest.
-    found.push({ type: error.type, schema: error.schema, path: prefix + error.path, value: error.value, message: error.message, errors: error.errors, jsonPath })
+    found.push({
+      type: error.type,
+      schema: error.schema,
+      path: prefix + error.path,
+      value: error.value,
+      message: error.message,
+      errors: error.errors,
+      jsonPath,
+    })
   }
 }
 

@@ -17,7 +17,12 @@ export function mapErrors(errors: Iterable<ValueError | LocatedError>, document:
   return items
 }
 
-function collect(errors: Iterable<ValueError | LocatedError>, document: unknown, items: FieldError[], reported: string[]): void {
+function collect(
+  errors: Iterable<ValueError | LocatedError>,
+  document: unknown,
+  items: FieldError[],
+  reported: string[],
+): void {
   for (const error of errors) {
     if (isCovered(error.path, reported)) continue
     if (error.type === ValueErrorType.Union) {
@@ -29,7 +34,11 @@ function collect(errors: Iterable<ValueError | LocatedError>, document: unknown,
     }
     reported.push(error.path)
     const [errorName, message] = describe(error)
-    items.push({ errorName, message, jsonPath: 'jsonPath' in error ? error.jsonPath : pointerToJsonPath(error.path, document) })
+    items.push({
+      errorName,
+      message,
+      jsonPath: 'jsonPath' in error ? error.jsonPath : pointerToJsonPath(error.path, document),
+    })
   }
 }
 
@@ -147,7 +156,10 @@ function describe(error: ValueError): Described {
     case ValueErrorType.Union:
       // A discriminated union is a union of objects: reaching here, the value is not one.
       return (error.schema as DiscriminatedUnion).discriminator === undefined
-        ? choice((schema.anyOf as { const?: unknown }[]).map((variant) => variant.const), error)
+        ? choice(
+            (schema.anyOf as { const?: unknown }[]).map((variant) => variant.const),
+            error,
+          )
         : wrongType('fieldMustBeObject', error)
   }
   const typeError = TYPE_ERRORS.get(error.type)
@@ -166,7 +178,9 @@ function formatted(errorName: FieldErrorName, schema: Annotated): Described {
 }
 
 function bound(errorName: FieldErrorName, relation: string, limit: number | undefined, schema: Annotated): Described {
-  return schema['x-format'] === undefined ? [errorName, `The value must be ${relation} ${limit}.`] : formatted(errorName, schema)
+  return schema['x-format'] === undefined
+    ? [errorName, `The value must be ${relation} ${limit}.`]
+    : formatted(errorName, schema)
 }
 
 /**

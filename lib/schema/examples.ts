@@ -18,7 +18,11 @@ export const REQUEST_EXAMPLES: { readonly sale: SaleRequest; readonly recurring:
     merchant: { entity: 'default' },
     instruction: {
       narrative: { line1: 'Mind Palace Ltd' },
-      paymentInstrument: { type: 'card/plain', cardNumber: TEST_CARD_NUMBER, cardExpiryDate: { month: 12, year: 2035 } },
+      paymentInstrument: {
+        type: 'card/plain',
+        cardNumber: TEST_CARD_NUMBER,
+        cardExpiryDate: { month: 12, year: 2035 },
+      },
       value: { amount: 250, currency: 'GBP' },
     },
   },

@@ -24,7 +24,7 @@ export function pointerToJsonPath(pointer: string, document: unknown): string {
   let path = '$'
   let node: unknown = document
   // Token by token without split(): this runs for every reported field error.
-  for (let start = 1; start <= pointer.length; ) {
+  for (let start = 1; start <= pointer.length;) {
     let end = pointer.indexOf('/', start)
     if (end === -1) end = pointer.length
     const raw = pointer.slice(start, end)

@@ -66,8 +66,18 @@ const Narrative = Type.Object({
 })
 
 const CardExpiryDate = Type.Object({
-  month: Type.Integer({ minimum: 1, maximum: 12, 'x-error': 'dateHasInvalidFormat', 'x-format': 'a month from 1 to 12' }),
-  year: Type.Integer({ minimum: 1000, maximum: 9999, 'x-error': 'dateHasInvalidFormat', 'x-format': 'a four-digit year' }),
+  month: Type.Integer({
+    minimum: 1,
+    maximum: 12,
+    'x-error': 'dateHasInvalidFormat',
+    'x-format': 'a month from 1 to 12',
+  }),
+  year: Type.Integer({
+    minimum: 1000,
+    maximum: 9999,
+    'x-error': 'dateHasInvalidFormat',
+    'x-format': 'a four-digit year',
+  }),
 })
 
 const PlainCard = Type.Object({

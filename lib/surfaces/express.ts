@@ -6,7 +6,18 @@ import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead } from '../http/screen.js'
 import { registeredTracer } from '../tracing.js'
-import { contextOf, endScreening, internalError, isClientError, passedAsItCame, startScreening, type GateContext, type GateLogger, type GateReport, type Screening } from './shared.js'
+import {
+  contextOf,
+  endScreening,
+  internalError,
+  isClientError,
+  passedAsItCame,
+  startScreening,
+  type GateContext,
+  type GateLogger,
+  type GateReport,
+  type Screening,
+} from './shared.js'
 
 declare global {
   // Express's own way to extend its request type (declaration merging on the global namespace).
@@ -33,49 +44,50 @@ const BODY_ALREADY_READ_ANSWER = answerOf(INTERNAL_ERROR)
  */
 export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestHandler {
   const tracer = registeredTracer()
-  return (req, res, next) => inTurn(res, () => {
-    const operation = checks.operationOf(req.url)
-    const screening = operation === undefined ? undefined : startScreening(tracer, operation, req, res)
-    screenHead(checks, req, operation)
-      .then(async (head) => {
-        if (head === undefined) return next()
-        if (!head.ok) {
-          endScreening(screening, head)
-          return writeAnswer(res, answerOf(head))
-        }
-        if (head.ok === 'report') {
-          endScreening(screening, head)
-          req.paymentsGateReport = head
-          return next()
-        }
-        // A consumed stream never ends again: waiting on it would hang the request.
-        if (req.readableEnded || req.body !== undefined) {
-          logger?.error({ path: req.path }, BODY_ALREADY_READ)
-          endScreening(screening, BODY_ALREADY_READ_ANSWER.status)
-          return writeAnswer(res, BODY_ALREADY_READ_ANSWER)
-        }
-        const outcome = await screenBody(checks, req, head)
-        if (outcome === ABORTED) return endScreening(screening, 0)
-        endScreening(screening, outcome)
-        if (!outcome.ok) return writeAnswer(res, answerOf(outcome))
-        if (outcome.ok === 'report') {
-          // The body as it came: what the application gets in report mode (docs/middleware.md).
-          req.body = outcome.received
-          req.paymentsGateReport = outcome
-          const passed = passedAsItCame(outcome)
-          // An admitted request was on an operation's path, so it is being screened.
-          if (passed !== undefined) req.paymentsGate = contextOf(passed, screening as Screening)
-        } else {
-          req.body = outcome.document
-          req.paymentsGate = contextOf(outcome, screening as Screening)
-        }
-        next()
-      })
-      .catch((error: unknown) => {
-        endScreening(screening, 500)
-        writeAnswer(res, internalError(error, logger))
-      })
-  })
+  return (req, res, next) =>
+    inTurn(res, () => {
+      const operation = checks.operationOf(req.url)
+      const screening = operation === undefined ? undefined : startScreening(tracer, operation, req, res)
+      screenHead(checks, req, operation)
+        .then(async (head) => {
+          if (head === undefined) return next()
+          if (!head.ok) {
+            endScreening(screening, head)
+            return writeAnswer(res, answerOf(head))
+          }
+          if (head.ok === 'report') {
+            endScreening(screening, head)
+            req.paymentsGateReport = head
+            return next()
+          }
+          // A consumed stream never ends again: waiting on it would hang the request.
+          if (req.readableEnded || req.body !== undefined) {
+            logger?.error({ path: req.path }, BODY_ALREADY_READ)
+            endScreening(screening, BODY_ALREADY_READ_ANSWER.status)
+            return writeAnswer(res, BODY_ALREADY_READ_ANSWER)
+          }
+          const outcome = await screenBody(checks, req, head)
+          if (outcome === ABORTED) return endScreening(screening, 0)
+          endScreening(screening, outcome)
+          if (!outcome.ok) return writeAnswer(res, answerOf(outcome))
+          if (outcome.ok === 'report') {
+            // The body as it came: what the application gets in report mode (docs/middleware.md).
+            req.body = outcome.received
+            req.paymentsGateReport = outcome
+            const passed = passedAsItCame(outcome)
+            // An admitted request was on an operation's path, so it is being screened.
+            if (passed !== undefined) req.paymentsGate = contextOf(passed, screening as Screening)
+          } else {
+            req.body = outcome.document
+            req.paymentsGate = contextOf(outcome, screening as Screening)
+          }
+          next()
+        })
+        .catch((error: unknown) => {
+          endScreening(screening, 500)
+          writeAnswer(res, internalError(error, logger))
+        })
+    })
 }
 
 /**

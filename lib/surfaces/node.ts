@@ -5,7 +5,14 @@ import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
 import { screen } from '../http/screen.js'
 import { registeredTracer } from '../tracing.js'
-import { endScreening, internalError, passedAsItCame, startScreening, type GateLogger, type GateReport } from './shared.js'
+import {
+  endScreening,
+  internalError,
+  passedAsItCame,
+  startScreening,
+  type GateLogger,
+  type GateReport,
+} from './shared.js'
 
 /**
  * What the node handler calls for every request it does not answer itself:
@@ -15,10 +22,20 @@ import { endScreening, internalError, passedAsItCame, startScreening, type GateL
  * every request of the two operations that passed BasicAuth, and `passed`, its
  * document as it came, only when every check passed.
  */
-export type NodeNext = (req: IncomingMessage, res: ServerResponse, passed: Passed | undefined, requestId: string | undefined, report?: GateReport) => void
+export type NodeNext = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  passed: Passed | undefined,
+  requestId: string | undefined,
+  report?: GateReport,
+) => void
 
 /** A plain `node:http` request handler running the shared request path, answering refusals as the proxy does. */
-export function nodeHandler(checks: Checks, next: NodeNext, logger?: GateLogger): (req: IncomingMessage, res: ServerResponse) => void {
+export function nodeHandler(
+  checks: Checks,
+  next: NodeNext,
+  logger?: GateLogger,
+): (req: IncomingMessage, res: ServerResponse) => void {
   const tracer = registeredTracer()
   return (req, res) =>
     inTurn(res, () => {

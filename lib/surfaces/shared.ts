@@ -32,7 +32,12 @@ export type GateReport = Reported
 
 /** The context of a request that went through `screen`, which always authenticates. */
 export function contextOf(passed: Passed, screening: Screening): GateContext {
-  return { operation: passed.operation, entity: passed.entity, principal: passed.principal as Principal, requestId: screening.requestId }
+  return {
+    operation: passed.operation,
+    entity: passed.entity,
+    principal: passed.principal as Principal,
+    requestId: screening.requestId,
+  }
 }
 
 /** A request on an operation's path while a middleware screens it: its id and, with a registered SDK, its span. */
@@ -47,7 +52,12 @@ export interface Screening {
  * carries it, the gate's refusals and the application's own; its span is a
  * child of the application's active context (docs/tracing.md).
  */
-export function startScreening(tracer: Tracer | undefined, operation: Operation, req: IncomingMessage, res: ServerResponse): Screening {
+export function startScreening(
+  tracer: Tracer | undefined,
+  operation: Operation,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Screening {
   const screening = screeningOf(tracer, operation, req)
   res.setHeader('x-request-id', screening.requestId)
   return screening
@@ -81,7 +91,13 @@ export function endScreening(screening: Screening | undefined, verdict: Verdict 
  */
 export function passedAsItCame(report: Reported): Passed | undefined {
   if (report.wouldRefuse !== undefined) return undefined
-  return { ok: true, operation: report.operation, entity: report.entity as string, document: report.received as Passed['document'], principal: report.principal }
+  return {
+    ok: true,
+    operation: report.operation,
+    entity: report.entity as string,
+    document: report.received as Passed['document'],
+    principal: report.principal,
+  }
 }
 
 /**
@@ -101,4 +117,3 @@ export function isClientError(error: unknown): boolean {
   const code = typeof status === 'number' ? status : statusCode
   return typeof code === 'number' && code >= 400 && code < 500
 }
-

@@ -46,8 +46,7 @@ export interface WatchTlsOptions extends WatchOptions {
 }
 
 type Loaded<T> =
-  | { readonly value: T; readonly texts: Buffer }
-  | { readonly problem: TlsProblem; readonly texts: Buffer | undefined }
+  { readonly value: T; readonly texts: Buffer } | { readonly problem: TlsProblem; readonly texts: Buffer | undefined }
 
 async function load<T>(files: readonly TlsFile[], build: Build<T>): Promise<Loaded<T>> {
   const texts: Buffer[] = []

@@ -1,7 +1,16 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { compileBackendErrors, defaultName, loadBackendErrors, NO_RULES, parsePath, readBackendErrors, valueAt, type BackendErrorRules } from '../../lib/backend-errors/rules.js'
+import {
+  compileBackendErrors,
+  defaultName,
+  loadBackendErrors,
+  NO_RULES,
+  parsePath,
+  readBackendErrors,
+  valueAt,
+  type BackendErrorRules,
+} from '../../lib/backend-errors/rules.js'
 import { ERRORS } from '../../lib/errors.js'
 
 function compiled(file: unknown): BackendErrorRules {
@@ -15,7 +24,8 @@ t.test('JSONPaths of the simple form: dots, quoted keys, indexes', async (t) => 
   t.same(parsePath('$.code'), ['code'])
   t.same(parsePath("$.error['x-code'][2].detail"), ['error', 'x-code', 2, 'detail'])
   t.same(parsePath("$['it\\'s']"), ["it's"], 'an escaped quote')
-  for (const bad of ['code', '$.', '$..code', '$[*]', '$.a b', "$['open"]) t.equal(parsePath(bad), undefined, `${bad} refused`)
+  for (const bad of ['code', '$.', '$..code', '$[*]', '$.a b', "$['open"])
+    t.equal(parsePath(bad), undefined, `${bad} refused`)
   const document = { error: { 'x-code': [0, 1, { detail: 'E1' }] }, n: null }
   t.equal(valueAt(document, ['error', 'x-code', 2, 'detail']), 'E1')
   t.equal(valueAt(document, ['n']), null)
@@ -53,27 +63,51 @@ t.test('a valid file compiles into frozen rules, in order, and lists the names t
   const rules = compiled({
     rules: [
       { status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' },
-      { status: '4xx', match: { '$.error.kind': 'limit', '$.error.retry': true }, errorName: 'cardLimitIsReached', message: 'The card limit is reached.' },
+      {
+        status: '4xx',
+        match: { '$.error.kind': 'limit', '$.error.retry': true },
+        errorName: 'cardLimitIsReached',
+        message: 'The card limit is reached.',
+      },
       { status: '5xx', errorName: 'cardLimitIsReached', message: 'another', messageFrom: '$.detail' },
       { status: 402, errorName: 'paymentIsDeclined', message: 'The payment was declined.' },
     ],
   })
   t.ok(Object.isFrozen(rules) && Object.isFrozen(rules.rules) && Object.isFrozen(rules.rules[0]))
-  t.same(rules.rules[0], { from: 400, to: 400, match: [{ path: ['code'], value: 'E_CURRENCY' }], errorName: 'currencyIsNotSupported', message: ERRORS.currencyIsNotSupported.message, messageFrom: undefined })
-  t.match(rules.rules[1], { from: 400, to: 499, match: [{ path: ['error', 'kind'], value: 'limit' }, { path: ['error', 'retry'], value: true }] })
+  t.same(rules.rules[0], {
+    from: 400,
+    to: 400,
+    match: [{ path: ['code'], value: 'E_CURRENCY' }],
+    errorName: 'currencyIsNotSupported',
+    message: ERRORS.currencyIsNotSupported.message,
+    messageFrom: undefined,
+  })
+  t.match(rules.rules[1], {
+    from: 400,
+    to: 499,
+    match: [
+      { path: ['error', 'kind'], value: 'limit' },
+      { path: ['error', 'retry'], value: true },
+    ],
+  })
   t.match(rules.rules[2], { from: 500, to: 599, match: [], message: 'another', messageFrom: ['detail'] })
-  t.same([...rules.names], [
-    ['currencyIsNotSupported', { message: ERRORS.currencyIsNotSupported.message, statuses: ['400'] }],
-    ['cardLimitIsReached', { message: 'The card limit is reached.', statuses: ['4XX', '5XX'] }],
-    ['paymentIsDeclined', { message: 'The payment was declined.', statuses: ['402'] }],
-  ])
+  t.same(
+    [...rules.names],
+    [
+      ['currencyIsNotSupported', { message: ERRORS.currencyIsNotSupported.message, statuses: ['400'] }],
+      ['cardLimitIsReached', { message: 'The card limit is reached.', statuses: ['4XX', '5XX'] }],
+      ['paymentIsDeclined', { message: 'The payment was declined.', statuses: ['402'] }],
+    ],
+  )
   t.same(compiled({ rules: [] }).rules, [], 'no rules at all')
 })
 
 t.test('an invalid file: every reason, with where it is', async (t) => {
   t.same(compileBackendErrors([]), ['$: must be an object whose only key is "rules", an array of rules'])
   t.same(compileBackendErrors({ rules: {} }), ['$: must be an object whose only key is "rules", an array of rules'])
-  t.same(compileBackendErrors({ rules: [], more: 1 }), ['$: must be an object whose only key is "rules", an array of rules'])
+  t.same(compileBackendErrors({ rules: [], more: 1 }), [
+    '$: must be an object whose only key is "rules", an array of rules',
+  ])
   const reasons = compileBackendErrors({
     rules: [
       'rule',
@@ -99,19 +133,33 @@ t.test('an invalid file: every reason, with where it is', async (t) => {
     '$.rules[5].match: "code" is not a JSONPath of the form $.a.b, $[\'a\'] or $.a[0]',
     '$.rules[5].match["$.a"]: must be a string, number, boolean or null',
     '$.rules[5].message: must be a non-empty string',
-    '$.rules[6].messageFrom: must be a JSONPath of the form $.a.b, $[\'a\'] or $.a[0]',
+    "$.rules[6].messageFrom: must be a JSONPath of the form $.a.b, $['a'] or $.a[0]",
     '$.rules[7].status: must be a status from 400 to 599, "4xx" or "5xx"',
     '$.rules[7].errorName: must be an error name in lower camel case',
   ])
 })
 
-t.test('files: read and compiled; not JSON or invalid is a reason; load throws EBACKENDERRORS with the file', async (t) => {
-  const dir = t.testdir({ 'good.json': JSON.stringify({ rules: [{ status: 404, errorName: 'resourceIsNotFound' }] }), 'text.json': '{ nope', 'bad.json': '{"rules": [1]}' })
-  const good = await loadBackendErrors(join(dir, 'good.json'))
-  t.equal(good.rules.length, 1)
-  t.match(await readBackendErrors(join(dir, 'text.json')), [/^not JSON: /])
-  await t.rejects(loadBackendErrors(join(dir, 'bad.json')), { code: 'EBACKENDERRORS', message: `${join(dir, 'bad.json')}: $.rules[0]: must be an object` })
-  await t.rejects(loadBackendErrors(join(dir, 'missing.json')), { code: 'EBACKENDERRORS', message: `${join(dir, 'missing.json')}: no such file or folder` }, 'a file that cannot be read, in words')
-  await writeFile(join(dir, 'empty.json'), '')
-  await t.rejects(loadBackendErrors(join(dir, 'empty.json')), { code: 'EBACKENDERRORS', message: /not JSON/ })
-})
+t.test(
+  'files: read and compiled; not JSON or invalid is a reason; load throws EBACKENDERRORS with the file',
+  async (t) => {
+    const dir = t.testdir({
+      'good.json': JSON.stringify({ rules: [{ status: 404, errorName: 'resourceIsNotFound' }] }),
+      'text.json': '{ nope',
+      'bad.json': '{"rules": [1]}',
+    })
+    const good = await loadBackendErrors(join(dir, 'good.json'))
+    t.equal(good.rules.length, 1)
+    t.match(await readBackendErrors(join(dir, 'text.json')), [/^not JSON: /])
+    await t.rejects(loadBackendErrors(join(dir, 'bad.json')), {
+      code: 'EBACKENDERRORS',
+      message: `${join(dir, 'bad.json')}: $.rules[0]: must be an object`,
+    })
+    await t.rejects(
+      loadBackendErrors(join(dir, 'missing.json')),
+      { code: 'EBACKENDERRORS', message: `${join(dir, 'missing.json')}: no such file or folder` },
+      'a file that cannot be read, in words',
+    )
+    await writeFile(join(dir, 'empty.json'), '')
+    await t.rejects(loadBackendErrors(join(dir, 'empty.json')), { code: 'EBACKENDERRORS', message: /not JSON/ })
+  },
+)

@@ -23,23 +23,29 @@ const policies = await watchPolicies('policies')
 t.teardown(() => policies.close())
 const checks = buildChecks({ policies, authenticator: await loadCredentials(file, { maxFailures: 3 }) })
 
-t.test('check 1: missing, malformed, unknown or wrong credentials are 401 accessDenied with the challenge', async (t) => {
-  for (const header of [undefined, 'Bearer abc', 'Basic !!', basic('shop-1', 'wrong'), basic('ghost', 's3cret')]) {
-    const answer = await checks.authenticate(header)
-    t.equal(answer, ACCESS_DENIED, String(header))
-  }
-  t.equal(ACCESS_DENIED.status, 401)
-  t.equal(ACCESS_DENIED.body.errorName, 'accessDenied')
-  t.same(ACCESS_DENIED.headers, { 'WWW-Authenticate': 'Basic realm="payments", charset="UTF-8"' })
-  t.equal(WWW_AUTHENTICATE, 'Basic realm="payments", charset="UTF-8"')
-})
+t.test(
+  'check 1: missing, malformed, unknown or wrong credentials are 401 accessDenied with the challenge',
+  async (t) => {
+    for (const header of [undefined, 'Bearer abc', 'Basic !!', basic('shop-1', 'wrong'), basic('ghost', 's3cret')]) {
+      const answer = await checks.authenticate(header)
+      t.equal(answer, ACCESS_DENIED, String(header))
+    }
+    t.equal(ACCESS_DENIED.status, 401)
+    t.equal(ACCESS_DENIED.body.errorName, 'accessDenied')
+    t.same(ACCESS_DENIED.headers, { 'WWW-Authenticate': 'Basic realm="payments", charset="UTF-8"' })
+    t.equal(WWW_AUTHENTICATE, 'Basic realm="payments", charset="UTF-8"')
+  },
+)
 
-t.test('check 1: the right credentials give the user and its entities; the repeat is answered from the cache', async (t) => {
-  const principal = (await checks.authenticate(basic('shop-1', 's3cret'))) as Principal
-  t.equal(principal.username, 'shop-1')
-  t.same([...principal.entities], ['default'])
-  t.equal(checks.authenticate(basic('shop-1', 's3cret')), principal, 'synchronous, no hashing')
-})
+t.test(
+  'check 1: the right credentials give the user and its entities; the repeat is answered from the cache',
+  async (t) => {
+    const principal = (await checks.authenticate(basic('shop-1', 's3cret'))) as Principal
+    t.equal(principal.username, 'shop-1')
+    t.same([...principal.entities], ['default'])
+    t.equal(checks.authenticate(basic('shop-1', 's3cret')), principal, 'synchronous, no hashing')
+  },
+)
 
 t.test('without an authenticator everybody is refused', async (t) => {
   t.equal(buildChecks({ policies }).authenticate(basic('shop-1', 's3cret')), ACCESS_DENIED)
@@ -49,11 +55,22 @@ t.test('check 9: a user may act only for its entities', async (t) => {
   const shop = (await checks.authenticate(basic('shop-1', 's3cret'))) as Principal
   const market = (await checks.authenticate(basic('market', 'pf-pass'))) as Principal
   t.equal(checks.checkBody('sale', bytes(saleBody({ entity: 'marketplace' })), shop), ACCESS_DENIED)
-  t.equal(checks.checkBody('sale', bytes(saleBody({ entity: 'eu-tokens' })), shop), ACCESS_DENIED, 'before the policy checks')
-  t.equal(checks.checkBody('sale', bytes(saleBody({ entity: 'nobody' })), shop), ACCESS_DENIED, 'even for an unconfigured entity')
+  t.equal(
+    checks.checkBody('sale', bytes(saleBody({ entity: 'eu-tokens' })), shop),
+    ACCESS_DENIED,
+    'before the policy checks',
+  )
+  t.equal(
+    checks.checkBody('sale', bytes(saleBody({ entity: 'nobody' })), shop),
+    ACCESS_DENIED,
+    'even for an unconfigured entity',
+  )
   t.ok(checks.checkBody('sale', bytes(saleBody({ entity: 'default' })), shop).ok)
   t.ok(checks.checkBody('sale', bytes(saleBody({ entity: 'default' })), market).ok)
-  t.match(checks.checkBody('sale', bytes(saleBody({ entity: 'marketplace' })), market), { ok: false, body: { errorName: 'bodyDoesNotMatchSchema' } })
+  t.match(checks.checkBody('sale', bytes(saleBody({ entity: 'marketplace' })), market), {
+    ok: false,
+    body: { errorName: 'bodyDoesNotMatchSchema' },
+  })
   t.equal(checkEntityAccess(shop, 'default'), undefined)
   t.equal(checkEntityAccess(shop, 'other'), ACCESS_DENIED)
 })

@@ -14,16 +14,27 @@ t.test('a body over the limit is 413, counted in bytes', async (t) => {
   t.match(parse('x'.repeat(LIMIT + 1)), { status: 413, body: { errorName: 'bodyIsTooLarge' } })
   t.equal(parse(`"${'x'.repeat(LIMIT - 2)}"`).ok, true)
   t.equal(checkSize(LIMIT, LIMIT), undefined)
-  t.match(checkSize(LIMIT + 1, LIMIT), { status: 413, body: { message: `The request body must not be larger than ${LIMIT} bytes.` } })
+  t.match(checkSize(LIMIT + 1, LIMIT), {
+    status: 413,
+    body: { message: `The request body must not be larger than ${LIMIT} bytes.` },
+  })
 })
 
 t.test('zero bytes or white space only is bodyIsEmpty', async (t) => {
-  for (const text of ['', ' ', '\r\n\t ']) t.match(parse(text), { status: 400, body: { errorName: 'bodyIsEmpty' } }, JSON.stringify(text))
+  for (const text of ['', ' ', '\r\n\t '])
+    t.match(parse(text), { status: 400, body: { errorName: 'bodyIsEmpty' } }, JSON.stringify(text))
 })
 
 t.test('bytes that are not UTF-8 are bodyIsNotJson, never replaced', async (t) => {
-  t.match(parse(Buffer.from([0x22, 0xff, 0x22])), { status: 400, body: { errorName: 'bodyIsNotJson', message: 'The request body is not valid UTF-8.' } })
-  t.match(parse(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22])), { body: { errorName: 'bodyIsNotJson' } }, 'an encoded surrogate')
+  t.match(parse(Buffer.from([0x22, 0xff, 0x22])), {
+    status: 400,
+    body: { errorName: 'bodyIsNotJson', message: 'The request body is not valid UTF-8.' },
+  })
+  t.match(
+    parse(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22])),
+    { body: { errorName: 'bodyIsNotJson' } },
+    'an encoded surrogate',
+  )
 })
 
 t.test('text that is not JSON is bodyIsNotJson, without quoting the body', async (t) => {
@@ -43,10 +54,17 @@ t.test('nesting deeper than the limit is refused; brackets in strings do not cou
   t.equal(parse(deep(MAX_DEPTH)).ok, true)
   t.match(parse(deep(MAX_DEPTH + 1)), {
     status: 400,
-    body: { errorName: 'bodyDoesNotMatchSchema', validationErrors: [{ errorName: 'fieldHasInvalidValue', jsonPath: '$' }] },
+    body: {
+      errorName: 'bodyDoesNotMatchSchema',
+      validationErrors: [{ errorName: 'fieldHasInvalidValue', jsonPath: '$' }],
+    },
   })
   t.equal(parse(`{"a":"${'['.repeat(200)}\\"{"}`).ok, true)
-  t.match(parse('['.repeat(MAX_DEPTH + 10)), { body: { errorName: 'bodyIsNotJson' } }, 'invalid JSON is reported as such first')
+  t.match(
+    parse('['.repeat(MAX_DEPTH + 10)),
+    { body: { errorName: 'bodyIsNotJson' } },
+    'invalid JSON is reported as such first',
+  )
   t.equal(refusedDeep(deep(MAX_DEPTH + 1))?.message, `The document must not nest deeper than ${MAX_DEPTH} levels.`)
 })
 
@@ -60,22 +78,38 @@ t.test('depth: many brackets but shallow is fine; deep is refused whatever lies 
   // More opening brackets than the limit: the byte-by-byte depth scan decides.
   t.equal(parse(`[${'[],'.repeat(MAX_DEPTH + 5)}[]]`).ok, true, 'closing brackets close')
   t.equal(parse(`[${'{},'.repeat(MAX_DEPTH + 5)}{}]`).ok, true, 'closing braces close')
-  t.equal(parse(`${'['.repeat(MAX_DEPTH - 1)}${'[],'.repeat(2)}[]${']'.repeat(MAX_DEPTH - 1)}`).ok, true, 'exactly the limit')
+  t.equal(
+    parse(`${'['.repeat(MAX_DEPTH - 1)}${'[],'.repeat(2)}[]${']'.repeat(MAX_DEPTH - 1)}`).ok,
+    true,
+    'exactly the limit',
+  )
   t.ok(refusedDeep(`${'{"a":'.repeat(MAX_DEPTH + 1)}1${'}'.repeat(MAX_DEPTH + 1)}`), 'objects')
   t.ok(refusedDeep(`${'[1,'.repeat(MAX_DEPTH + 1)}1${']'.repeat(MAX_DEPTH + 1)}`), 'values between the brackets')
   t.ok(refusedDeep(`["abc",${'['.repeat(MAX_DEPTH)}${']'.repeat(MAX_DEPTH)}]`), 'after a string')
-  t.ok(refusedDeep(` ${'['.repeat(MAX_DEPTH + 1)}{}${']'.repeat(MAX_DEPTH + 1)}`), 'after leading white space, with a brace')
+  t.ok(
+    refusedDeep(` ${'['.repeat(MAX_DEPTH + 1)}{}${']'.repeat(MAX_DEPTH + 1)}`),
+    'after leading white space, with a brace',
+  )
   t.equal(parse(`{"a":"\\"${'['.repeat(MAX_DEPTH + 5)}"}`).ok, true, 'an escaped quote does not end the string')
 })
 
 t.test('prototype keys anywhere are fieldIsNotAllowed', async (t) => {
   t.match(parse('{"__proto__":{"polluted":true}}'), {
     status: 400,
-    body: { errorName: 'bodyDoesNotMatchSchema', validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.__proto__', message: 'Prototype keys are not allowed.' }] },
+    body: {
+      errorName: 'bodyDoesNotMatchSchema',
+      validationErrors: [
+        { errorName: 'fieldIsNotAllowed', jsonPath: '$.__proto__', message: 'Prototype keys are not allowed.' },
+      ],
+    },
   })
   t.equal(parse('{"a":{"prototype":{}},"constructor":1}').ok, true, 'a prototype key under any other name is harmless')
-  t.match(parse('{"a":[{"b":1},{"\\u005f_proto__":1}]}'), { body: { validationErrors: [{ jsonPath: '$.a[1].__proto__' }] } })
-  t.match(parse('{"odd key":{"constructor":{"prototype":{}}}}'), { body: { validationErrors: [{ jsonPath: "$['odd key'].constructor" }] } })
+  t.match(parse('{"a":[{"b":1},{"\\u005f_proto__":1}]}'), {
+    body: { validationErrors: [{ jsonPath: '$.a[1].__proto__' }] },
+  })
+  t.match(parse('{"odd key":{"constructor":{"prototype":{}}}}'), {
+    body: { validationErrors: [{ jsonPath: "$['odd key'].constructor" }] },
+  })
   const harmless = parse('{"constructor":{"name":"x"},"c":{"constructor":null}}')
   t.equal(harmless.ok && JSON.stringify(harmless.value), '{"constructor":{"name":"x"},"c":{"constructor":null}}')
   t.equal(parse('{"t":"\\u00e9"}').ok, true, 'an escape alone is walked and found clean')

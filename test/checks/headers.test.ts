@@ -15,7 +15,10 @@ t.test('the media types carry the vendor', async (t) => {
 
 t.test('Content-Type: absent is 400 headerIsMissing', async (t) => {
   t.match(contentType({}), { status: 400, body: { errorName: 'headerIsMissing', headerName: 'Content-Type' } })
-  t.equal(contentType({})?.body.message, 'The Content-Type header is missing. Send application/vnd.example.payments-v6+json.')
+  t.equal(
+    contentType({})?.body.message,
+    'The Content-Type header is missing. Send application/vnd.example.payments-v6+json.',
+  )
 })
 
 t.test('Content-Type: the v6 type, case-insensitive, with parameters', async (t) => {
@@ -46,7 +49,11 @@ t.test('Content-Type: anything else is 415 headerHasInvalidValue', async (t) => 
     'application/vnd.example.payments-v6+json, application/json',
     'application/vnd.example.payments-v6+json; x="unterminated',
   ]) {
-    t.match(contentType({ 'content-type': value }), { status: 415, body: { errorName: 'headerHasInvalidValue', headerName: 'Content-Type' } }, value)
+    t.match(
+      contentType({ 'content-type': value }),
+      { status: 415, body: { errorName: 'headerHasInvalidValue', headerName: 'Content-Type' } },
+      value,
+    )
   }
   t.equal(
     contentType({ 'content-type': 'application/json' })?.body.message,
@@ -90,9 +97,16 @@ t.test('Accept: nothing admitting the HAL type with q > 0 is 406', async (t) => 
     '*/json',
     'garbage',
   ]) {
-    t.match(accept({ accept: value }), { status: 406, body: { errorName: 'headerHasInvalidValue', headerName: 'Accept' } }, value)
+    t.match(
+      accept({ accept: value }),
+      { status: 406, body: { errorName: 'headerHasInvalidValue', headerName: 'Accept' } },
+      value,
+    )
   }
-  t.equal(accept({ accept: 'application/json' })?.body.message, 'The Accept header must admit application/vnd.example.payments-v6.hal+json.')
+  t.equal(
+    accept({ accept: 'application/json' })?.body.message,
+    'The Accept header must admit application/vnd.example.payments-v6.hal+json.',
+  )
 })
 
 t.test('Accept: a q that is not a qvalue (RFC 9110 section 12.4.2) ignores its range', async (t) => {
@@ -105,8 +119,23 @@ t.test('Accept: a q that is not a qvalue (RFC 9110 section 12.4.2) ignores its r
 
 t.test('Accept: the most specific range decides, equal ranges take the best q', async (t) => {
   t.equal(accept({ accept: '*/*;q=0, application/vnd.example.payments-v6.hal+json;q=0.2' }), undefined)
-  t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;q=0, application/vnd.example.payments-v6.hal+json;q=0.3' }), undefined)
-  t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;q=0.3, application/vnd.example.payments-v6.hal+json;q=0' }), undefined, 'the best, not the last')
-  t.not(accept({ accept: '*/*;q=0.5, application/vnd.example.payments-v6.hal+json;q=0' }), undefined, 'a more specific range later overrides a better q')
+  t.equal(
+    accept({
+      accept: 'application/vnd.example.payments-v6.hal+json;q=0, application/vnd.example.payments-v6.hal+json;q=0.3',
+    }),
+    undefined,
+  )
+  t.equal(
+    accept({
+      accept: 'application/vnd.example.payments-v6.hal+json;q=0.3, application/vnd.example.payments-v6.hal+json;q=0',
+    }),
+    undefined,
+    'the best, not the last',
+  )
+  t.not(
+    accept({ accept: '*/*;q=0.5, application/vnd.example.payments-v6.hal+json;q=0' }),
+    undefined,
+    'a more specific range later overrides a better q',
+  )
   t.not(accept({ accept: 'application/*;q=0.5, application/vnd.example.payments-v6.hal+json;q=0' }), undefined)
 })

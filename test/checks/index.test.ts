@@ -29,7 +29,7 @@ t.test('without an authenticator nobody gets in', async (t) => {
   t.equal(ACCESS_DENIED.headers?.['WWW-Authenticate'], 'Basic realm="payments", charset="UTF-8"')
 })
 
-t.test('authentication is the authenticator\'s answer', async (t) => {
+t.test("authentication is the authenticator's answer", async (t) => {
   const seen: (string | undefined)[] = []
   const checks = buildChecks({
     policies: policies(),
@@ -42,11 +42,14 @@ t.test('authentication is the authenticator\'s answer', async (t) => {
 
 t.test('checkHead refuses a declared Content-Length over the limit before the body is read', async (t) => {
   const checks = buildChecks({ policies: policies(), bodyLimit: 100 })
-  t.match(checks.checkHead({ ...headers, 'content-length': '101' }), { status: 413, body: { errorName: 'bodyIsTooLarge' } })
+  t.match(checks.checkHead({ ...headers, 'content-length': '101' }), {
+    status: 413,
+    body: { errorName: 'bodyIsTooLarge' },
+  })
   t.equal(checks.checkHead({ ...headers, 'content-length': '100' }), undefined)
 })
 
-t.test('the checks run in the contract\'s order: headers, then the body', async (t) => {
+t.test("the checks run in the contract's order: headers, then the body", async (t) => {
   const checks = buildChecks({ policies: policies() })
   t.match(checks.check('sale', {}, Buffer.from('not json')), { status: 400, body: { errorName: 'headerIsMissing' } })
   t.match(checks.check('sale', { 'content-type': 'text/plain' }, Buffer.from('')), { status: 415 })
@@ -73,13 +76,23 @@ t.test('check 9 runs after the schema and before the policy', async (t) => {
   const checks = buildChecks({ policies: policies() })
   const other: Principal = { username: 'shop-2', entities: new Set(['elsewhere']) }
   t.equal(checks.checkBody('sale', bytes(saleBody()), other), ACCESS_DENIED)
-  t.match(checks.checkBody('sale', Buffer.from('{}'), other), { status: 400, body: { errorName: 'bodyDoesNotMatchSchema' } })
+  t.match(checks.checkBody('sale', Buffer.from('{}'), other), {
+    status: 400,
+    body: { errorName: 'bodyDoesNotMatchSchema' },
+  })
   const unknown = saleBody()
   unknown.merchant.entity = 'elsewhere'
-  t.match(checks.checkBody('sale', bytes(unknown), other), { status: 400, body: { errorName: 'entityIsNotConfigured' } })
-  t.match(checks.checkBody('sale', bytes(unknown)), { status: 400, body: { errorName: 'entityIsNotConfigured' } }, 'no principal: check 9 skipped')
+  t.match(checks.checkBody('sale', bytes(unknown), other), {
+    status: 400,
+    body: { errorName: 'entityIsNotConfigured' },
+  })
+  t.match(
+    checks.checkBody('sale', bytes(unknown)),
+    { status: 400, body: { errorName: 'entityIsNotConfigured' } },
+    'no principal: check 9 skipped',
+  )
 })
 
-t.test('an error built by reject has the table\'s status', async (t) => {
+t.test("an error built by reject has the table's status", async (t) => {
   t.equal(reject('entityIsNotConfigured').status, 400)
 })

@@ -19,7 +19,12 @@ function reported(verdict: Verdict): Reported {
   return verdict
 }
 
-const errorNameOf = (verdict: Verdict) => (verdict.ok === false ? verdict.body.errorName : verdict.ok === 'report' ? verdict.wouldRefuse?.body.errorName : 'passed')
+const errorNameOf = (verdict: Verdict) =>
+  verdict.ok === false
+    ? verdict.body.errorName
+    : verdict.ok === 'report'
+      ? verdict.wouldRefuse?.body.errorName
+      : 'passed'
 
 t.test('the mode is enforce unless told, and a policy file may name one', async (t) => {
   t.equal(enforce.mode, 'enforce')
@@ -29,20 +34,37 @@ t.test('the mode is enforce unless told, and a policy file may name one', async 
   t.match(compilePolicy({ ...policyFile(), mode: 'audit' }), [/^\$\.mode: /])
 })
 
-t.test('report mode: a clean sale is reported with the rewrites enforce would make, the document as it came kept apart', async (t) => {
-  const body = saleBody()
-  body.instruction.narrative = { line1: 'Mind Palace — Baker Street London', line2: 'order #12' }
-  const sent = Buffer.from(` ${JSON.stringify(body)}`)
-  const verdict = reported(report.check('sale', headers, sent, shop))
-  t.equal(verdict.wouldRefuse, undefined)
-  t.same(verdict.wouldRewrite, ['line1Characters', 'line1Truncated', 'line2Characters', 'mccFilledIn', 'reserialized'])
-  t.equal(verdict.body, sent, 'the bytes that came, to forward')
-  t.same(verdict.received, body, 'the body as parsed, not rewritten')
-  t.equal(verdict.document?.instruction.narrative.line1, 'Mind Palace   Baker Stre', 'the document enforce would forward')
-  t.equal(verdict.document?.merchant.mcc, '5734')
-  t.match(verdict, { operation: 'sale', entity: 'default', principal: shop })
-  t.same(reported(report.checkBody('sale', bytes(saleBody()), shop)).wouldRewrite, ['mccFilledIn'], 'nothing but the mcc for a clean body')
-})
+t.test(
+  'report mode: a clean sale is reported with the rewrites enforce would make, the document as it came kept apart',
+  async (t) => {
+    const body = saleBody()
+    body.instruction.narrative = { line1: 'Mind Palace — Baker Street London', line2: 'order #12' }
+    const sent = Buffer.from(` ${JSON.stringify(body)}`)
+    const verdict = reported(report.check('sale', headers, sent, shop))
+    t.equal(verdict.wouldRefuse, undefined)
+    t.same(verdict.wouldRewrite, [
+      'line1Characters',
+      'line1Truncated',
+      'line2Characters',
+      'mccFilledIn',
+      'reserialized',
+    ])
+    t.equal(verdict.body, sent, 'the bytes that came, to forward')
+    t.same(verdict.received, body, 'the body as parsed, not rewritten')
+    t.equal(
+      verdict.document?.instruction.narrative.line1,
+      'Mind Palace   Baker Stre',
+      'the document enforce would forward',
+    )
+    t.equal(verdict.document?.merchant.mcc, '5734')
+    t.match(verdict, { operation: 'sale', entity: 'default', principal: shop })
+    t.same(
+      reported(report.checkBody('sale', bytes(saleBody()), shop)).wouldRewrite,
+      ['mccFilledIn'],
+      'nothing but the mcc for a clean body',
+    )
+  },
+)
 
 t.test('report mode: every refusal is reported, with the entity when the body names one', async (t) => {
   const luhn = saleBody()
@@ -54,7 +76,12 @@ t.test('report mode: every refusal is reported, with the entity when the body na
     ['a schema failure without an entity', bytes({ merchant: { entity: 7 } }), 'bodyDoesNotMatchSchema', undefined],
     ['a body that is not an object', bytes(['a']), 'bodyDoesNotMatchSchema', undefined],
     ['an entity without a policy', bytes(saleBody({ entity: 'nowhere' })), 'entityIsNotConfigured', 'nowhere'],
-    ['a policy refusal', bytes({ ...saleBody(), instruction: { ...saleBody().instruction, value: { amount: 1, currency: 'JPY' } } }), 'currencyIsNotSupported', 'default'],
+    [
+      'a policy refusal',
+      bytes({ ...saleBody(), instruction: { ...saleBody().instruction, value: { amount: 1, currency: 'JPY' } } }),
+      'currencyIsNotSupported',
+      'default',
+    ],
   ]
   for (const [name, body, errorName, entity] of cases) {
     const verdict = reported(report.checkBody('sale', body, shop))
@@ -66,20 +93,48 @@ t.test('report mode: every refusal is reported, with the entity when the body na
 
 t.test('report mode: a refused header is reported first, and the body is still read for its entity', async (t) => {
   const wrong = { 'content-type': 'text/plain' }
-  t.match(reported(report.check('sale', wrong, bytes(saleBody()), shop)), { entity: 'default', wouldRefuse: { status: 415 }, wouldRewrite: [], document: undefined })
-  t.match(reported(report.check('sale', wrong, Buffer.from('x'), shop)), { entity: undefined, wouldRefuse: { status: 415 } })
-  t.match(report.check('sale', wrong, bytes(saleBody({ entity: 'strict' })), shop), { ok: false, status: 415 }, "an enforcing entity gets the header's refusal")
-  t.match(enforce.check('sale', wrong, bytes(saleBody({ entity: 'trial' })), shop), { ok: false, status: 415 }, 'enforce mode refuses a header before it reads an entity')
+  t.match(reported(report.check('sale', wrong, bytes(saleBody()), shop)), {
+    entity: 'default',
+    wouldRefuse: { status: 415 },
+    wouldRewrite: [],
+    document: undefined,
+  })
+  t.match(reported(report.check('sale', wrong, Buffer.from('x'), shop)), {
+    entity: undefined,
+    wouldRefuse: { status: 415 },
+  })
+  t.match(
+    report.check('sale', wrong, bytes(saleBody({ entity: 'strict' })), shop),
+    { ok: false, status: 415 },
+    "an enforcing entity gets the header's refusal",
+  )
+  t.match(
+    enforce.check('sale', wrong, bytes(saleBody({ entity: 'trial' })), shop),
+    { ok: false, status: 415 },
+    'enforce mode refuses a header before it reads an entity',
+  )
 })
 
-t.test("report mode still refuses a user acting for an entity not theirs (check 9)", async (t) => {
+t.test('report mode still refuses a user acting for an entity not theirs (check 9)', async (t) => {
   const other: Principal = { username: 'shop-2', entities: new Set(['elsewhere']) }
   t.equal(report.checkBody('sale', bytes(saleBody()), other), ACCESS_DENIED)
   const broken = saleBody()
   delete (broken as Record<string, unknown>).transactionReference
-  t.equal(report.checkBody('sale', bytes(broken), other), ACCESS_DENIED, 'also when the schema fails but the entity is readable')
-  t.match(enforce.checkBody('sale', bytes(broken), other), { body: { errorName: 'bodyDoesNotMatchSchema' } }, 'enforce answers the schema first, as ever')
-  t.match(report.checkBody('sale', bytes(broken)), { ok: 'report', entity: 'default' }, 'without a principal (validate) check 9 is skipped')
+  t.equal(
+    report.checkBody('sale', bytes(broken), other),
+    ACCESS_DENIED,
+    'also when the schema fails but the entity is readable',
+  )
+  t.match(
+    enforce.checkBody('sale', bytes(broken), other),
+    { body: { errorName: 'bodyDoesNotMatchSchema' } },
+    'enforce answers the schema first, as ever',
+  )
+  t.match(
+    report.checkBody('sale', bytes(broken)),
+    { ok: 'report', entity: 'default' },
+    'without a principal (validate) check 9 is skipped',
+  )
 })
 
 t.test("a policy's mode overrides the gateway's for its entity", async (t) => {
@@ -88,18 +143,54 @@ t.test("a policy's mode overrides the gateway's for its entity", async (t) => {
     body.instruction.value.currency = 'JPY'
     return bytes(body)
   }
-  t.match(report.checkBody('sale', currency('strict'), shop), { ok: false, body: { errorName: 'currencyIsNotSupported' } }, 'strict enforces under report')
-  t.match(report.checkBody('sale', bytes(saleBody({ entity: 'strict' })), shop), { ok: true, entity: 'strict' }, 'and passes, rewritten')
-  t.match(enforce.checkBody('sale', currency('trial'), shop), { ok: 'report', wouldRefuse: { body: { errorName: 'currencyIsNotSupported' } } }, 'trial reports under enforce')
-  t.match(enforce.checkBody('sale', bytes(saleBody({ entity: 'trial' })), shop), { ok: 'report', wouldRefuse: undefined, wouldRewrite: ['mccFilledIn'] })
+  t.match(
+    report.checkBody('sale', currency('strict'), shop),
+    { ok: false, body: { errorName: 'currencyIsNotSupported' } },
+    'strict enforces under report',
+  )
+  t.match(
+    report.checkBody('sale', bytes(saleBody({ entity: 'strict' })), shop),
+    { ok: true, entity: 'strict' },
+    'and passes, rewritten',
+  )
+  t.match(
+    enforce.checkBody('sale', currency('trial'), shop),
+    { ok: 'report', wouldRefuse: { body: { errorName: 'currencyIsNotSupported' } } },
+    'trial reports under enforce',
+  )
+  t.match(enforce.checkBody('sale', bytes(saleBody({ entity: 'trial' })), shop), {
+    ok: 'report',
+    wouldRefuse: undefined,
+    wouldRewrite: ['mccFilledIn'],
+  })
   const broken = saleBody({ entity: 'trial' })
   broken.instruction.value.amount = -1
-  t.match(enforce.checkBody('sale', bytes(broken), shop), { ok: 'report', entity: 'trial' }, "a schema failure takes its entity's mode")
-  t.match(enforce.checkBody('sale', Buffer.from('{'), shop), { ok: false, body: { errorName: 'bodyIsNotJson' } }, "without an entity, the gateway's mode")
-  t.match(enforce.checkBody('sale', bytes(saleBody({ entity: 'nowhere' })), shop), { ok: false }, "an entity without a policy, the gateway's mode")
+  t.match(
+    enforce.checkBody('sale', bytes(broken), shop),
+    { ok: 'report', entity: 'trial' },
+    "a schema failure takes its entity's mode",
+  )
+  t.match(
+    enforce.checkBody('sale', Buffer.from('{'), shop),
+    { ok: false, body: { errorName: 'bodyIsNotJson' } },
+    "without an entity, the gateway's mode",
+  )
+  t.match(
+    enforce.checkBody('sale', bytes(saleBody({ entity: 'nowhere' })), shop),
+    { ok: false },
+    "an entity without a policy, the gateway's mode",
+  )
   t.equal(errorNameOf(enforce.checkBody('sale', bytes(saleBody()), shop)), 'passed')
-  t.equal(errorNameOf(report.checkBody('sale', Buffer.from('{'), shop, 'enforce')), 'bodyIsNotJson', "a caller's mode wins over the checks' own")
-  t.equal(errorNameOf(enforce.checkBody('sale', Buffer.from('{'), shop, 'enforce', report.checkHead({}))), 'headerIsMissing', 'an earlier refusal comes first')
+  t.equal(
+    errorNameOf(report.checkBody('sale', Buffer.from('{'), shop, 'enforce')),
+    'bodyIsNotJson',
+    "a caller's mode wins over the checks' own",
+  )
+  t.equal(
+    errorNameOf(enforce.checkBody('sale', Buffer.from('{'), shop, 'enforce', report.checkHead({}))),
+    'headerIsMissing',
+    'an earlier refusal comes first',
+  )
 })
 
 t.test('rewritesOf names each change between a document and its rewritten copy', async (t) => {

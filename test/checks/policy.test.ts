@@ -37,10 +37,18 @@ t.test('check 10: an entity without a policy is entityIsNotConfigured', async (t
 })
 
 t.test('check 11: an instrument type the policy does not list is paymentInstrumentIsNotSupported', async (t) => {
-  t.match(refusal(checks.checkBody('sale', saleRequest('eu-tokens', (r) => (r.instruction.value.currency = 'EUR')))), {
-    status: 400,
-    errorName: 'paymentInstrumentIsNotSupported',
-  })
+  t.match(
+    refusal(
+      checks.checkBody(
+        'sale',
+        saleRequest('eu-tokens', (r) => (r.instruction.value.currency = 'EUR')),
+      ),
+    ),
+    {
+      status: 400,
+      errorName: 'paymentInstrumentIsNotSupported',
+    },
+  )
   const other = saleRequest('default', (r) => (r.instruction.paymentInstrument = { type: 'apm/paypal' }))
   t.match(refusal(checks.checkBody('sale', other)), { errorName: 'paymentInstrumentIsNotSupported' })
 })
@@ -48,9 +56,17 @@ t.test('check 11: an instrument type the policy does not list is paymentInstrume
 t.test('check 12: a currency the policy does not list is currencyIsNotSupported', async (t) => {
   const request = saleRequest('eu-tokens', (r) => (r.instruction.paymentInstrument = token))
   t.match(refusal(checks.checkBody('sale', request)), { status: 400, errorName: 'currencyIsNotSupported' })
-  t.match(refusal(checks.checkBody('sale', saleRequest('default', (r) => (r.instruction.value.currency = 'JPY')))), {
-    errorName: 'currencyIsNotSupported',
-  })
+  t.match(
+    refusal(
+      checks.checkBody(
+        'sale',
+        saleRequest('default', (r) => (r.instruction.value.currency = 'JPY')),
+      ),
+    ),
+    {
+      errorName: 'currencyIsNotSupported',
+    },
+  )
 })
 
 t.test('check 13: each attribute the features do not enable is merchantIsNotConfigured', async (t) => {
@@ -60,17 +76,37 @@ t.test('check 13: each attribute the features do not enable is merchantIsNotConf
       r.instruction.value.currency = 'EUR'
       change(r)
     })
-  t.ok(checks.checkBody('sale', euro(() => {})).ok, 'the plain request passes')
+  t.ok(
+    checks.checkBody(
+      'sale',
+      euro(() => {}),
+    ).ok,
+    'the plain request passes',
+  )
   const cases: Array<[string, Buffer, RegExp]> = [
     ['mcc', euro((r) => (r.merchant.mcc = '5411')), /merchant\.mcc/],
-    ['paymentFacilitator', euro((r) => (r.merchant.paymentFacilitator = PAYMENT_FACILITATOR)), /merchant\.paymentFacilitator/],
+    [
+      'paymentFacilitator',
+      euro((r) => (r.merchant.paymentFacilitator = PAYMENT_FACILITATOR)),
+      /merchant\.paymentFacilitator/,
+    ],
     ['moto', euro((r) => (r.channel = 'moto')), /moto/],
     ['debtRepayment', euro((r) => (r.instruction.debtRepayment = true)), /debtRepayment/],
   ]
   for (const [name, body, message] of cases) {
-    t.match(refusal(checks.checkBody('sale', body)), { status: 400, errorName: 'merchantIsNotConfigured', message }, name)
+    t.match(
+      refusal(checks.checkBody('sale', body)),
+      { status: 400, errorName: 'merchantIsNotConfigured', message },
+      name,
+    )
   }
-  t.ok(checks.checkBody('sale', euro((r) => (r.instruction.debtRepayment = false))).ok, 'debtRepayment false uses nothing')
+  t.ok(
+    checks.checkBody(
+      'sale',
+      euro((r) => (r.instruction.debtRepayment = false)),
+    ).ok,
+    'debtRepayment false uses nothing',
+  )
   const enabled = saleRequest('collections', (r) => {
     r.channel = 'moto'
     r.instruction.debtRepayment = true
@@ -87,38 +123,93 @@ t.test('a Payment Facilitator entity without merchant.paymentFacilitator: fieldI
       jsonPath: '$.merchant.paymentFacilitator',
     },
   ])
-  t.match(refusal(checks.checkBody('sale', saleRequest('marketplace', (r) => (r.instruction.value.currency = 'USD')))), {
-    status: 400,
-    errorName: 'bodyDoesNotMatchSchema',
-  }, 'checked right after check 10, before currency')
+  t.match(
+    refusal(
+      checks.checkBody(
+        'sale',
+        saleRequest('marketplace', (r) => (r.instruction.value.currency = 'USD')),
+      ),
+    ),
+    {
+      status: 400,
+      errorName: 'bodyDoesNotMatchSchema',
+    },
+    'checked right after check 10, before currency',
+  )
   const pf = saleRequest('marketplace', (r) => (r.merchant.paymentFacilitator = PAYMENT_FACILITATOR))
   t.same(accepted(checks.checkBody('sale', pf)).document.merchant.paymentFacilitator, PAYMENT_FACILITATOR)
 })
 
 t.test('narrative line1 over 24 characters: stringIsTooLong in reject mode, cut in truncate mode', async (t) => {
   const long = 'Mind Palace Ltd Baker Street'
-  const rejected = refusal(checks.checkBody('sale', saleRequest('collections', (r) => (r.instruction.narrative.line1 = long))))
+  const rejected = refusal(
+    checks.checkBody(
+      'sale',
+      saleRequest('collections', (r) => (r.instruction.narrative.line1 = long)),
+    ),
+  )
   t.match(rejected, { status: 400, errorName: 'bodyDoesNotMatchSchema' })
-  t.same(rejected.validationErrors?.map(({ errorName, jsonPath }) => ({ errorName, jsonPath })), [
-    { errorName: 'stringIsTooLong', jsonPath: '$.instruction.narrative.line1' },
-  ])
+  t.same(
+    rejected.validationErrors?.map(({ errorName, jsonPath }) => ({ errorName, jsonPath })),
+    [{ errorName: 'stringIsTooLong', jsonPath: '$.instruction.narrative.line1' }],
+  )
   t.equal(rejected.validationErrors?.[0]?.message, 'The string must be at most 24 characters long.')
-  const both = refusal(checks.checkBody('sale', saleRequest('marketplace', (r) => (r.instruction.narrative.line1 = long))))
-  t.same(both.validationErrors?.map((item) => item.errorName), ['fieldIsMissing', 'stringIsTooLong'], 'both rules reported')
+  const both = refusal(
+    checks.checkBody(
+      'sale',
+      saleRequest('marketplace', (r) => (r.instruction.narrative.line1 = long)),
+    ),
+  )
+  t.same(
+    both.validationErrors?.map((item) => item.errorName),
+    ['fieldIsMissing', 'stringIsTooLong'],
+    'both rules reported',
+  )
   const exactly = 'x'.repeat(24)
-  t.equal(accepted(checks.checkBody('sale', saleRequest('collections', (r) => (r.instruction.narrative.line1 = exactly)))).document.instruction.narrative.line1, exactly)
+  t.equal(
+    accepted(
+      checks.checkBody(
+        'sale',
+        saleRequest('collections', (r) => (r.instruction.narrative.line1 = exactly)),
+      ),
+    ).document.instruction.narrative.line1,
+    exactly,
+  )
 
-  const cut = accepted(checks.checkBody('sale', saleRequest('default', (r) => (r.instruction.narrative.line1 = long))))
+  const cut = accepted(
+    checks.checkBody(
+      'sale',
+      saleRequest('default', (r) => (r.instruction.narrative.line1 = long)),
+    ),
+  )
   t.equal(cut.document.instruction.narrative.line1, 'Mind Palace Ltd Baker St')
-  const emoji = accepted(checks.checkBody('sale', saleRequest('default', (r) => (r.instruction.narrative.line1 = 'Café 🍰 & Co'))))
+  const emoji = accepted(
+    checks.checkBody(
+      'sale',
+      saleRequest('default', (r) => (r.instruction.narrative.line1 = 'Café 🍰 & Co')),
+    ),
+  )
   t.equal(emoji.document.instruction.narrative.line1, `Caf${' '.repeat(6)}Co`, 'a code point becomes one space')
-  const line2 = accepted(checks.checkBody('sale', saleRequest('default', (r) => (r.instruction.narrative.line2 = 'Order #42 — thanks!'))))
+  const line2 = accepted(
+    checks.checkBody(
+      'sale',
+      saleRequest('default', (r) => (r.instruction.narrative.line2 = 'Order #42 — thanks!')),
+    ),
+  )
   t.equal(line2.document.instruction.narrative.line2, 'Order  42   thanks ', 'line2 gets the same replacement, no cut')
 })
 
 t.test('merchant.mcc is filled in from the policy when dynamic mcc is on and the request has none', async (t) => {
   t.equal(accepted(checks.checkBody('sale', saleRequest('default'))).document.merchant.mcc, '5734')
-  t.equal(accepted(checks.checkBody('sale', saleRequest('default', (r) => (r.merchant.mcc = '5411')))).document.merchant.mcc, '5411')
+  t.equal(
+    accepted(
+      checks.checkBody(
+        'sale',
+        saleRequest('default', (r) => (r.merchant.mcc = '5411')),
+      ),
+    ).document.merchant.mcc,
+    '5411',
+  )
   const euro = saleRequest('eu-tokens', (r) => {
     r.instruction.paymentInstrument = token
     r.instruction.value.currency = 'EUR'
@@ -134,7 +225,15 @@ t.test('the recurring operation goes through the same policy checks', async (t) 
     })
   t.equal(accepted(checks.checkBody('recurring', recurring('default'))).document.merchant.mcc, '5734')
   t.match(refusal(checks.checkBody('recurring', recurring('nobody'))), { errorName: 'entityIsNotConfigured' })
-  t.match(refusal(checks.checkBody('recurring', recurring('default', (r) => (r.instruction.debtRepayment = true)))), {
-    errorName: 'merchantIsNotConfigured',
-  })
+  t.match(
+    refusal(
+      checks.checkBody(
+        'recurring',
+        recurring('default', (r) => (r.instruction.debtRepayment = true)),
+      ),
+    ),
+    {
+      errorName: 'merchantIsNotConfigured',
+    },
+  )
 })

@@ -31,26 +31,33 @@ t.test('any other path is not ours', async (t) => {
   t.equal(route('GET', '/status'), undefined, 'whatever the method: the 405 is for our paths only')
 })
 
-t.test('other spellings of an operation path are that operation: a lenient backend router would take them as one', async (t) => {
-  const route = router('/api')
-  for (const path of [
-    '/api/payments/sales/migrateCardOnFile/',
-    '/api/payments/sales/migratecardonfile',
-    '/API/Payments/Sales/MigrateCardOnFile',
-    '//api//payments/sales///migrateCardOnFile',
-    '/api/payments/./sales/migrateCardOnFile',
-    '/api/payments/x/../sales/migrateCardOnFile',
-    '/api/payments/sales/migrate%43ardOnFile',
-    '/api/payments%2Fsales/migrateCardOnFile',
-    '/api/payments/sales/migrateCardOnFile;jsessionid=1',
-    '/api;v=1/payments/sales/migrateCardOnFile',
-    '\\api\\payments\\sales\\migrateCardOnFile',
-  ]) {
-    t.equal(route('POST', `${path}?q=1`), 'sale', path)
-  }
-  t.match(route('GET', '/api/payments/sales/migrateCardOnFile/'), { status: 405 }, 'another method there is a 405 as well')
-  t.equal(route('POST', '/api/payments/sales/migrate%ZZCardOnFile'), undefined, 'a malformed escape compares as sent')
-})
+t.test(
+  'other spellings of an operation path are that operation: a lenient backend router would take them as one',
+  async (t) => {
+    const route = router('/api')
+    for (const path of [
+      '/api/payments/sales/migrateCardOnFile/',
+      '/api/payments/sales/migratecardonfile',
+      '/API/Payments/Sales/MigrateCardOnFile',
+      '//api//payments/sales///migrateCardOnFile',
+      '/api/payments/./sales/migrateCardOnFile',
+      '/api/payments/x/../sales/migrateCardOnFile',
+      '/api/payments/sales/migrate%43ardOnFile',
+      '/api/payments%2Fsales/migrateCardOnFile',
+      '/api/payments/sales/migrateCardOnFile;jsessionid=1',
+      '/api;v=1/payments/sales/migrateCardOnFile',
+      '\\api\\payments\\sales\\migrateCardOnFile',
+    ]) {
+      t.equal(route('POST', `${path}?q=1`), 'sale', path)
+    }
+    t.match(
+      route('GET', '/api/payments/sales/migrateCardOnFile/'),
+      { status: 405 },
+      'another method there is a 405 as well',
+    )
+    t.equal(route('POST', '/api/payments/sales/migrate%ZZCardOnFile'), undefined, 'a malformed escape compares as sent')
+  },
+)
 
 t.test('the operation of a path is the same whatever the method: the proxy labels a 405 with it', async (t) => {
   const operationOf = buildRouter('')

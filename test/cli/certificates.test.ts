@@ -22,45 +22,92 @@ async function refusal(flags: CertificateFlags, where = flagName): Promise<strin
 
 t.test('start-up: one line naming the flag (or the variable) that named the file', async (t) => {
   const missing = join(pki.dir, 'missing.pem')
-  t.equal(await refusal({ target: http, tlsCert: pki.server.cert }), '--tls-cert needs --tls-key too: give the certificate and its key, or neither (docs/deployment.md)')
-  t.equal(await refusal({ target: https, targetKey: pki.client.key }), '--target-key needs --target-cert too: give the certificate and its key, or neither (docs/deployment.md)')
-  t.equal(await refusal({ target: http, targetCa: pki.ca }), '--target-ca is for an https:// --target; give an https:// URL or leave it out')
-  t.equal(await refusal({ target: http, targetServername: 'x' }), '--target-servername is for an https:// --target; give an https:// URL or leave it out')
-  t.equal(await refusal({ target: http, tlsCert: missing, tlsKey: pki.server.key }), `--tls-cert: ${missing}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)`)
+  t.equal(
+    await refusal({ target: http, tlsCert: pki.server.cert }),
+    '--tls-cert needs --tls-key too: give the certificate and its key, or neither (docs/deployment.md)',
+  )
+  t.equal(
+    await refusal({ target: https, targetKey: pki.client.key }),
+    '--target-key needs --target-cert too: give the certificate and its key, or neither (docs/deployment.md)',
+  )
+  t.equal(
+    await refusal({ target: http, targetCa: pki.ca }),
+    '--target-ca is for an https:// --target; give an https:// URL or leave it out',
+  )
+  t.equal(
+    await refusal({ target: http, targetServername: 'x' }),
+    '--target-servername is for an https:// --target; give an https:// URL or leave it out',
+  )
+  t.equal(
+    await refusal({ target: http, tlsCert: missing, tlsKey: pki.server.key }),
+    `--tls-cert: ${missing}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)`,
+  )
   t.equal(
     await refusal({ target: http, tlsCert: pki.server.cert, tlsKey: pki.client.key }, fromEnv),
     `PAYMENTS_GATE_TLS_KEY: ${pki.client.key}: not the key of the certificate; give a readable PEM file (docs/deployment.md#tls)`,
   )
-  t.equal(await refusal({ target: https, targetCa: pki.server.key }), `--target-ca: ${pki.server.key}: not a PEM certificate; give a readable PEM file (docs/deployment.md#tls)`)
+  t.equal(
+    await refusal({ target: https, targetCa: pki.server.key }),
+    `--target-ca: ${pki.server.key}: not a PEM certificate; give a readable PEM file (docs/deployment.md#tls)`,
+  )
   const expired = await pki.issue('expired-client', { client: true, days: -1 })
   // The listener's pair loaded first is closed again when the target's files fail.
-  t.match(await refusal({ target: https, tlsCert: pki.server.cert, tlsKey: pki.server.key, targetCert: expired.cert, targetKey: expired.key }), /^--target-cert: .*expired-client\.pem: the certificate expired on /)
+  t.match(
+    await refusal({
+      target: https,
+      tlsCert: pki.server.cert,
+      tlsKey: pki.server.key,
+      targetCert: expired.cert,
+      targetKey: expired.key,
+    }),
+    /^--target-cert: .*expired-client\.pem: the certificate expired on /,
+  )
 })
 
-t.test('an http target and no listener pair: nothing to watch; an https target without files: the system roots', async (t) => {
-  const plain = await loadCertificates({ target: http }, flagName)
-  t.equal(plain.listener, undefined)
-  t.equal(plain.target, undefined)
-  await plain.reload()
-  plain.close()
-  const roots = await loadCertificates({ target: https, targetServername: 'payments.internal' }, flagName)
-  t.same(roots.target, { files: undefined, servername: 'payments.internal' })
-  roots.close()
-  const privateCa = await loadCertificates({ target: https, targetCa: pki.ca }, flagName)
-  t.ok(privateCa.target?.files?.current.context, 'a CA bundle alone, no client certificate')
-  privateCa.close()
-})
+t.test(
+  'an http target and no listener pair: nothing to watch; an https target without files: the system roots',
+  async (t) => {
+    const plain = await loadCertificates({ target: http }, flagName)
+    t.equal(plain.listener, undefined)
+    t.equal(plain.target, undefined)
+    await plain.reload()
+    plain.close()
+    const roots = await loadCertificates({ target: https, targetServername: 'payments.internal' }, flagName)
+    t.same(roots.target, { files: undefined, servername: 'payments.internal' })
+    roots.close()
+    const privateCa = await loadCertificates({ target: https, targetCa: pki.ca }, flagName)
+    t.ok(privateCa.target?.files?.current.context, 'a CA bundle alone, no client certificate')
+    privateCa.close()
+  },
+)
 
 t.test('reloads: the refused files counted by side; SIGHUP re-reads both', async (t) => {
   const dir = t.testdir()
   const names = ['tls.crt', 'tls.key', 'ca.pem', 'client.crt', 'client.key']
   const sources = [pki.server.cert, pki.server.key, pki.ca, pki.client.cert, pki.client.key]
-  const [cert, key, ca, clientCert, clientKey] = names.map((name) => join(dir, name)) as [string, string, string, string, string]
+  const [cert, key, ca, clientCert, clientKey] = names.map((name) => join(dir, name)) as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ]
   for (const [i, name] of names.entries()) await copyFile(sources[i] as string, join(dir, name))
   const outcomes: ReloadOutcome[] = []
   const sides: string[] = []
-  const flags = { target: https, tlsCert: cert, tlsKey: key, targetCa: ca, targetCert: clientCert, targetKey: clientKey }
-  const certificates = await loadCertificates(flags, flagName, { onReload: (side, outcome) => void (sides.push(side), outcomes.push(outcome)), debounceMs: 60_000, rescanMs: 60_000 })
+  const flags = {
+    target: https,
+    tlsCert: cert,
+    tlsKey: key,
+    targetCa: ca,
+    targetCert: clientCert,
+    targetKey: clientKey,
+  }
+  const certificates = await loadCertificates(flags, flagName, {
+    onReload: (side, outcome) => void (sides.push(side), outcomes.push(outcome)),
+    debounceMs: 60_000,
+    rescanMs: 60_000,
+  })
   t.teardown(() => certificates.close())
   t.ok(certificates.listener?.current.cert.equals(readFileSync(pki.server.cert)))
   const replace = async (file: string, text: string) => {
@@ -76,7 +123,10 @@ t.test('reloads: the refused files counted by side; SIGHUP re-reads both', async
     'each side its own refusal',
   )
   t.same(sides, ['listener', 'target'])
-  t.match(outcomes, [{ refused: [{ file: key, reason: 'not a PEM private key without a passphrase' }] }, { refused: [{ file: ca, reason: 'not a PEM certificate' }] }])
+  t.match(outcomes, [
+    { refused: [{ file: key, reason: 'not a PEM private key without a passphrase' }] },
+    { refused: [{ file: ca, reason: 'not a PEM certificate' }] },
+  ])
   await copyFile(pki.server.key, key)
   await copyFile(pki.ca, ca)
   outcomes.length = 0

@@ -7,7 +7,12 @@ const dir = t.testdir({
   'two.json': JSON.stringify({
     rules: [
       { status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' },
-      { status: '4xx', match: { '$.code': 'E_LIMIT' }, errorName: 'cardLimitIsReached', message: 'The card limit is reached.' },
+      {
+        status: '4xx',
+        match: { '$.code': 'E_LIMIT' },
+        errorName: 'cardLimitIsReached',
+        message: 'The card limit is reached.',
+      },
     ],
   }),
   'bad.json': JSON.stringify({ rules: [{ status: '3xx', errorName: 'x-y' }] }),
@@ -38,9 +43,18 @@ t.test('an invalid file: exit 1 and one "file: reason" line per reason', async (
 
 t.test('a bad call or an unreadable file: exit 2', async (t) => {
   const cases: [string[], RegExp][] = [
-    [[], /^payments-gate check-backend-errors: give the rules file to check: payments-gate check-backend-errors FILE\n$/],
-    [['a.json', 'b.json'], /^payments-gate check-backend-errors: too many arguments; usage: payments-gate check-backend-errors FILE\n$/],
-    [[join(dir, 'missing.json')], /^payments-gate check-backend-errors: .*missing\.json: no such file or folder; give a readable rules file\n$/],
+    [
+      [],
+      /^payments-gate check-backend-errors: give the rules file to check: payments-gate check-backend-errors FILE\n$/,
+    ],
+    [
+      ['a.json', 'b.json'],
+      /^payments-gate check-backend-errors: too many arguments; usage: payments-gate check-backend-errors FILE\n$/,
+    ],
+    [
+      [join(dir, 'missing.json')],
+      /^payments-gate check-backend-errors: .*missing\.json: no such file or folder; give a readable rules file\n$/,
+    ],
   ]
   for (const [args, message] of cases) {
     const result = await runCli(['check-backend-errors', ...args])

@@ -55,5 +55,8 @@ t.test('a bad call is one line on stderr and exit 2', async (t) => {
   const nowhere = join(t.testdirName, 'nowhere')
   const missing = await runCli(['check-policies', nowhere])
   t.equal(missing.code, 2)
-  t.equal(missing.stderr, `payments-gate check-policies: ${nowhere}: no such file or folder; give a readable folder of policy files\n`)
+  t.equal(
+    missing.stderr,
+    `payments-gate check-policies: ${nowhere}: no such file or folder; give a readable folder of policy files\n`,
+  )
 })

@@ -61,12 +61,17 @@ t.test('an IPv6 listen address is printed in brackets', async (t) => {
 })
 
 t.test('curl lines quote single quotes for the shell', async (t) => {
-  t.equal(curlLine({ url: 'http://h/p', headers: { A: "it's" }, body: '{}' }), `curl -i -H 'A: it'\\''s' --data '{}' 'http://h/p'`)
+  t.equal(
+    curlLine({ url: 'http://h/p', headers: { A: "it's" }, body: '{}' }),
+    `curl -i -H 'A: it'\\''s' --data '{}' 'http://h/p'`,
+  )
 })
 
 t.test('a port in use stops the demo with a one-line reason', async (t) => {
   const port = await takenPort(t)
-  await t.rejects(startDemo(['--listen', `127.0.0.1:${port}`], io().io), { message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port` })
+  await t.rejects(startDemo(['--listen', `127.0.0.1:${port}`], io().io), {
+    message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
+  })
 })
 
 t.test('the real process: demo starts, and SIGTERM stops it with exit 0', async (t) => {

@@ -1,6 +1,16 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { asksForHelp, envName, flagName, flagTable, helpText, option, parseFlags, toggle, type CommandSpec } from '../../lib/cli/flags.js'
+import {
+  asksForHelp,
+  envName,
+  flagName,
+  flagTable,
+  helpText,
+  option,
+  parseFlags,
+  toggle,
+  type CommandSpec,
+} from '../../lib/cli/flags.js'
 import { SUBCOMMANDS } from '../../lib/cli/main.js'
 
 const page = readFileSync(new URL('../../docs/cli.md', import.meta.url), 'utf8')
@@ -11,7 +21,10 @@ t.test('docs/cli.md holds the table of every command with flags, as the declarat
     t.equal(spec.name, name)
     if (Object.keys(spec.flags).length === 0) continue
     const table = flagTable(spec)
-    t.ok(page.includes(`${table}\n`), `the table of ${name} in docs/cli.md is out of step with its declaration; it should read:\n${table}`)
+    t.ok(
+      page.includes(`${table}\n`),
+      `the table of ${name} in docs/cli.md is out of step with its declaration; it should read:\n${table}`,
+    )
   }
 })
 
@@ -22,13 +35,20 @@ t.test('every flag of every command is in its help, with its default and, where 
     t.match(help, new RegExp(`^usage: payments-gate ${name} `), name)
     t.match(help, /\n {2}-h, --help\n/)
     t.notMatch(help, /`/, 'no markdown in help')
-    t.ok(help.split('\n').every((line) => line.length <= 100), 'lines of at most 100 characters')
+    t.ok(
+      help.split('\n').every((line) => line.length <= 100),
+      'lines of at most 100 characters',
+    )
     const entries = help.split(/\n {2}(?=-)/).map((entry) => entry.replace(/\s+/g, ' '))
     for (const [key, flag] of Object.entries(spec.flags)) {
       const label = flag.value === undefined ? flagName(key) : `${flagName(key)} ${flag.value}`
       const entry = entries.find((text) => text.startsWith(`${label} `))
       t.ok(entry, `${name} ${label}`)
-      t.match(entry, flag.required ? '(required' : `(default: ${flag.shown.replaceAll('`', '')}`, `${name} ${label}: default`)
+      t.match(
+        entry,
+        flag.required ? '(required' : `(default: ${flag.shown.replaceAll('`', '')}`,
+        `${name} ${label}: default`,
+      )
       if (spec.env && flag.value !== undefined) t.match(entry, `env: ${envName(key)})`, `${name} ${label}: variable`)
     }
   }
@@ -48,14 +68,44 @@ const spec: CommandSpec = {
 }
 
 t.test('parseFlags: values, a switch, positionals after --, variables for valued flags only', async (t) => {
-  const parsed = parseFlags(spec, ['--loud', '--label=x', '--', '--count'], { PAYMENTS_GATE_COUNT: '7', PAYMENTS_GATE_LOUD: '1' })
+  const parsed = parseFlags(spec, ['--loud', '--label=x', '--', '--count'], {
+    PAYMENTS_GATE_COUNT: '7',
+    PAYMENTS_GATE_LOUD: '1',
+  })
   t.same(parsed.values, { count: 7, label: 'x', loud: true })
   t.same(parsed.positionals, ['--count'])
   t.equal(parsed.where('count'), 'PAYMENTS_GATE_COUNT')
   t.equal(parsed.where('loud'), '--loud')
-  t.same(parseFlags(spec, [], { PAYMENTS_GATE_LOUD: '1' }).values, { count: 3, label: undefined, loud: false }, 'a switch is never read from a variable')
-  t.throws(() => parseFlags(spec, ['--loud=yes'], {}), { message: '--loud takes no value; see payments-gate try --help' })
-  t.throws(() => parseFlags({ ...spec, flags: { broken: option({ value: 'X', summary: 's', default: 'd', parse: () => { throw new Error('a bug') } }) } }, [], {}), { message: 'a bug' }, 'a bug in a parser is not a usage error')
+  t.same(
+    parseFlags(spec, [], { PAYMENTS_GATE_LOUD: '1' }).values,
+    { count: 3, label: undefined, loud: false },
+    'a switch is never read from a variable',
+  )
+  t.throws(() => parseFlags(spec, ['--loud=yes'], {}), {
+    message: '--loud takes no value; see payments-gate try --help',
+  })
+  t.throws(
+    () =>
+      parseFlags(
+        {
+          ...spec,
+          flags: {
+            broken: option({
+              value: 'X',
+              summary: 's',
+              default: 'd',
+              parse: () => {
+                throw new Error('a bug')
+              },
+            }),
+          },
+        },
+        [],
+        {},
+      ),
+    { message: 'a bug' },
+    'a bug in a parser is not a usage error',
+  )
 })
 
 t.test('asksForHelp: --help or -h anywhere before --', async (t) => {
@@ -76,5 +126,12 @@ t.test('flagTable: a switch of a command that reads variables has none; a | in a
       '| `--loud` | none | shout | off |',
     ].join('\n'),
   )
-  t.match(flagTable({ ...spec, env: false, flags: { mode: option({ value: 'a|b', summary: 'x', default: 'a', parse: String, see: '[m](m.md)' }) } }), '| `--mode a\\|b` | x ([m](m.md)) | `a` |')
+  t.match(
+    flagTable({
+      ...spec,
+      env: false,
+      flags: { mode: option({ value: 'a|b', summary: 'x', default: 'a', parse: String, see: '[m](m.md)' }) },
+    }),
+    '| `--mode a\\|b` | x ([m](m.md)) | `a` |',
+  )
 })

@@ -3,7 +3,9 @@ import t from 'tap'
 import { SUBCOMMANDS } from '../../lib/cli/main.js'
 import { runCli, spawnCli } from '../helpers/cli.js'
 
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string
+}
 
 /** The real process's exit code and output. */
 async function finished(args: string[], env: Record<string, string> = {}) {
@@ -14,8 +16,18 @@ async function finished(args: string[], env: Record<string, string> = {}) {
 
 t.test('the real process: every command --help and -h is its help on stdout, exit 0', async (t) => {
   const names = Object.keys(SUBCOMMANDS)
-  t.same(names.sort(), ['check-backend-errors', 'check-policies', 'demo', 'hash-password', 'openapi', 'serve', 'validate'])
-  const runs = await Promise.all(names.map((name, i) => finished(i % 2 === 0 ? [name, '--help'] : [name, 'extra', '-h'])))
+  t.same(names.sort(), [
+    'check-backend-errors',
+    'check-policies',
+    'demo',
+    'hash-password',
+    'openapi',
+    'serve',
+    'validate',
+  ])
+  const runs = await Promise.all(
+    names.map((name, i) => finished(i % 2 === 0 ? [name, '--help'] : [name, 'extra', '-h'])),
+  )
   names.forEach((name, i) => {
     const { code, stdout, stderr } = runs[i] as Awaited<ReturnType<typeof finished>>
     t.equal(code, 0, name)
@@ -23,7 +35,10 @@ t.test('the real process: every command --help and -h is its help on stdout, exi
     t.match(stdout, /\n {2}-h, --help\n/, name)
     t.equal(stderr, '', name)
   })
-  t.match(runs[names.indexOf('serve')]?.stdout, /--shutdown-delay SECONDS\n[^]*?\(default: 5; env:\s+PAYMENTS_GATE_SHUTDOWN_DELAY\)/)
+  t.match(
+    runs[names.indexOf('serve')]?.stdout,
+    /--shutdown-delay SECONDS\n[^]*?\(default: 5; env:\s+PAYMENTS_GATE_SHUTDOWN_DELAY\)/,
+  )
 })
 
 t.test('the real process: --version and -v print the version, exit 0', async (t) => {
@@ -44,6 +59,14 @@ t.test('the command list, help COMMAND, and an unknown command in one line', asy
   const topic = await runCli(['help', 'validate'])
   t.equal(topic.code, 0)
   t.match(topic.stdout, /^usage: payments-gate validate --operation sale\|recurring \[flags\] FILE\|-\n/)
-  t.same(await runCli(['frobnicate']), { code: 2, stdout: '', stderr: 'payments-gate: unknown command "frobnicate"; payments-gate --help lists the commands\n' })
-  t.same(await runCli(['help', 'frobnicate']), { code: 2, stdout: '', stderr: 'payments-gate: unknown command "frobnicate"; payments-gate --help lists the commands\n' })
+  t.same(await runCli(['frobnicate']), {
+    code: 2,
+    stdout: '',
+    stderr: 'payments-gate: unknown command "frobnicate"; payments-gate --help lists the commands\n',
+  })
+  t.same(await runCli(['help', 'frobnicate']), {
+    code: 2,
+    stdout: '',
+    stderr: 'payments-gate: unknown command "frobnicate"; payments-gate --help lists the commands\n',
+  })
 })

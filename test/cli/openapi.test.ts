@@ -29,7 +29,12 @@ t.test('--backend-errors FILE (or its variable): the names the rules give appear
     'rules.json': JSON.stringify({
       rules: [
         { status: 402, errorName: 'paymentIsDeclined', message: 'The payment was declined.' },
-        { status: '4xx', match: { '$.code': 'E_LIMIT' }, errorName: 'cardLimitIsReached', message: 'The card limit is reached.' },
+        {
+          status: '4xx',
+          match: { '$.code': 'E_LIMIT' },
+          errorName: 'cardLimitIsReached',
+          message: 'The card limit is reached.',
+        },
         { status: 409, errorName: 'cardLimitIsReached', message: 'ignored: the first rule gives the message' },
         { status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' },
       ],
@@ -41,21 +46,43 @@ t.test('--backend-errors FILE (or its variable): the names the rules give appear
   const document = JSON.parse(stdout)
   t.same(document, buildOpenApi({ backendErrors: await loadBackendErrors(join(dir, 'rules.json')) }))
   const { responses } = document.paths['/payments/sales/migrateCardOnFile'].post
-  const names = (status: string): string[] => responses[status].content['application/json'].schema.allOf[1].properties.errorName.enum
+  const names = (status: string): string[] =>
+    responses[status].content['application/json'].schema.allOf[1].properties.errorName.enum
   t.same(names('402'), ['paymentIsDeclined'], 'a status the table lacks gets its row')
   t.match(responses['402'].description, /--backend-errors/)
-  t.same(responses['402'].content['application/json'].examples.paymentIsDeclined.value, { errorName: 'paymentIsDeclined', message: 'The payment was declined.' })
+  t.same(responses['402'].content['application/json'].examples.paymentIsDeclined.value, {
+    errorName: 'paymentIsDeclined',
+    message: 'The payment was declined.',
+  })
   t.same(names('4XX'), ['requestIsRefused', 'cardLimitIsReached'], 'a class goes under its range')
-  t.same(responses['409'].content['application/json'].examples.cardLimitIsReached.value.message, 'The card limit is reached.')
-  t.same(names('400').filter((name) => name === 'currencyIsNotSupported'), ['currencyIsNotSupported'], 'a table name already listed is not repeated')
+  t.same(
+    responses['409'].content['application/json'].examples.cardLimitIsReached.value.message,
+    'The card limit is reached.',
+  )
+  t.same(
+    names('400').filter((name) => name === 'currencyIsNotSupported'),
+    ['currencyIsNotSupported'],
+    'a table name already listed is not repeated',
+  )
   const env = new PassThrough()
   const out: Buffer[] = []
   env.on('data', (chunk: Buffer) => out.push(chunk))
-  t.equal(await main(['openapi'], { stdin: new PassThrough(), stdout: env, stderr: new PassThrough(), env: { PAYMENTS_GATE_BACKEND_ERRORS: join(dir, 'rules.json') } }), 0)
+  t.equal(
+    await main(['openapi'], {
+      stdin: new PassThrough(),
+      stdout: env,
+      stderr: new PassThrough(),
+      env: { PAYMENTS_GATE_BACKEND_ERRORS: join(dir, 'rules.json') },
+    }),
+    0,
+  )
   t.same(JSON.parse(Buffer.concat(out).toString()), document)
   const bad = await runCli(['openapi', '--backend-errors', join(dir, 'bad.json')])
   t.equal(bad.code, 2)
-  t.equal(bad.stderr, `payments-gate openapi: --backend-errors: ${join(dir, 'bad.json')}: $: must be an object whose only key is "rules", an array of rules; fix it (payments-gate check-backend-errors FILE lists every problem)\n`)
+  t.equal(
+    bad.stderr,
+    `payments-gate openapi: --backend-errors: ${join(dir, 'bad.json')}: $: must be an object whose only key is "rules", an array of rules; fix it (payments-gate check-backend-errors FILE lists every problem)\n`,
+  )
 })
 
 t.test('a file argument is a usage error', async (t) => {

@@ -43,10 +43,37 @@ t.test('the defaults of docs/cli.md (serve)', async (t) => {
 
 t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins', async (t) => {
   const flags = parseServeOptions(
-    [...required, '--listen', '0.0.0.0:81', '--policies', 'p', '--vendor', 'acme', '--base-path', '/v1', '--body-limit', '10', '--timeout', '5', '--admin', '127.0.0.1:9090', '--workers', '3'],
+    [
+      ...required,
+      '--listen',
+      '0.0.0.0:81',
+      '--policies',
+      'p',
+      '--vendor',
+      'acme',
+      '--base-path',
+      '/v1',
+      '--body-limit',
+      '10',
+      '--timeout',
+      '5',
+      '--admin',
+      '127.0.0.1:9090',
+      '--workers',
+      '3',
+    ],
     { PAYMENTS_GATE_LISTEN: '99' },
   )
-  t.match(flags, { listen: { host: '0.0.0.0', port: 81 }, policies: 'p', vendor: 'acme', basePath: '/v1', bodyLimit: 10, timeout: 5, admin: { host: '127.0.0.1', port: 9090 }, workers: 3 })
+  t.match(flags, {
+    listen: { host: '0.0.0.0', port: 81 },
+    policies: 'p',
+    vendor: 'acme',
+    basePath: '/v1',
+    bodyLimit: 10,
+    timeout: 5,
+    admin: { host: '127.0.0.1', port: 9090 },
+    workers: 3,
+  })
   t.equal(flags.where('listen'), '--listen')
   const env = parseServeOptions([], {
     PAYMENTS_GATE_TARGET: 'http://backend:8000/base',
@@ -58,7 +85,14 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
     PAYMENTS_GATE_DRAIN_TIMEOUT: '7',
     PAYMENTS_GATE_ADMIN: '',
   })
-  t.match(env, { listen: { host: '::1', port: 8443 }, credentials: '/etc/gate/credentials.json', bodyLimit: 1024, shutdownDelay: 0, drainTimeout: 7, admin: undefined })
+  t.match(env, {
+    listen: { host: '::1', port: 8443 },
+    credentials: '/etc/gate/credentials.json',
+    bodyLimit: 1024,
+    shutdownDelay: 0,
+    drainTimeout: 7,
+    admin: undefined,
+  })
   t.equal(env.where('listen'), 'PAYMENTS_GATE_LISTEN')
   t.equal(env.where('admin'), '--admin', 'an empty variable is not set')
   t.ok(env.workers >= 1)
@@ -67,44 +101,107 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
     PAYMENTS_GATE_IDEMPOTENCY_TTL: '3600',
     PAYMENTS_GATE_IDEMPOTENCY_FAILURE: 'open',
   })
-  t.match(protection, { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open' }, 'and from the variables')
-  t.match(parseServeOptions([...required, '--idempotency', 'off'], { PAYMENTS_GATE_IDEMPOTENCY: 'memory' }), { idempotency: 'off' }, 'a flag wins')
-  t.match(parseServeOptions([...required, '--shutdown-delay=2', '--drain-timeout', '0'], {}), { shutdownDelay: 2, drainTimeout: 0 })
+  t.match(
+    protection,
+    { idempotency: 'redis://redis:6379/1', idempotencyTtl: 3600, idempotencyFailure: 'open' },
+    'and from the variables',
+  )
+  t.match(
+    parseServeOptions([...required, '--idempotency', 'off'], { PAYMENTS_GATE_IDEMPOTENCY: 'memory' }),
+    { idempotency: 'off' },
+    'a flag wins',
+  )
+  t.match(parseServeOptions([...required, '--shutdown-delay=2', '--drain-timeout', '0'], {}), {
+    shutdownDelay: 2,
+    drainTimeout: 0,
+  })
   const added = parseServeOptions(required, {
     PAYMENTS_GATE_IDEMPOTENCY_REPLICAS: '2',
     PAYMENTS_GATE_BACKEND_ERRORS: 'rules.json',
     PAYMENTS_GATE_MODE: 'report',
     PAYMENTS_GATE_TRUST_PROXY: '1',
   })
-  t.match(added, { idempotencyReplicas: 2, backendErrors: 'rules.json', mode: 'report', trustProxy: 1 }, 'replicas, rules, mode and trusted proxies from their variables')
   t.match(
-    parseServeOptions([...required, '--idempotency-replicas', '1', '--backend-errors', 'mine.json', '--mode', 'enforce', '--trust-proxy', '2'], { PAYMENTS_GATE_MODE: 'report', PAYMENTS_GATE_TRUST_PROXY: '1' }),
+    added,
+    { idempotencyReplicas: 2, backendErrors: 'rules.json', mode: 'report', trustProxy: 1 },
+    'replicas, rules, mode and trusted proxies from their variables',
+  )
+  t.match(
+    parseServeOptions(
+      [
+        ...required,
+        '--idempotency-replicas',
+        '1',
+        '--backend-errors',
+        'mine.json',
+        '--mode',
+        'enforce',
+        '--trust-proxy',
+        '2',
+      ],
+      { PAYMENTS_GATE_MODE: 'report', PAYMENTS_GATE_TRUST_PROXY: '1' },
+    ),
     { idempotencyReplicas: 1, backendErrors: 'mine.json', mode: 'enforce', trustProxy: 2 },
     'or their flags, which win',
   )
-  t.match(parseServeOptions(required, { PAYMENTS_GATE_IDEMPOTENCY_MAX_ENTRIES: '5000', PAYMENTS_GATE_IDEMPOTENCY_MAX_BYTES: '1048576' }), { idempotencyMaxEntries: 5000, idempotencyMaxBytes: 1048576 }, "the memory store's bounds from their variables")
-  t.match(parseServeOptions([...required, '--idempotency-max-bytes', '205311', '--idempotency-max-entries', '7'], {}), { idempotencyMaxEntries: 7, idempotencyMaxBytes: 205311 }, 'and from their flags')
+  t.match(
+    parseServeOptions(required, {
+      PAYMENTS_GATE_IDEMPOTENCY_MAX_ENTRIES: '5000',
+      PAYMENTS_GATE_IDEMPOTENCY_MAX_BYTES: '1048576',
+    }),
+    { idempotencyMaxEntries: 5000, idempotencyMaxBytes: 1048576 },
+    "the memory store's bounds from their variables",
+  )
+  t.match(
+    parseServeOptions([...required, '--idempotency-max-bytes', '205311', '--idempotency-max-entries', '7'], {}),
+    { idempotencyMaxEntries: 7, idempotencyMaxBytes: 205311 },
+    'and from their flags',
+  )
 })
 
 t.test('a bad value names the flag, or the variable it came from, and says what to give', async (t) => {
   const cases: [string[], string][] = [
     [['--credentials', 'c'], '--target is required: give --target URL or set PAYMENTS_GATE_TARGET'],
     [['--target', 'http://x'], '--credentials is required: give --credentials FILE or set PAYMENTS_GATE_CREDENTIALS'],
-    [['--target', 'not a url', '--credentials', 'c'], '--target="not a url" must be an http:// or https:// URL, e.g. http://127.0.0.1:9000'],
-    [['--target', 'ws://x', '--credentials', 'c'], '--target="ws://x" must be an http:// or https:// URL, e.g. https://payments.internal'],
-    [[...required, '--listen', 'host:99999'], '--listen="host:99999" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535'],
+    [
+      ['--target', 'not a url', '--credentials', 'c'],
+      '--target="not a url" must be an http:// or https:// URL, e.g. http://127.0.0.1:9000',
+    ],
+    [
+      ['--target', 'ws://x', '--credentials', 'c'],
+      '--target="ws://x" must be an http:// or https:// URL, e.g. https://payments.internal',
+    ],
+    [
+      [...required, '--listen', 'host:99999'],
+      '--listen="host:99999" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535',
+    ],
     [[...required, '--listen', 'a:b'], '--listen="a:b" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535'],
     [[...required, '--body-limit', '1e3'], '--body-limit="1e3" must be a whole number of bytes, at least 0'],
     [[...required, '--timeout', '0'], '--timeout="0" must be a whole number of milliseconds, at least 1'],
     [[...required, '--workers', '0'], '--workers="0" must be a whole number of processes (or auto), at least 1'],
     [[...required, '--workers', 'many'], '--workers="many" must be a whole number of processes (or auto), at least 1'],
-    [[...required, '--vendor', 'a/b'], '--vendor="a/b" must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only'],
+    [
+      [...required, '--vendor', 'a/b'],
+      '--vendor="a/b" must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only',
+    ],
     [[...required, '--idempotency-ttl', '0'], '--idempotency-ttl="0" must be a whole number of seconds, at least 1'],
     [[...required, '--idempotency-failure', 'maybe'], '--idempotency-failure="maybe" must be closed or open'],
-    [[...required, '--idempotency-replicas', 'two'], '--idempotency-replicas="two" must be a whole number of replicas, at least 0'],
-    [[...required, '--idempotency-max-entries', '0'], '--idempotency-max-entries="0" must be a whole number of keys, at least 1'],
-    [[...required, '--idempotency-max-bytes', '64MiB'], '--idempotency-max-bytes="64MiB" must be a whole number of bytes, at least 205311'],
-    [[...required, '--idempotency-max-bytes', '205310'], '--idempotency-max-bytes="205310" must be a whole number of bytes, at least 205311'],
+    [
+      [...required, '--idempotency-replicas', 'two'],
+      '--idempotency-replicas="two" must be a whole number of replicas, at least 0',
+    ],
+    [
+      [...required, '--idempotency-max-entries', '0'],
+      '--idempotency-max-entries="0" must be a whole number of keys, at least 1',
+    ],
+    [
+      [...required, '--idempotency-max-bytes', '64MiB'],
+      '--idempotency-max-bytes="64MiB" must be a whole number of bytes, at least 205311',
+    ],
+    [
+      [...required, '--idempotency-max-bytes', '205310'],
+      '--idempotency-max-bytes="205310" must be a whole number of bytes, at least 205311',
+    ],
     [[...required, '--mode', 'audit'], '--mode="audit" must be enforce or report'],
     [[...required, '--trust-proxy', 'two'], '--trust-proxy="two" must be a whole number of proxies, at least 0'],
     [[...required, '--shutdown-delay', '-1'], '--shutdown-delay="-1" must be a whole number of seconds, at least 0'],
@@ -115,8 +212,15 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
     [[...required, 'extra'], 'too many arguments; usage: payments-gate serve --target URL --credentials FILE [flags]'],
   ]
   for (const [args, message] of cases) t.equal(refusal(args), message, args.join(' '))
-  t.equal(refusal(required, { PAYMENTS_GATE_TIMEOUT: 'soon' }), 'PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1', 'the variable, not a flag never set')
-  t.equal(refusal([], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: 'c' }), 'PAYMENTS_GATE_TARGET="ftp://x" must be an http:// or https:// URL, e.g. https://payments.internal')
+  t.equal(
+    refusal(required, { PAYMENTS_GATE_TIMEOUT: 'soon' }),
+    'PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1',
+    'the variable, not a flag never set',
+  )
+  t.equal(
+    refusal([], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: 'c' }),
+    'PAYMENTS_GATE_TARGET="ftp://x" must be an http:// or https:// URL, e.g. https://payments.internal',
+  )
   t.same(parseAddress('9090'), { host: undefined, port: 9090 })
 })
 
@@ -124,7 +228,23 @@ t.test('--base-path: /-separated segments of RFC 3986 path characters, no query,
   for (const path of ['', '/', 'api', '/api', '/api/', '/api/v1', "/a-b._~!$&'()*+,;=:@", '/caf%C3%A9']) {
     t.equal(parseServeOptions([...required, '--base-path', path], {}).basePath, path, `accepted: ${path}`)
   }
-  for (const path of ['/my api', '/api?x=1', '/api#top', '//api', '/api//v1', '/./api', '/api/..', '/50%', '/%zz', '/ä', '/a\\b']) {
-    t.match(refusal([...required, '--base-path', path]), /^--base-path=".*" must be a path such as \/api\/v1/, `refused: ${path}`)
+  for (const path of [
+    '/my api',
+    '/api?x=1',
+    '/api#top',
+    '//api',
+    '/api//v1',
+    '/./api',
+    '/api/..',
+    '/50%',
+    '/%zz',
+    '/ä',
+    '/a\\b',
+  ]) {
+    t.match(
+      refusal([...required, '--base-path', path]),
+      /^--base-path=".*" must be a path such as \/api\/v1/,
+      `refused: ${path}`,
+    )
   }
 })

@@ -47,11 +47,17 @@ t.test('startServing: admin, policies, credentials, gateway; stop drains and clo
   t.equal((await fetch(`${admin}/readyz`)).status, 200)
   const reply = await send(`http://127.0.0.1:${serving.address.port}`, { headers: paymentHeaders(), body: saleBody() })
   t.equal(reply.status, 201)
-  t.match(await (await fetch(`${admin}/metrics`)).text(), /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 1/)
+  t.match(
+    await (await fetch(`${admin}/metrics`)).text(),
+    /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 1/,
+  )
   await serving.stop()
   await t.rejects(fetch(`${admin}/healthz`))
   t.ok(lines.some((line) => line.includes('"msg":"stopped"')))
-  t.same(lines.filter((line) => (line.match(/[0-9]{12,19}/g) ?? []).some(luhnValid)), [])
+  t.same(
+    lines.filter((line) => (line.match(/[0-9]{12,19}/g) ?? []).some(luhnValid)),
+    [],
+  )
 })
 
 t.test('a full memory store: evictions counted, the window exported, one warning line a minute at most', async (t) => {
@@ -62,7 +68,10 @@ t.test('a full memory store: evictions counted, the window exported, one warning
   const metrics = async () => (await fetch(`${admin}/metrics`)).text()
   t.match(await metrics(), /payments_gate_retry_protection_evictions_total 0\n/, 'none yet')
   for (let i = 0; i < 5; i++) {
-    const reply = await send(`http://127.0.0.1:${serving.address.port}`, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `evicted-${i}` } })
+    const reply = await send(`http://127.0.0.1:${serving.address.port}`, {
+      headers: paymentHeaders(),
+      body: { ...saleBody(), transactionReference: `evicted-${i}` },
+    })
     t.equal(reply.status, 201)
   }
   const text = await metrics()
@@ -71,100 +80,140 @@ t.test('a full memory store: evictions counted, the window exported, one warning
   const warnings = lines.filter((line) => line.includes('retry-protection memory store full'))
   t.equal(warnings.length, 1, 'one line for the three')
   t.match(JSON.parse(warnings[0] as string), { level: 40, windowSeconds: 0 })
-  const again = await send(`http://127.0.0.1:${serving.address.port}`, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: 'evicted-4' } })
+  const again = await send(`http://127.0.0.1:${serving.address.port}`, {
+    headers: paymentHeaders(),
+    body: { ...saleBody(), transactionReference: 'evicted-4' },
+  })
   t.equal(again.headers['idempotent-replayed'], 'true', 'a recent payment is still replayed')
 })
 
-t.test('a store full of payments in flight: a new payment is a store failure (closed: 503, open: unprotected), counted apart; none in flight is forgotten', async (t) => {
-  // The backend holds every payment until told to answer.
-  const held: (() => void)[] = []
-  let arrival = () => {}
-  const holding = await startBackend((req, res, body) => {
-    held.push(() => created(req, res, body))
-    arrival()
-  })
-  t.teardown(() => holding.close())
-  const arrived = (count: number) =>
-    new Promise<void>((resolve) => {
-      arrival = () => void (held.length >= count && resolve())
+t.test(
+  'a store full of payments in flight: a new payment is a store failure (closed: 503, open: unprotected), counted apart; none in flight is forgotten',
+  async (t) => {
+    // The backend holds every payment until told to answer.
+    const held: (() => void)[] = []
+    let arrival = () => {}
+    const holding = await startBackend((req, res, body) => {
+      held.push(() => created(req, res, body))
       arrival()
     })
-  for (const failure of ['closed', 'open'] as const) {
-    const { io: streams, lines } = io()
-    const serving = await startServing(setup({ idempotencyMaxEntries: 1, idempotencyFailure: failure, target: new URL(holding.url) }), streams)
-    const gateway = `http://127.0.0.1:${serving.address.port}`
-    const payment = (reference: string) => send(gateway, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `${failure}-${reference}` } })
-    const first = payment('a')
-    await arrived(1)
-    const retry = await payment('a')
-    t.equal(retry.status, 409, `${failure}: the payment in flight is still claimed`)
-    const other = payment('b')
-    if (failure === 'closed') t.match(await other, { status: 503, json: { errorName: 'serviceUnavailable' } }, 'closed: refused, nothing forwarded')
-    else await arrived(2)
-    for (const answer of held.splice(0)) answer()
-    t.equal((await first).status, 201)
-    if (failure === 'open') t.equal((await other).status, 201, 'open: forwarded unprotected')
-    const metrics = await (await fetch(`http://127.0.0.1:${serving.admin?.port}/metrics`)).text()
-    t.match(metrics, /payments_gate_retry_protection_store_full_total 1\n/, `${failure}: counted as a full store`)
-    t.match(metrics, /payments_gate_store_errors_total 1\n/, 'and as a store failure')
-    t.match(metrics, failure === 'closed' ? /outcome="storeUnavailable"} 1\n/ : /outcome="unprotected"} 1\n/)
-    t.match(metrics, /payments_gate_retry_protection_evictions_total 0\n/, 'nothing evicted')
-    t.ok(lines.some((line) => line.includes('"msg":"retry-protection store failed"') && line.includes('ESTOREFULL')), 'logged')
+    t.teardown(() => holding.close())
+    const arrived = (count: number) =>
+      new Promise<void>((resolve) => {
+        arrival = () => void (held.length >= count && resolve())
+        arrival()
+      })
+    for (const failure of ['closed', 'open'] as const) {
+      const { io: streams, lines } = io()
+      const serving = await startServing(
+        setup({ idempotencyMaxEntries: 1, idempotencyFailure: failure, target: new URL(holding.url) }),
+        streams,
+      )
+      const gateway = `http://127.0.0.1:${serving.address.port}`
+      const payment = (reference: string) =>
+        send(gateway, {
+          headers: paymentHeaders(),
+          body: { ...saleBody(), transactionReference: `${failure}-${reference}` },
+        })
+      const first = payment('a')
+      await arrived(1)
+      const retry = await payment('a')
+      t.equal(retry.status, 409, `${failure}: the payment in flight is still claimed`)
+      const other = payment('b')
+      if (failure === 'closed')
+        t.match(
+          await other,
+          { status: 503, json: { errorName: 'serviceUnavailable' } },
+          'closed: refused, nothing forwarded',
+        )
+      else await arrived(2)
+      for (const answer of held.splice(0)) answer()
+      t.equal((await first).status, 201)
+      if (failure === 'open') t.equal((await other).status, 201, 'open: forwarded unprotected')
+      const metrics = await (await fetch(`http://127.0.0.1:${serving.admin?.port}/metrics`)).text()
+      t.match(metrics, /payments_gate_retry_protection_store_full_total 1\n/, `${failure}: counted as a full store`)
+      t.match(metrics, /payments_gate_store_errors_total 1\n/, 'and as a store failure')
+      t.match(metrics, failure === 'closed' ? /outcome="storeUnavailable"} 1\n/ : /outcome="unprotected"} 1\n/)
+      t.match(metrics, /payments_gate_retry_protection_evictions_total 0\n/, 'nothing evicted')
+      t.ok(
+        lines.some((line) => line.includes('"msg":"retry-protection store failed"') && line.includes('ESTOREFULL')),
+        'logged',
+      )
+      await serving.stop()
+    }
+    t.equal(holding.received.length, 3, 'each payment reached the backend once, the refused one never')
+  },
+)
+
+t.test(
+  'with a Redis URL, one client carries retry protection and the login throttle, and stop closes every connection',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const observer = new Redis(redis.url, { connectionName: 'observer' })
+    t.teardown(() => observer.disconnect())
+    /** The connections Redis has open, but the observer's own. */
+    const connections = async () => {
+      const lines = ((await observer.client('LIST')) as string).split('\n')
+      return lines.filter((line) => line !== '' && !line.includes(' name=observer ')).length
+    }
+    /** Polls until none is left: Redis drops a connection that sent QUIT just after answering it. Fails after 10 s. */
+    async function allClosed(): Promise<number> {
+      for (let i = 0; i < 200 && (await connections()) > 0; i++) await sleep(50)
+      return connections()
+    }
+
+    const serving = await startServing(setup({ idempotency: redis.url, shutdownDelay: 0 }), io().io)
+    t.equal(await connections(), 1, "one connection: the store's client, which the throttle shares")
+    const url = `http://127.0.0.1:${serving.address.port}`
+    const wrong = paymentHeaders({ authorization: basic(USERNAME, 'wrong') })
+    t.equal((await send(url, { headers: wrong, body: saleBody() })).status, 401)
+    t.equal(
+      await observer.get(`payments-gate:login:failures:${USERNAME}`),
+      '1',
+      'the failed login was counted in Redis',
+    )
+    t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+    t.ok((await observer.keys('payments-gate:idem:*')).length > 0, 'the payment was claimed in Redis')
+    t.equal(await connections(), 1, 'on the same connection')
     await serving.stop()
-  }
-  t.equal(holding.received.length, 3, 'each payment reached the backend once, the refused one never')
-})
+    t.equal(await allClosed(), 0, 'stop closed it')
 
-t.test('with a Redis URL, one client carries retry protection and the login throttle, and stop closes every connection', async (t) => {
-  const redis = await startRedis(t)
-  if (redis === undefined) return
-  const observer = new Redis(redis.url, { connectionName: 'observer' })
-  t.teardown(() => observer.disconnect())
-  /** The connections Redis has open, but the observer's own. */
-  const connections = async () => {
-    const lines = ((await observer.client('LIST')) as string).split('\n')
-    return lines.filter((line) => line !== '' && !line.includes(' name=observer ')).length
-  }
-  /** Polls until none is left: Redis drops a connection that sent QUIT just after answering it. Fails after 10 s. */
-  async function allClosed(): Promise<number> {
-    for (let i = 0; i < 200 && (await connections()) > 0; i++) await sleep(50)
-    return connections()
-  }
-
-  const serving = await startServing(setup({ idempotency: redis.url, shutdownDelay: 0 }), io().io)
-  t.equal(await connections(), 1, "one connection: the store's client, which the throttle shares")
-  const url = `http://127.0.0.1:${serving.address.port}`
-  const wrong = paymentHeaders({ authorization: basic(USERNAME, 'wrong') })
-  t.equal((await send(url, { headers: wrong, body: saleBody() })).status, 401)
-  t.equal(await observer.get(`payments-gate:login:failures:${USERNAME}`), '1', 'the failed login was counted in Redis')
-  t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
-  t.ok((await observer.keys('payments-gate:idem:*')).length > 0, 'the payment was claimed in Redis')
-  t.equal(await connections(), 1, 'on the same connection')
-  await serving.stop()
-  t.equal(await allClosed(), 0, 'stop closed it')
-
-  // Writes that wait for replicas take connections of their own (docs/idempotency.md, replicas): eight.
-  const replicated = setup({ idempotency: redis.url, idempotencyReplicas: 1, shutdownDelay: 0 })
-  const waiting = await startServing(replicated, io().io)
-  t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
-  await waiting.stop()
-  t.equal(await allClosed(), 0, 'stop closed all nine')
-})
+    // Writes that wait for replicas take connections of their own (docs/idempotency.md, replicas): eight.
+    const replicated = setup({ idempotency: redis.url, idempotencyReplicas: 1, shutdownDelay: 0 })
+    const waiting = await startServing(replicated, io().io)
+    t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
+    await waiting.stop()
+    t.equal(await allClosed(), 0, 'stop closed all nine')
+  },
+)
 
 t.test('start-up failures: invalid policy, bad credentials, port in use; nothing left listening', async (t) => {
   const port = await takenPort(t)
   const policy = join(dir, 'bad-policies', 'default.json')
   await t.rejects(startServing(setup({ policies: join(dir, 'bad-policies') }), io().io), {
-    message: new RegExp(`^--policies: ${policy}: .+; fix it \\(payments-gate check-policies DIR lists every problem\\)$`),
+    message: new RegExp(
+      `^--policies: ${policy}: .+; fix it \\(payments-gate check-policies DIR lists every problem\\)$`,
+    ),
   })
-  await t.rejects(startServing(setup({ credentials: join(dir, 'bad.json') }), io().io), { message: /^--credentials: .*bad\.json: \$\.users: .*; give a credentials file as docs\/credentials\.md describes$/ })
-  await t.rejects(startServing(setup({ listen: { host: '127.0.0.1', port } }), io().io), { message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port` })
+  await t.rejects(startServing(setup({ credentials: join(dir, 'bad.json') }), io().io), {
+    message: /^--credentials: .*bad\.json: \$\.users: .*; give a credentials file as docs\/credentials\.md describes$/,
+  })
+  await t.rejects(startServing(setup({ listen: { host: '127.0.0.1', port } }), io().io), {
+    message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
+  })
   await t.rejects(startServing(setup({ tlsCert: join(dir, 'none.pem'), tlsKey: join(dir, 'none.key') }), io().io), {
     message: `--tls-cert: ${join(dir, 'none.pem')}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)`,
   })
-  await t.rejects(startServing(setup({ admin: { host: '127.0.0.1', port }, where: (key) => `PAYMENTS_GATE_${key.toUpperCase()}` }), io().io), {
-    message: `PAYMENTS_GATE_ADMIN: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
-  })
+  await t.rejects(
+    startServing(
+      setup({ admin: { host: '127.0.0.1', port }, where: (key) => `PAYMENTS_GATE_${key.toUpperCase()}` }),
+      io().io,
+    ),
+    {
+      message: `PAYMENTS_GATE_ADMIN: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
+    },
+  )
 })
 
 t.test('the real process: a bad flag is one line on stderr and exit 2', async (t) => {
@@ -173,13 +222,28 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
   t.match(run.output().stderr, /^payments-gate serve: .*bogus.*\n$/)
   const env = spawnCli(['serve'], { PAYMENTS_GATE_TARGET: 'ftp://x', PAYMENTS_GATE_CREDENTIALS: credentials })
   t.equal(await env.exited, 2)
-  t.match(env.output().stderr, /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ or https:\/\/ URL/)
+  t.match(
+    env.output().stderr,
+    /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ or https:\/\/ URL/,
+  )
 })
 
 t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {
   const slow = await startBackend((_req, res) => setTimeout(() => res.writeHead(201).end('late but whole'), 300))
   t.teardown(() => slow.close())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', slow.url, '--credentials', credentials, '--admin', '127.0.0.1:0', '--shutdown-delay', '0'])
+  const run = spawnCli([
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--target',
+    slow.url,
+    '--credentials',
+    credentials,
+    '--admin',
+    '127.0.0.1:0',
+    '--shutdown-delay',
+    '0',
+  ])
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   const reply = send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })
@@ -190,19 +254,25 @@ t.test('the real process: SIGTERM with a request in flight lets it finish, then 
   t.match(run.output().stdout, /"msg":"draining"/)
 })
 
-
 t.test('the real process: after a run of requests and a SIGTERM, every request has its log line', async (t) => {
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], { PAYMENTS_GATE_SHUTDOWN_DELAY: '0' })
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
+    PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
+  })
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   const post = keepAliveSender(t, `http://127.0.0.1:${port}`)
   const count = 300
   const replies = await Promise.all(
-    Array.from({ length: count }, (_, i) => post({ headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `log-${i}` } })),
+    Array.from({ length: count }, (_, i) =>
+      post({ headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `log-${i}` } }),
+    ),
   )
   t.same(new Set(replies.map((reply) => reply.status)), new Set([201]))
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)
-  const lines = run.output().stdout.split('\n').filter((line) => line.includes('"operation":"sale"'))
+  const lines = run
+    .output()
+    .stdout.split('\n')
+    .filter((line) => line.includes('"operation":"sale"'))
   t.equal(lines.length, count, 'one line per request, none lost in the buffer')
 })

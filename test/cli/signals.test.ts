@@ -19,7 +19,18 @@ interface Gateway {
 
 async function serve(t: Test, target: string, args: string[]): Promise<Gateway> {
   const admin = await freePort()
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, ...args])
+  const run = spawnCli([
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--target',
+    target,
+    '--credentials',
+    credentials,
+    '--admin',
+    `127.0.0.1:${admin}`,
+    ...args,
+  ])
   t.teardown(() => run.child.kill('SIGKILL'))
   await run.waitFor(/"msg":"gateway listening"/)
   const port = /"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]
@@ -29,43 +40,60 @@ async function serve(t: Test, target: string, args: string[]): Promise<Gateway> 
 let reference = 0
 /** A sale with a fresh transactionReference, on `agent`'s connections or a new one. */
 function pay(url: string, agent: Agent | false = false): Promise<Reply> {
-  return send(url, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `signals-${++reference}` } }, agent)
+  return send(
+    url,
+    { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `signals-${++reference}` } },
+    agent,
+  )
 }
 
-t.test('SIGTERM under load: readyz 503 at once, every request served through the delay with Connection: close, new connections accepted; a second SIGTERM drains, exit 0', async (t) => {
-  const { run, url, readyz } = await serve(t, backend.url, ['--shutdown-delay', '600'])
-  const agent = new Agent({ keepAlive: true, maxSockets: 4 })
-  t.teardown(() => agent.destroy())
-  let withdrawn = false
-  const replies: { reply: Reply; afterWithdrawn: boolean; fresh: boolean }[] = []
-  const received = backend.received.length
-  /** One client: bounded in count; it stops once it has sent ten requests after /readyz was seen to say 503. */
-  async function client(id: number): Promise<void> {
-    let after = 0
-    for (let i = 0; i < 300 && after < 10; i++) {
-      const afterWithdrawn = withdrawn
-      if (afterWithdrawn) after++
-      // Every third request after the signal on a connection of its own: new connections must still be accepted.
-      const fresh = afterWithdrawn && i % 3 === 0
-      replies.push({ reply: await pay(url, fresh ? false : agent), afterWithdrawn, fresh })
-      if (id === 0 && i === 5) run.child.kill('SIGTERM')
+t.test(
+  'SIGTERM under load: readyz 503 at once, every request served through the delay with Connection: close, new connections accepted; a second SIGTERM drains, exit 0',
+  async (t) => {
+    const { run, url, readyz } = await serve(t, backend.url, ['--shutdown-delay', '600'])
+    const agent = new Agent({ keepAlive: true, maxSockets: 4 })
+    t.teardown(() => agent.destroy())
+    let withdrawn = false
+    const replies: { reply: Reply; afterWithdrawn: boolean; fresh: boolean }[] = []
+    const received = backend.received.length
+    /** One client: bounded in count; it stops once it has sent ten requests after /readyz was seen to say 503. */
+    async function client(id: number): Promise<void> {
+      let after = 0
+      for (let i = 0; i < 300 && after < 10; i++) {
+        const afterWithdrawn = withdrawn
+        if (afterWithdrawn) after++
+        // Every third request after the signal on a connection of its own: new connections must still be accepted.
+        const fresh = afterWithdrawn && i % 3 === 0
+        replies.push({ reply: await pay(url, fresh ? false : agent), afterWithdrawn, fresh })
+        if (id === 0 && i === 5) run.child.kill('SIGTERM')
+      }
     }
-  }
-  const watcher = poll(readyz, 503).then(() => (withdrawn = true))
-  await Promise.all([0, 1, 2, 3].map(client))
-  await watcher
-  t.equal(run.child.exitCode, null, 'still serving: the delay is not over')
-  t.same(new Set(replies.map(({ reply }) => reply.status)), new Set([201]), 'no request failed')
-  const after = replies.filter(({ afterWithdrawn }) => afterWithdrawn)
-  t.ok(after.length >= 40, 'requests sent after /readyz turned 503')
-  t.same(new Set(after.map(({ reply }) => reply.headers.connection)), new Set(['close']), 'each answered with Connection: close')
-  t.ok(after.some(({ fresh }) => fresh), 'on new connections too')
-  t.equal(backend.received.length - received, replies.length, 'each payment forwarded once')
-  run.child.kill('SIGTERM')
-  t.equal(await run.exited, 0)
-  const { stdout } = run.output()
-  t.match(stdout, /"shutdownDelay":600,"msg":"shutting down"[^]*"drainTimeout":31,"msg":"draining"[^]*"msg":"stopped"/)
-})
+    const watcher = poll(readyz, 503).then(() => (withdrawn = true))
+    await Promise.all([0, 1, 2, 3].map(client))
+    await watcher
+    t.equal(run.child.exitCode, null, 'still serving: the delay is not over')
+    t.same(new Set(replies.map(({ reply }) => reply.status)), new Set([201]), 'no request failed')
+    const after = replies.filter(({ afterWithdrawn }) => afterWithdrawn)
+    t.ok(after.length >= 40, 'requests sent after /readyz turned 503')
+    t.same(
+      new Set(after.map(({ reply }) => reply.headers.connection)),
+      new Set(['close']),
+      'each answered with Connection: close',
+    )
+    t.ok(
+      after.some(({ fresh }) => fresh),
+      'on new connections too',
+    )
+    t.equal(backend.received.length - received, replies.length, 'each payment forwarded once')
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, 0)
+    const { stdout } = run.output()
+    t.match(
+      stdout,
+      /"shutdownDelay":600,"msg":"shutting down"[^]*"drainTimeout":31,"msg":"draining"[^]*"msg":"stopped"/,
+    )
+  },
+)
 
 t.test('the delay ends on its own, then the drain, then exit 0', async (t) => {
   const { run, readyz } = await serve(t, backend.url, [])

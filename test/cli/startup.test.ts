@@ -21,7 +21,9 @@ async function refused(t: Test, args: string[], env: Record<string, string>, lin
   const run = spawnCli(args, env)
   const code = await run.exited
   const { stdout, stderr } = run.output()
-  const name = `${Object.entries(env).map(([key, value]) => `${key}=${value} `).join('')}${args.join(' ')}`
+  const name = `${Object.entries(env)
+    .map(([key, value]) => `${key}=${value} `)
+    .join('')}${args.join(' ')}`
   t.equal(code, 2, name)
   t.match(stderr, /^[^\n]+\n$/, `${name}: one line`)
   t.match(stderr, line, name)
@@ -33,32 +35,107 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
   const port = await takenPort(t)
   const serve = ['serve', '--target', target]
   const cases: [string[], Record<string, string>, string | RegExp][] = [
-    [[...serve, '--credentials', join(dir, 'missing.json')], {}, `payments-gate serve: --credentials: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
-    [[...serve, '--workers', '2', '--idempotency', 'off'], { PAYMENTS_GATE_CREDENTIALS: join(dir, 'missing.json') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`],
-    [serve, { PAYMENTS_GATE_CREDENTIALS: join(dir, 'folder') }, `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'folder')}: a folder, where a file is expected; give a credentials file as docs/credentials.md describes\n`],
-    [[...serve, '--credentials', join(dir, 'not-json.json')], {}, /^payments-gate serve: --credentials: .*not-json\.json: not JSON: .*; give a credentials file as docs\/credentials\.md describes\n$/],
-    [[...serve, '--credentials', join(dir, 'not-json-lines.json')], {}, /^payments-gate serve: --credentials: .*not-json-lines\.json: not JSON: .*not\\r\\njson\\n.*; give a credentials file as docs\/credentials\.md describes\n$/],
-    [[...serve, '--credentials', credentials, '--policies', join(dir, 'nowhere')], {}, `payments-gate serve: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`],
-    [[...serve, '--credentials', credentials], { PAYMENTS_GATE_POLICIES: credentials }, `payments-gate serve: PAYMENTS_GATE_POLICIES: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files (docs/policies.md)\n`],
-    [[...serve, '--credentials', credentials, '--policies', join(dir, 'bad-policies')], {}, /^payments-gate serve: --policies: .*default\.json: .*; fix it \(payments-gate check-policies DIR lists every problem\)\n$/],
-    [[...serve, '--credentials', credentials, '--listen', `127.0.0.1:${port}`], {}, `payments-gate serve: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`],
-    [[...serve, '--credentials', credentials], { PAYMENTS_GATE_LISTEN: `127.0.0.1:${port}` }, `payments-gate serve: PAYMENTS_GATE_LISTEN: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`],
-    [[...serve, '--credentials', credentials], { PAYMENTS_GATE_TIMEOUT: 'soon' }, 'payments-gate serve: PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1\n'],
-    [[...serve, '--credentials', credentials], { PAYMENTS_GATE_IDEMPOTENCY: 'mongodb://x' }, 'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n'],
-    [['serve', '--credentials', credentials], {}, 'payments-gate serve: --target is required: give --target URL or set PAYMENTS_GATE_TARGET\n'],
-    [['demo', '--listen', `127.0.0.1:${port}`], {}, `payments-gate demo: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`],
-    [['demo', '--policies', join(dir, 'nowhere')], {}, `payments-gate demo: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`],
-    [['validate', '--operation', 'sale', join(dir, 'folder')], {}, `payments-gate validate: ${join(dir, 'folder')}: a folder, where a file is expected; give the path of a file holding the body, or - for stdin\n`],
-    [['validate', '--operation', 'sale', '--policies', join(dir, 'bad-policies'), '-'], {}, /^payments-gate validate: --policies: .*default\.json: /],
-    [['check-policies', credentials], {}, `payments-gate check-policies: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files\n`],
+    [
+      [...serve, '--credentials', join(dir, 'missing.json')],
+      {},
+      `payments-gate serve: --credentials: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`,
+    ],
+    [
+      [...serve, '--workers', '2', '--idempotency', 'off'],
+      { PAYMENTS_GATE_CREDENTIALS: join(dir, 'missing.json') },
+      `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`,
+    ],
+    [
+      serve,
+      { PAYMENTS_GATE_CREDENTIALS: join(dir, 'folder') },
+      `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'folder')}: a folder, where a file is expected; give a credentials file as docs/credentials.md describes\n`,
+    ],
+    [
+      [...serve, '--credentials', join(dir, 'not-json.json')],
+      {},
+      /^payments-gate serve: --credentials: .*not-json\.json: not JSON: .*; give a credentials file as docs\/credentials\.md describes\n$/,
+    ],
+    [
+      [...serve, '--credentials', join(dir, 'not-json-lines.json')],
+      {},
+      /^payments-gate serve: --credentials: .*not-json-lines\.json: not JSON: .*not\\r\\njson\\n.*; give a credentials file as docs\/credentials\.md describes\n$/,
+    ],
+    [
+      [...serve, '--credentials', credentials, '--policies', join(dir, 'nowhere')],
+      {},
+      `payments-gate serve: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`,
+    ],
+    [
+      [...serve, '--credentials', credentials],
+      { PAYMENTS_GATE_POLICIES: credentials },
+      `payments-gate serve: PAYMENTS_GATE_POLICIES: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files (docs/policies.md)\n`,
+    ],
+    [
+      [...serve, '--credentials', credentials, '--policies', join(dir, 'bad-policies')],
+      {},
+      /^payments-gate serve: --policies: .*default\.json: .*; fix it \(payments-gate check-policies DIR lists every problem\)\n$/,
+    ],
+    [
+      [...serve, '--credentials', credentials, '--listen', `127.0.0.1:${port}`],
+      {},
+      `payments-gate serve: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`,
+    ],
+    [
+      [...serve, '--credentials', credentials],
+      { PAYMENTS_GATE_LISTEN: `127.0.0.1:${port}` },
+      `payments-gate serve: PAYMENTS_GATE_LISTEN: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`,
+    ],
+    [
+      [...serve, '--credentials', credentials],
+      { PAYMENTS_GATE_TIMEOUT: 'soon' },
+      'payments-gate serve: PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1\n',
+    ],
+    [
+      [...serve, '--credentials', credentials],
+      { PAYMENTS_GATE_IDEMPOTENCY: 'mongodb://x' },
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+    ],
+    [
+      ['serve', '--credentials', credentials],
+      {},
+      'payments-gate serve: --target is required: give --target URL or set PAYMENTS_GATE_TARGET\n',
+    ],
+    [
+      ['demo', '--listen', `127.0.0.1:${port}`],
+      {},
+      `payments-gate demo: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`,
+    ],
+    [
+      ['demo', '--policies', join(dir, 'nowhere')],
+      {},
+      `payments-gate demo: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`,
+    ],
+    [
+      ['validate', '--operation', 'sale', join(dir, 'folder')],
+      {},
+      `payments-gate validate: ${join(dir, 'folder')}: a folder, where a file is expected; give the path of a file holding the body, or - for stdin\n`,
+    ],
+    [
+      ['validate', '--operation', 'sale', '--policies', join(dir, 'bad-policies'), '-'],
+      {},
+      /^payments-gate validate: --policies: .*default\.json: /,
+    ],
+    [
+      ['check-policies', credentials],
+      {},
+      `payments-gate check-policies: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files\n`,
+    ],
   ]
   // A few processes at a time: each starts the TypeScript loader.
-  for (let i = 0; i < cases.length; i += 4) await Promise.all(cases.slice(i, i + 4).map(([args, env, line]) => refused(t, args, env, line)))
+  for (let i = 0; i < cases.length; i += 4)
+    await Promise.all(cases.slice(i, i + 4).map(([args, env, line]) => refused(t, args, env, line)))
 })
 
 t.test('bind: a failure it has no words for still says where and what to do', async (t) => {
   const failing = () => Promise.reject(Object.assign(new Error('odd'), { code: 'EODD' }))
-  await t.rejects(bind('--admin', { host: undefined, port: 9901 }, failing), { message: '--admin: port 9901 cannot be listened on; give another address' })
+  await t.rejects(bind('--admin', { host: undefined, port: 9901 }, failing), {
+    message: '--admin: port 9901 cannot be listened on; give another address',
+  })
 })
 
 t.test('unreadable: an error that is not about a file goes on as it is', async (t) => {

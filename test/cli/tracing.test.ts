@@ -31,35 +31,80 @@ t.test('the standard variables that ask for traces over OTLP', async (t) => {
 t.test('nothing is started without the variables; a protocol other than the two HTTP ones is refused', async (t) => {
   t.equal(await startTracing({}), undefined)
   for (const protocol of ['grpc', 'http/thrift']) {
-    const error = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_PROTOCOL: protocol }).catch((error: unknown) => error)
+    const error = await startTracing({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1',
+      OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+    }).catch((error: unknown) => error)
     t.ok(isCoded(error, 'EUSAGE'), `${protocol}: a start-up failure, exit 2`)
   }
-  await t.rejects(startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /grpc is not supported/)
+  await t.rejects(
+    startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }),
+    /grpc is not supported/,
+  )
 })
 
-t.test('OTEL_TRACES_SAMPLER and its argument, as the specification reads them; a sampler or ratio it does not know stops start-up', async (t) => {
-  t.same(samplerSetting({}), { parentBased: true, root: 'always_on', ratio: 1 }, 'parentbased_always_on by default')
-  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: ' ' }), { parentBased: true, root: 'always_on', ratio: 1 })
-  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'Always_Off' }), { parentBased: false, root: 'always_off', ratio: 1 })
-  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }), { parentBased: false, root: 'traceidratio', ratio: 0 })
-  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }), { parentBased: true, root: 'traceidratio', ratio: 0.1 })
-  t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' }), { parentBased: true, root: 'traceidratio', ratio: 1 }, 'a ratio of 1 by default')
-  t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'jaeger_remote' }), new CodedError('EUSAGE', 'OTEL_TRACES_SAMPLER: jaeger_remote is not supported; use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio'))
-  t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'constructor' }), /constructor is not supported/, 'no key of Object.prototype')
-  for (const arg of ['-0.5', '1.5', 'half']) {
-    t.throws(() => samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg }), new CodedError('EUSAGE', `OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`))
-  }
-})
+t.test(
+  'OTEL_TRACES_SAMPLER and its argument, as the specification reads them; a sampler or ratio it does not know stops start-up',
+  async (t) => {
+    t.same(samplerSetting({}), { parentBased: true, root: 'always_on', ratio: 1 }, 'parentbased_always_on by default')
+    t.same(samplerSetting({ OTEL_TRACES_SAMPLER: ' ' }), { parentBased: true, root: 'always_on', ratio: 1 })
+    t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'Always_Off' }), { parentBased: false, root: 'always_off', ratio: 1 })
+    t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }), {
+      parentBased: false,
+      root: 'traceidratio',
+      ratio: 0,
+    })
+    t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' }), {
+      parentBased: true,
+      root: 'traceidratio',
+      ratio: 0.1,
+    })
+    t.same(
+      samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' }),
+      { parentBased: true, root: 'traceidratio', ratio: 1 },
+      'a ratio of 1 by default',
+    )
+    t.throws(
+      () => samplerSetting({ OTEL_TRACES_SAMPLER: 'jaeger_remote' }),
+      new CodedError(
+        'EUSAGE',
+        'OTEL_TRACES_SAMPLER: jaeger_remote is not supported; use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio',
+      ),
+    )
+    t.throws(
+      () => samplerSetting({ OTEL_TRACES_SAMPLER: 'constructor' }),
+      /constructor is not supported/,
+      'no key of Object.prototype',
+    )
+    for (const arg of ['-0.5', '1.5', 'half']) {
+      t.throws(
+        () => samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: arg }),
+        new CodedError('EUSAGE', `OTEL_TRACES_SAMPLER_ARG="${arg}" must be a ratio from 0 to 1`),
+      )
+    }
+  },
+)
 
 t.test('OTEL_BSP_*: the batch settings, unset ones left to the SDK, a bad one stops start-up', async (t) => {
   t.same(batchSetting({}), {})
-  t.same(batchSetting({ OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_BSP_EXPORT_TIMEOUT: ' 1000 ', OTEL_BSP_MAX_QUEUE_SIZE: '', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '64' }), {
-    scheduledDelayMillis: 200,
-    exportTimeoutMillis: 1000,
-    maxExportBatchSize: 64,
-  })
+  t.same(
+    batchSetting({
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+      OTEL_BSP_EXPORT_TIMEOUT: ' 1000 ',
+      OTEL_BSP_MAX_QUEUE_SIZE: '',
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '64',
+    }),
+    {
+      scheduledDelayMillis: 200,
+      exportTimeoutMillis: 1000,
+      maxExportBatchSize: 64,
+    },
+  )
   for (const value of ['0', '1.5', 'soon']) {
-    t.throws(() => batchSetting({ OTEL_BSP_MAX_QUEUE_SIZE: value }), new CodedError('EUSAGE', `OTEL_BSP_MAX_QUEUE_SIZE="${value}" must be a whole number, at least 1`))
+    t.throws(
+      () => batchSetting({ OTEL_BSP_MAX_QUEUE_SIZE: value }),
+      new CodedError('EUSAGE', `OTEL_BSP_MAX_QUEUE_SIZE="${value}" must be a whole number, at least 1`),
+    )
   }
 })
 
@@ -70,12 +115,19 @@ const REPORT_LOADS = `${process.env.NODE_OPTIONS ?? ''} --import=${new URL('../h
 function reportLoads(dir: string): { env: Record<string, string>; loaded: () => string } {
   const file = join(dir, 'loads.txt')
   writeFileSync(file, '')
-  return { env: { NODE_OPTIONS: REPORT_LOADS, PAYMENTS_GATE_TEST_LOADS: file }, loaded: () => readFileSync(file, 'utf8') }
+  return {
+    env: { NODE_OPTIONS: REPORT_LOADS, PAYMENTS_GATE_TEST_LOADS: file },
+    loaded: () => readFileSync(file, 'utf8'),
+  }
 }
 
 t.test('the load report sees a module of the SDK when one is imported', async (t) => {
   const loads = reportLoads(t.testdir())
-  const child = spawn(process.execPath, ['--input-type=module', '-e', "await import('@opentelemetry/exporter-trace-otlp-proto')"], { env: { ...process.env, ...loads.env }, stdio: 'ignore' })
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', "await import('@opentelemetry/exporter-trace-otlp-proto')"],
+    { env: { ...process.env, ...loads.env }, stdio: 'ignore' },
+  )
   t.equal(await new Promise((resolve) => child.on('exit', resolve)), 0)
   t.match(loads.loaded(), /otel module loaded: @opentelemetry\/exporter-trace-otlp-proto/)
 })
@@ -86,7 +138,20 @@ t.test('the real process without the variables: serve loads nothing of the SDK',
   const dir = t.testdir()
   const credentials = await writeCredentials(dir)
   const loads = reportLoads(dir)
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0'], loads.env)
+  const run = spawnCli(
+    [
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
+      '--shutdown-delay',
+      '0',
+    ],
+    loads.env,
+  )
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
@@ -95,27 +160,50 @@ t.test('the real process without the variables: serve loads nothing of the SDK',
   t.notMatch(loads.loaded(), /otel module loaded/)
 })
 
-t.test('the real process: serve exports its spans over OTLP (protobuf by default) and flushes them on SIGTERM', async (t) => {
-  const receiver = await startReceiver(t)
-  const backend = await startBackend()
-  t.teardown(() => backend.close())
-  const credentials = await writeCredentials(t.testdir())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0'], {
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    // Longer than the test: only the drain sends them.
-    OTEL_BSP_SCHEDULE_DELAY: '600000',
-  })
-  await run.waitFor(/"msg":"gateway listening"/)
-  const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
-  t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
-  t.equal(receiver.exports.length, 0, 'nothing sent before the drain')
-  run.child.kill('SIGTERM')
-  t.equal(await run.exited, 0)
-  t.ok(receiver.exports.length > 0, 'sent on the drain')
-  t.ok(receiver.exports.every((received) => received.contentType === 'application/x-protobuf' && !received.body.includes(TEST_PAN)))
-  const spans = receiver.spans()
-  const server = spans.find((span) => span.name === 'POST sale')
-  t.match(server, { kind: 2, service: 'payments-gate', attributes: { 'http.response.status_code': 201 } })
-  t.match(spans.find((span) => span.kind === 3), { parentSpanId: server?.spanId })
-  t.equal((backend.received[0]?.headers.traceparent as string | undefined)?.split('-')[1], server?.traceId)
-})
+t.test(
+  'the real process: serve exports its spans over OTLP (protobuf by default) and flushes them on SIGTERM',
+  async (t) => {
+    const receiver = await startReceiver(t)
+    const backend = await startBackend()
+    t.teardown(() => backend.close())
+    const credentials = await writeCredentials(t.testdir())
+    const run = spawnCli(
+      [
+        'serve',
+        '--listen',
+        '127.0.0.1:0',
+        '--target',
+        backend.url,
+        '--credentials',
+        credentials,
+        '--shutdown-delay',
+        '0',
+      ],
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        // Longer than the test: only the drain sends them.
+        OTEL_BSP_SCHEDULE_DELAY: '600000',
+      },
+    )
+    await run.waitFor(/"msg":"gateway listening"/)
+    const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+    t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+    t.equal(receiver.exports.length, 0, 'nothing sent before the drain')
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, 0)
+    t.ok(receiver.exports.length > 0, 'sent on the drain')
+    t.ok(
+      receiver.exports.every(
+        (received) => received.contentType === 'application/x-protobuf' && !received.body.includes(TEST_PAN),
+      ),
+    )
+    const spans = receiver.spans()
+    const server = spans.find((span) => span.name === 'POST sale')
+    t.match(server, { kind: 2, service: 'payments-gate', attributes: { 'http.response.status_code': 201 } })
+    t.match(
+      spans.find((span) => span.kind === 3),
+      { parentSpanId: server?.spanId },
+    )
+    t.equal((backend.received[0]?.headers.traceparent as string | undefined)?.split('-')[1], server?.traceId)
+  },
+)

@@ -38,28 +38,44 @@ t.test('a clean body: exit 0 and the document the gateway would forward', async 
   t.match(result.stderr, /^clean: /)
 })
 
-t.test('card numbers are masked in what it prints, as in the logs; --show-card-numbers prints them whole', async (t) => {
-  const body = JSON.stringify(saleBody())
-  t.ok(body.includes(TEST_PAN))
-  const masked = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], body)
-  t.equal(masked.code, 0)
-  t.equal(JSON.parse(masked.stdout).instruction.paymentInstrument.cardNumber, maskPan(TEST_PAN))
-  t.notOk(masked.stdout.includes(TEST_PAN))
-  const whole = await run(['validate', '--operation', 'sale', '--policies', policies, '--show-card-numbers', '-'], body)
-  t.equal(JSON.parse(whole.stdout).instruction.paymentInstrument.cardNumber, TEST_PAN)
-  // A refusal's body holds no card number today; it is masked all the same, so one added later cannot leak.
-  const refused = await run(['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '10', '-'], body)
-  t.equal(refused.code, 1)
-  t.equal(JSON.parse(refused.stdout).errorName, 'bodyIsTooLarge')
-})
+t.test(
+  'card numbers are masked in what it prints, as in the logs; --show-card-numbers prints them whole',
+  async (t) => {
+    const body = JSON.stringify(saleBody())
+    t.ok(body.includes(TEST_PAN))
+    const masked = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], body)
+    t.equal(masked.code, 0)
+    t.equal(JSON.parse(masked.stdout).instruction.paymentInstrument.cardNumber, maskPan(TEST_PAN))
+    t.notOk(masked.stdout.includes(TEST_PAN))
+    const whole = await run(
+      ['validate', '--operation', 'sale', '--policies', policies, '--show-card-numbers', '-'],
+      body,
+    )
+    t.equal(JSON.parse(whole.stdout).instruction.paymentInstrument.cardNumber, TEST_PAN)
+    // A refusal's body holds no card number today; it is masked all the same, so one added later cannot leak.
+    const refused = await run(
+      ['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '10', '-'],
+      body,
+    )
+    t.equal(refused.code, 1)
+    t.equal(JSON.parse(refused.stdout).errorName, 'bodyIsTooLarge')
+  },
+)
 
 t.test('every field rule: exit 1 and the error body, from stdin', async (t) => {
   for (const rule of FIELD_RULE_CASES) {
-    const result = await run(['validate', '--operation', rule.operation, '--policies', policies, '-'], JSON.stringify(rule.body))
+    const result = await run(
+      ['validate', '--operation', rule.operation, '--policies', policies, '-'],
+      JSON.stringify(rule.body),
+    )
     t.equal(result.code, 1, rule.name)
     const body = JSON.parse(result.stdout)
     t.equal(body.errorName, 'bodyDoesNotMatchSchema', rule.name)
-    t.strictSame(body.validationErrors.map((item: { errorName: string; jsonPath: string }) => [item.errorName, item.jsonPath]), rule.expected, rule.name)
+    t.strictSame(
+      body.validationErrors.map((item: { errorName: string; jsonPath: string }) => [item.errorName, item.jsonPath]),
+      rule.expected,
+      rule.name,
+    )
     t.match(result.stderr, /^refused: 400 bodyDoesNotMatchSchema/, rule.name)
   }
 })
@@ -70,14 +86,26 @@ t.test('policy rules apply: line1 over 24 under a reject policy', async (t) => {
   body.instruction.narrative.line1 = 'x'.repeat(25)
   const result = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], JSON.stringify(body))
   t.equal(result.code, 1)
-  t.match(JSON.parse(result.stdout), { validationErrors: [{ errorName: 'stringIsTooLong', jsonPath: '$.instruction.narrative.line1' }] })
+  t.match(JSON.parse(result.stdout), {
+    validationErrors: [{ errorName: 'stringIsTooLong', jsonPath: '$.instruction.narrative.line1' }],
+  })
 })
 
 t.test('an entity in report mode: what enforce would do, with a note', async (t) => {
-  const clean = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], JSON.stringify(saleBody({ entity: 'trial' })))
+  const clean = await run(
+    ['validate', '--operation', 'sale', '--policies', policies, '-'],
+    JSON.stringify(saleBody({ entity: 'trial' })),
+  )
   t.equal(clean.code, 0)
-  t.match(clean.stderr, /^clean: the gateway would forward this sale request for entity trial \(its entity is in report mode: the gateway forwards the body as it came\)\n$/)
-  t.match(JSON.parse(clean.stdout), { merchant: { entity: 'trial', mcc: '5734' } }, 'the document enforce would forward')
+  t.match(
+    clean.stderr,
+    /^clean: the gateway would forward this sale request for entity trial \(its entity is in report mode: the gateway forwards the body as it came\)\n$/,
+  )
+  t.match(
+    JSON.parse(clean.stdout),
+    { merchant: { entity: 'trial', mcc: '5734' } },
+    'the document enforce would forward',
+  )
   const yen = saleBody({ entity: 'trial' })
   yen.instruction.value.currency = 'JPY'
   const refused = await run(['validate', '--operation', 'sale', '--policies', policies, '-'], JSON.stringify(yen))
@@ -87,7 +115,10 @@ t.test('an entity in report mode: what enforce would do, with a note', async (t)
 })
 
 t.test('--body-limit applies', async (t) => {
-  const result = await run(['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '10', '-'], JSON.stringify(saleBody()))
+  const result = await run(
+    ['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '10', '-'],
+    JSON.stringify(saleBody()),
+  )
   t.equal(result.code, 1)
   t.equal(JSON.parse(result.stdout).errorName, 'bodyIsTooLarge')
 })

@@ -11,59 +11,142 @@ t.teardown(() => backend.close())
 
 t.test('--workers: an admin port in use stops the primary before any worker starts', async (t) => {
   const taken = await takenPort(t)
-  const run = spawnCli(['serve', '--workers', '2', '--idempotency', 'off', '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${taken}`])
+  const run = spawnCli([
+    'serve',
+    '--workers',
+    '2',
+    '--idempotency',
+    'off',
+    '--target',
+    backend.url,
+    '--credentials',
+    credentials,
+    '--admin',
+    `127.0.0.1:${taken}`,
+  ])
   t.equal(await run.exited, 2)
-  t.equal(run.output().stderr, `payments-gate serve: --admin: 127.0.0.1:${taken} is in use; stop what listens there or give another port\n`)
+  t.equal(
+    run.output().stderr,
+    `payments-gate serve: --admin: 127.0.0.1:${taken} is in use; stop what listens there or give another port\n`,
+  )
 })
 
-t.test('--workers: N processes on one port, admin with summed metrics, a dead worker replaced, SIGTERM drains all', async (t) => {
-  const [listen, admin] = [await freePort(), await freePort()]
-  const run = spawnCli(['serve', '--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '0'])
-  t.teardown(() => run.child.kill('SIGKILL'))
-  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
-  for (let i = 0; i < 4; i++) t.equal((await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
-  const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text()
-  t.match(metrics, /payments_gate_requests_total\{[^}]*status="201"[^}]*} 4/)
-  // Log lines are written in batches, up to 200 ms after they were logged (docs/logs-and-metrics.md): wait for both.
-  await run.waitFor(/("msg":"gateway listening"[^]*){2}/)
-  const pids = [...run.output().stdout.matchAll(/"pid":(\d+),"listen"/g)].map((match) => Number(match[1]))
-  t.equal(pids.length, 2)
-  // SIGHUP to the primary reaches every worker, and stops none of them.
-  run.child.kill('SIGHUP')
-  await run.waitFor(/("msg":"SIGHUP: reloading policies and credentials"[^]*){2}/)
-  const reloaded = [...run.output().stdout.matchAll(/"pid":(\d+),"msg":"SIGHUP: reloading/g)].map((match) => Number(match[1]))
-  t.same(reloaded.sort(), [...pids].sort(), 'each worker reloaded once')
-  t.equal(run.child.exitCode, null)
-  t.equal((await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'after-sighup' }) })).status, 201)
-  process.kill(pids[0] as number, 'SIGKILL')
-  await run.waitFor(/"msg":"worker exited"/)
-  await run.waitFor(/("msg":"gateway listening"[^]*){3}/)
-  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
-  run.child.kill('SIGTERM')
-  t.equal(await run.exited, 0)
-})
+t.test(
+  '--workers: N processes on one port, admin with summed metrics, a dead worker replaced, SIGTERM drains all',
+  async (t) => {
+    const [listen, admin] = [await freePort(), await freePort()]
+    const run = spawnCli([
+      'serve',
+      '--workers',
+      '2',
+      '--idempotency',
+      'off',
+      '--listen',
+      `127.0.0.1:${listen}`,
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
+      '--admin',
+      `127.0.0.1:${admin}`,
+      '--shutdown-delay',
+      '0',
+    ])
+    t.teardown(() => run.child.kill('SIGKILL'))
+    await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+    for (let i = 0; i < 4; i++)
+      t.equal((await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+    const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text()
+    t.match(metrics, /payments_gate_requests_total\{[^}]*status="201"[^}]*} 4/)
+    // Log lines are written in batches, up to 200 ms after they were logged (docs/logs-and-metrics.md): wait for both.
+    await run.waitFor(/("msg":"gateway listening"[^]*){2}/)
+    const pids = [...run.output().stdout.matchAll(/"pid":(\d+),"listen"/g)].map((match) => Number(match[1]))
+    t.equal(pids.length, 2)
+    // SIGHUP to the primary reaches every worker, and stops none of them.
+    run.child.kill('SIGHUP')
+    await run.waitFor(/("msg":"SIGHUP: reloading policies and credentials"[^]*){2}/)
+    const reloaded = [...run.output().stdout.matchAll(/"pid":(\d+),"msg":"SIGHUP: reloading/g)].map((match) =>
+      Number(match[1]),
+    )
+    t.same(reloaded.sort(), [...pids].sort(), 'each worker reloaded once')
+    t.equal(run.child.exitCode, null)
+    t.equal(
+      (
+        await send(`http://127.0.0.1:${listen}`, {
+          headers: paymentHeaders(),
+          body: saleBody({ transactionReference: 'after-sighup' }),
+        })
+      ).status,
+      201,
+    )
+    process.kill(pids[0] as number, 'SIGKILL')
+    await run.waitFor(/"msg":"worker exited"/)
+    await run.waitFor(/("msg":"gateway listening"[^]*){3}/)
+    await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, 0)
+  },
+)
 
 t.test('--workers: workers that cannot listen stop the primary with exit 2', async (t) => {
   const port = await takenPort(t)
-  const run = spawnCli(['serve', '--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${port}`, '--target', backend.url, '--credentials', credentials])
+  const run = spawnCli([
+    'serve',
+    '--workers',
+    '2',
+    '--idempotency',
+    'off',
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--target',
+    backend.url,
+    '--credentials',
+    credentials,
+  ])
   t.equal(await run.exited, 2)
-  t.equal(run.output().stderr, `payments-gate serve: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`, 'said once, not once a worker')
+  t.equal(
+    run.output().stderr,
+    `payments-gate serve: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`,
+    'said once, not once a worker',
+  )
 })
 
-t.test('--workers: SIGTERM turns readyz 503, the workers keep serving through the delay with Connection: close; a second SIGTERM drains all, exit 0', async (t) => {
-  const [listen, admin] = [await freePort(), await freePort()]
-  const run = spawnCli(['serve', '--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${listen}`, '--target', backend.url, '--credentials', credentials, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '600'])
-  t.teardown(() => run.child.kill('SIGKILL'))
-  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
-  run.child.kill('SIGTERM')
-  await poll(`http://127.0.0.1:${admin}/readyz`, 503)
-  // The workers have the signal once they say so; log lines reach stdout within 200 ms (docs/logs-and-metrics.md).
-  await run.waitFor(/("msg":"shutting down"[^]*){2}/)
-  for (let i = 0; i < 6; i++) {
-    const reply = await send(`http://127.0.0.1:${listen}`, { headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `workers-delay-${i}` } })
-    t.same([reply.status, reply.headers.connection], [201, 'close'])
-  }
-  run.child.kill('SIGTERM')
-  t.equal(await run.exited, 0)
-  t.match(run.output().stdout, /("msg":"draining"[^]*){2}/)
-})
+t.test(
+  '--workers: SIGTERM turns readyz 503, the workers keep serving through the delay with Connection: close; a second SIGTERM drains all, exit 0',
+  async (t) => {
+    const [listen, admin] = [await freePort(), await freePort()]
+    const run = spawnCli([
+      'serve',
+      '--workers',
+      '2',
+      '--idempotency',
+      'off',
+      '--listen',
+      `127.0.0.1:${listen}`,
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
+      '--admin',
+      `127.0.0.1:${admin}`,
+      '--shutdown-delay',
+      '600',
+    ])
+    t.teardown(() => run.child.kill('SIGKILL'))
+    await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+    run.child.kill('SIGTERM')
+    await poll(`http://127.0.0.1:${admin}/readyz`, 503)
+    // The workers have the signal once they say so; log lines reach stdout within 200 ms (docs/logs-and-metrics.md).
+    await run.waitFor(/("msg":"shutting down"[^]*){2}/)
+    for (let i = 0; i < 6; i++) {
+      const reply = await send(`http://127.0.0.1:${listen}`, {
+        headers: paymentHeaders(),
+        body: { ...saleBody(), transactionReference: `workers-delay-${i}` },
+      })
+      t.same([reply.status, reply.headers.connection], [201, 'close'])
+    }
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, 0)
+    t.match(run.output().stdout, /("msg":"draining"[^]*){2}/)
+  },
+)

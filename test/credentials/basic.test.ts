@@ -4,7 +4,11 @@ import { basic } from '../helpers/fixtures.js'
 
 t.test('parseBasic follows RFC 7617', async (t) => {
   t.same(parseBasic(basic('shop-1', 's3cret')), { username: 'shop-1', password: 's3cret' })
-  t.same(parseBasic(`bAsIc   ${basic('a', 'b').slice(6)}`), { username: 'a', password: 'b' }, 'scheme is case-insensitive')
+  t.same(
+    parseBasic(`bAsIc   ${basic('a', 'b').slice(6)}`),
+    { username: 'a', password: 'b' },
+    'scheme is case-insensitive',
+  )
   t.same(parseBasic(basic('a', 'p:w:d')), { username: 'a', password: 'p:w:d' }, 'the first colon splits')
   t.same(parseBasic(basic('zoë', 'pässword')), { username: 'zoë', password: 'pässword' }, 'UTF-8')
   t.same(parseBasic(basic('a', '')), { username: 'a', password: '' })

@@ -60,8 +60,14 @@ t.test('the password comparison is timingSafeEqual, on the derived and the store
     return answer ?? real.timingSafeEqual(a, b)
   }
   const mocks = { 'node:crypto': { ...real, timingSafeEqual: spy } }
-  const mocked = await t.mockImport<typeof import('../../lib/credentials/hash.js')>('../../lib/credentials/hash.js', mocks)
-  const { CredentialStore } = await t.mockImport<typeof import('../../lib/credentials/store.js')>('../../lib/credentials/store.js', mocks)
+  const mocked = await t.mockImport<typeof import('../../lib/credentials/hash.js')>(
+    '../../lib/credentials/hash.js',
+    mocks,
+  )
+  const { CredentialStore } = await t.mockImport<typeof import('../../lib/credentials/store.js')>(
+    '../../lib/credentials/store.js',
+    mocks,
+  )
   const params = { N: 16, r: 1, p: 1 }
   const hash = await mocked.hashPassword('caf\u00e9', params)
   const stored = mocked.parseHash(hash)!
@@ -74,7 +80,11 @@ t.test('the password comparison is timingSafeEqual, on the derived and the store
   answer = false
   t.notOk(await mocked.verifyPassword('caf\u00e9', hash), 'timingSafeEqual says no: the right password fails')
   const users = new CredentialStore([{ username: 'shop-1', password: hash, entities: ['default'] }])
-  t.match(await users.authenticate(basic('shop-1', 'caf\u00e9')), { ok: false, status: 401 }, 'the store refuses it too')
+  t.match(
+    await users.authenticate(basic('shop-1', 'caf\u00e9')),
+    { ok: false, status: 401 },
+    'the store refuses it too',
+  )
   answer = true
   t.ok(await mocked.verifyPassword('wrong', hash), 'timingSafeEqual says yes: nothing else compares')
   t.equal(calls.length, 4)

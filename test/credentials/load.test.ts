@@ -44,7 +44,9 @@ t.test('loadCredentials reads and validates the file', async (t) => {
 })
 
 t.test('the clear password never appears in an error', async (t) => {
-  const dir = t.testdir({ 'clear.json': JSON.stringify({ users: [{ username: 'u', password: 'hunter2', entities: [] }] }) })
+  const dir = t.testdir({
+    'clear.json': JSON.stringify({ users: [{ username: 'u', password: 'hunter2', entities: [] }] }),
+  })
   await t.rejects(loadCredentials(join(dir, 'clear.json')), { message: /^(?!.*hunter2)/ })
   await writeFile(join(dir, 'clear.json'), '{}')
   await t.rejects(loadCredentials(join(dir, 'clear.json')), { code: 'ECREDENTIALS', message: /\$\.users: / })

@@ -9,7 +9,6 @@ function clock(): { now: () => number; advance: (ms: number) => void } {
   return { now: () => time, advance: (ms) => void (time += ms) }
 }
 
-
 async function store(options: CredentialStoreOptions = {}): Promise<CredentialStore> {
   return new CredentialStore(
     [
@@ -19,7 +18,6 @@ async function store(options: CredentialStoreOptions = {}): Promise<CredentialSt
     options,
   )
 }
-
 
 t.test('authenticate: right credentials give the principal, anything else ACCESS_DENIED', async (t) => {
   const users = await store()
@@ -156,7 +154,11 @@ t.test('a store without users refuses everybody', async (t) => {
 t.test('the constructor refuses duplicate usernames and malformed hashes', async (t) => {
   const hash = await hashPassword('pw', CHEAP)
   t.throws(
-    () => new CredentialStore([{ username: 'a', password: hash, entities: [] }, { username: 'a', password: hash, entities: [] }]),
+    () =>
+      new CredentialStore([
+        { username: 'a', password: hash, entities: [] },
+        { username: 'a', password: hash, entities: [] },
+      ]),
     { code: 'ECREDENTIALS', message: 'user "a" is listed twice' },
   )
   t.throws(() => new CredentialStore([{ username: 'a', password: 'pw', entities: [] }]), {
@@ -169,12 +171,15 @@ t.test('failures spread over the window lock the user out for the full cool-down
   const time = clock()
   // scrypt's smallest cost: this test is about the clock, not the hash.
   const cheapest = { N: 16, r: 1, p: 1 }
-  const users = new CredentialStore([{ username: 'spread', password: await hashPassword('right', cheapest), entities: ['default'] }], {
-    maxFailures: 10,
-    failureWindowMs: 60_000,
-    coolDownMs: 60_000,
-    now: time.now,
-  })
+  const users = new CredentialStore(
+    [{ username: 'spread', password: await hashPassword('right', cheapest), entities: ['default'] }],
+    {
+      maxFailures: 10,
+      failureWindowMs: 60_000,
+      coolDownMs: 60_000,
+      now: time.now,
+    },
+  )
   // Ten failures over 59 s of the 60 s window: the first at 0, the tenth at 59 s.
   for (let i = 0; i < 10; i++) {
     if (i > 0) time.advance(i === 9 ? 59_000 - 8 * 6_500 : 6_500)
@@ -185,7 +190,11 @@ t.test('failures spread over the window lock the user out for the full cool-down
   // The lock-out counts from the tenth failure, not from the window's start: refused until 60 s after it.
   for (const step of [1, 999, 30_000, 28_999]) {
     time.advance(step)
-    t.equal(users.authenticate(basic('spread', 'right')), ACCESS_DENIED, 'refused without hashing, even the right password')
+    t.equal(
+      users.authenticate(basic('spread', 'right')),
+      ACCESS_DENIED,
+      'refused without hashing, even the right password',
+    )
   }
   time.advance(1)
   const after = users.authenticate(basic('spread', 'right'))
@@ -193,28 +202,35 @@ t.test('failures spread over the window lock the user out for the full cool-down
   t.ok(isPrincipal(await after), 'and accepted')
 })
 
-t.test('replace: a removed user or a changed password is refused at once, even where cached; the rest stays cached', async (t) => {
-  const users = await store({ maxFailures: 3 })
-  const shop = basic('shop-1', 's3cret')
-  const zoe = basic('zoë', 'pässword')
-  await users.authenticate(shop)
-  const zoePrincipal = await users.authenticate(zoe)
-  t.notOk(users.authenticate(shop) instanceof Promise, 'both cached')
-  await users.authenticate(basic('shop-1', 'wrong-1'))
-  await users.authenticate(basic('shop-1', 'wrong-2'))
-  users.replace([
-    { username: 'shop-1', password: await hashPassword('rotated', CHEAP), entities: ['default', 'eu-tokens'] },
-    { username: 'new', password: await hashPassword('n3w', CHEAP), entities: [] },
-  ])
-  t.equal(users.size, 2)
-  t.equal(await users.authenticate(zoe), ACCESS_DENIED, 'removed: refused although its check was cached')
-  t.ok(isPrincipal(await users.authenticate(basic('new', 'n3w'))), 'added')
-  const old = users.authenticate(shop)
-  t.ok(old instanceof Promise, 'changed password: the cached check is gone')
-  t.equal(await old, ACCESS_DENIED, 'and the old password is refused')
-  t.equal(users.authenticate(basic('shop-1', 'rotated')), ACCESS_DENIED, 'the throttle kept its counts: that third failure locked the user')
-  t.ok(isPrincipal(zoePrincipal as Principal))
-})
+t.test(
+  'replace: a removed user or a changed password is refused at once, even where cached; the rest stays cached',
+  async (t) => {
+    const users = await store({ maxFailures: 3 })
+    const shop = basic('shop-1', 's3cret')
+    const zoe = basic('zoë', 'pässword')
+    await users.authenticate(shop)
+    const zoePrincipal = await users.authenticate(zoe)
+    t.notOk(users.authenticate(shop) instanceof Promise, 'both cached')
+    await users.authenticate(basic('shop-1', 'wrong-1'))
+    await users.authenticate(basic('shop-1', 'wrong-2'))
+    users.replace([
+      { username: 'shop-1', password: await hashPassword('rotated', CHEAP), entities: ['default', 'eu-tokens'] },
+      { username: 'new', password: await hashPassword('n3w', CHEAP), entities: [] },
+    ])
+    t.equal(users.size, 2)
+    t.equal(await users.authenticate(zoe), ACCESS_DENIED, 'removed: refused although its check was cached')
+    t.ok(isPrincipal(await users.authenticate(basic('new', 'n3w'))), 'added')
+    const old = users.authenticate(shop)
+    t.ok(old instanceof Promise, 'changed password: the cached check is gone')
+    t.equal(await old, ACCESS_DENIED, 'and the old password is refused')
+    t.equal(
+      users.authenticate(basic('shop-1', 'rotated')),
+      ACCESS_DENIED,
+      'the throttle kept its counts: that third failure locked the user',
+    )
+    t.ok(isPrincipal(zoePrincipal as Principal))
+  },
+)
 
 t.test('replace: an unchanged user keeps its cached check; changed entities are a new principal', async (t) => {
   const shopHash = await hashPassword('s3cret', CHEAP)
@@ -240,7 +256,14 @@ t.test('replace: an unchanged user keeps its cached check; changed entities are 
 t.test('replace: a refused list changes nothing', async (t) => {
   const users = await store()
   const hash = await hashPassword('x', CHEAP)
-  t.throws(() => users.replace([{ username: 'a', password: hash, entities: [] }, { username: 'a', password: hash, entities: [] }]), { code: 'ECREDENTIALS', message: /listed twice/ })
+  t.throws(
+    () =>
+      users.replace([
+        { username: 'a', password: hash, entities: [] },
+        { username: 'a', password: hash, entities: [] },
+      ]),
+    { code: 'ECREDENTIALS', message: /listed twice/ },
+  )
   t.throws(() => users.replace([{ username: 'a', password: 'clear', entities: [] }]), { code: 'ECREDENTIALS' })
   t.equal(users.size, 2)
   t.ok(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'))))
@@ -255,7 +278,11 @@ t.test('a check running while the users are replaced answers as the users now in
   // One turn of the microtask queue: each check has taken its user and started hashing (on the thread pool).
   await Promise.resolve()
   users.replace([{ username: 'shop-1', password: rotated, entities: ['default'] }])
-  t.equal(await old, ACCESS_DENIED, 'the old password, checked against the old hash, is refused once the new one is in force')
+  t.equal(
+    await old,
+    ACCESS_DENIED,
+    'the old password, checked against the old hash, is refused once the new one is in force',
+  )
   t.ok(isPrincipal(await renewed), 'the new password, started before the switch, is accepted')
   t.equal(await gone, ACCESS_DENIED)
   t.notOk(users.authenticate(basic('shop-1', 'rotated')) instanceof Promise, 'and cached')

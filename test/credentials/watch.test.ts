@@ -18,7 +18,13 @@ async function eventually(condition: () => boolean | Promise<boolean>): Promise<
 }
 
 async function credentialsText(users: Record<string, string>): Promise<string> {
-  const list = await Promise.all(Object.entries(users).map(async ([username, password]) => ({ username, password: await hashPassword(password, CHEAP), entities: ['default'] })))
+  const list = await Promise.all(
+    Object.entries(users).map(async ([username, password]) => ({
+      username,
+      password: await hashPassword(password, CHEAP),
+      entities: ['default'],
+    })),
+  )
   return JSON.stringify({ users: list })
 }
 
@@ -29,62 +35,77 @@ function watching() {
     info: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'info', fields, message }),
     warn: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'warn', fields, message }),
   } as unknown as NonNullable<WatchCredentialsOptions['logger']>
-  return { outcomes, lines, options: { logger, onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome), debounceMs: 10 } }
+  return {
+    outcomes,
+    lines,
+    options: { logger, onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome), debounceMs: 10 },
+  }
 }
 
-const accepts = async (users: { authenticate: CredentialStore['authenticate'] }, username: string, password: string) => isPrincipal(await users.authenticate(basic(username, password)))
+const accepts = async (users: { authenticate: CredentialStore['authenticate'] }, username: string, password: string) =>
+  isPrincipal(await users.authenticate(basic(username, password)))
 
-t.test('watchCredentials: a changed file takes effect without a restart; a refused one keeps the last good users, reported once', async (t) => {
-  const dir = t.testdir({ 'credentials.json': await credentialsText({ 'shop-1': 'old', other: 'same' }) })
-  const file = join(dir, 'credentials.json')
-  const log = watching()
-  const users = await watchCredentials(file, log.options)
-  t.teardown(() => users.close())
-  t.equal(users.size, 2)
-  t.ok(await accepts(users, 'shop-1', 'old'))
-  await writeFile(file, await credentialsText({ 'shop-1': 'new', other: 'same' }))
-  await eventually(() => accepts(users, 'shop-1', 'new'))
-  t.notOk(await accepts(users, 'shop-1', 'old'), 'the old password is refused')
-  t.same(log.outcomes, [{ applied: true, refused: [], refusedNow: 0 }])
-  t.match(log.lines, [{ level: 'info', fields: { file, users: 2 }, message: 'credentials reloaded' }])
+t.test(
+  'watchCredentials: a changed file takes effect without a restart; a refused one keeps the last good users, reported once',
+  async (t) => {
+    const dir = t.testdir({ 'credentials.json': await credentialsText({ 'shop-1': 'old', other: 'same' }) })
+    const file = join(dir, 'credentials.json')
+    const log = watching()
+    const users = await watchCredentials(file, log.options)
+    t.teardown(() => users.close())
+    t.equal(users.size, 2)
+    t.ok(await accepts(users, 'shop-1', 'old'))
+    await writeFile(file, await credentialsText({ 'shop-1': 'new', other: 'same' }))
+    await eventually(() => accepts(users, 'shop-1', 'new'))
+    t.notOk(await accepts(users, 'shop-1', 'old'), 'the old password is refused')
+    t.same(log.outcomes, [{ applied: true, refused: [], refusedNow: 0 }])
+    t.match(log.lines, [{ level: 'info', fields: { file, users: 2 }, message: 'credentials reloaded' }])
 
-  await writeFile(file, '{"users": [')
-  await eventually(() => log.outcomes.length === 2)
-  t.match(log.outcomes[1], { applied: false, refused: [{ file, reason: /^not JSON: / }], refusedNow: 1 })
-  await sleep(1200)
-  t.equal(log.outcomes.length, 2, 'the re-scans found the same refused version: nothing more reported')
-  t.equal(log.lines.filter((line) => line.level === 'warn').length, 1, 'logged once')
-  t.ok(await accepts(users, 'shop-1', 'new'), 'the last good users stay in force')
-  await unlink(file)
-  await eventually(() => log.outcomes.length === 3)
-  t.match(log.outcomes[2], { applied: false, refused: [{ file, reason: 'no such file or folder' }], refusedNow: 1 })
-  t.ok(await accepts(users, 'other', 'same'))
+    await writeFile(file, '{"users": [')
+    await eventually(() => log.outcomes.length === 2)
+    t.match(log.outcomes[1], { applied: false, refused: [{ file, reason: /^not JSON: / }], refusedNow: 1 })
+    await sleep(1200)
+    t.equal(log.outcomes.length, 2, 'the re-scans found the same refused version: nothing more reported')
+    t.equal(log.lines.filter((line) => line.level === 'warn').length, 1, 'logged once')
+    t.ok(await accepts(users, 'shop-1', 'new'), 'the last good users stay in force')
+    await unlink(file)
+    await eventually(() => log.outcomes.length === 3)
+    t.match(log.outcomes[2], { applied: false, refused: [{ file, reason: 'no such file or folder' }], refusedNow: 1 })
+    t.ok(await accepts(users, 'other', 'same'))
 
-  // Back to the version in force: nothing changes, but the file is no longer refused.
-  await writeFile(file, await credentialsText({ 'shop-1': 'new', other: 'same' }))
-  await eventually(() => log.outcomes.length === 4)
-  t.same(log.outcomes[3], { applied: true, refused: [], refusedNow: 0 }, 'another text with the same users is a new version applied')
-})
+    // Back to the version in force: nothing changes, but the file is no longer refused.
+    await writeFile(file, await credentialsText({ 'shop-1': 'new', other: 'same' }))
+    await eventually(() => log.outcomes.length === 4)
+    t.same(
+      log.outcomes[3],
+      { applied: true, refused: [], refusedNow: 0 },
+      'another text with the same users is a new version applied',
+    )
+  },
+)
 
-t.test('watchCredentials: back to the very text in force after a refused version reports that nothing is refused', async (t) => {
-  const text = await credentialsText({ 'shop-1': 'pw' })
-  const dir = t.testdir({ 'credentials.json': text })
-  const file = join(dir, 'credentials.json')
-  const log = watching()
-  const users = await watchCredentials(file, { ...log.options, debounceMs: 60_000, rescanMs: 60_000 })
-  t.teardown(() => users.close())
-  await writeFile(file, JSON.stringify({ users: [{ username: 'a', password: 'clear', entities: [] }] }))
-  await users.reload()
-  t.match(log.outcomes, [{ applied: false, refused: [{ file, reason: /password is not a hash/ }], refusedNow: 1 }])
-  await users.reload()
-  t.equal(log.outcomes.length, 2, 'a reload asked for reports the refused file again')
-  await writeFile(file, text)
-  await users.reload()
-  t.same(log.outcomes[2], { applied: true, refused: [], refusedNow: 0 }, 'asked for: counted as applied')
-  await users.reload()
-  t.same(log.outcomes[3], { applied: true, refused: [], refusedNow: 0 })
-  t.equal(log.lines.filter((line) => line.message === 'credentials reloaded').length, 2)
-})
+t.test(
+  'watchCredentials: back to the very text in force after a refused version reports that nothing is refused',
+  async (t) => {
+    const text = await credentialsText({ 'shop-1': 'pw' })
+    const dir = t.testdir({ 'credentials.json': text })
+    const file = join(dir, 'credentials.json')
+    const log = watching()
+    const users = await watchCredentials(file, { ...log.options, debounceMs: 60_000, rescanMs: 60_000 })
+    t.teardown(() => users.close())
+    await writeFile(file, JSON.stringify({ users: [{ username: 'a', password: 'clear', entities: [] }] }))
+    await users.reload()
+    t.match(log.outcomes, [{ applied: false, refused: [{ file, reason: /password is not a hash/ }], refusedNow: 1 }])
+    await users.reload()
+    t.equal(log.outcomes.length, 2, 'a reload asked for reports the refused file again')
+    await writeFile(file, text)
+    await users.reload()
+    t.same(log.outcomes[2], { applied: true, refused: [], refusedNow: 0 }, 'asked for: counted as applied')
+    await users.reload()
+    t.same(log.outcomes[3], { applied: true, refused: [], refusedNow: 0 })
+    t.equal(log.lines.filter((line) => line.message === 'credentials reloaded').length, 2)
+  },
+)
 
 t.test('watchCredentials: re-reads that find the file as it was report nothing', async (t) => {
   const dir = t.testdir({ 'credentials.json': await credentialsText({ u: 'pw' }) })
@@ -105,7 +126,10 @@ t.test("watchCredentials: an editor's rename and a Kubernetes Secret's ..data sw
   await eventually(() => accepts(users, 'u', 'two'))
 
   // A Secret is mounted as files that link through `..data` to a versioned folder, swapped by a rename.
-  const root = t.testdir({ v1: { 'credentials.json': await credentialsText({ k: 'v1' }) }, v2: { 'credentials.json': await credentialsText({ k: 'v2' }) } })
+  const root = t.testdir({
+    v1: { 'credentials.json': await credentialsText({ k: 'v1' }) },
+    v2: { 'credentials.json': await credentialsText({ k: 'v2' }) },
+  })
   await symlink('v1', join(root, '..data'))
   await symlink(join('..data', 'credentials.json'), join(root, 'credentials.json'))
   const mounted = await watchCredentials(join(root, 'credentials.json'), { debounceMs: 10 })
@@ -117,14 +141,23 @@ t.test("watchCredentials: an editor's rename and a Kubernetes Secret's ..data sw
   t.notOk(await accepts(mounted, 'k', 'v1'))
 })
 
-t.test('watchCredentials: a bad file at start is an ECREDENTIALS error naming it; without a logger or listener a reload is quiet', async (t) => {
-  const dir = t.testdir({ 'bad.json': '{"users": 1}', 'good.json': await credentialsText({ a: 'b' }) })
-  await t.rejects(watchCredentials(join(dir, 'bad.json')), { code: 'ECREDENTIALS', message: /bad\.json: \$\.users: / })
-  await t.rejects(watchCredentials(join(dir, 'missing.json')), { code: 'ECREDENTIALS', message: /missing\.json: no such file or folder/ })
-  const users = await watchCredentials(join(dir, 'good.json'), { rescanMs: 60_000 })
-  await users.reload()
-  await writeFile(join(dir, 'good.json'), '[]')
-  await users.reload()
-  t.ok(await accepts(users, 'a', 'b'))
-  users.close()
-})
+t.test(
+  'watchCredentials: a bad file at start is an ECREDENTIALS error naming it; without a logger or listener a reload is quiet',
+  async (t) => {
+    const dir = t.testdir({ 'bad.json': '{"users": 1}', 'good.json': await credentialsText({ a: 'b' }) })
+    await t.rejects(watchCredentials(join(dir, 'bad.json')), {
+      code: 'ECREDENTIALS',
+      message: /bad\.json: \$\.users: /,
+    })
+    await t.rejects(watchCredentials(join(dir, 'missing.json')), {
+      code: 'ECREDENTIALS',
+      message: /missing\.json: no such file or folder/,
+    })
+    const users = await watchCredentials(join(dir, 'good.json'), { rescanMs: 60_000 })
+    await users.reload()
+    await writeFile(join(dir, 'good.json'), '[]')
+    await users.reload()
+    t.ok(await accepts(users, 'a', 'b'))
+    users.close()
+  },
+)

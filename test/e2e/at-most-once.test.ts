@@ -22,16 +22,23 @@ async function gatewayFor(t: Parameters<typeof startGateway>[0], backend: RawBac
   return () => post({ headers: paymentHeaders(), body: saleBody() })
 }
 
-t.test('(a) a kept-alive connection the backend closed while idle: the next payment goes on a new one, once', async (t) => {
-  const backend = await startRawBackend(t)
-  const pay = await gatewayFor(t, backend)
-  t.equal((await pay()).status, 201)
-  for (const socket of backend.sockets) socket.end()
-  t.ok(await until(() => backend.open === 0), 'the idle connection is closed on both sides')
-  t.equal((await pay()).status, 201)
-  t.equal(backend.heads, 2, 'two payments, two request heads')
-  t.same(backend.requests.map((request) => request.connection), [0, 1], 'the second on a new connection')
-})
+t.test(
+  '(a) a kept-alive connection the backend closed while idle: the next payment goes on a new one, once',
+  async (t) => {
+    const backend = await startRawBackend(t)
+    const pay = await gatewayFor(t, backend)
+    t.equal((await pay()).status, 201)
+    for (const socket of backend.sockets) socket.end()
+    t.ok(await until(() => backend.open === 0), 'the idle connection is closed on both sides')
+    t.equal((await pay()).status, 201)
+    t.equal(backend.heads, 2, 'two payments, two request heads')
+    t.same(
+      backend.requests.map((request) => request.connection),
+      [0, 1],
+      'the second on a new connection',
+    )
+  },
+)
 
 t.test('(a) a kept-alive connection the backend reset while idle: the next payment is sent at most once', async (t) => {
   const backend = await startRawBackend(t)
@@ -43,29 +50,40 @@ t.test('(a) a kept-alive connection the backend reset while idle: the next payme
   const second = await pay()
   t.ok([201, 500, 503].includes(second.status), `a contract answer: ${second.status}`)
   t.ok(backend.heads <= 2, 'never sent twice')
-  if (second.status === 201) t.same(backend.requests.map((request) => request.connection), [0, 1], 'the 201 came on a new connection')
+  if (second.status === 201)
+    t.same(
+      backend.requests.map((request) => request.connection),
+      [0, 1],
+      'the 201 came on a new connection',
+    )
   if (second.status === 503) t.equal(backend.heads, 1, 'a 503 only when the backend did not get it')
 })
 
-t.test('(b) the backend resets the connection once it has the payment: 500, received once, not sent again', async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.resetAndDestroy())
-  const pay = await gatewayFor(t, backend)
-  const reply = await pay()
-  t.equal(reply.status, 500)
-  t.equal(reply.json.errorName, 'internalErrorOccurred')
-  t.equal(backend.requests.length, 1)
-  t.equal(backend.connections, 1, 'no second connection: no retry')
-})
+t.test(
+  '(b) the backend resets the connection once it has the payment: 500, received once, not sent again',
+  async (t) => {
+    const backend = await startRawBackend(t, (socket) => socket.resetAndDestroy())
+    const pay = await gatewayFor(t, backend)
+    const reply = await pay()
+    t.equal(reply.status, 500)
+    t.equal(reply.json.errorName, 'internalErrorOccurred')
+    t.equal(backend.requests.length, 1)
+    t.equal(backend.connections, 1, 'no second connection: no retry')
+  },
+)
 
-t.test('(b) the backend closes the connection once it has the payment, without an answer: 500, received once', async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.end())
-  const pay = await gatewayFor(t, backend)
-  const reply = await pay()
-  t.equal(reply.status, 500)
-  t.equal(reply.json.errorName, 'internalErrorOccurred')
-  t.equal(backend.requests.length, 1)
-  t.equal(backend.connections, 1)
-})
+t.test(
+  '(b) the backend closes the connection once it has the payment, without an answer: 500, received once',
+  async (t) => {
+    const backend = await startRawBackend(t, (socket) => socket.end())
+    const pay = await gatewayFor(t, backend)
+    const reply = await pay()
+    t.equal(reply.status, 500)
+    t.equal(reply.json.errorName, 'internalErrorOccurred')
+    t.equal(backend.requests.length, 1)
+    t.equal(backend.connections, 1)
+  },
+)
 
 t.test('(b) the backend resets the connection while the payment is being written: 500, at most once', async (t) => {
   const backend = await startRawBackend(t)
@@ -80,13 +98,22 @@ t.test('(b) the backend resets the connection while the payment is being written
 
 t.test('(b) on a reused connection, a payment the backend drops unanswered is not sent again', async (t) => {
   // The case where HTTP clients retry an idempotent request: the connection looked alive and was not.
-  const backend = await startRawBackend(t, (socket, request) => (request.index === 0 ? socket.write(createdBytes()) : socket.end()))
+  const backend = await startRawBackend(t, (socket, request) =>
+    request.index === 0 ? socket.write(createdBytes()) : socket.end(),
+  )
   const pay = await gatewayFor(t, backend)
   t.equal((await pay()).status, 201)
   const reply = await pay()
   t.equal(reply.status, 500)
   t.equal(backend.heads, 2)
-  t.same(backend.requests.map((request) => [request.connection, request.index]), [[0, 0], [0, 1]], 'the dropped payment was never sent on a new connection')
+  t.same(
+    backend.requests.map((request) => [request.connection, request.index]),
+    [
+      [0, 0],
+      [0, 1],
+    ],
+    'the dropped payment was never sent on a new connection',
+  )
   t.equal(backend.connections, 1)
 })
 
@@ -101,33 +128,49 @@ t.test('(c) the backend resets after its answer headers: the client connection i
   t.equal(backend.connections, 1)
 })
 
-t.test('an answer with Connection: close: relayed whole, the connection closed by the gateway and never reused', async (t) => {
-  // The backend says it will close but leaves that to the gateway, which must not write the next payment on it.
-  const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Connection: close\r\n')))
-  const pay = await gatewayFor(t, backend, true)
-  const first = await pay()
-  t.equal(first.status, 201)
-  t.equal(first.headers.connection, 'keep-alive', "the backend's Connection: close stays between gateway and backend")
-  t.equal((await pay()).status, 201)
-  t.same(backend.requests.map((request) => request.connection), [0, 1])
-  t.ok(await until(() => backend.closedByGateway === 2), 'the gateway closed both connections itself')
-})
+t.test(
+  'an answer with Connection: close: relayed whole, the connection closed by the gateway and never reused',
+  async (t) => {
+    // The backend says it will close but leaves that to the gateway, which must not write the next payment on it.
+    const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Connection: close\r\n')))
+    const pay = await gatewayFor(t, backend, true)
+    const first = await pay()
+    t.equal(first.status, 201)
+    t.equal(first.headers.connection, 'keep-alive', "the backend's Connection: close stays between gateway and backend")
+    t.equal((await pay()).status, 201)
+    t.same(
+      backend.requests.map((request) => request.connection),
+      [0, 1],
+    )
+    t.ok(await until(() => backend.closedByGateway === 2), 'the gateway closed both connections itself')
+  },
+)
 
-t.test("Keep-Alive: timeout=1 leaves no safe idle time: each payment on a connection of its own", async (t) => {
+t.test('Keep-Alive: timeout=1 leaves no safe idle time: each payment on a connection of its own', async (t) => {
   const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Keep-Alive: timeout=1\r\n')))
   const pay = await gatewayFor(t, backend)
   t.equal((await pay()).status, 201)
   t.equal((await pay()).status, 201)
-  t.same(backend.requests.map((request) => request.connection), [0, 1])
+  t.same(
+    backend.requests.map((request) => request.connection),
+    [0, 1],
+  )
   t.ok(await until(() => backend.closedByGateway === 2), 'the gateway closed each one after its answer')
 })
 
-t.test("Keep-Alive: timeout=2: the connection is reused, and let go by the gateway before the backend's limit", async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Keep-Alive: timeout=2\r\n')))
-  const pay = await gatewayFor(t, backend)
-  t.equal((await pay()).status, 201)
-  t.equal((await pay()).status, 201)
-  t.same(backend.requests.map((request) => request.connection), [0, 0], 'one connection for both')
-  // This backend never closes an idle connection itself: a close can only come from the gateway.
-  t.ok(await until(() => backend.closedByGateway === 1), 'the gateway closed the idle connection')
-})
+t.test(
+  "Keep-Alive: timeout=2: the connection is reused, and let go by the gateway before the backend's limit",
+  async (t) => {
+    const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Keep-Alive: timeout=2\r\n')))
+    const pay = await gatewayFor(t, backend)
+    t.equal((await pay()).status, 201)
+    t.equal((await pay()).status, 201)
+    t.same(
+      backend.requests.map((request) => request.connection),
+      [0, 0],
+      'one connection for both',
+    )
+    // This backend never closes an idle connection itself: a close can only come from the gateway.
+    t.ok(await until(() => backend.closedByGateway === 1), 'the gateway closed the idle connection')
+  },
+)

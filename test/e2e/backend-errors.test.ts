@@ -22,7 +22,8 @@ const ownFormat = (message: string) => JSON.stringify({ errorName: 'cardIsBlocke
 
 /** The legacy backend's answers, chosen by the part of the payment's transactionReference before `.`. */
 const LEGACY: Readonly<Record<string, (res: ServerResponse) => void>> = {
-  html404: (res) => res.writeHead(404, { 'content-type': 'text/html', 'x-backend': 'legacy' }).end('<h1>Not Found</h1>'),
+  html404: (res) =>
+    res.writeHead(404, { 'content-type': 'text/html', 'x-backend': 'legacy' }).end('<h1>Not Found</h1>'),
   empty422: (res) => res.writeHead(422).end(),
   currency400: (res) => res.writeHead(400, json).end('{"code":"E_CURRENCY","detail":"EUR is not enabled"}'),
   other400: (res) => res.writeHead(400, json).end(`{"code":"E_OTHER","detail":"card ${TEST_PAN} was refused"}`),
@@ -49,7 +50,13 @@ const legacy: Answer = (req, res, body) => {
 const RULES = {
   rules: [
     { status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' },
-    { status: '4xx', match: { '$.code': 'E_LIMIT' }, errorName: 'cardLimitIsReached', message: 'The card limit is reached.', messageFrom: '$.detail' },
+    {
+      status: '4xx',
+      match: { '$.code': 'E_LIMIT' },
+      errorName: 'cardLimitIsReached',
+      message: 'The card limit is reached.',
+      messageFrom: '$.detail',
+    },
   ],
 }
 
@@ -62,7 +69,11 @@ const standard = (errorName: keyof typeof ERRORS) => serializeError({ errorName,
 
 const dir = t.testdir({ 'rules.json': JSON.stringify(RULES) })
 const rulesFile = join(dir, 'rules.json')
-const { url, backend } = await startGateway(t, { answer: legacy, idempotency: 'memory', gate: { backendErrors: rulesFile } })
+const { url, backend } = await startGateway(t, {
+  answer: legacy,
+  idempotency: 'memory',
+  gate: { backendErrors: rulesFile },
+})
 
 t.test('without a matching rule: the standard body, named by status, with the backend status', async (t) => {
   const cases: [string, number, keyof typeof ERRORS][] = [
@@ -86,36 +97,71 @@ t.test('without a matching rule: the standard body, named by status, with the ba
 
 t.test('the headers the status needs are kept', async (t) => {
   const bearer = await pay(url, 'bearer401')
-  t.match(bearer, { status: 401, json: { errorName: 'accessDenied' }, headers: { 'www-authenticate': 'Bearer realm="legacy"' } })
+  t.match(bearer, {
+    status: 401,
+    json: { errorName: 'accessDenied' },
+    headers: { 'www-authenticate': 'Bearer realm="legacy"' },
+  })
   const bare = await pay(url, 'bare401')
-  t.match(bare, { status: 401, json: { errorName: 'accessDenied' }, headers: { 'www-authenticate': 'Basic realm="payments", charset="UTF-8"' } }, "RFC 9110: the gateway's own challenge")
-  t.match(await pay(url, 'method405'), { status: 405, json: { errorName: 'methodIsNotAllowed' }, headers: { allow: 'PUT' } })
-  t.match(await pay(url, 'busy429'), { status: 429, json: { errorName: 'requestRateIsTooHigh' }, headers: { 'retry-after': '30' } })
-  t.match(await pay(url, 'busy503'), { status: 503, json: { errorName: 'serviceUnavailable' }, headers: { 'retry-after': '7' } })
+  t.match(
+    bare,
+    {
+      status: 401,
+      json: { errorName: 'accessDenied' },
+      headers: { 'www-authenticate': 'Basic realm="payments", charset="UTF-8"' },
+    },
+    "RFC 9110: the gateway's own challenge",
+  )
+  t.match(await pay(url, 'method405'), {
+    status: 405,
+    json: { errorName: 'methodIsNotAllowed' },
+    headers: { allow: 'PUT' },
+  })
+  t.match(await pay(url, 'busy429'), {
+    status: 429,
+    json: { errorName: 'requestRateIsTooHigh' },
+    headers: { 'retry-after': '30' },
+  })
+  t.match(await pay(url, 'busy503'), {
+    status: 503,
+    json: { errorName: 'serviceUnavailable' },
+    headers: { 'retry-after': '7' },
+  })
 })
 
-t.test('rules: a matching rule names the answer; its message may come from the body, card numbers masked', async (t) => {
-  const currency = await pay(url, 'currency400')
-  t.equal(currency.status, 400)
-  t.equal(currency.text, standard('currencyIsNotSupported'))
-  const limit = await pay(url, 'limit402')
-  t.equal(limit.status, 402, "the backend's status wins")
-  t.same(limit.json, { errorName: 'cardLimitIsReached', message: 'card 444433******1111 is over its limit' })
-  t.notOk(limit.text.includes(TEST_PAN))
-  const line = loggedRequests().find((entry) => entry.status === 402)
-  t.match(line, { errorName: 'cardLimitIsReached', operation: 'sale' }, 'the log line names it')
-})
+t.test(
+  'rules: a matching rule names the answer; its message may come from the body, card numbers masked',
+  async (t) => {
+    const currency = await pay(url, 'currency400')
+    t.equal(currency.status, 400)
+    t.equal(currency.text, standard('currencyIsNotSupported'))
+    const limit = await pay(url, 'limit402')
+    t.equal(limit.status, 402, "the backend's status wins")
+    t.same(limit.json, { errorName: 'cardLimitIsReached', message: 'card 444433******1111 is over its limit' })
+    t.notOk(limit.text.includes(TEST_PAN))
+    const line = loggedRequests().find((entry) => entry.status === 402)
+    t.match(line, { errorName: 'cardLimitIsReached', operation: 'sale' }, 'the log line names it')
+  },
+)
 
 t.test('answers in the error format pass as they are, card numbers masked', async (t) => {
   const conflict = await pay(url, 'own409')
   t.equal(conflict.status, 409)
-  t.same(conflict.json, { errorName: 'cardIsBlocked', message: 'card 444433******1111 is blocked', card: '444433******1111' })
+  t.same(conflict.json, {
+    errorName: 'cardIsBlocked',
+    message: 'card 444433******1111 is blocked',
+    card: '444433******1111',
+  })
   t.equal(conflict.headers['x-backend'], 'legacy', 'with its own headers')
   t.equal(conflict.headers['content-length'], String(conflict.body.length))
 })
 
 t.test('2xx and 3xx pass unchanged, and a 2xx streams before the backend has finished', async (t) => {
-  t.match(await pay(url, 'created201'), { status: 201, text: '{"outcome":"authorized"}', headers: { 'content-type': RESPONSE_TYPE } })
+  t.match(await pay(url, 'created201'), {
+    status: 201,
+    text: '{"outcome":"authorized"}',
+    headers: { 'content-type': RESPONSE_TYPE },
+  })
   t.match(await pay(url, 'redirect303'), { status: 303, text: '', headers: { location: '/payments/1' } })
   const streamer = await startGateway(t, { gate: { backendErrors: rulesFile } })
   let finish: () => void = () => {}
@@ -126,7 +172,9 @@ t.test('2xx and 3xx pass unchanged, and a 2xx streams before the backend has fin
   }
   const first = await new Promise<string>((resolve, reject) => {
     const req = request(`${streamer.url}${SALE_PATH}`, { method: 'POST', headers: paymentHeaders() })
-    req.on('response', (res) => res.once('data', (chunk: Buffer) => resolve(chunk.toString())).on('end', () => undefined))
+    req.on('response', (res) =>
+      res.once('data', (chunk: Buffer) => resolve(chunk.toString())).on('end', () => undefined),
+    )
     req.on('error', reject)
     req.end(JSON.stringify(saleBody()))
   })
@@ -135,9 +183,18 @@ t.test('2xx and 3xx pass unchanged, and a 2xx streams before the backend has fin
 })
 
 t.test("createGateway's own backendErrors wins over the gate's", async (t) => {
-  const own = compileBackendErrors({ rules: [{ status: 400, errorName: 'currencyIsNotSupported', message: 'Named by the gateway.' }] }) as BackendErrorRules
-  const started = await startGateway(t, { answer: legacy, backendErrors: { rules: own }, gate: { backendErrors: rulesFile } })
-  t.same((await pay(started.url, 'other400')).json, { errorName: 'currencyIsNotSupported', message: 'Named by the gateway.' })
+  const own = compileBackendErrors({
+    rules: [{ status: 400, errorName: 'currencyIsNotSupported', message: 'Named by the gateway.' }],
+  }) as BackendErrorRules
+  const started = await startGateway(t, {
+    answer: legacy,
+    backendErrors: { rules: own },
+    gate: { backendErrors: rulesFile },
+  })
+  t.same((await pay(started.url, 'other400')).json, {
+    errorName: 'currencyIsNotSupported',
+    message: 'Named by the gateway.',
+  })
 })
 
 t.test('a path passed through keeps the 5xx-only rule: its 4xx streams unchanged', async (t) => {
@@ -158,7 +215,8 @@ t.test('retry protection replays what the client first got; a 4xx frees the key'
     t.equal(retry.status, first.status)
     t.equal(retry.text, first.text, `${kind}: the replay is the body the client got`)
     t.notOk(retry.text.includes(TEST_PAN))
-    for (const name of ['content-type', 'content-length', 'retry-after']) t.equal(retry.headers[name], first.headers[name], `${kind}: ${name}`)
+    for (const name of ['content-type', 'content-length', 'retry-after'])
+      t.equal(retry.headers[name], first.headers[name], `${kind}: ${name}`)
   }
   const reference = 'currency400.released'
   t.equal((await pay(url, 'currency400', reference)).status, 400)
@@ -169,12 +227,27 @@ t.test('retry protection replays what the client first got; a 4xx frees the key'
 })
 
 t.test('the rules file is hot reloaded; an invalid version keeps the last good rules', async (t) => {
-  const rules = { rules: [{ status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotConfigured', message: 'Ask us to enable this currency.' }] }
+  const rules = {
+    rules: [
+      {
+        status: 400,
+        match: { '$.code': 'E_CURRENCY' },
+        errorName: 'currencyIsNotConfigured',
+        message: 'Ask us to enable this currency.',
+      },
+    ],
+  }
   await writeFile(rulesFile, JSON.stringify(rules))
-  t.ok(await until(async () => (await pay(url, 'currency400')).json.errorName === 'currencyIsNotConfigured'), 'the new rule answers')
+  t.ok(
+    await until(async () => (await pay(url, 'currency400')).json.errorName === 'currencyIsNotConfigured'),
+    'the new rule answers',
+  )
   await writeFile(rulesFile, '{"rules": [{"status": 999}]}')
   await new Promise((resolve) => setTimeout(resolve, 300))
-  t.same((await pay(url, 'currency400')).json, { errorName: 'currencyIsNotConfigured', message: 'Ask us to enable this currency.' })
+  t.same((await pay(url, 'currency400')).json, {
+    errorName: 'currencyIsNotConfigured',
+    message: 'Ask us to enable this currency.',
+  })
   await writeFile(rulesFile, JSON.stringify(RULES))
   t.ok(await until(async () => (await pay(url, 'currency400')).json.errorName === 'currencyIsNotSupported'), 'and back')
 })
@@ -183,16 +256,44 @@ t.test('the real process: an invalid rules file stops serve with the file and th
   const bad = join(dir, 'bad.json')
   await writeFile(bad, '{"rules": [{"status": 400, "errorName": "brandNewName"}]}')
   const credentials = await writeCredentials(t.testdir())
-  const run = spawnCli(['serve', '--target', 'http://127.0.0.1:1', '--credentials', credentials, '--policies', 'policies', '--backend-errors', bad])
+  const run = spawnCli([
+    'serve',
+    '--target',
+    'http://127.0.0.1:1',
+    '--credentials',
+    credentials,
+    '--policies',
+    'policies',
+    '--backend-errors',
+    bad,
+  ])
   t.equal(await run.exited, 2)
-  t.equal(run.output().stderr, `payments-gate serve: --backend-errors: ${bad}: $.rules[0].message: "brandNewName" is not in the error table, so the rule must give its message; fix it (payments-gate check-backend-errors FILE lists every problem)\n`)
+  t.equal(
+    run.output().stderr,
+    `payments-gate serve: --backend-errors: ${bad}: $.rules[0].message: "brandNewName" is not in the error table, so the rule must give its message; fix it (payments-gate check-backend-errors FILE lists every problem)\n`,
+  )
 })
 
 t.test('the real process: serve --backend-errors names a legacy answer', async (t) => {
   const credentials = await writeCredentials(t.testdir())
   const legacyBackend = await startBackend(legacy)
   t.teardown(() => legacyBackend.close())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', legacyBackend.url, '--credentials', credentials, '--policies', 'policies', '--shutdown-delay', '0'], { PAYMENTS_GATE_BACKEND_ERRORS: rulesFile })
+  const run = spawnCli(
+    [
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--target',
+      legacyBackend.url,
+      '--credentials',
+      credentials,
+      '--policies',
+      'policies',
+      '--shutdown-delay',
+      '0',
+    ],
+    { PAYMENTS_GATE_BACKEND_ERRORS: rulesFile },
+  )
   t.teardown(() => run.child.kill('SIGTERM'))
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])

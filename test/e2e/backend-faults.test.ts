@@ -23,7 +23,10 @@ t.test('backend refuses the connection: 503 serviceUnavailable', async (t) => {
   const reply = await send(started.url, { headers: paymentHeaders(), body: saleBody() })
   t.equal(reply.status, 503)
   t.equal(reply.json.errorName, 'serviceUnavailable')
-  t.match(await started.metrics.registry.getSingleMetricAsString('payments_gate_backend_errors_total'), /kind="refused"} 1/)
+  t.match(
+    await started.metrics.registry.getSingleMetricAsString('payments_gate_backend_errors_total'),
+    /kind="refused"} 1/,
+  )
 })
 
 t.test('backend slower than --timeout: 500 internalErrorOccurred, sent once', async (t) => {
@@ -125,25 +128,55 @@ t.test('other paths, on the pass-through engine, get the same answers', async (t
     backend.answer = answer
     return other()
   }
-  t.match(await fault(() => undefined), { status: 500, json: { errorName: 'internalErrorOccurred' } }, 'silent past --timeout')
-  t.match(await fault((req) => req.socket.destroy()), { status: 500, json: { errorName: 'internalErrorOccurred' } }, 'reset before the headers')
-  const html = await fault((_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad gateway</h1>'))
+  t.match(
+    await fault(() => undefined),
+    { status: 500, json: { errorName: 'internalErrorOccurred' } },
+    'silent past --timeout',
+  )
+  t.match(
+    await fault((req) => req.socket.destroy()),
+    { status: 500, json: { errorName: 'internalErrorOccurred' } },
+    'reset before the headers',
+  )
+  const html = await fault((_req, res) =>
+    res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad gateway</h1>'),
+  )
   t.match(html, { status: 502, json: { errorName: 'internalErrorOccurred' } }, 'a 5xx not in the error format replaced')
   const busy = await fault((_req, res) => res.writeHead(503, { 'retry-after': '7' }).end('busy'))
-  t.match(busy, { status: 503, json: { errorName: 'serviceUnavailable' }, headers: { 'retry-after': '7' } }, 'Retry-After kept')
+  t.match(
+    busy,
+    { status: 503, json: { errorName: 'serviceUnavailable' }, headers: { 'retry-after': '7' } },
+    'Retry-After kept',
+  )
   const body = JSON.stringify({ errorName: 'internalErrorOccurred', message: 'database down' })
   const own = await fault((_req, res) => res.writeHead(500, { 'x-trace': 'abc' }).end(body))
-  t.match(own, { status: 500, text: body, headers: { 'x-trace': 'abc', 'content-length': String(body.length) } }, 'a 5xx in the error format passed on')
-  const cut = await fault((_req, res) => (res.writeHead(500, { 'content-length': '1000' }).write('{"errorName"'), setTimeout(() => res.socket?.destroy(), 10)))
+  t.match(
+    own,
+    { status: 500, text: body, headers: { 'x-trace': 'abc', 'content-length': String(body.length) } },
+    'a 5xx in the error format passed on',
+  )
+  const cut = await fault(
+    (_req, res) => (
+      res.writeHead(500, { 'content-length': '1000' }).write('{"errorName"'),
+      setTimeout(() => res.socket?.destroy(), 10)
+    ),
+  )
   t.match(cut, { status: 500, json: { errorName: 'internalErrorOccurred' } }, 'reset while the 5xx body is read')
-  backend.answer = (_req, res) => (res.writeHead(200, { 'content-length': '1000' }).write('part'), setTimeout(() => res.socket?.destroy(), 10))
+  backend.answer = (_req, res) => (
+    res.writeHead(200, { 'content-length': '1000' }).write('part'),
+    setTimeout(() => res.socket?.destroy(), 10)
+  )
   await t.rejects(other(), { code: 'ECONNRESET' }, 'reset after the headers: the client connection is cut')
   const closed = createServer()
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
   const { port } = closed.address() as AddressInfo
   await new Promise((resolve) => closed.close(resolve))
   const unreachable = await startGateway(t, { target: `http://127.0.0.1:${port}` })
-  t.match(await send(unreachable.url, { method: 'GET', path: '/status' }), { status: 503, json: { errorName: 'serviceUnavailable' } }, 'refused')
+  t.match(
+    await send(unreachable.url, { method: 'GET', path: '/status' }),
+    { status: 503, json: { errorName: 'serviceUnavailable' } },
+    'refused',
+  )
 })
 
 scanLogsForCards(t)

@@ -7,11 +7,19 @@ import { logLines, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /** docs/checks.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
-const { port, backend, metrics } = await startGateway(t, { headersTimeout: 300, requestTimeout: 600, timeoutCheckInterval: 50 })
+const { port, backend, metrics } = await startGateway(t, {
+  headersTimeout: 300,
+  requestTimeout: 600,
+  timeoutCheckInterval: 50,
+})
 
 function statusOf(answer: string): { status: number; json: any; close: boolean } {
   const [head = '', body = ''] = answer.split('\r\n\r\n')
-  return { status: Number(head.split(' ')[1]), json: JSON.parse(body), close: /\r\nConnection: close\r\n/i.test(`${head}\r\n`) }
+  return {
+    status: Number(head.split(' ')[1]),
+    json: JSON.parse(body),
+    close: /\r\nConnection: close\r\n/i.test(`${head}\r\n`),
+  }
 }
 
 const smuggling = {
@@ -64,27 +72,39 @@ t.test('a client that resets mid-headers gets nothing and is not logged as a ref
     socket.on('close', () => resolve())
   })
   await new Promise((resolve) => setTimeout(resolve, 50))
-  t.same(logLines.slice(before).filter((line) => line.includes('refused below HTTP')), [])
+  t.same(
+    logLines.slice(before).filter((line) => line.includes('refused below HTTP')),
+    [],
+  )
   t.equal(backend.started, 0)
 })
 
-t.test('HTTP/2 with prior knowledge: the server preface, then GOAWAY HTTP_1_1_REQUIRED (code 13), logged and counted', async (t) => {
-  const before = logLines.length
-  const session = connectHttp2(`http://127.0.0.1:${port}`)
-  const settings = new Promise<unknown>((resolve) => session.once('remoteSettings', resolve))
-  const goaway = new Promise<[number, number]>((resolve) => session.once('goaway', (code, lastStreamId) => resolve([code, lastStreamId])))
-  session.on('error', () => undefined)
-  const stream = session.request({ ':path': SALE_PATH, ':method': 'POST' })
-  stream.on('error', () => undefined)
-  stream.end('{}')
-  t.ok(await settings, "the server's preface: a SETTINGS frame")
-  t.same(await goaway, [13, 0], 'GOAWAY with HTTP_1_1_REQUIRED and last stream id 0')
-  await new Promise((resolve) => session.once('close', resolve))
-  t.equal(backend.started, 0, 'nothing reached the backend')
-  for (let i = 0; i < 1000 && !logLines.slice(before).some((line) => line.includes('refused below HTTP')); i++) await new Promise((resolve) => setTimeout(resolve, 10))
-  const line = logLines.slice(before).find((line) => line.includes('refused below HTTP'))
-  t.match(JSON.parse(line ?? '{}'), { status: 0, errorName: 'HTTP_1_1_REQUIRED', code: 'HPE_PAUSED_H2_UPGRADE' })
-  t.match(await metrics.registry.metrics(), /payments_gate_requests_total\{operation="unrouted",status="0",error_name="HTTP_1_1_REQUIRED"} 1/)
-})
+t.test(
+  'HTTP/2 with prior knowledge: the server preface, then GOAWAY HTTP_1_1_REQUIRED (code 13), logged and counted',
+  async (t) => {
+    const before = logLines.length
+    const session = connectHttp2(`http://127.0.0.1:${port}`)
+    const settings = new Promise<unknown>((resolve) => session.once('remoteSettings', resolve))
+    const goaway = new Promise<[number, number]>((resolve) =>
+      session.once('goaway', (code, lastStreamId) => resolve([code, lastStreamId])),
+    )
+    session.on('error', () => undefined)
+    const stream = session.request({ ':path': SALE_PATH, ':method': 'POST' })
+    stream.on('error', () => undefined)
+    stream.end('{}')
+    t.ok(await settings, "the server's preface: a SETTINGS frame")
+    t.same(await goaway, [13, 0], 'GOAWAY with HTTP_1_1_REQUIRED and last stream id 0')
+    await new Promise((resolve) => session.once('close', resolve))
+    t.equal(backend.started, 0, 'nothing reached the backend')
+    for (let i = 0; i < 1000 && !logLines.slice(before).some((line) => line.includes('refused below HTTP')); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    const line = logLines.slice(before).find((line) => line.includes('refused below HTTP'))
+    t.match(JSON.parse(line ?? '{}'), { status: 0, errorName: 'HTTP_1_1_REQUIRED', code: 'HPE_PAUSED_H2_UPGRADE' })
+    t.match(
+      await metrics.registry.metrics(),
+      /payments_gate_requests_total\{operation="unrouted",status="0",error_name="HTTP_1_1_REQUIRED"} 1/,
+    )
+  },
+)
 
 scanLogsForCards(t)

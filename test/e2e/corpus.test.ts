@@ -17,7 +17,9 @@ import { startGateway } from '../helpers/surfaces.js'
  */
 const noCrashes = watchCrashes(t)
 const dir = fileURLToPath(new URL('../fixtures/json-test-suite/test_parsing/', import.meta.url))
-const files = readdirSync(dir).filter((name) => name.endsWith('.json')).sort()
+const files = readdirSync(dir)
+  .filter((name) => name.endsWith('.json'))
+  .sort()
 const { url, backend } = await startGateway(t, { gate: { bodyLimit: 1 << 20 } })
 const post = keepAliveSender(t, url)
 const whiteSpaceOnly = /^[ \t\r\n]*$/
@@ -32,9 +34,15 @@ t.test('every corpus file: a well-formed 4xx error body, nothing forwarded', asy
     const { status, json } = reply
     const errorName: unknown = json?.errorName
     let expected = true
-    if (name.startsWith('n_')) expected = errorName === (whiteSpaceOnly.test(body.toString('latin1')) ? 'bodyIsEmpty' : 'bodyIsNotJson')
+    if (name.startsWith('n_'))
+      expected = errorName === (whiteSpaceOnly.test(body.toString('latin1')) ? 'bodyIsEmpty' : 'bodyIsNotJson')
     if (name.startsWith('y_')) expected = errorName !== 'bodyIsNotJson'
-    const ok = status >= 400 && status < 500 && reply.headers['content-type'] === 'application/json' && isErrorBody(json) && expected
+    const ok =
+      status >= 400 &&
+      status < 500 &&
+      reply.headers['content-type'] === 'application/json' &&
+      isErrorBody(json) &&
+      expected
     if (!ok) wrong.push(`${name}: ${status} ${reply.text.slice(0, 100)}`)
   }
   t.same(wrong, [])

@@ -18,7 +18,11 @@ interface ContinueOutcome {
 function expectContinue(headers: Record<string, string>, body: string, path = SALE_PATH): Promise<ContinueOutcome> {
   return new Promise((resolve, reject) => {
     let continued = false
-    const req = request(`${url}${path}`, { method: 'POST', agent: false, headers: { ...headers, expect: '100-continue', 'content-length': Buffer.byteLength(body) } })
+    const req = request(`${url}${path}`, {
+      method: 'POST',
+      agent: false,
+      headers: { ...headers, expect: '100-continue', 'content-length': Buffer.byteLength(body) },
+    })
     req.on('continue', () => {
       continued = true
       req.end(body)
@@ -26,7 +30,9 @@ function expectContinue(headers: Record<string, string>, body: string, path = SA
     req.on('response', (res) => {
       const chunks: Buffer[] = []
       res.on('data', (chunk: Buffer) => chunks.push(chunk))
-      res.on('end', () => resolve({ continued, status: res.statusCode as number, body: Buffer.concat(chunks).toString() }))
+      res.on('end', () =>
+        resolve({ continued, status: res.statusCode as number, body: Buffer.concat(chunks).toString() }),
+      )
     })
     req.on('error', reject)
     req.flushHeaders()
@@ -37,13 +43,16 @@ t.beforeEach(() => {
   backend.received.length = 0
 })
 
-t.test('Expect: 100-continue with a good head: 100, then the body is checked and forwarded without Expect', async (t) => {
-  const outcome = await expectContinue(paymentHeaders() as Record<string, string>, JSON.stringify(saleBody()))
-  t.ok(outcome.continued)
-  t.equal(outcome.status, 201)
-  t.equal(backend.received.length, 1)
-  t.equal(backend.received[0]?.headers.expect, undefined)
-})
+t.test(
+  'Expect: 100-continue with a good head: 100, then the body is checked and forwarded without Expect',
+  async (t) => {
+    const outcome = await expectContinue(paymentHeaders() as Record<string, string>, JSON.stringify(saleBody()))
+    t.ok(outcome.continued)
+    t.equal(outcome.status, 201)
+    t.equal(backend.received.length, 1)
+    t.equal(backend.received[0]?.headers.expect, undefined)
+  },
+)
 
 t.test('Expect: 100-continue with bad credentials: refused without a 100, the body never sent', async (t) => {
   const headers = paymentHeaders({ authorization: basic('shop-1', 'nope') }) as Record<string, string>
@@ -62,7 +71,6 @@ t.test('Expect: 100-continue on another path: the gateway sends the 100 and stre
   t.equal(backend.received[0]?.headers.expect, undefined)
 })
 
-
 t.test('an upload aborted mid-body is not forwarded', async (t) => {
   const path = `${SALE_PATH}?aborted=1`
   const body = JSON.stringify(saleBody())
@@ -76,24 +84,33 @@ t.test('an upload aborted mid-body is not forwarded', async (t) => {
   await new Promise((resolve) => setTimeout(resolve, 20))
   socket.destroy()
   await until(() => loggedRequests().some((line) => line.path === path))
-  t.match(loggedRequests().find((line) => line.path === path), { status: 0, complete: false })
+  t.match(
+    loggedRequests().find((line) => line.path === path),
+    { status: 0, complete: false },
+  )
   t.equal(backend.started, startedBefore, 'the backend saw nothing')
 })
 
-t.test('a client that leaves while the backend works: the backend request is dropped, nothing is answered', async (t) => {
-  const path = `${SALE_PATH}?left=1`
-  let arrived: () => void = () => undefined
-  const atBackend = new Promise<void>((resolve) => (arrived = resolve))
-  backend.answer = () => arrived()
-  const req = request(`${url}${path}`, { method: 'POST', agent: false, headers: paymentHeaders() })
-  req.on('error', () => undefined)
-  req.end(JSON.stringify(saleBody()))
-  await atBackend
-  req.destroy()
-  await until(() => loggedRequests().some((line) => line.path === path))
-  t.match(loggedRequests().find((line) => line.path === path), { status: 0, complete: false })
-  t.equal(backend.received.length, 1, 'sent once, never again')
-})
+t.test(
+  'a client that leaves while the backend works: the backend request is dropped, nothing is answered',
+  async (t) => {
+    const path = `${SALE_PATH}?left=1`
+    let arrived: () => void = () => undefined
+    const atBackend = new Promise<void>((resolve) => (arrived = resolve))
+    backend.answer = () => arrived()
+    const req = request(`${url}${path}`, { method: 'POST', agent: false, headers: paymentHeaders() })
+    req.on('error', () => undefined)
+    req.end(JSON.stringify(saleBody()))
+    await atBackend
+    req.destroy()
+    await until(() => loggedRequests().some((line) => line.path === path))
+    t.match(
+      loggedRequests().find((line) => line.path === path),
+      { status: 0, complete: false },
+    )
+    t.equal(backend.received.length, 1, 'sent once, never again')
+  },
+)
 
 t.test('a client that leaves mid-answer: the rest of the backend answer is dropped', async (t) => {
   const path = '/stream?left=1'
@@ -112,7 +129,10 @@ t.test('a client that leaves mid-answer: the rest of the backend answer is dropp
     req.end()
   })
   await until(() => loggedRequests().some((line) => line.path === path))
-  t.match(loggedRequests().find((line) => line.path === path), { status: 200, complete: false, backendError: undefined })
+  t.match(
+    loggedRequests().find((line) => line.path === path),
+    { status: 200, complete: false, backendError: undefined },
+  )
 })
 
 scanLogsForCards(t)

@@ -9,7 +9,11 @@ import { startGateway } from '../helpers/surfaces.js'
  * payment on it is forwarded with its path as sent.
  */
 const { url, backend } = await startGateway(t)
-const spellings = ['/payments/sales/migrateCardOnFile/', '/Payments/Sales/MigrateCardOnFile', '//payments/sales/migrate%43ardOnFile;x=1']
+const spellings = [
+  '/payments/sales/migrateCardOnFile/',
+  '/Payments/Sales/MigrateCardOnFile',
+  '//payments/sales/migrate%43ardOnFile;x=1',
+]
 
 t.test('a Luhn-failing card on another spelling is refused, nothing forwarded', async (t) => {
   const body = saleBody()

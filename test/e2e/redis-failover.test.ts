@@ -34,11 +34,16 @@ async function payThrough(url: string, body: object): Promise<Reply> {
 
 /** How many payments retry protection gave this outcome, from the gateway's metrics. */
 async function outcomes(metrics: Metrics, outcome: string): Promise<number> {
-  const counted = new RegExp(`payments_gate_retry_protection_total\\{outcome="${outcome}"\\} (\\d+)`).exec(await metrics.registry.metrics())
+  const counted = new RegExp(`payments_gate_retry_protection_total\\{outcome="${outcome}"\\} (\\d+)`).exec(
+    await metrics.registry.metrics(),
+  )
   return Number(counted?.[1] ?? 0)
 }
 
-async function replicated(t: Test, replicas: number): Promise<{ primary: RedisServer; replicas: RedisServer[] } | undefined> {
+async function replicated(
+  t: Test,
+  replicas: number,
+): Promise<{ primary: RedisServer; replicas: RedisServer[] } | undefined> {
   const primary = await startRedis(t)
   if (primary === undefined) return undefined
   const started: RedisServer[] = []
@@ -46,33 +51,39 @@ async function replicated(t: Test, replicas: number): Promise<{ primary: RedisSe
   return { primary, replicas: started }
 }
 
-t.test('Sentinel: the primary killed after payments were recorded; every retry replayed from the promoted replica, nothing forwarded twice, new payments protected again without a restart', async (t) => {
-  const servers = await replicated(t, 2)
-  if (servers === undefined) return
-  const sentinel = await startSentinel(t, servers.primary, 1000)
-  const { url, backend } = await startGateway(t, { idempotency: sentinel.url, idempotencyReplicas: 1 })
-  const payments = Array.from({ length: 10 }, () => sale())
-  const first: Reply[] = []
-  for (const payment of payments) first.push(await pay(url, payment))
-  t.same(
-    first.map((reply) => reply.status),
-    payments.map(() => 201),
-  )
-  await servers.primary.kill()
-  t.ok(await until(async () => (await sentinel.primaryPort()) !== servers.primary.port, 15_000), 'Sentinel promoted a replica')
-  for (const [i, payment] of payments.entries()) {
-    const retry = await payThrough(url, payment)
-    t.equal(retry.status, 201, `retry ${i}`)
-    t.equal(retry.headers['idempotent-replayed'], 'true', `retry ${i} replayed`)
-    t.equal(retry.text, first[i]?.text, `retry ${i}: the answer recorded before the failover`)
-  }
-  t.equal(backend.received.length, payments.length, 'nothing forwarded twice')
-  const after = sale()
-  t.equal((await payThrough(url, after)).status, 201, 'a new payment, through the new primary, without a restart')
-  const again = await pay(url, after)
-  t.equal(again.headers['idempotent-replayed'], 'true', 'and protected')
-  t.equal(backend.received.length, payments.length + 1)
-})
+t.test(
+  'Sentinel: the primary killed after payments were recorded; every retry replayed from the promoted replica, nothing forwarded twice, new payments protected again without a restart',
+  async (t) => {
+    const servers = await replicated(t, 2)
+    if (servers === undefined) return
+    const sentinel = await startSentinel(t, servers.primary, 1000)
+    const { url, backend } = await startGateway(t, { idempotency: sentinel.url, idempotencyReplicas: 1 })
+    const payments = Array.from({ length: 10 }, () => sale())
+    const first: Reply[] = []
+    for (const payment of payments) first.push(await pay(url, payment))
+    t.same(
+      first.map((reply) => reply.status),
+      payments.map(() => 201),
+    )
+    await servers.primary.kill()
+    t.ok(
+      await until(async () => (await sentinel.primaryPort()) !== servers.primary.port, 15_000),
+      'Sentinel promoted a replica',
+    )
+    for (const [i, payment] of payments.entries()) {
+      const retry = await payThrough(url, payment)
+      t.equal(retry.status, 201, `retry ${i}`)
+      t.equal(retry.headers['idempotent-replayed'], 'true', `retry ${i} replayed`)
+      t.equal(retry.text, first[i]?.text, `retry ${i}: the answer recorded before the failover`)
+    }
+    t.equal(backend.received.length, payments.length, 'nothing forwarded twice')
+    const after = sale()
+    t.equal((await payThrough(url, after)).status, 201, 'a new payment, through the new primary, without a restart')
+    const again = await pay(url, after)
+    t.equal(again.headers['idempotent-replayed'], 'true', 'and protected')
+    t.equal(backend.received.length, payments.length + 1)
+  },
+)
 
 /** The backend's answer, after `onReceived` ran once the payment is in. */
 const answeringAfter =
@@ -80,57 +91,68 @@ const answeringAfter =
   (req, res, body) =>
     void onReceived().then(() => created(req, res, body))
 
-t.test('--idempotency-replicas: a replica that cannot acknowledge makes a claim a store failure, released; closed refuses, open forwards unprotected', async (t) => {
-  const servers = await replicated(t, 1)
-  if (servers === undefined) return
-  const replica = servers.replicas[0] as RedisServer
-  const closed = await startGateway(t, { idempotency: servers.primary.url, idempotencyReplicas: 1 })
-  const open = await startGateway(t, { idempotency: servers.primary.url, idempotencyReplicas: 1, idempotencyFailure: 'open', target: closed.backend.url })
-  const payment = sale()
-  // Through: on a loaded machine the replica may miss the bound once; such a claim is refused and released.
-  t.equal((await payThrough(closed.url, payment)).status, 201, 'acknowledged: forwarded')
-  t.equal((await pay(closed.url, payment)).headers['idempotent-replayed'], 'true')
+t.test(
+  '--idempotency-replicas: a replica that cannot acknowledge makes a claim a store failure, released; closed refuses, open forwards unprotected',
+  async (t) => {
+    const servers = await replicated(t, 1)
+    if (servers === undefined) return
+    const replica = servers.replicas[0] as RedisServer
+    const closed = await startGateway(t, { idempotency: servers.primary.url, idempotencyReplicas: 1 })
+    const open = await startGateway(t, {
+      idempotency: servers.primary.url,
+      idempotencyReplicas: 1,
+      idempotencyFailure: 'open',
+      target: closed.backend.url,
+    })
+    const payment = sale()
+    // Through: on a loaded machine the replica may miss the bound once; such a claim is refused and released.
+    t.equal((await payThrough(closed.url, payment)).status, 201, 'acknowledged: forwarded')
+    t.equal((await pay(closed.url, payment)).headers['idempotent-replayed'], 'true')
 
-  replica.freeze()
-  t.teardown(() => replica.thaw())
-  const unacknowledged = sale()
-  const unavailable = await outcomes(closed.metrics, 'storeUnavailable')
-  const refused = await pay(closed.url, unacknowledged)
-  t.equal(refused.status, 503, 'closed: refused')
-  t.equal(refused.json.errorName, 'serviceUnavailable')
-  t.equal(closed.backend.received.length, 1, 'nothing forwarded')
-  t.equal(await outcomes(closed.metrics, 'storeUnavailable'), unavailable + 1)
-  const forwarded = await pay(open.url, sale())
-  t.equal(forwarded.status, 201, 'open: forwarded')
-  t.match(await open.metrics.registry.metrics(), /payments_gate_retry_protection_total\{outcome="unprotected"\} 1/)
-  t.equal(closed.backend.received.length, 2)
-  replica.thaw()
+    replica.freeze()
+    t.teardown(() => replica.thaw())
+    const unacknowledged = sale()
+    const unavailable = await outcomes(closed.metrics, 'storeUnavailable')
+    const refused = await pay(closed.url, unacknowledged)
+    t.equal(refused.status, 503, 'closed: refused')
+    t.equal(refused.json.errorName, 'serviceUnavailable')
+    t.equal(closed.backend.received.length, 1, 'nothing forwarded')
+    t.equal(await outcomes(closed.metrics, 'storeUnavailable'), unavailable + 1)
+    const forwarded = await pay(open.url, sale())
+    t.equal(forwarded.status, 201, 'open: forwarded')
+    t.match(await open.metrics.registry.metrics(), /payments_gate_retry_protection_total\{outcome="unprotected"\} 1/)
+    t.equal(closed.backend.received.length, 2)
+    replica.thaw()
 
-  const retried = await payThrough(closed.url, unacknowledged)
-  t.equal(retried.status, 201, 'the refused claim was released: its retry is forwarded once the replica answers')
-  t.equal(retried.headers['idempotent-replayed'], undefined)
-  t.equal(closed.backend.received.length, 3)
-})
+    const retried = await payThrough(closed.url, unacknowledged)
+    t.equal(retried.status, 201, 'the refused claim was released: its retry is forwarded once the replica answers')
+    t.equal(retried.headers['idempotent-replayed'], undefined)
+    t.equal(closed.backend.received.length, 3)
+  },
+)
 
-t.test('--idempotency-replicas: a record the replica cannot acknowledge is reported; the client has its answer, and the retry gets it', async (t) => {
-  const servers = await replicated(t, 1)
-  if (servers === undefined) return
-  const replica = servers.replicas[0] as RedisServer
-  const errors: unknown[] = []
-  // The replica stops answering once the claim is acknowledged and the payment is with the backend.
-  const { url, backend } = await startGateway(t, {
-    idempotency: servers.primary.url,
-    idempotencyReplicas: 1,
-    onStoreError: (error) => errors.push(error),
-    answer: answeringAfter(async () => replica.freeze()),
-  })
-  t.teardown(() => replica.thaw())
-  const payment = sale()
-  t.equal((await payThrough(url, payment)).status, 201)
-  t.ok(await until(() => errors.length > 0), 'the record not acknowledged in time is reported')
-  t.match(errors[0], { code: 'EREPLICAS', message: /0 of 1 replicas acknowledged the write within 1000 ms/ })
-  replica.thaw()
-  const retry = await pay(url, payment)
-  t.equal(retry.headers['idempotent-replayed'], 'true', 'the record is on the primary')
-  t.equal(backend.received.length, 1)
-})
+t.test(
+  '--idempotency-replicas: a record the replica cannot acknowledge is reported; the client has its answer, and the retry gets it',
+  async (t) => {
+    const servers = await replicated(t, 1)
+    if (servers === undefined) return
+    const replica = servers.replicas[0] as RedisServer
+    const errors: unknown[] = []
+    // The replica stops answering once the claim is acknowledged and the payment is with the backend.
+    const { url, backend } = await startGateway(t, {
+      idempotency: servers.primary.url,
+      idempotencyReplicas: 1,
+      onStoreError: (error) => errors.push(error),
+      answer: answeringAfter(async () => replica.freeze()),
+    })
+    t.teardown(() => replica.thaw())
+    const payment = sale()
+    t.equal((await payThrough(url, payment)).status, 201)
+    t.ok(await until(() => errors.length > 0), 'the record not acknowledged in time is reported')
+    t.match(errors[0], { code: 'EREPLICAS', message: /0 of 1 replicas acknowledged the write within 1000 ms/ })
+    replica.thaw()
+    const retry = await pay(url, payment)
+    t.equal(retry.headers['idempotent-replayed'], 'true', 'the record is on the primary')
+    t.equal(backend.received.length, 1)
+  },
+)

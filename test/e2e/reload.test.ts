@@ -15,7 +15,13 @@ const backend = await startBackend()
 t.teardown(() => backend.close())
 
 async function credentialsJson(users: Record<string, string>): Promise<string> {
-  const list = await Promise.all(Object.entries(users).map(async ([username, password]) => ({ username, password: await hashPassword(password, TEST_COST), entities: ['default'] })))
+  const list = await Promise.all(
+    Object.entries(users).map(async ([username, password]) => ({
+      username,
+      password: await hashPassword(password, TEST_COST),
+      entities: ['default'],
+    })),
+  )
   return JSON.stringify({ users: list })
 }
 
@@ -34,11 +40,29 @@ interface Gateway {
 
 async function serve(t: Test, credentials: string, policies: string): Promise<Gateway> {
   const admin = await freePort()
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials, '--policies', policies, '--admin', `127.0.0.1:${admin}`, '--shutdown-delay', '0'])
+  const run = spawnCli([
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--target',
+    backend.url,
+    '--credentials',
+    credentials,
+    '--policies',
+    policies,
+    '--admin',
+    `127.0.0.1:${admin}`,
+    '--shutdown-delay',
+    '0',
+  ])
   t.teardown(() => void run.child.kill('SIGKILL'))
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
-  return { run, url: `http://127.0.0.1:${port}`, metrics: async () => (await fetch(`http://127.0.0.1:${admin}/metrics`)).text() }
+  return {
+    run,
+    url: `http://127.0.0.1:${port}`,
+    metrics: async () => (await fetch(`http://127.0.0.1:${admin}/metrics`)).text(),
+  }
 }
 
 /** The value of one series of the metrics text, 0 when absent. */
@@ -50,106 +74,146 @@ function valueOf(text: string, series: string): number {
 let reference = 0
 /** One sale as `username`, with a fresh transactionReference. */
 function sale(post: ReturnType<typeof keepAliveSender>, username: string, password: string): Promise<Reply> {
-  return post({ headers: paymentHeaders({ authorization: basic(username, password) }), body: saleBody({ transactionReference: `reload-${reference++}` }) })
+  return post({
+    headers: paymentHeaders({ authorization: basic(username, password) }),
+    body: saleBody({ transactionReference: `reload-${reference++}` }),
+  })
 }
 
 /** Sales as `username` from a few concurrent loops until `done()`, bounded in count and time; every status, or the error. */
-async function load(post: ReturnType<typeof keepAliveSender>, username: string, password: string, done: () => boolean): Promise<(number | string)[]> {
+async function load(
+  post: ReturnType<typeof keepAliveSender>,
+  username: string,
+  password: string,
+  done: () => boolean,
+): Promise<(number | string)[]> {
   const statuses: (number | string)[] = []
   const deadline = Date.now() + 20_000
   const loop = async () => {
     while (!done() && statuses.length < 5000 && Date.now() < deadline) {
-      statuses.push(await sale(post, username, password).then((reply) => reply.status, (error: Error) => error.message))
+      statuses.push(
+        await sale(post, username, password).then(
+          (reply) => reply.status,
+          (error: Error) => error.message,
+        ),
+      )
     }
   }
   await Promise.all([loop(), loop(), loop()])
   return statuses
 }
 
-t.test('a password rotated while a load runs: no request of another user fails; the old password is refused after the switch, the new one accepted', async (t) => {
-  const dir = t.testdir({ policies: { 'default.json': policyJson('default') } })
-  const file = join(dir, 'credentials.json')
-  await writeFile(file, await credentialsJson({ 'shop-1': 'old password', steady: 'unchanged' }))
-  const gateway = await serve(t, file, join(dir, 'policies'))
-  const post = keepAliveSender(t, gateway.url)
-  let stopped = false
-  const steady = load(post, 'steady', 'unchanged', () => stopped)
+t.test(
+  'a password rotated while a load runs: no request of another user fails; the old password is refused after the switch, the new one accepted',
+  async (t) => {
+    const dir = t.testdir({ policies: { 'default.json': policyJson('default') } })
+    const file = join(dir, 'credentials.json')
+    await writeFile(file, await credentialsJson({ 'shop-1': 'old password', steady: 'unchanged' }))
+    const gateway = await serve(t, file, join(dir, 'policies'))
+    const post = keepAliveSender(t, gateway.url)
+    let stopped = false
+    const steady = load(post, 'steady', 'unchanged', () => stopped)
 
-  // The rotated user's client: the old password until the file is replaced.
-  const before: number[] = []
-  for (let i = 0; i < 20; i++) before.push((await sale(post, 'shop-1', 'old password')).status)
-  const rotated = await credentialsJson({ 'shop-1': 'new password', steady: 'unchanged' })
-  await replaceFile(file, rotated)
-  // Once the gateway logged the switch, the file's users are in force: it happened before that line.
-  await gateway.run.waitFor(/"msg":"credentials reloaded"/)
-  const after: number[] = []
-  for (let i = 0; i < 20; i++) after.push((await sale(post, 'shop-1', 'new password')).status)
-  // A few only: each is a failed login, and ten within a minute would lock the username out (docs/credentials.md).
-  const old: number[] = []
-  for (let i = 0; i < 3; i++) old.push((await sale(post, 'shop-1', 'old password')).status)
-  await waitFor(200)
-  stopped = true
-  const statuses = await steady
+    // The rotated user's client: the old password until the file is replaced.
+    const before: number[] = []
+    for (let i = 0; i < 20; i++) before.push((await sale(post, 'shop-1', 'old password')).status)
+    const rotated = await credentialsJson({ 'shop-1': 'new password', steady: 'unchanged' })
+    await replaceFile(file, rotated)
+    // Once the gateway logged the switch, the file's users are in force: it happened before that line.
+    await gateway.run.waitFor(/"msg":"credentials reloaded"/)
+    const after: number[] = []
+    for (let i = 0; i < 20; i++) after.push((await sale(post, 'shop-1', 'new password')).status)
+    // A few only: each is a failed login, and ten within a minute would lock the username out (docs/credentials.md).
+    const old: number[] = []
+    for (let i = 0; i < 3; i++) old.push((await sale(post, 'shop-1', 'old password')).status)
+    await waitFor(200)
+    stopped = true
+    const statuses = await steady
 
-  t.same(new Set(before), new Set([201]), 'the old password is accepted before the switch')
-  t.same(new Set(after), new Set([201]), 'the new password is accepted after it')
-  t.same(old, [401, 401, 401], 'the old password is refused after it, although its check was cached')
-  t.ok(statuses.length > 0)
-  t.same(new Set(statuses), new Set([201]), `every request of the other user passed (${statuses.length})`)
-  const metrics = await gateway.metrics()
-  t.equal(valueOf(metrics, 'payments_gate_credentials_reloads_total{outcome="ok"}'), 1, 'one reload counted')
-  t.equal(valueOf(metrics, 'payments_gate_credentials_file_refused'), 0)
-  gateway.run.child.kill('SIGTERM')
-  t.equal(await gateway.run.exited, 0)
-})
+    t.same(new Set(before), new Set([201]), 'the old password is accepted before the switch')
+    t.same(new Set(after), new Set([201]), 'the new password is accepted after it')
+    t.same(old, [401, 401, 401], 'the old password is refused after it, although its check was cached')
+    t.ok(statuses.length > 0)
+    t.same(new Set(statuses), new Set([201]), `every request of the other user passed (${statuses.length})`)
+    const metrics = await gateway.metrics()
+    t.equal(valueOf(metrics, 'payments_gate_credentials_reloads_total{outcome="ok"}'), 1, 'one reload counted')
+    t.equal(valueOf(metrics, 'payments_gate_credentials_file_refused'), 0)
+    gateway.run.child.kill('SIGTERM')
+    t.equal(await gateway.run.exited, 0)
+  },
+)
 
-t.test('SIGHUP under load: nothing fails, the process stays; a refused file is counted; a changed policy applies at once', async (t) => {
-  // The policy folder is a symlink swapped to a new folder: the watcher watches the old one, so only
-  // SIGHUP (or the re-scan, within a second) can apply the new policy.
-  const dir = t.testdir({ v1: { 'default.json': policyJson('default', { currencies: ['GBP'] }) }, v2: { 'default.json': policyJson('default', { currencies: ['EUR'] }) } })
-  await symlink('v1', join(dir, 'policies'))
-  const secret = join(dir, 'secret')
-  await mkdir(secret)
-  const file = join(secret, 'credentials.json')
-  const valid = await credentialsJson({ steady: 'unchanged' })
-  await writeFile(file, valid)
-  const gateway = await serve(t, file, join(dir, 'policies'))
-  const post = keepAliveSender(t, gateway.url)
-  let stopped = false
-  const steady = load(post, 'steady', 'unchanged', () => stopped)
+t.test(
+  'SIGHUP under load: nothing fails, the process stays; a refused file is counted; a changed policy applies at once',
+  async (t) => {
+    // The policy folder is a symlink swapped to a new folder: the watcher watches the old one, so only
+    // SIGHUP (or the re-scan, within a second) can apply the new policy.
+    const dir = t.testdir({
+      v1: { 'default.json': policyJson('default', { currencies: ['GBP'] }) },
+      v2: { 'default.json': policyJson('default', { currencies: ['EUR'] }) },
+    })
+    await symlink('v1', join(dir, 'policies'))
+    const secret = join(dir, 'secret')
+    await mkdir(secret)
+    const file = join(secret, 'credentials.json')
+    const valid = await credentialsJson({ steady: 'unchanged' })
+    await writeFile(file, valid)
+    const gateway = await serve(t, file, join(dir, 'policies'))
+    const post = keepAliveSender(t, gateway.url)
+    let stopped = false
+    const steady = load(post, 'steady', 'unchanged', () => stopped)
 
-  for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 5; i++) {
+      gateway.run.child.kill('SIGHUP')
+      await waitFor(50)
+    }
+    await gateway.run.waitFor(/"msg":"SIGHUP: reloading policies and credentials"/)
+    t.ok(
+      await until(
+        async () => valueOf(await gateway.metrics(), 'payments_gate_policy_reloads_total{outcome="ok"}') >= 1,
+      ),
+      'a SIGHUP is a reload, even when nothing changed',
+    )
+    t.ok(valueOf(await gateway.metrics(), 'payments_gate_credentials_reloads_total{outcome="ok"}') >= 1)
+
+    // A broken credentials file: refused by the watcher once, and again by a SIGHUP; the last good users stay.
+    await replaceFile(file, '{"users": "oops"}')
+    t.ok(
+      await until(
+        async () => valueOf(await gateway.metrics(), 'payments_gate_credentials_reloads_total{outcome="failed"}') === 1,
+      ),
+    )
+    t.equal(valueOf(await gateway.metrics(), 'payments_gate_credentials_file_refused'), 1)
     gateway.run.child.kill('SIGHUP')
-    await waitFor(50)
-  }
-  await gateway.run.waitFor(/"msg":"SIGHUP: reloading policies and credentials"/)
-  t.ok(await until(async () => valueOf(await gateway.metrics(), 'payments_gate_policy_reloads_total{outcome="ok"}') >= 1), 'a SIGHUP is a reload, even when nothing changed')
-  t.ok(valueOf(await gateway.metrics(), 'payments_gate_credentials_reloads_total{outcome="ok"}') >= 1)
+    t.ok(
+      await until(
+        async () => valueOf(await gateway.metrics(), 'payments_gate_credentials_reloads_total{outcome="failed"}') === 2,
+      ),
+      'counted as a failed reload',
+    )
+    await gateway.run.waitFor(/"msg":"credentials file refused, its last good users stay in force"/)
+    await waitFor(200)
+    stopped = true
+    const statuses = await steady
+    t.ok(statuses.length > 0)
+    t.same(new Set(statuses), new Set([201]), `every request passed (${statuses.length})`)
+    t.equal(gateway.run.child.exitCode, null, 'still running')
 
-  // A broken credentials file: refused by the watcher once, and again by a SIGHUP; the last good users stay.
-  await replaceFile(file, '{"users": "oops"}')
-  t.ok(await until(async () => valueOf(await gateway.metrics(), 'payments_gate_credentials_reloads_total{outcome="failed"}') === 1))
-  t.equal(valueOf(await gateway.metrics(), 'payments_gate_credentials_file_refused'), 1)
-  gateway.run.child.kill('SIGHUP')
-  t.ok(await until(async () => valueOf(await gateway.metrics(), 'payments_gate_credentials_reloads_total{outcome="failed"}') === 2), 'counted as a failed reload')
-  await gateway.run.waitFor(/"msg":"credentials file refused, its last good users stay in force"/)
-  await waitFor(200)
-  stopped = true
-  const statuses = await steady
-  t.ok(statuses.length > 0)
-  t.same(new Set(statuses), new Set([201]), `every request passed (${statuses.length})`)
-  t.equal(gateway.run.child.exitCode, null, 'still running')
-
-  const gbpSale = () => sale(post, 'steady', 'unchanged')
-  t.equal((await gbpSale()).status, 201, 'GBP allowed by the policy in force')
-  await symlink('v2', join(dir, 'policies.tmp'))
-  await rename(join(dir, 'policies.tmp'), join(dir, 'policies'))
-  const reloads = valueOf(await gateway.metrics(), 'payments_gate_policy_reloads_total{outcome="ok"}')
-  gateway.run.child.kill('SIGHUP')
-  t.ok(await until(async () => valueOf(await gateway.metrics(), 'payments_gate_policy_reloads_total{outcome="ok"}') > reloads))
-  const refused = await gbpSale()
-  t.equal(refused.status, 400, 'the new policy is in force')
-  t.equal(refused.json.errorName, 'currencyIsNotSupported')
-  gateway.run.child.kill('SIGTERM')
-  t.equal(await gateway.run.exited, 0)
-})
+    const gbpSale = () => sale(post, 'steady', 'unchanged')
+    t.equal((await gbpSale()).status, 201, 'GBP allowed by the policy in force')
+    await symlink('v2', join(dir, 'policies.tmp'))
+    await rename(join(dir, 'policies.tmp'), join(dir, 'policies'))
+    const reloads = valueOf(await gateway.metrics(), 'payments_gate_policy_reloads_total{outcome="ok"}')
+    gateway.run.child.kill('SIGHUP')
+    t.ok(
+      await until(
+        async () => valueOf(await gateway.metrics(), 'payments_gate_policy_reloads_total{outcome="ok"}') > reloads,
+      ),
+    )
+    const refused = await gbpSale()
+    t.equal(refused.status, 400, 'the new policy is in force')
+    t.equal(refused.json.errorName, 'currencyIsNotSupported')
+    gateway.run.child.kill('SIGTERM')
+    t.equal(await gateway.run.exited, 0)
+  },
+)

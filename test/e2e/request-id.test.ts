@@ -21,32 +21,46 @@ const withOwnId: Answer = (req, res, body) => {
   created(req, res, body)
 }
 
-t.test("a forwarded payment: the client's id goes to the backend, comes back on the answer, and is logged", async (t) => {
-  const { url, backend } = await startGateway(t, { answer: withOwnId })
-  const reply = await send(url, { headers: paymentHeaders({ 'x-request-id': 'order-42/try-1' }), body: saleBody() })
-  t.equal(reply.status, 201)
-  t.equal(reply.headers['x-request-id'], 'order-42/try-1')
-  t.equal(backend.received[0]?.headers['x-request-id'], 'order-42/try-1')
-  t.match(await lineOf('order-42/try-1'), { status: 201, operation: 'sale' })
-})
+t.test(
+  "a forwarded payment: the client's id goes to the backend, comes back on the answer, and is logged",
+  async (t) => {
+    const { url, backend } = await startGateway(t, { answer: withOwnId })
+    const reply = await send(url, { headers: paymentHeaders({ 'x-request-id': 'order-42/try-1' }), body: saleBody() })
+    t.equal(reply.status, 201)
+    t.equal(reply.headers['x-request-id'], 'order-42/try-1')
+    t.equal(backend.received[0]?.headers['x-request-id'], 'order-42/try-1')
+    t.match(await lineOf('order-42/try-1'), { status: 201, operation: 'sale' })
+  },
+)
 
-t.test('no id, or one that is not sane: a new one, the same for the backend, the answer and the log line', async (t) => {
-  const { url, backend } = await startGateway(t)
-  for (const sent of [undefined, 'two words', 'x'.repeat(200)]) {
-    const headers = sent === undefined ? paymentHeaders() : paymentHeaders({ 'x-request-id': sent })
-    const reply = await send(url, { headers, body: saleBody() })
-    const id = reply.headers['x-request-id'] as string
-    t.match(id, NEW_ID, String(sent))
-    t.equal(backend.received.at(-1)?.headers['x-request-id'], id)
-    t.match(await lineOf(id), { status: 201 })
-  }
-})
+t.test(
+  'no id, or one that is not sane: a new one, the same for the backend, the answer and the log line',
+  async (t) => {
+    const { url, backend } = await startGateway(t)
+    for (const sent of [undefined, 'two words', 'x'.repeat(200)]) {
+      const headers = sent === undefined ? paymentHeaders() : paymentHeaders({ 'x-request-id': sent })
+      const reply = await send(url, { headers, body: saleBody() })
+      const id = reply.headers['x-request-id'] as string
+      t.match(id, NEW_ID, String(sent))
+      t.equal(backend.received.at(-1)?.headers['x-request-id'], id)
+      t.match(await lineOf(id), { status: 201 })
+    }
+  },
+)
 
 t.test('refusals carry the id: a bad body, a wrong password, a wrong method', async (t) => {
   const { url, backend } = await startGateway(t)
   const cases: [string, Parameters<typeof send>[1], number][] = [
-    ['body', { headers: paymentHeaders({ 'x-request-id': 'r-body' }), body: { ...saleBody(), transactionReference: '' } }, 400],
-    ['auth', { headers: paymentHeaders({ 'x-request-id': 'r-auth', authorization: 'Basic eDp5' }), body: saleBody() }, 401],
+    [
+      'body',
+      { headers: paymentHeaders({ 'x-request-id': 'r-body' }), body: { ...saleBody(), transactionReference: '' } },
+      400,
+    ],
+    [
+      'auth',
+      { headers: paymentHeaders({ 'x-request-id': 'r-auth', authorization: 'Basic eDp5' }), body: saleBody() },
+      401,
+    ],
     ['method', { method: 'GET', headers: { 'x-request-id': 'r-method', authorization: AUTH } }, 405],
   ]
   for (const [name, options, status] of cases) {
@@ -62,7 +76,7 @@ t.test("a path passed through: the backend gets the id, the client gets the gate
   const { url, backend } = await startGateway(t, { answer: withOwnId })
   const reply = await send(url, { method: 'GET', path: OTHER_PATH, headers: { 'x-request-id': 'p-1' } })
   t.equal(reply.status, 201)
-  t.equal(reply.headers['x-request-id'], 'p-1', 'one id, the request\'s')
+  t.equal(reply.headers['x-request-id'], 'p-1', "one id, the request's")
   t.equal(backend.received[0]?.headers['x-request-id'], 'p-1')
   const anonymous = await send(url, { method: 'GET', path: OTHER_PATH })
   t.match(anonymous.headers['x-request-id'], NEW_ID)
@@ -70,7 +84,9 @@ t.test("a path passed through: the backend gets the id, the client gets the gate
 })
 
 t.test('backend faults carry the id: a 5xx replaced, an unreachable backend', async (t) => {
-  const { url, backend } = await startGateway(t, { answer: (_req, res) => res.writeHead(502).end('<html>bad gateway</html>') })
+  const { url, backend } = await startGateway(t, {
+    answer: (_req, res) => res.writeHead(502).end('<html>bad gateway</html>'),
+  })
   const replaced = await send(url, { headers: paymentHeaders({ 'x-request-id': 'f-1' }), body: saleBody() })
   t.equal(replaced.status, 502)
   t.equal(replaced.headers['x-request-id'], 'f-1')
@@ -82,7 +98,7 @@ t.test('backend faults carry the id: a 5xx replaced, an unreachable backend', as
   t.equal(down.headers['x-request-id'], 'f-3')
 })
 
-t.test('a replay carries the id of the retry it answers, never the first answer\'s', async (t) => {
+t.test("a replay carries the id of the retry it answers, never the first answer's", async (t) => {
   const { url, backend } = await startGateway(t, { idempotency: 'memory', answer: withOwnId })
   const payment = { ...saleBody(), transactionReference: 'request-id-replay' }
   const first = await send(url, { headers: paymentHeaders({ 'x-request-id': 'first' }), body: payment })
@@ -98,7 +114,10 @@ t.test('a replay carries the id of the retry it answers, never the first answer\
 
 t.test('an answer below HTTP, where no request was parsed, carries none', async (t) => {
   const { port } = await startGateway(t)
-  const answer = await raw(port, `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nX-Request-Id: below\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n`)
+  const answer = await raw(
+    port,
+    `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nX-Request-Id: below\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n`,
+  )
   t.match(answer, /^HTTP\/1.1 400 /)
   t.notMatch(answer.toLowerCase(), /x-request-id/)
 })

@@ -30,7 +30,11 @@ function pay(url: string, body: object): Promise<Reply> {
   return send(url, { headers: paymentHeaders(), body })
 }
 
-async function protectedGateway(t: Test, options: RetryProtectionOptions & { timeout?: number } = {}, answer?: Answer): Promise<Started> {
+async function protectedGateway(
+  t: Test,
+  options: RetryProtectionOptions & { timeout?: number } = {},
+  answer?: Answer,
+): Promise<Started> {
   const { timeout, ...protection } = options
   return startGateway(t, { idempotency: 'memory', ...protection, timeout, answer })
 }
@@ -56,30 +60,38 @@ t.test('a sequential retry is replayed byte for byte, marked, and never forwarde
   t.match(await metrics.registry.metrics(), /payments_gate_retry_protection_total\{outcome="replayed"\} 1/)
 })
 
-t.test('50 concurrent copies of one payment: the backend receives exactly one; the others get 409 or the replay', async (t) => {
-  const { url, backend } = await protectedGateway(t, {}, slowly(100))
-  const post = keepAliveSender(t, url, 50)
-  const payment = sale()
-  const replies = await Promise.all(Array.from({ length: 50 }, () => post({ headers: paymentHeaders(), body: payment })))
-  t.equal(backend.received.length, 1)
-  const statuses = replies.map((reply) => reply.status)
-  t.equal(statuses.filter((status) => status === 201).length >= 1, true)
-  for (const reply of replies) {
-    if (reply.status === 409) {
-      t.equal(reply.json.errorName, 'paymentIsInProgress')
-      t.equal(reply.headers['retry-after'], '1')
-    } else {
-      t.equal(reply.status, 201)
+t.test(
+  '50 concurrent copies of one payment: the backend receives exactly one; the others get 409 or the replay',
+  async (t) => {
+    const { url, backend } = await protectedGateway(t, {}, slowly(100))
+    const post = keepAliveSender(t, url, 50)
+    const payment = sale()
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, () => post({ headers: paymentHeaders(), body: payment })),
+    )
+    t.equal(backend.received.length, 1)
+    const statuses = replies.map((reply) => reply.status)
+    t.equal(statuses.filter((status) => status === 201).length >= 1, true)
+    for (const reply of replies) {
+      if (reply.status === 409) {
+        t.equal(reply.json.errorName, 'paymentIsInProgress')
+        t.equal(reply.headers['retry-after'], '1')
+      } else {
+        t.equal(reply.status, 201)
+      }
     }
-  }
-  t.ok(statuses.includes(409), 'copies that came while it was in flight were told so')
-})
+    t.ok(statuses.includes(409), 'copies that came while it was in flight were told so')
+  },
+)
 
 t.test('the same reference with another body: 422, nothing forwarded', async (t) => {
   const { url, backend } = await protectedGateway(t)
   const payment = sale()
   t.equal((await pay(url, payment)).status, 201)
-  const other = await pay(url, { ...payment, instruction: { ...payment.instruction, value: { amount: 999, currency: 'GBP' } } })
+  const other = await pay(url, {
+    ...payment,
+    instruction: { ...payment.instruction, value: { amount: 999, currency: 'GBP' } },
+  })
   t.equal(other.status, 422)
   t.equal(other.json.errorName, 'transactionReferenceIsAlreadyUsed')
   t.equal(backend.received.length, 1)
@@ -88,7 +100,10 @@ t.test('the same reference with another body: 422, nothing forwarded', async (t)
 t.test('a refusal of the gateway claims nothing: the corrected payment is forwarded', async (t) => {
   const { url, backend } = await protectedGateway(t)
   const payment = sale()
-  const wrong = await pay(url, { ...payment, instruction: { ...payment.instruction, value: { amount: 1, currency: 'JPY' } } })
+  const wrong = await pay(url, {
+    ...payment,
+    instruction: { ...payment.instruction, value: { amount: 1, currency: 'JPY' } },
+  })
   t.equal(wrong.status, 400)
   t.equal((await pay(url, payment)).status, 201)
   t.equal(backend.received.length, 1)
@@ -99,7 +114,9 @@ t.test("the backend's 4xx and 503 release the key: the retry is forwarded", asyn
     let answers = 0
     const { url, backend } = await protectedGateway(t, {}, (req, res, body) => {
       if (answers++ > 0) return created(req, res, body)
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ errorName: 'x', message: 'refused by the backend' }))
+      res
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ errorName: 'x', message: 'refused by the backend' }))
     })
     const payment = sale()
     t.equal((await pay(url, payment)).status, status)
@@ -126,33 +143,40 @@ async function startBackendOn(t: Test, url: string) {
   return backend
 }
 
-t.test('an unknown outcome is recorded: after a timeout, a 500 or a 502 the retry gets that answer, never a second forward', async (t) => {
-  // undici measures the backend timeout on coarse timers (about half a second): the backend is slower than that by far.
-  const timedOut = await protectedGateway(t, { timeout: 100 }, slowly(1500))
-  const payment = sale()
-  const first = await pay(timedOut.url, payment)
-  t.equal(first.status, 500)
-  const retry = await pay(timedOut.url, payment)
-  t.equal(retry.status, 500)
-  t.equal(retry.json.errorName, 'internalErrorOccurred')
-  t.equal(retry.headers['idempotent-replayed'], 'true')
-  t.ok(await until(() => timedOut.backend.received.length === 1))
-  for (const status of [500, 502]) {
-    const failing = await protectedGateway(t, {}, (_req, res) => res.writeHead(status).end('<h1>oops</h1>'))
-    const again = sale()
-    t.equal((await pay(failing.url, again)).status, status)
-    const replayed = await pay(failing.url, again)
-    t.equal(replayed.status, status)
-    t.equal(replayed.json.errorName, 'internalErrorOccurred', 'the standard body the client got the first time')
-    t.equal(failing.backend.received.length, 1)
-  }
-})
+t.test(
+  'an unknown outcome is recorded: after a timeout, a 500 or a 502 the retry gets that answer, never a second forward',
+  async (t) => {
+    // undici measures the backend timeout on coarse timers (about half a second): the backend is slower than that by far.
+    const timedOut = await protectedGateway(t, { timeout: 100 }, slowly(1500))
+    const payment = sale()
+    const first = await pay(timedOut.url, payment)
+    t.equal(first.status, 500)
+    const retry = await pay(timedOut.url, payment)
+    t.equal(retry.status, 500)
+    t.equal(retry.json.errorName, 'internalErrorOccurred')
+    t.equal(retry.headers['idempotent-replayed'], 'true')
+    t.ok(await until(() => timedOut.backend.received.length === 1))
+    for (const status of [500, 502]) {
+      const failing = await protectedGateway(t, {}, (_req, res) => res.writeHead(status).end('<h1>oops</h1>'))
+      const again = sale()
+      t.equal((await pay(failing.url, again)).status, status)
+      const replayed = await pay(failing.url, again)
+      t.equal(replayed.status, status)
+      t.equal(replayed.json.errorName, 'internalErrorOccurred', 'the standard body the client got the first time')
+      t.equal(failing.backend.received.length, 1)
+    }
+  },
+)
 
 t.test('a client that leaves mid-payment: the answer is still recorded, and its retry gets it', async (t) => {
   const { url, backend } = await protectedGateway(t, {}, slowly(150))
   const payment = sale()
   const { request } = await import('node:http')
-  const req = request(`${url}/payments/sales/migrateCardOnFile`, { method: 'POST', agent: false, headers: paymentHeaders() })
+  const req = request(`${url}/payments/sales/migrateCardOnFile`, {
+    method: 'POST',
+    agent: false,
+    headers: paymentHeaders(),
+  })
   req.on('error', () => undefined)
   req.end(JSON.stringify(payment))
   t.ok(await until(() => backend.started === 1))
@@ -186,7 +210,12 @@ t.test('a recorded answer expires with its TTL: then the reference is free again
 
 t.test('a store of your own: used for every payment, and closed when the gateway drains', async (t) => {
   let closed = false
-  const store = new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 60_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_ANSWER })
+  const store = new MemoryIdempotencyStore({
+    ttlMs: 60_000,
+    inFlightMs: 60_000,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+  })
   const own = Object.assign(store, { close: async () => void (closed = true) })
   const { url, backend, gateway } = await startGateway(t, { idempotency: own })
   const payment = sale()
@@ -201,7 +230,11 @@ t.test('a store of your own: used for every payment, and closed when the gateway
 /** Sends a payment on a connection of its own and leaves once `leave` resolves; resolves when the connection is gone. */
 function payAndLeave(url: string, payment: object, leave: Promise<unknown>): Promise<void> {
   return new Promise((resolve) => {
-    const req = request(`${url}/payments/sales/migrateCardOnFile`, { method: 'POST', agent: false, headers: paymentHeaders() })
+    const req = request(`${url}/payments/sales/migrateCardOnFile`, {
+      method: 'POST',
+      agent: false,
+      headers: paymentHeaders(),
+    })
     req.on('error', () => undefined)
     req.on('close', () => resolve())
     req.end(JSON.stringify(payment))
@@ -209,27 +242,39 @@ function payAndLeave(url: string, payment: object, leave: Promise<unknown>): Pro
   })
 }
 
-t.test('a client that leaves while its claim is answered (an asynchronous store): never forwarded, the key released', async (t) => {
-  const memory = new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 60_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_ANSWER })
-  const held: (() => void)[] = []
-  // Your own store whose claims the test answers when it chooses, as a slow Redis would.
-  const slow: IdempotencyStore = {
-    claim: (key, fingerprint) => new Promise((resolve) => held.push(() => resolve(memory.claim(key, fingerprint)))),
-    record: (key, token, answer) => memory.record(key, token, answer),
-    release: (key, token) => memory.release(key, token),
-    close: () => memory.close(),
-  }
-  const { url, backend } = await startGateway(t, { idempotency: slow })
-  const payment = sale()
-  await payAndLeave(url, payment, until(() => held.length === 1))
-  ;(held.shift() as () => void)()
-  t.ok(await until(() => memory.size === 0), 'the claim is released')
-  const retry = pay(url, payment)
-  t.ok(await until(() => held.length === 1))
-  ;(held.shift() as () => void)()
-  t.equal((await retry).status, 201, 'the retry is forwarded as a first request')
-  t.equal(backend.received.length, 1, 'the payment whose client left never reached the backend')
-})
+t.test(
+  'a client that leaves while its claim is answered (an asynchronous store): never forwarded, the key released',
+  async (t) => {
+    const memory = new MemoryIdempotencyStore({
+      ttlMs: 60_000,
+      inFlightMs: 60_000,
+      oversizedAnswer: OVERSIZED_ANSWER,
+      unknownAnswer: UNKNOWN_ANSWER,
+    })
+    const held: (() => void)[] = []
+    // Your own store whose claims the test answers when it chooses, as a slow Redis would.
+    const slow: IdempotencyStore = {
+      claim: (key, fingerprint) => new Promise((resolve) => held.push(() => resolve(memory.claim(key, fingerprint)))),
+      record: (key, token, answer) => memory.record(key, token, answer),
+      release: (key, token) => memory.release(key, token),
+      close: () => memory.close(),
+    }
+    const { url, backend } = await startGateway(t, { idempotency: slow })
+    const payment = sale()
+    await payAndLeave(
+      url,
+      payment,
+      until(() => held.length === 1),
+    )
+    ;(held.shift() as () => void)()
+    t.ok(await until(() => memory.size === 0), 'the claim is released')
+    const retry = pay(url, payment)
+    t.ok(await until(() => held.length === 1))
+    ;(held.shift() as () => void)()
+    t.equal((await retry).status, 201, 'the retry is forwarded as a first request')
+    t.equal(backend.received.length, 1, 'the payment whose client left never reached the backend')
+  },
+)
 
 /** A TCP proxy in front of Redis that, while `hold` is on, keeps Redis's replies until `release()`; `sent` is what the gateway sent meanwhile. */
 async function holdingProxy(t: Test, port: number) {
@@ -264,14 +309,22 @@ t.test('Redis: a client that leaves while its claim is answered: never forwarded
   })
   const payment = sale()
   t.equal((await pay(url, sale())).status, 201, 'the password is checked once, and cached')
-  await payAndLeave(url, payment, until(() => /EVAL/i.test(proxy.sent)))
+  await payAndLeave(
+    url,
+    payment,
+    until(() => /EVAL/i.test(proxy.sent)),
+  )
   t.ok(await until(() => closes === 2), 'the gateway saw the client leave while its claim was with Redis')
   proxy.hold = false
   proxy.release()
   const retry = await pollUntilDone(url, payment)
   t.equal(retry.status, 201, 'the key was released: the retry is forwarded as a first request')
   t.equal(retry.headers['idempotent-replayed'], undefined)
-  t.equal(backend.received.length, 2, 'the first sale and the retry; the payment whose client left never reached the backend')
+  t.equal(
+    backend.received.length,
+    2,
+    'the first sale and the retry; the payment whose client left never reached the backend',
+  )
 })
 
 t.test('a client that leaves during its password check (a cache miss): never forwarded', async (t) => {
@@ -281,7 +334,11 @@ t.test('a client that leaves during its password check (a cache miss): never for
   const payment = sale()
   let [requests, closes] = [0, 0]
   gateway.server.on('request', (_req, res) => (requests++, res.once('close', () => closes++)))
-  await payAndLeave(url, payment, until(() => requests === 1))
+  await payAndLeave(
+    url,
+    payment,
+    until(() => requests === 1),
+  )
   t.ok(await until(() => closes === 1), 'the gateway saw the client leave')
   const retry = await pay(url, payment)
   t.equal(retry.status, 201, 'nothing claimed: the retry is forwarded as a first request')
@@ -309,42 +366,53 @@ async function gatewayProcess(t: Test, target: string, args: string[]): Promise<
   return `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`
 }
 
-t.test('serve --timeout 1000, every backend connection busy: a queued payment is dropped at 1 s (503, key released), never told "unknown", and reaches the backend once', async (t) => {
-  const trickling = new Set<ServerResponse>()
-  const backend = await startBackend((req, res, body) => {
-    if (!body.includes('"held-')) return created(req, res, body)
-    // Headers at once, then a byte every 200 ms: the connection stays busy, never silent for --timeout.
-    res.writeHead(201, { 'content-type': 'text/plain' }).write(' ')
-    trickling.add(res)
-  })
-  const drip = setInterval(() => trickling.forEach((res) => res.write(' ')), 200)
-  const finish = () => (clearInterval(drip), trickling.forEach((res) => res.end()), trickling.clear())
-  t.teardown(async () => (finish(), await backend.close()))
-  const url = await gatewayProcess(t, backend.url, ['--timeout', '1000', '--shutdown-delay', '0'])
-  // The gateway's 256 connections to the backend (docs/backend-faults.md, connections), each held by a payment.
-  const held = Array.from({ length: 256 }, (_, i) => started(url, sale(`held-${i}`)))
-  t.ok(await until(() => backend.started === 256, 30_000), 'every connection to the backend is busy')
-  const payment = sale('queued-1')
-  const queued = await pay(url, payment)
-  t.equal(queued.status, 503, 'waited past --timeout for a connection: never written')
-  t.equal(queued.json.errorName, 'serviceUnavailable')
-  const retry = await pay(url, payment)
-  t.equal(retry.status, 503, 'its retry, still queued, is dropped too: its key was released, never "unknown"')
-  t.same(await Promise.all(held), Array(256).fill(201))
-  finish()
-  const last = await pay(url, payment)
-  t.equal(last.status, 201, 'forwarded once connections are free')
-  t.equal(last.headers['idempotent-replayed'], undefined)
-  t.equal(backend.received.filter((received) => received.body.includes('"queued-1"')).length, 1, 'the payment reached the backend once')
-})
+t.test(
+  'serve --timeout 1000, every backend connection busy: a queued payment is dropped at 1 s (503, key released), never told "unknown", and reaches the backend once',
+  async (t) => {
+    const trickling = new Set<ServerResponse>()
+    const backend = await startBackend((req, res, body) => {
+      if (!body.includes('"held-')) return created(req, res, body)
+      // Headers at once, then a byte every 200 ms: the connection stays busy, never silent for --timeout.
+      res.writeHead(201, { 'content-type': 'text/plain' }).write(' ')
+      trickling.add(res)
+    })
+    const drip = setInterval(() => trickling.forEach((res) => res.write(' ')), 200)
+    const finish = () => (clearInterval(drip), trickling.forEach((res) => res.end()), trickling.clear())
+    t.teardown(async () => (finish(), await backend.close()))
+    const url = await gatewayProcess(t, backend.url, ['--timeout', '1000', '--shutdown-delay', '0'])
+    // The gateway's 256 connections to the backend (docs/backend-faults.md, connections), each held by a payment.
+    const held = Array.from({ length: 256 }, (_, i) => started(url, sale(`held-${i}`)))
+    t.ok(await until(() => backend.started === 256, 30_000), 'every connection to the backend is busy')
+    const payment = sale('queued-1')
+    const queued = await pay(url, payment)
+    t.equal(queued.status, 503, 'waited past --timeout for a connection: never written')
+    t.equal(queued.json.errorName, 'serviceUnavailable')
+    const retry = await pay(url, payment)
+    t.equal(retry.status, 503, 'its retry, still queued, is dropped too: its key was released, never "unknown"')
+    t.same(await Promise.all(held), Array(256).fill(201))
+    finish()
+    const last = await pay(url, payment)
+    t.equal(last.status, 201, 'forwarded once connections are free')
+    t.equal(last.headers['idempotent-replayed'], undefined)
+    t.equal(
+      backend.received.filter((received) => received.body.includes('"queued-1"')).length,
+      1,
+      'the payment reached the backend once',
+    )
+  },
+)
 
 /** Sends a payment on a connection of its own; resolves with its status once the answer's head is in, leaving the body to stream. */
 function started(url: string, payment: object): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/payments/sales/migrateCardOnFile`, { method: 'POST', agent: false, headers: paymentHeaders() }, (res) => {
-      res.resume()
-      resolve(res.statusCode as number)
-    })
+    const req = request(
+      `${url}/payments/sales/migrateCardOnFile`,
+      { method: 'POST', agent: false, headers: paymentHeaders() },
+      (res) => {
+        res.resume()
+        resolve(res.statusCode as number)
+      },
+    )
     req.on('error', reject)
     req.end(JSON.stringify(payment))
   })
@@ -355,7 +423,10 @@ t.test('Redis: two gateway processes on one Redis share the keys', async (t) => 
   if (redis === undefined) return
   const backend = await startBackend(slowly(50))
   t.teardown(() => backend.close())
-  const [a, b] = await Promise.all([gatewayProcess(t, backend.url, ['--idempotency', redis.url]), gatewayProcess(t, backend.url, ['--idempotency', redis.url])])
+  const [a, b] = await Promise.all([
+    gatewayProcess(t, backend.url, ['--idempotency', redis.url]),
+    gatewayProcess(t, backend.url, ['--idempotency', redis.url]),
+  ])
   const payment = sale()
   const first = await pay(a as string, payment)
   const retry = await pay(b as string, payment)
@@ -368,7 +439,9 @@ t.test('Redis: two gateway processes on one Redis share the keys', async (t) => 
   const copies = sale()
   const postA = keepAliveSender(t, a as string, 20)
   const postB = keepAliveSender(t, b as string, 20)
-  const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? postA : postB)({ headers: paymentHeaders(), body: copies })))
+  const replies = await Promise.all(
+    Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? postA : postB)({ headers: paymentHeaders(), body: copies })),
+  )
   t.equal(backend.received.length, 2, 'of 40 copies split across both, one forwarded')
   t.same(new Set(replies.map((reply) => reply.status).filter((status) => status !== 201 && status !== 409)), new Set())
 
@@ -377,7 +450,11 @@ t.test('Redis: two gateway processes on one Redis share the keys', async (t) => 
   const client = createRedisClient(redis.url)
   t.teardown(() => client.disconnect())
   t.ok(await whenReady(client, 5000))
-  t.same(await client.keys('payments-gate:login:*'), ['payments-gate:login:failures:shop-1'], "serve's --idempotency Redis also shares the failed-login throttle")
+  t.same(
+    await client.keys('payments-gate:login:*'),
+    ['payments-gate:login:failures:shop-1'],
+    "serve's --idempotency Redis also shares the failed-login throttle",
+  )
 })
 
 t.test('Redis stopped mid-run: fail closed, nothing forwarded twice, recovery without a restart', async (t) => {
@@ -447,15 +524,23 @@ t.test('serve: a store failure is a log line and a metric', async (t) => {
   t.match(await serving.metrics.registry.metrics(), /payments_gate_store_errors_total [1-9]/)
 })
 
-t.test('Redis: the failed-login throttle is shared, ten wrong passwords across the fleet lock the user out', async (t) => {
-  const redis = await startRedis(t)
-  if (redis === undefined) return
-  const credentials = await writeCredentials(t.testdir())
-  const a = await startGateway(t, { idempotency: redis.url, gate: { throttleRedis: redis.url, credentials } })
-  const b = await startGateway(t, { target: a.backend.url, idempotency: redis.url, gate: { throttleRedis: redis.url, credentials } })
-  const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }
-  for (let i = 0; i < 10; i++) t.equal((await send(i % 2 === 0 ? a.url : b.url, { headers: wrong, body: sale() })).status, 401)
-  t.equal((await pay(a.url, sale())).status, 401, 'locked out on A')
-  t.equal((await pay(b.url, sale())).status, 401, 'and on B')
-  t.equal(a.backend.received.length, 0)
-})
+t.test(
+  'Redis: the failed-login throttle is shared, ten wrong passwords across the fleet lock the user out',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const credentials = await writeCredentials(t.testdir())
+    const a = await startGateway(t, { idempotency: redis.url, gate: { throttleRedis: redis.url, credentials } })
+    const b = await startGateway(t, {
+      target: a.backend.url,
+      idempotency: redis.url,
+      gate: { throttleRedis: redis.url, credentials },
+    })
+    const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }
+    for (let i = 0; i < 10; i++)
+      t.equal((await send(i % 2 === 0 ? a.url : b.url, { headers: wrong, body: sale() })).status, 401)
+    t.equal((await pay(a.url, sale())).status, 401, 'locked out on A')
+    t.equal((await pay(b.url, sale())).status, 401, 'and on B')
+    t.equal(a.backend.received.length, 0)
+  },
+)

@@ -40,7 +40,9 @@ async function exchange(bytes: string): Promise<Exchange> {
     })
     socket.write(bytes)
   })
-  const received = backend.received.slice(before).map((request) => `${request.method} ${request.url} ${JSON.stringify(request.body.toString('latin1'))}`)
+  const received = backend.received
+    .slice(before)
+    .map((request) => `${request.method} ${request.url} ${JSON.stringify(request.body.toString('latin1'))}`)
   // A request whose head reached the backend but whose body never completed is listed too.
   const partial = backend.started - startedBefore - received.length
   return {
@@ -57,8 +59,16 @@ const chunkedHello = '5\r\nhello\r\n0\r\n\r\n'
 
 const refused: Record<string, string> = {
   'Transfer-Encoding: xchunked': post('/x', 'Transfer-Encoding: xchunked\r\n', chunkedHello),
-  'Transfer-Encoding: chunked, identity (chunked not last)': post('/x', 'Transfer-Encoding: chunked, identity\r\n', chunkedHello),
-  'two Transfer-Encoding headers': post('/x', 'Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n', chunkedHello),
+  'Transfer-Encoding: chunked, identity (chunked not last)': post(
+    '/x',
+    'Transfer-Encoding: chunked, identity\r\n',
+    chunkedHello,
+  ),
+  'two Transfer-Encoding headers': post(
+    '/x',
+    'Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n',
+    chunkedHello,
+  ),
   'Transfer-Encoding with a space before the colon': post('/x', 'Transfer-Encoding : chunked\r\n', chunkedHello),
   'Transfer-Encoding folded onto a continuation line': post('/x', 'Transfer-Encoding:\r\n chunked\r\n', chunkedHello),
   'a header line starting with white space': post('/x', ' Transfer-Encoding: chunked\r\n', chunkedHello),
@@ -74,7 +84,11 @@ const refused: Record<string, string> = {
   'bare LF inside the chunked framing': post('/x', 'Transfer-Encoding: chunked\r\n', '5\nhello\n0\n\n'),
   'a bare CR as a line end': 'POST /x HTTP/1.1\rHost: a\r\nContent-Length: 0\r\n\r\n',
   'a chunk size that overflows': post('/x', 'Transfer-Encoding: chunked\r\n', 'ffffffffffffffffff\r\nx\r\n0\r\n\r\n'),
-  'chunk-extension flood: 20 KiB of extensions on one chunk': post('/x', 'Transfer-Encoding: chunked\r\n', `1;${'a=b;'.repeat(5000)}\r\nx\r\n0\r\n\r\n`),
+  'chunk-extension flood: 20 KiB of extensions on one chunk': post(
+    '/x',
+    'Transfer-Encoding: chunked\r\n',
+    `1;${'a=b;'.repeat(5000)}\r\nx\r\n0\r\n\r\n`,
+  ),
   'a NUL byte in a header value': post('/x', 'X-A: a\0b\r\nContent-Length: 0\r\n', ''),
 }
 
@@ -102,7 +116,9 @@ t.test('Transfer-Encoding: identity, chunked (chunked last) is chunked: one requ
 })
 
 t.test('many chunks, each with a short extension: one request, the body whole', async (t) => {
-  const answer = await exchange(post('/x', 'Transfer-Encoding: chunked\r\n', `${'1;ext=v\r\nx\r\n'.repeat(3000)}0\r\n\r\n`))
+  const answer = await exchange(
+    post('/x', 'Transfer-Encoding: chunked\r\n', `${'1;ext=v\r\nx\r\n'.repeat(3000)}0\r\n\r\n`),
+  )
   t.same(answer.statuses, [201])
   t.same(answer.backend, [`POST /x ${JSON.stringify('x'.repeat(3000))}`])
 })
@@ -115,50 +131,79 @@ for (const [last, body] of [
   ['Transfer-Encoding last', chunkedHello],
 ] as const) {
   t.test(`more headers than maxHeadersCount, ${last}: 431, nothing forwarded`, async (t) => {
-    const framing = last.startsWith('Content-Length') ? `Content-Length: ${body.length}\r\n` : 'Transfer-Encoding: chunked\r\n'
+    const framing = last.startsWith('Content-Length')
+      ? `Content-Length: ${body.length}\r\n`
+      : 'Transfer-Encoding: chunked\r\n'
     const answer = await exchange(post('/x', `${junk}${framing}`, body))
     t.same(answer.statuses, [431])
     t.same(answer.backend, [], 'the backend sees nothing')
   })
 }
 
-t.test('more headers than maxHeadersCount on a payment, Content-Length last: 431 headersAreTooLarge, nothing forwarded', async (t) => {
-  const body = `{}${HIDDEN}`
-  const head = `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\n${junk}Content-Length: ${body.length}\r\n`
-  const answer = await exchange(post(SALE_PATH, head, body))
-  t.same(answer.statuses, [431])
-  t.same(answer.errorNames, ['headersAreTooLarge'])
-  t.same(answer.backend, [])
-})
+t.test(
+  'more headers than maxHeadersCount on a payment, Content-Length last: 431 headersAreTooLarge, nothing forwarded',
+  async (t) => {
+    const body = `{}${HIDDEN}`
+    const head = `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\n${junk}Content-Length: ${body.length}\r\n`
+    const answer = await exchange(post(SALE_PATH, head, body))
+    t.same(answer.statuses, [431])
+    t.same(answer.errorNames, ['headersAreTooLarge'])
+    t.same(answer.backend, [])
+  },
+)
 
-t.test('more headers than maxHeadersCount with Authorization beyond them: 431, and the unread body is not parsed as a request', async (t) => {
-  const body = `{}${HIDDEN}`
-  const head = `Content-Type: ${REQUEST_TYPE}\r\n${junk}Authorization: ${AUTH}\r\nContent-Length: ${body.length}\r\n`
-  const answer = await exchange(post(SALE_PATH, head, body))
-  t.same(answer.statuses, [431])
-  t.same(answer.backend, [])
-})
+t.test(
+  'more headers than maxHeadersCount with Authorization beyond them: 431, and the unread body is not parsed as a request',
+  async (t) => {
+    const body = `{}${HIDDEN}`
+    const head = `Content-Type: ${REQUEST_TYPE}\r\n${junk}Authorization: ${AUTH}\r\nContent-Length: ${body.length}\r\n`
+    const answer = await exchange(post(SALE_PATH, head, body))
+    t.same(answer.statuses, [431])
+    t.same(answer.backend, [])
+  },
+)
 
 t.test('a request hidden in a payment body: bodyIsNotJson, nothing forwarded', async (t) => {
   const body = `{"transactionReference":"x"}\r\n\r\n${HIDDEN}`
-  const answer = await exchange(post(SALE_PATH, `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n`, body))
+  const answer = await exchange(
+    post(
+      SALE_PATH,
+      `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n`,
+      body,
+    ),
+  )
   t.same(answer.statuses, [400])
   t.same(answer.errorNames, ['bodyIsNotJson'])
   t.same(answer.backend, [])
 })
 
-t.test('a refusal before the body is read closes the connection: a request pipelined after the body is never handled', async (t) => {
-  const body = HIDDEN
-  const answer = await exchange(post(SALE_PATH, `Authorization: Basic eDp5\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n`, body, false) + HIDDEN)
-  t.same(answer.statuses, [401])
-  t.same(answer.backend, [])
-})
+t.test(
+  'a refusal before the body is read closes the connection: a request pipelined after the body is never handled',
+  async (t) => {
+    const body = HIDDEN
+    const answer = await exchange(
+      post(
+        SALE_PATH,
+        `Authorization: Basic eDp5\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n`,
+        body,
+        false,
+      ) + HIDDEN,
+    )
+    t.same(answer.statuses, [401])
+    t.same(answer.backend, [])
+  },
+)
 
-t.test('a request pipelined after a complete one is its own request, framed by the gateway: two answers, two backend requests', async (t) => {
-  const answer = await exchange(post('/x', 'Content-Length: 5\r\n', 'hello', false) + HIDDEN.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'))
-  t.same(answer.statuses, [201, 201])
-  t.same(answer.backend, ['POST /x "hello"', 'GET /smuggled ""'])
-})
+t.test(
+  'a request pipelined after a complete one is its own request, framed by the gateway: two answers, two backend requests',
+  async (t) => {
+    const answer = await exchange(
+      post('/x', 'Content-Length: 5\r\n', 'hello', false) + HIDDEN.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'),
+    )
+    t.same(answer.statuses, [201, 201])
+    t.same(answer.backend, ['POST /x "hello"', 'GET /smuggled ""'])
+  },
+)
 
 scanLogsForCards(t)
 noCrashes()

@@ -35,17 +35,24 @@ let reference = 0
 /** One sale over HTTPS on a new connection: its status. */
 function sale(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(`https://localhost:${port}/payments/sales/migrateCardOnFile`, { method: 'POST', headers: paymentHeaders(), ca, agent: false }, (res) => {
-      res.resume()
-      res.on('end', () => resolve(res.statusCode as number))
-    })
+    const req = request(
+      `https://localhost:${port}/payments/sales/migrateCardOnFile`,
+      { method: 'POST', headers: paymentHeaders(), ca, agent: false },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode as number))
+      },
+    )
     req.on('error', reject)
     req.end(JSON.stringify(saleBody({ transactionReference: `tls-serve-${reference++}` })))
   })
 }
 
 /** A folder laid out as a mounted Secret: `tls.crt` and `tls.key` through the `..data` symlink; `swap` points it at a new version. */
-async function secretFolder(t: Test, first: PemFiles): Promise<{ cert: string; key: string; swap(pair: PemFiles): Promise<void> }> {
+async function secretFolder(
+  t: Test,
+  first: PemFiles,
+): Promise<{ cert: string; key: string; swap(pair: PemFiles): Promise<void> }> {
   const mount = t.testdir()
   let version = 0
   async function write(pair: PemFiles): Promise<string> {
@@ -74,46 +81,104 @@ async function metricsOf(admin: number): Promise<string> {
 }
 
 function serve(t: Test, args: string[]): Running {
-  const run = spawnCli(['serve', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0', ...args])
+  const run = spawnCli([
+    'serve',
+    '--target',
+    backend.url,
+    '--credentials',
+    credentials,
+    '--shutdown-delay',
+    '0',
+    ...args,
+  ])
   t.teardown(() => void run.child.kill('SIGKILL'))
   return run
 }
 
-t.test('serve --tls-cert: HTTPS; a ..data swap served to new connections; a bad pair refused, counted, the last good kept; SIGHUP', async (t) => {
-  const secret = await secretFolder(t, pki.server)
-  const [listen, admin] = [await freePort(), await freePort()]
-  const run = serve(t, ['--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--tls-cert', secret.cert, '--tls-key', secret.key])
-  await poll(`http://127.0.0.1:${admin}/readyz`, 200)
-  t.equal(await sale(listen), 201)
-  t.equal(await servedSerial(listen), serialOf(pki.server))
+t.test(
+  'serve --tls-cert: HTTPS; a ..data swap served to new connections; a bad pair refused, counted, the last good kept; SIGHUP',
+  async (t) => {
+    const secret = await secretFolder(t, pki.server)
+    const [listen, admin] = [await freePort(), await freePort()]
+    const run = serve(t, [
+      '--listen',
+      `127.0.0.1:${listen}`,
+      '--admin',
+      `127.0.0.1:${admin}`,
+      '--tls-cert',
+      secret.cert,
+      '--tls-key',
+      secret.key,
+    ])
+    await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+    t.equal(await sale(listen), 201)
+    t.equal(await servedSerial(listen), serialOf(pki.server))
 
-  const next = await pki.issue('renewed')
-  await secret.swap(next)
-  t.ok(await until(async () => (await servedSerial(listen)) === serialOf(next), 10_000), 'the renewed certificate, without a restart')
-  t.equal(await sale(listen), 201)
+    const next = await pki.issue('renewed')
+    await secret.swap(next)
+    t.ok(
+      await until(async () => (await servedSerial(listen)) === serialOf(next), 10_000),
+      'the renewed certificate, without a restart',
+    )
+    t.equal(await sale(listen), 201)
 
-  await secret.swap({ cert: pki.server.cert, key: pki.client.key })
-  await run.waitFor(/certificate file refused/)
-  t.match(run.output().stdout, /"reason":"not the key of the certificate","msg":"certificate file refused, the last good one stays in force"/)
-  t.equal(await servedSerial(listen), serialOf(next), 'the last good pair stays')
-  const metrics = await metricsOf(admin)
-  t.match(metrics, /payments_gate_tls_reloads_total\{side="listener",outcome="failed"\} 1/)
-  t.match(metrics, /payments_gate_tls_files_refused\{side="listener"\} 1/)
+    await secret.swap({ cert: pki.server.cert, key: pki.client.key })
+    await run.waitFor(/certificate file refused/)
+    t.match(
+      run.output().stdout,
+      /"reason":"not the key of the certificate","msg":"certificate file refused, the last good one stays in force"/,
+    )
+    t.equal(await servedSerial(listen), serialOf(next), 'the last good pair stays')
+    const metrics = await metricsOf(admin)
+    t.match(metrics, /payments_gate_tls_reloads_total\{side="listener",outcome="failed"\} 1/)
+    t.match(metrics, /payments_gate_tls_files_refused\{side="listener"\} 1/)
 
-  await secret.swap(next)
-  t.ok(await until(async () => /payments_gate_tls_files_refused\{side="listener"\} 0/.test(await metricsOf(admin)), 10_000), 'the pair fixed: nothing refused')
-  const okBefore = Number(/payments_gate_tls_reloads_total\{side="listener",outcome="ok"\} (\d+)/.exec(await metricsOf(admin))?.[1])
-  run.child.kill('SIGHUP')
-  t.ok(await until(async () => new RegExp(`payments_gate_tls_reloads_total\\{side="listener",outcome="ok"\\} ${okBefore + 1}`).test(await metricsOf(admin)), 10_000), 'SIGHUP re-reads the pair')
-  run.child.kill('SIGTERM')
-  t.equal(await run.exited, 0)
-})
+    await secret.swap(next)
+    t.ok(
+      await until(
+        async () => /payments_gate_tls_files_refused\{side="listener"\} 0/.test(await metricsOf(admin)),
+        10_000,
+      ),
+      'the pair fixed: nothing refused',
+    )
+    const okBefore = Number(
+      /payments_gate_tls_reloads_total\{side="listener",outcome="ok"\} (\d+)/.exec(await metricsOf(admin))?.[1],
+    )
+    run.child.kill('SIGHUP')
+    t.ok(
+      await until(
+        async () =>
+          new RegExp(`payments_gate_tls_reloads_total\\{side="listener",outcome="ok"\\} ${okBefore + 1}`).test(
+            await metricsOf(admin),
+          ),
+        10_000,
+      ),
+      'SIGHUP re-reads the pair',
+    )
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, 0)
+  },
+)
 
 t.test('a missing file: one line naming the flag, exit 2, also under --workers', async (t) => {
   const missing = join(dir, 'none.pem')
   for (const workers of ['1', '2']) {
-    const run = serve(t, ['--workers', workers, '--idempotency', 'off', '--listen', '127.0.0.1:0', '--tls-cert', pki.server.cert, '--tls-key', missing])
+    const run = serve(t, [
+      '--workers',
+      workers,
+      '--idempotency',
+      'off',
+      '--listen',
+      '127.0.0.1:0',
+      '--tls-cert',
+      pki.server.cert,
+      '--tls-key',
+      missing,
+    ])
     t.equal(await run.exited, 2)
-    t.equal(run.output().stderr, `payments-gate serve: --tls-key: ${missing}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)\n`)
+    t.equal(
+      run.output().stderr,
+      `payments-gate serve: --tls-key: ${missing}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)\n`,
+    )
   }
 })

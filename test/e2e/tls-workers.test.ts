@@ -35,17 +35,30 @@ let reference = 0
 /** One sale over HTTPS on a new connection: its status. */
 function sale(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(`https://localhost:${port}/payments/sales/migrateCardOnFile`, { method: 'POST', headers: paymentHeaders(), ca, agent: false }, (res) => {
-      res.resume()
-      res.on('end', () => resolve(res.statusCode as number))
-    })
+    const req = request(
+      `https://localhost:${port}/payments/sales/migrateCardOnFile`,
+      { method: 'POST', headers: paymentHeaders(), ca, agent: false },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode as number))
+      },
+    )
     req.on('error', reject)
     req.end(JSON.stringify(saleBody({ transactionReference: `tls-serve-${reference++}` })))
   })
 }
 
 function serve(t: Test, args: string[]): Running {
-  const run = spawnCli(['serve', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0', ...args])
+  const run = spawnCli([
+    'serve',
+    '--target',
+    backend.url,
+    '--credentials',
+    credentials,
+    '--shutdown-delay',
+    '0',
+    ...args,
+  ])
   t.teardown(() => void run.child.kill('SIGKILL'))
   return run
 }
@@ -56,7 +69,20 @@ t.test('serve --workers 2: every worker serves the renewed pair', async (t) => {
   await copyFile(pki.server.cert, cert)
   await copyFile(pki.server.key, key)
   const [listen, admin] = [await freePort(), await freePort()]
-  const run = serve(t, ['--workers', '2', '--idempotency', 'off', '--listen', `127.0.0.1:${listen}`, '--admin', `127.0.0.1:${admin}`, '--tls-cert', cert, '--tls-key', key])
+  const run = serve(t, [
+    '--workers',
+    '2',
+    '--idempotency',
+    'off',
+    '--listen',
+    `127.0.0.1:${listen}`,
+    '--admin',
+    `127.0.0.1:${admin}`,
+    '--tls-cert',
+    cert,
+    '--tls-key',
+    key,
+  ])
   await poll(`http://127.0.0.1:${admin}/readyz`, 200)
   t.equal(await sale(listen), 201)
   const next = await pki.issue('workers-renewed')

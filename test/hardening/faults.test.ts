@@ -16,36 +16,51 @@ const noCrashes = watchCrashes(t)
 
 /** The gateway's open client sockets. */
 const connections = ({ gateway }: Started) =>
-  new Promise<number>((resolve, reject) => gateway.server.getConnections((error, count) => (error ? reject(error) : resolve(count))))
+  new Promise<number>((resolve, reject) =>
+    gateway.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+  )
 
-t.test('the backend killed and restarted mid-run: every client gets 201 or the contract 5xx, none hangs, nothing is sent twice', async (t) => {
-  const started = await startGateway(t, { timeout: 1000 })
-  const first = started.backend
-  const port = Number(new URL(first.url).port)
-  let second: Backend | undefined
-  const outage = (async () => {
-    await waitFor(700)
-    await first.close()
-    await waitFor(700)
-    second = await startBackend(undefined, port)
-  })()
-  const result = await loadSales(started.url, 2.5)
-  await outage
-  t.teardown(() => second?.close())
-  const counts = statusCounts(result)
-  t.equal(result.errors, 0, 'no connection error: every answer was complete')
-  t.equal(result.timeouts, 0, 'no client waited past its timeout')
-  t.same(Object.keys(counts).filter((status) => !['201', '500', '503'].includes(status)), [], `only 201, 500, 503: ${JSON.stringify(counts)}`)
-  t.ok((counts['503'] ?? 0) > 0, 'the outage was answered 503 serviceUnavailable')
-  t.ok((counts['201'] ?? 0) > 0 && (second?.received.length ?? 0) > 0, 'payments went through again after the restart')
-  const received = first.received.length + (second?.received.length ?? 0)
-  const succeeded = counts['201'] ?? 0
-  // autocannon stops at its deadline without counting the answers then in flight: at most one per connection.
-  const uncounted = 4
-  t.ok(received >= succeeded && received <= succeeded + (counts['500'] ?? 0) + uncounted, `received ${received}: each 201 once, a 500 at most once, a 503 never`)
-  const after = await send(started.url, { headers: paymentHeaders(), body: saleBody() })
-  t.equal(after.status, 201, 'the gateway is still up and forwarding')
-})
+t.test(
+  'the backend killed and restarted mid-run: every client gets 201 or the contract 5xx, none hangs, nothing is sent twice',
+  async (t) => {
+    const started = await startGateway(t, { timeout: 1000 })
+    const first = started.backend
+    const port = Number(new URL(first.url).port)
+    let second: Backend | undefined
+    const outage = (async () => {
+      await waitFor(700)
+      await first.close()
+      await waitFor(700)
+      second = await startBackend(undefined, port)
+    })()
+    const result = await loadSales(started.url, 2.5)
+    await outage
+    t.teardown(() => second?.close())
+    const counts = statusCounts(result)
+    t.equal(result.errors, 0, 'no connection error: every answer was complete')
+    t.equal(result.timeouts, 0, 'no client waited past its timeout')
+    t.same(
+      Object.keys(counts).filter((status) => !['201', '500', '503'].includes(status)),
+      [],
+      `only 201, 500, 503: ${JSON.stringify(counts)}`,
+    )
+    t.ok((counts['503'] ?? 0) > 0, 'the outage was answered 503 serviceUnavailable')
+    t.ok(
+      (counts['201'] ?? 0) > 0 && (second?.received.length ?? 0) > 0,
+      'payments went through again after the restart',
+    )
+    const received = first.received.length + (second?.received.length ?? 0)
+    const succeeded = counts['201'] ?? 0
+    // autocannon stops at its deadline without counting the answers then in flight: at most one per connection.
+    const uncounted = 4
+    t.ok(
+      received >= succeeded && received <= succeeded + (counts['500'] ?? 0) + uncounted,
+      `received ${received}: each 201 once, a 500 at most once, a 503 never`,
+    )
+    const after = await send(started.url, { headers: paymentHeaders(), body: saleBody() })
+    t.equal(after.status, 201, 'the gateway is still up and forwarding')
+  },
+)
 
 t.test('1,000 uploads cut mid-body: nothing forwarded, every socket released', async (t) => {
   const started = await startGateway(t)
@@ -68,7 +83,11 @@ t.test('1,000 uploads cut mid-body: nothing forwarded, every socket released', a
   t.equal(started.backend.started, 0, 'the backend was never called')
   const cutLines = loggedRequests().filter((line) => String(line.path).includes('?cut='))
   t.ok(cutLines.length > 0, `the gateway had started on ${cutLines.length} of them`)
-  t.same(cutLines.filter((line) => line.status !== 0), [], 'no cut upload was answered or forwarded')
+  t.same(
+    cutLines.filter((line) => line.status !== 0),
+    [],
+    'no cut upload was answered or forwarded',
+  )
   const after = await send(started.url, { headers: paymentHeaders(), body: saleBody() })
   t.equal(after.status, 201, 'the gateway still forwards')
 })
@@ -106,7 +125,9 @@ t.test('slow clients are closed by the timeouts while normal traffic goes on', a
   const slowSale = saleBody()
   slowSale.transactionReference = 'slow-client'
   const body = JSON.stringify(slowSale)
-  const slowHeaders = Array.from({ length: 10 }, () => trickle(started.port, `POST ${SALE_PATH} HTTP/1.1\r\n`, 'X-Slow: yes\r\n'))
+  const slowHeaders = Array.from({ length: 10 }, () =>
+    trickle(started.port, `POST ${SALE_PATH} HTTP/1.1\r\n`, 'X-Slow: yes\r\n'),
+  )
   const slowBodies = Array.from({ length: 10 }, () =>
     trickle(
       started.port,
@@ -122,11 +143,19 @@ t.test('slow clients are closed by the timeouts while normal traffic goes on', a
   t.ok(result.requests.total > 0)
   for (const [i, outcome] of slow.entries()) {
     t.ok(outcome.closedByServer, `slow client ${i} was closed by the gateway`)
-    t.match(outcome.text, /^HTTP\/1.1 408 Request Timeout\r\n[^]*"errorName":"requestTimedOut"/, `slow client ${i}: 408 requestTimedOut`)
+    t.match(
+      outcome.text,
+      /^HTTP\/1.1 408 Request Timeout\r\n[^]*"errorName":"requestTimedOut"/,
+      `slow client ${i}: 408 requestTimedOut`,
+    )
   }
   const received = started.backend.received.map((request) => request.body.toString('utf8'))
   t.ok(received.length >= (statusCounts(result)['201'] ?? 0), 'every 201 came from the backend')
-  t.same(received.filter((text) => text.includes('slow-client')), [], 'no slow body reached the backend')
+  t.same(
+    received.filter((text) => text.includes('slow-client')),
+    [],
+    'no slow body reached the backend',
+  )
 })
 
 noCrashes()

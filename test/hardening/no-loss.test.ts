@@ -17,7 +17,10 @@ const { url, backend } = await startGateway(t, {
   answer: (req, res, body) => {
     // A delay that varies by request, deterministic: 0-9 ms.
     const reference = JSON.parse(body.toString('utf8')).transactionReference as string
-    setTimeout(() => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ reference })), Number(reference.slice(-1)))
+    setTimeout(
+      () => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ reference })),
+      Number(reference.slice(-1)),
+    )
   },
 })
 const post = keepAliveSender(t, url, 100)
@@ -42,10 +45,17 @@ t.test(`${N} concurrent requests: each valid one reaches the backend exactly onc
   const expected = (kind: Kind) => (kind === 'valid' ? 201 : kind === 'unknownUser' || kind === 'noAuth' ? 401 : 400)
   const wrong = sent.filter(({ kind }, i) => replies[i]?.status !== expected(kind))
   t.same(wrong, [], 'every client got its answer')
-  const answeredFor = sent.filter(({ kind }, i) => kind === 'valid' && replies[i]?.json.reference !== sent[i]?.reference)
+  const answeredFor = sent.filter(
+    ({ kind }, i) => kind === 'valid' && replies[i]?.json.reference !== sent[i]?.reference,
+  )
   t.same(answeredFor, [], 'each valid client got the backend answer to its own request')
-  const received = backend.received.map((got) => JSON.parse(got.body.toString('utf8')).transactionReference as string).sort()
-  const valid = sent.filter(({ kind }) => kind === 'valid').map(({ reference }) => reference).sort()
+  const received = backend.received
+    .map((got) => JSON.parse(got.body.toString('utf8')).transactionReference as string)
+    .sort()
+  const valid = sent
+    .filter(({ kind }) => kind === 'valid')
+    .map(({ reference }) => reference)
+    .sort()
   t.same(received, valid, 'the backend received exactly the valid ones, each once')
 })
 

@@ -8,7 +8,9 @@ const run = promisify(execFile)
 
 async function openssl(dir: string, args: string[]): Promise<void> {
   await run('openssl', args, { cwd: dir }).catch((error: NodeJS.ErrnoException) => {
-    throw new Error(error.code === 'ENOENT' ? 'the TLS tests need openssl on PATH (Debian: apt-get install openssl)' : error.message)
+    throw new Error(
+      error.code === 'ENOENT' ? 'the TLS tests need openssl on PATH (Debian: apt-get install openssl)' : error.message,
+    )
   })
 }
 
@@ -43,16 +45,44 @@ export interface TestPki {
 
 /** A CA and a few certificates in `dir` (a test's own folder), made at test time; elliptic-curve keys, fast to make. */
 export async function makePki(dir: string): Promise<TestPki> {
-  const key = (name: string) => openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', `${name}.key`])
+  const key = (name: string) =>
+    openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', `${name}.key`])
   await key('ca')
-  await openssl(dir, ['req', '-x509', '-new', '-key', 'ca.key', '-subj', '/CN=payments-gate test CA', '-days', '2', '-out', 'ca.pem'])
+  await openssl(dir, [
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    'ca.key',
+    '-subj',
+    '/CN=payments-gate test CA',
+    '-days',
+    '2',
+    '-out',
+    'ca.pem',
+  ])
   async function issue(name: string, options: IssueOptions = {}): Promise<PemFiles> {
     await key(name)
-    const extensions = [`subjectAltName=${options.names ?? 'DNS:localhost,IP:127.0.0.1'}`, `extendedKeyUsage=${options.client === true ? 'clientAuth' : 'serverAuth'}`]
+    const extensions = [
+      `subjectAltName=${options.names ?? 'DNS:localhost,IP:127.0.0.1'}`,
+      `extendedKeyUsage=${options.client === true ? 'clientAuth' : 'serverAuth'}`,
+    ]
     await writeFile(join(dir, `${name}.ext`), `${extensions.join('\n')}\n`)
     await openssl(dir, ['req', '-new', '-key', `${name}.key`, '-subj', `/CN=${name}`, '-out', `${name}.csr`])
     const signer = options.selfSigned === true ? ['-signkey', `${name}.key`] : ['-CA', 'ca.pem', '-CAkey', 'ca.key']
-    await openssl(dir, ['x509', '-req', '-in', `${name}.csr`, ...signer, '-days', String(options.days ?? 2), '-extfile', `${name}.ext`, '-out', `${name}.pem`])
+    await openssl(dir, [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      ...signer,
+      '-days',
+      String(options.days ?? 2),
+      '-extfile',
+      `${name}.ext`,
+      '-out',
+      `${name}.pem`,
+    ])
     return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) }
   }
   const server = await issue('server')

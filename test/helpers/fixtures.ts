@@ -10,7 +10,13 @@ import type { Principal } from '../../lib/checks/auth.js'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import { CredentialStore } from '../../lib/credentials/store.js'
 import type { Rejection } from '../../lib/errors.js'
-import { compilePolicy, staticPolicies, type Policy, type PolicyFile, type PolicySource } from '../../lib/policy/policy.js'
+import {
+  compilePolicy,
+  staticPolicies,
+  type Policy,
+  type PolicyFile,
+  type PolicySource,
+} from '../../lib/policy/policy.js'
 
 /** An scrypt cost, as `hashPassword` takes it. */
 export type ScryptParams = NonNullable<Parameters<typeof hashPassword>[1]>

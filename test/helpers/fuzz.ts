@@ -13,9 +13,23 @@ export function runs(scale = 1): { numRuns: number; seed: number } {
 }
 
 /** Values at the edges of what JSON carries: long strings, long digit runs, extreme and imprecise numbers. */
-export const HUGE_VALUES = fc.constantFrom<unknown>('x'.repeat(60_000), '9'.repeat(5000), 1e308, -1e308, Number.MAX_SAFE_INTEGER + 2, 5e-324)
+export const HUGE_VALUES = fc.constantFrom<unknown>(
+  'x'.repeat(60_000),
+  '9'.repeat(5000),
+  1e308,
+  -1e308,
+  Number.MAX_SAFE_INTEGER + 2,
+  5e-324,
+)
 /** Where to put them: named fields of each type, and an unnamed one. */
-export const HUGE_FIELDS = fc.constantFrom('transactionReference', 'merchant.entity', 'instruction.value.amount', 'instruction.narrative.line1', 'instruction.narrative.line2', 'extra')
+export const HUGE_FIELDS = fc.constantFrom(
+  'transactionReference',
+  'merchant.entity',
+  'instruction.value.amount',
+  'instruction.narrative.line1',
+  'instruction.narrative.line2',
+  'extra',
+)
 
 /**
  * Sets (or with `remove`, deletes) the member at a dotted path of a body;

@@ -38,22 +38,26 @@ export function send(target: string | number, options: SendOptions = {}, agent: 
   const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
   const headers = options.chunked === true ? { ...options.headers, 'transfer-encoding': 'chunked' } : options.headers
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${options.path ?? SALE_PATH}`, { method: options.method ?? 'POST', headers, agent }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (chunk: Buffer) => chunks.push(chunk))
-      res.on('error', reject)
-      res.on('end', () => {
-        const bytes = Buffer.concat(chunks)
-        const text = bytes.toString('utf8')
-        let json: unknown
-        try {
-          json = JSON.parse(text)
-        } catch {
-          json = undefined
-        }
-        resolve({ status: res.statusCode as number, headers: res.headers, body: bytes, text, json })
-      })
-    })
+    const req = request(
+      `${base}${options.path ?? SALE_PATH}`,
+      { method: options.method ?? 'POST', headers, agent },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (chunk: Buffer) => chunks.push(chunk))
+        res.on('error', reject)
+        res.on('end', () => {
+          const bytes = Buffer.concat(chunks)
+          const text = bytes.toString('utf8')
+          let json: unknown
+          try {
+            json = JSON.parse(text)
+          } catch {
+            json = undefined
+          }
+          resolve({ status: res.statusCode as number, headers: res.headers, body: bytes, text, json })
+        })
+      },
+    )
     req.on('error', reject)
     if (options.chunked === true && payload !== undefined && payload.length > 0) {
       const bytes = Buffer.from(payload)
@@ -105,15 +109,29 @@ export function raw(port: number, bytes: string | Buffer, options: RawOptions = 
 }
 
 /** Sends the head of a request and part of its declared body, then hangs up. */
-export async function abortMidBody(port: number, path: string, headers: Readonly<Record<string, string>>): Promise<void> {
-  const lines = Object.entries({ ...headers, host: 'localhost', 'content-length': '1000' }).map(([name, value]) => `${name}: ${value}`)
-  await raw(port, `POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n{"transactionReference":`, { destroyAfter: 20 })
+export async function abortMidBody(
+  port: number,
+  path: string,
+  headers: Readonly<Record<string, string>>,
+): Promise<void> {
+  const lines = Object.entries({ ...headers, host: 'localhost', 'content-length': '1000' }).map(
+    ([name, value]) => `${name}: ${value}`,
+  )
+  await raw(port, `POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n{"transactionReference":`, {
+    destroyAfter: 20,
+  })
 }
 
 /** A bounded autocannon run of valid sales: `duration` seconds, few connections. */
 export function loadSales(url: string, duration: number, connections = 4): Promise<Result> {
   const headers = { authorization: AUTH, 'content-type': REQUEST_TYPE, accept: RESPONSE_TYPE }
-  return autocannon({ url, connections, duration, timeout: 5, requests: [{ method: 'POST', path: SALE_PATH, headers, body: JSON.stringify(saleBody()) }] })
+  return autocannon({
+    url,
+    connections,
+    duration,
+    timeout: 5,
+    requests: [{ method: 'POST', path: SALE_PATH, headers, body: JSON.stringify(saleBody()) }],
+  })
 }
 
 /** How many answers had each status, e.g. `{ 201: 900, 503: 12 }`. */

@@ -33,11 +33,15 @@ export function scanLogsForCards(t: Test): void {
 }
 
 /** A middleware logger that keeps what it is given. */
-export function memoryLogger(): { lines: { object: object; message?: string }[]; info(): void; warn(): void; error(object: object, message?: string): void } {
+export function memoryLogger(): {
+  lines: { object: object; message?: string }[]
+  info(): void
+  warn(): void
+  error(object: object, message?: string): void
+} {
   const lines: { object: object; message?: string }[] = []
   return { lines, info() {}, warn() {}, error: (object, message) => lines.push({ object, message }) }
 }
-
 
 /**
  * Records every unhandled rejection and uncaught exception of this test

@@ -46,7 +46,10 @@ export async function startReceiver(t: Test): Promise<Receiver> {
   return {
     url: `http://127.0.0.1:${port}`,
     exports,
-    spans: () => exports.flatMap((received) => (received.contentType === 'application/json' ? fromJson(received.body) : fromProtobuf(received.body))),
+    spans: () =>
+      exports.flatMap((received) =>
+        received.contentType === 'application/json' ? fromJson(received.body) : fromProtobuf(received.body),
+      ),
   }
 }
 
@@ -63,7 +66,8 @@ interface JsonKeyValue {
 
 function jsonAttributes(list: JsonKeyValue[] = []): Record<string, string | number | boolean> {
   const out: Record<string, string | number | boolean> = {}
-  for (const { key, value } of list) out[key] = value.stringValue ?? value.boolValue ?? value.doubleValue ?? Number(value.intValue)
+  for (const { key, value } of list)
+    out[key] = value.stringValue ?? value.boolValue ?? value.doubleValue ?? Number(value.intValue)
   return out
 }
 
@@ -131,7 +135,8 @@ function protobufAttributes(list: Buffer[]): Record<string, string | number | bo
     const value = decode(one(keyValue, 2) as Buffer)
     const string = one(value, 1)
     const bool = one(value, 2)
-    out[(one(keyValue, 1) as Buffer).toString()] = string !== undefined ? (string as Buffer).toString() : bool !== undefined ? bool === 1n : Number(one(value, 3))
+    out[(one(keyValue, 1) as Buffer).toString()] =
+      string !== undefined ? (string as Buffer).toString() : bool !== undefined ? bool === 1n : Number(one(value, 3))
   }
   return out
 }

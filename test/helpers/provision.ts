@@ -8,7 +8,11 @@ import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 
 /** Each command the tests run that npm does not install, and the Debian package that has it. */
-export const TEST_COMMANDS: Readonly<Record<string, string>> = { 'redis-server': 'redis-server', 'redis-sentinel': 'redis-sentinel', promtool: 'prometheus' }
+export const TEST_COMMANDS: Readonly<Record<string, string>> = {
+  'redis-server': 'redis-server',
+  'redis-sentinel': 'redis-sentinel',
+  promtool: 'prometheus',
+}
 
 /** What the machine offers, as far as the decision needs it. */
 export interface ToolFacts {
@@ -65,8 +69,14 @@ export function installLine(missing: readonly string[], why: string): string {
 
 export function toolPlan(facts: ToolFacts): ToolPlan {
   if (facts.missing.length === 0) return { action: 'ready' }
-  if (facts.skip) return { action: 'skip', message: `!!! ${facts.missing.join(' and ')} not on PATH: the tests that need them are skipped (PAYMENTS_GATE_SKIP_REDIS=1).` }
-  if (!facts.root) return { action: 'stop', message: installLine(facts.missing, 'not on PATH, and this run is not root') }
-  if (!facts.aptGet) return { action: 'stop', message: installLine(facts.missing, 'not on PATH, and there is no apt-get') }
+  if (facts.skip)
+    return {
+      action: 'skip',
+      message: `!!! ${facts.missing.join(' and ')} not on PATH: the tests that need them are skipped (PAYMENTS_GATE_SKIP_REDIS=1).`,
+    }
+  if (!facts.root)
+    return { action: 'stop', message: installLine(facts.missing, 'not on PATH, and this run is not root') }
+  if (!facts.aptGet)
+    return { action: 'stop', message: installLine(facts.missing, 'not on PATH, and there is no apt-get') }
   return { action: 'install', packages: packagesOf(facts.missing) }
 }

@@ -75,7 +75,23 @@ function scratch(t: Test): string {
 function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildProcess {
   // No persistence: a restart comes back empty. A replica still writes the copy it syncs from its primary: in `dir`.
   // A primary syncs a new replica at once: Redis's default waits 5 s for more replicas before a diskless sync.
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0', ...extra]
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+    '--dir',
+    dir,
+    '--repl-diskless-sync-delay',
+    '0',
+    ...extra,
+  ]
   return spawn('redis-server', args, { stdio: 'ignore' })
 }
 
@@ -142,7 +158,12 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
     await stop()
     child = spawnRedis(port, dir, extra)
     await waitForPong(port, child)
-    if (primary !== undefined && !(await eventually(() => ask(port, async (client) => (await client.info('replication')).includes('master_link_status:up'))))) {
+    if (
+      primary !== undefined &&
+      !(await eventually(() =>
+        ask(port, async (client) => (await client.info('replication')).includes('master_link_status:up')),
+      ))
+    ) {
       throw new Error(`the replica on port ${port} did not connect to its primary`)
     }
   }
@@ -196,9 +217,14 @@ export async function startSentinel(t: Test, primary: RedisServer, downAfterMs =
     await exited
   })
   await waitForPong(port, child)
-  const primaryPort = () => ask(port, async (client) => Number(((await client.call('SENTINEL', 'get-master-addr-by-name', master)) as string[])[1]))
+  const primaryPort = () =>
+    ask(port, async (client) =>
+      Number(((await client.call('SENTINEL', 'get-master-addr-by-name', master)) as string[])[1]),
+    )
   // The Sentinel learns the replicas from the primary: wait until it knows them, or a failover has none to promote.
-  const replicas = await eventually(() => ask(port, async (client) => ((await client.call('SENTINEL', 'replicas', master)) as unknown[]).length > 0))
+  const replicas = await eventually(() =>
+    ask(port, async (client) => ((await client.call('SENTINEL', 'replicas', master)) as unknown[]).length > 0),
+  )
   if (!replicas) throw new Error('the Sentinel did not discover the replicas')
   return { port, master, url: `redis-sentinel://127.0.0.1:${port}/0#${master}`, primaryPort }
 }

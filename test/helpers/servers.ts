@@ -1,5 +1,13 @@
 /** Everything that listens on loopback for the tests: free ports, and the two backends behind the proxy. */
-import { Agent, createServer, type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
+import {
+  Agent,
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http'
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net'
 import type { Test } from 'tap'
 
@@ -47,7 +55,10 @@ export async function poll(url: string, status: number): Promise<void> {
 }
 
 /** A node server for `handler` on a free loopback port, with a keep-alive agent; both closed when the test ends. */
-export async function serveOnLoopback(t: Test, handler: RequestListener): Promise<{ server: Server; port: number; agent: Agent }> {
+export async function serveOnLoopback(
+  t: Test,
+  handler: RequestListener,
+): Promise<{ server: Server; port: number; agent: Agent }> {
   const server = createServer(handler)
   const port = await listenOnLoopback(server)
   const agent = new Agent({ keepAlive: true })
@@ -59,7 +70,9 @@ export async function serveOnLoopback(t: Test, handler: RequestListener): Promis
 }
 
 /** A request's `close` on the server, and a turn of the event loop for what it settled. */
-export function closedOnServer(server: { once(event: 'request', listener: (req: IncomingMessage) => void): unknown }): Promise<void> {
+export function closedOnServer(server: {
+  once(event: 'request', listener: (req: IncomingMessage) => void): unknown
+}): Promise<void> {
   return new Promise((resolve) => server.once('request', (req) => req.once('close', () => setImmediate(resolve))))
 }
 
@@ -101,7 +114,13 @@ export async function startBackend(answer: Answer = created, port = 0): Promise<
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => {
       const body = Buffer.concat(chunks)
-      received.push({ method: req.method as string, url: req.url as string, headers: req.headers, rawHeaders: req.rawHeaders, body })
+      received.push({
+        method: req.method as string,
+        url: req.url as string,
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body,
+      })
       backend.answer(req, res, body)
     })
   })
@@ -166,7 +185,10 @@ export function createdBytes(extra = ''): string {
  * close. It parses only what a forwarded payment looks like (a head, then a
  * `Content-Length` body). Closed when the test ends.
  */
-export async function startRawBackend(t: Test, answer: RawAnswer = (socket) => socket.write(createdBytes())): Promise<RawBackend> {
+export async function startRawBackend(
+  t: Test,
+  answer: RawAnswer = (socket) => socket.write(createdBytes()),
+): Promise<RawBackend> {
   const requests: RawRequest[] = []
   const sockets = new Set<Socket>()
   let heads = 0

@@ -9,13 +9,28 @@ export interface StoreUnderTest {
   readonly exact: boolean
 }
 
-export type MakeStore = (t: Test, options: Pick<IdempotencyStoreOptions, 'ttlMs' | 'inFlightMs'>) => Promise<StoreUnderTest>
+export type MakeStore = (
+  t: Test,
+  options: Pick<IdempotencyStoreOptions, 'ttlMs' | 'inFlightMs'>,
+) => Promise<StoreUnderTest>
 
 /** Bytes that are not UTF-8, a line feed, a quote and a backslash, so a replay that decoded, re-encoded or escaped the body would show. */
 export const ANSWER: RecordedAnswer = Object.freeze({
   status: 201,
-  headers: ['Content-Type', 'application/vnd.example.payments-v6.hal+json', 'Set-Cookie', 'a=1', 'Set-Cookie', 'b=2', 'X-Note', 'café'],
-  body: Buffer.concat([Buffer.from('{"outcome":"authorized"}'), Buffer.from([0x00, 0xff, 0xfe, 0x80, 0xc3, 0x28, 0x0a, 0x0d, 0x22, 0x5c])]),
+  headers: [
+    'Content-Type',
+    'application/vnd.example.payments-v6.hal+json',
+    'Set-Cookie',
+    'a=1',
+    'Set-Cookie',
+    'b=2',
+    'X-Note',
+    'café',
+  ],
+  body: Buffer.concat([
+    Buffer.from('{"outcome":"authorized"}'),
+    Buffer.from([0x00, 0xff, 0xfe, 0x80, 0xc3, 0x28, 0x0a, 0x0d, 0x22, 0x5c]),
+  ]),
 })
 
 export const OVERSIZED: RecordedAnswer = Object.freeze({
@@ -61,17 +76,20 @@ export function storeContract(t: Test, make: MakeStore): void {
     await claimed(t, store, 'other', 'f1')
   })
 
-  t.test('a recorded answer is replayed byte for byte for the same fingerprint; another fingerprint is a mismatch', async (t) => {
-    const { store } = await make(t, LONG)
-    const token = await claimed(t, store, 'k', 'f1')
-    await store.record('k', token, ANSWER)
-    same(t, await store.claim('k', 'f1'), ANSWER, 'replayed')
-    same(t, await store.claim('k', 'f1'), ANSWER, 'replayed again')
-    t.same(await store.claim('k', 'f2'), { state: 'mismatch' })
-    const empty = { status: 502, headers: [], body: Buffer.alloc(0) }
-    await store.record('e', await claimed(t, store, 'e', 'f'), empty)
-    same(t, await store.claim('e', 'f'), empty, 'no headers and no body')
-  })
+  t.test(
+    'a recorded answer is replayed byte for byte for the same fingerprint; another fingerprint is a mismatch',
+    async (t) => {
+      const { store } = await make(t, LONG)
+      const token = await claimed(t, store, 'k', 'f1')
+      await store.record('k', token, ANSWER)
+      same(t, await store.claim('k', 'f1'), ANSWER, 'replayed')
+      same(t, await store.claim('k', 'f1'), ANSWER, 'replayed again')
+      t.same(await store.claim('k', 'f2'), { state: 'mismatch' })
+      const empty = { status: 502, headers: [], body: Buffer.alloc(0) }
+      await store.record('e', await claimed(t, store, 'e', 'f'), empty)
+      same(t, await store.claim('e', 'f'), empty, 'no headers and no body')
+    },
+  )
 
   t.test('an answer over the bound is recorded as the stand-in answer', async (t) => {
     const { store } = await make(t, LONG)
@@ -136,23 +154,26 @@ export function storeContract(t: Test, make: MakeStore): void {
 export function unknownOutcomeContract(t: Test, make: MakeStore): void {
   const WINDOW = { ttlMs: 300, inFlightMs: 200 }
 
-  t.test('a claim past its window answers the unknown answer for its fingerprint, a mismatch for another, then expires a TTL later', async (t) => {
-    const { store, advance, exact } = await make(t, WINDOW)
-    await claimed(t, store, 'k', 'f')
-    if (exact) {
-      await advance(199)
-      t.same(await store.claim('k', 'f'), { state: 'inFlight' }, 'in flight just before')
-      await advance(1)
-    } else await advance(200)
-    same(t, await store.claim('k', 'f'), UNKNOWN, 'unknown, never a free key')
-    t.same(await store.claim('k', 'other'), { state: 'mismatch' })
-    if (exact) {
-      await advance(299)
-      same(t, await store.claim('k', 'f'), UNKNOWN, 'still unknown just before the TTL ends')
-      await advance(1)
-    } else await advance(300)
-    await claimed(t, store, 'k', 'f')
-  })
+  t.test(
+    'a claim past its window answers the unknown answer for its fingerprint, a mismatch for another, then expires a TTL later',
+    async (t) => {
+      const { store, advance, exact } = await make(t, WINDOW)
+      await claimed(t, store, 'k', 'f')
+      if (exact) {
+        await advance(199)
+        t.same(await store.claim('k', 'f'), { state: 'inFlight' }, 'in flight just before')
+        await advance(1)
+      } else await advance(200)
+      same(t, await store.claim('k', 'f'), UNKNOWN, 'unknown, never a free key')
+      t.same(await store.claim('k', 'other'), { state: 'mismatch' })
+      if (exact) {
+        await advance(299)
+        same(t, await store.claim('k', 'f'), UNKNOWN, 'still unknown just before the TTL ends')
+        await advance(1)
+      } else await advance(300)
+      await claimed(t, store, 'k', 'f')
+    },
+  )
 
   t.test("a late real answer replaces the unknown one; a stale token's does not", async (t) => {
     const { store, advance } = await make(t, WINDOW)
@@ -190,6 +211,10 @@ export function peekContract(t: Test, make: MakeStore): void {
     await advance(150)
     t.equal(await peek('held', 'f'), 'inFlight')
     await advance(60)
-    t.equal(await peek('held', 'f'), 'recorded', 'a peek did not keep the claim alive: past its window it is an unknown outcome')
+    t.equal(
+      await peek('held', 'f'),
+      'recorded',
+      'a peek did not keep the claim alive: past its window it is an unknown outcome',
+    )
   })
 }

@@ -84,7 +84,8 @@ export class StoreModel {
       while (at > 0 && (this.answers[at - 1] as Slot).start > slot.start) at--
       this.answers.splice(at, 0, slot)
     }
-    while (this.answers.length > 0 && this.now - (this.answers[0] as Slot).start >= ttlMs) this.slots.delete((this.answers.shift() as Slot).key)
+    while (this.answers.length > 0 && this.now - (this.answers[0] as Slot).start >= ttlMs)
+      this.slots.delete((this.answers.shift() as Slot).key)
   }
 
   /** The store reported `count` evictions in all: the oldest answers are gone. */
@@ -125,8 +126,10 @@ type Command = fc.AsyncCommand<StoreModel, StoreRun>
 
 function differs(replayed: RecordedAnswer, answer: RecordedAnswer): string | undefined {
   if (replayed.status !== answer.status) return `status ${replayed.status}, recorded ${answer.status}`
-  if (JSON.stringify(replayed.headers) !== JSON.stringify(answer.headers)) return `headers ${JSON.stringify(replayed.headers)}, recorded ${JSON.stringify(answer.headers)}`
-  if (!Buffer.isBuffer(replayed.body) || !replayed.body.equals(answer.body)) return `a body of ${replayed.body.length} bytes differs from the ${answer.body.length} recorded`
+  if (JSON.stringify(replayed.headers) !== JSON.stringify(answer.headers))
+    return `headers ${JSON.stringify(replayed.headers)}, recorded ${JSON.stringify(answer.headers)}`
+  if (!Buffer.isBuffer(replayed.body) || !replayed.body.equals(answer.body))
+    return `a body of ${replayed.body.length} bytes differs from the ${answer.body.length} recorded`
   return undefined
 }
 
@@ -159,21 +162,33 @@ class ClaimCommand implements Command {
     const got = typeof claim === 'string' ? claim : claim.state
     if (slot === undefined) {
       if (claim === 'failed') {
-        if (model.flying.length < model.settings.capacity) throw new Error(`claim ${this.key} failed with ${model.flying.length} claims in flight`)
+        if (model.flying.length < model.settings.capacity)
+          throw new Error(`claim ${this.key} failed with ${model.flying.length} claims in flight`)
       } else if (claim.state !== 'claimed') throw new Error(`claim ${this.key}: ${got}, where nothing is held`)
       else {
-        const claimed: Slot = { key: this.key, fingerprint: this.fingerprint, token: claim.token, answer: undefined, recorded: false, start: model.now }
+        const claimed: Slot = {
+          key: this.key,
+          fingerprint: this.fingerprint,
+          token: claim.token,
+          answer: undefined,
+          recorded: false,
+          start: model.now,
+        }
         model.slots.set(this.key, claimed)
         model.flying.push(claimed)
         model.tokens.set(this.key, [...(model.tokens.get(this.key) ?? []), claim.token])
       }
-    } else if (got === 'claimed') throw new Error(`claim ${this.key}: claimed again, forwarded twice, while ${slot.answer === undefined ? 'a claim is in flight' : 'an answer is held'}`)
+    } else if (got === 'claimed')
+      throw new Error(
+        `claim ${this.key}: claimed again, forwarded twice, while ${slot.answer === undefined ? 'a claim is in flight' : 'an answer is held'}`,
+      )
     else if (slot.answer === undefined) {
       if (got !== 'inFlight') throw new Error(`claim ${this.key}: ${got}, while its claim is in flight`)
     } else if (slot.fingerprint !== this.fingerprint) {
       if (got !== 'mismatch') throw new Error(`claim ${this.key} with another fingerprint: ${got}`)
     } else {
-      if (claim === 'failed' || claim.state !== 'recorded') throw new Error(`claim ${this.key}: ${got}, where an answer is held`)
+      if (claim === 'failed' || claim.state !== 'recorded')
+        throw new Error(`claim ${this.key}: ${got}, where an answer is held`)
       const difference = differs(claim.answer, slot.answer)
       if (difference !== undefined) throw new Error(`replay of ${this.key}: ${difference}`)
     }
@@ -184,7 +199,8 @@ class ClaimCommand implements Command {
 }
 
 /** Which token a record or a release uses: the latest the key got, an earlier one, or one never issued. */
-export type TokenPick = { readonly kind: 'latest' } | { readonly kind: 'earlier'; readonly back: number } | { readonly kind: 'bogus' }
+export type TokenPick =
+  { readonly kind: 'latest' } | { readonly kind: 'earlier'; readonly back: number } | { readonly kind: 'bogus' }
 
 function tokenOf(model: StoreModel, key: string, pick: TokenPick): string {
   const tokens = model.tokens.get(key) ?? []
@@ -197,7 +213,13 @@ export type BodySpec =
   | { readonly kind: 'small'; readonly bytes: Uint8Array }
   | { readonly kind: 'like'; readonly seed: number; readonly pad: number }
   | { readonly kind: 'random'; readonly length: number; readonly seed: number }
-  | { readonly kind: 'copy'; readonly from: number; readonly at: number; readonly cut: number; readonly insert: Uint8Array }
+  | {
+      readonly kind: 'copy'
+      readonly from: number
+      readonly at: number
+      readonly cut: number
+      readonly insert: Uint8Array
+    }
 
 /** Bytes that no reference shortens, from a seed (xorshift32): cheap to make at any length. */
 function noise(length: number, seed: number): Buffer {
@@ -217,7 +239,14 @@ function bodyOf(model: StoreModel, spec: BodySpec): Buffer {
     case 'small':
       return Buffer.from(spec.bytes)
     case 'like':
-      return Buffer.from(JSON.stringify({ outcome: 'authorized', paymentId: `payment-${spec.seed}`, _links: { self: { href: `/payments/events/${spec.seed}` } }, note: 'n'.repeat(spec.pad) }))
+      return Buffer.from(
+        JSON.stringify({
+          outcome: 'authorized',
+          paymentId: `payment-${spec.seed}`,
+          _links: { self: { href: `/payments/events/${spec.seed}` } },
+          note: 'n'.repeat(spec.pad),
+        }),
+      )
     case 'random':
       return noise(spec.length, spec.seed)
     default: {
@@ -229,7 +258,10 @@ function bodyOf(model: StoreModel, spec: BodySpec): Buffer {
 }
 
 const HEADS = [
-  { status: 201, headers: ['Content-Type', 'application/vnd.example.payments-v6.hal+json', 'Set-Cookie', 'a=1', 'Set-Cookie', 'b=2'] },
+  {
+    status: 201,
+    headers: ['Content-Type', 'application/vnd.example.payments-v6.hal+json', 'Set-Cookie', 'a=1', 'Set-Cookie', 'b=2'],
+  },
   { status: 201, headers: ['Content-Type', 'application/vnd.example.payments-v6.hal+json', 'X-Note', 'café'] },
   { status: 502, headers: [] },
 ] as const
@@ -315,7 +347,14 @@ class PeekCommand implements Command {
     model.settle()
     const got = await real.store.peek(this.key, this.fingerprint)
     const slot = model.slots.get(this.key)
-    const expected = slot === undefined ? 'free' : slot.answer === undefined ? 'inFlight' : slot.fingerprint === this.fingerprint ? 'recorded' : 'mismatch'
+    const expected =
+      slot === undefined
+        ? 'free'
+        : slot.answer === undefined
+          ? 'inFlight'
+          : slot.fingerprint === this.fingerprint
+            ? 'recorded'
+            : 'mismatch'
     if (got !== expected) throw new Error(`peek ${this.key}: ${got}, expected ${expected}`)
     synced(model, real)
   }
@@ -359,14 +398,21 @@ const ARBITRARY_TOKEN: fc.Arbitrary<TokenPick> = fc.oneof(
 )
 
 /** Sequences of commands for one run against a store built with `settings`. */
-export function storeCommands(settings: Pick<ModelSettings, 'ttlMs' | 'inFlightMs'>, options: CommandOptions = {}): fc.Arbitrary<Iterable<Command>> {
+export function storeCommands(
+  settings: Pick<ModelSettings, 'ttlMs' | 'inFlightMs'>,
+  options: CommandOptions = {},
+): fc.Arbitrary<Iterable<Command>> {
   const key = fc.nat({ max: (options.keys ?? 5) - 1 }).map((i) => `key-${i}`)
   const fingerprint = fc.constantFrom('sale f1', 'sale f2')
   const body: fc.Arbitrary<BodySpec> = fc.oneof(
     fc.uint8Array({ maxLength: 90 }).map((bytes) => ({ kind: 'small', bytes }) as const),
     fc.record({ seed: fc.nat(), pad: fc.nat({ max: 2000 }) }).map((spec) => ({ kind: 'like', ...spec }) as const),
-    fc.record({ length: fc.integer({ min: 64, max: options.maxBody ?? 70_000 }), seed: fc.nat() }).map((spec) => ({ kind: 'random', ...spec }) as const),
-    fc.record({ from: fc.nat(), at: fc.nat(), cut: fc.nat({ max: 40 }), insert: fc.uint8Array({ maxLength: 40 }) }).map((spec) => ({ kind: 'copy', ...spec }) as const),
+    fc
+      .record({ length: fc.integer({ min: 64, max: options.maxBody ?? 70_000 }), seed: fc.nat() })
+      .map((spec) => ({ kind: 'random', ...spec }) as const),
+    fc
+      .record({ from: fc.nat(), at: fc.nat(), cut: fc.nat({ max: 40 }), insert: fc.uint8Array({ maxLength: 40 }) })
+      .map((spec) => ({ kind: 'copy', ...spec }) as const),
   )
   const { ttlMs, inFlightMs } = settings
   const pause = fc.oneof(
@@ -376,7 +422,9 @@ export function storeCommands(settings: Pick<ModelSettings, 'ttlMs' | 'inFlightM
   const commands: fc.Arbitrary<Command>[] = [
     fc.tuple(key, fingerprint).map(([k, f]) => new ClaimCommand(k, f)),
     fc.tuple(key, fingerprint).map(([k, f]) => new ClaimCommand(k, f)),
-    fc.tuple(key, ARBITRARY_TOKEN, fc.nat(), body).map(([k, pick, head, spec]) => new RecordCommand(k, pick, head, spec)),
+    fc
+      .tuple(key, ARBITRARY_TOKEN, fc.nat(), body)
+      .map(([k, pick, head, spec]) => new RecordCommand(k, pick, head, spec)),
     fc.tuple(key, ARBITRARY_TOKEN).map(([k, pick]) => new ReleaseCommand(k, pick)),
     fc.tuple(key, fingerprint).map(([k, f]) => new PeekCommand(k, f)),
   ]
@@ -385,7 +433,11 @@ export function storeCommands(settings: Pick<ModelSettings, 'ttlMs' | 'inFlightM
 }
 
 /** Runs `commands` against a fresh store from `start` and the model; rejects at the first break of the contract. Closes the store. */
-export async function runStoreModel(settings: ModelSettings, start: () => StoreRun | Promise<StoreRun>, commands: Iterable<Command>): Promise<void> {
+export async function runStoreModel(
+  settings: ModelSettings,
+  start: () => StoreRun | Promise<StoreRun>,
+  commands: Iterable<Command>,
+): Promise<void> {
   const real = await start()
   try {
     await fc.asyncModelRun(() => ({ model: new StoreModel(settings), real }), commands)

@@ -13,7 +13,15 @@ import type { Test } from 'tap'
 import { createGate, type Gate, type GateOptions } from '../../lib/gate.js'
 import { createMetrics, type Metrics } from '../../lib/metrics.js'
 import { createGateway, type Gateway, type GatewayOptions } from '../../lib/proxy/server.js'
-import { GATE_OPTIONS, OTHER_PATH, POLICIES_DIR, RECURRING_PATH, SALE_PATH, testCredentials, writeCredentials } from './fixtures.js'
+import {
+  GATE_OPTIONS,
+  OTHER_PATH,
+  POLICIES_DIR,
+  RECURRING_PATH,
+  SALE_PATH,
+  testCredentials,
+  writeCredentials,
+} from './fixtures.js'
 import { keepAliveAgent } from './http.js'
 import { captureLogger } from './logs.js'
 import { closeServer, listenOnLoopback, startBackend, type Answer, type Backend } from './servers.js'
@@ -49,7 +57,15 @@ export async function startGateway(t: Test, options: StartOptions = {}): Promise
   const metrics = options.metrics ?? createMetrics({ defaultMetrics: false })
   // Retry protection off unless a test asks for it: these tests send the same payment again on purpose.
   const { checks, backendErrors } = gate
-  const gateway = createGateway({ target: backend.url, logger: captureLogger(), idempotency: 'off', checks, backendErrors, ...options, metrics })
+  const gateway = createGateway({
+    target: backend.url,
+    logger: captureLogger(),
+    idempotency: 'off',
+    checks,
+    backendErrors,
+    ...options,
+    metrics,
+  })
   const { port } = await gateway.listen(0, '127.0.0.1')
   t.teardown(() => gateway.drain(0))
   return { gate, gateway, backend, url: `http://127.0.0.1:${port}`, port, metrics }
@@ -82,13 +98,24 @@ async function nodeEmbedding(gate: Gate): Promise<Embedding> {
         res.end('other')
         return
       }
-      const echo: Echo = { document: passed.document, operation: passed.operation, entity: passed.entity, username: passed.principal?.username as string, requestId }
+      const echo: Echo = {
+        document: passed.document,
+        operation: passed.operation,
+        entity: passed.entity,
+        username: passed.principal?.username as string,
+        requestId,
+      }
       res.statusCode = 201
       res.setHeader('content-type', 'application/json')
       res.end(JSON.stringify(echo))
     }),
   )
-  return { name: 'node', port: await listenOnLoopback(server), handled: () => handled, close: () => closeServer(server) }
+  return {
+    name: 'node',
+    port: await listenOnLoopback(server),
+    handled: () => handled,
+    close: () => closeServer(server),
+  }
 }
 
 async function expressEmbedding(gate: Gate): Promise<Embedding> {
@@ -98,7 +125,13 @@ async function expressEmbedding(gate: Gate): Promise<Embedding> {
   app.post([SALE_PATH, RECURRING_PATH], (req, res) => {
     handled++
     const context = req.paymentsGate
-    const echo: Echo = { document: req.body, operation: context!.operation, entity: context!.entity, username: context!.principal.username, requestId: context!.requestId }
+    const echo: Echo = {
+      document: req.body,
+      operation: context!.operation,
+      entity: context!.entity,
+      username: context!.principal.username,
+      requestId: context!.requestId,
+    }
     res.status(201).json(echo)
   })
   app.get(OTHER_PATH, (_req, res) => {
@@ -107,7 +140,12 @@ async function expressEmbedding(gate: Gate): Promise<Embedding> {
   })
   app.use(gate.expressErrorHandler())
   const server = createServer(app)
-  return { name: 'express', port: await listenOnLoopback(server), handled: () => handled, close: () => closeServer(server) }
+  return {
+    name: 'express',
+    port: await listenOnLoopback(server),
+    handled: () => handled,
+    close: () => closeServer(server),
+  }
 }
 
 /** A Fastify application with the gate registered and the echo routes; `onHandled` is called by each. */
@@ -122,14 +160,25 @@ export async function fastifyApp(gate: Gate, onHandled: () => void = () => {}): 
 
 function echoOf(request: FastifyRequest): Echo {
   const context = request.paymentsGate!
-  return { document: request.body, operation: context.operation, entity: context.entity, username: context.principal.username, requestId: context.requestId }
+  return {
+    document: request.body,
+    operation: context.operation,
+    entity: context.entity,
+    username: context.principal.username,
+    requestId: context.requestId,
+  }
 }
 
 async function fastifyEmbedding(gate: Gate): Promise<Embedding> {
   let handled = 0
   const app = await fastifyApp(gate, () => handled++)
   await app.listen({ port: 0, host: '127.0.0.1' })
-  return { name: 'fastify', port: (app.server.address() as AddressInfo).port, handled: () => handled, close: () => app.close() }
+  return {
+    name: 'fastify',
+    port: (app.server.address() as AddressInfo).port,
+    handled: () => handled,
+    close: () => app.close(),
+  }
 }
 
 /**
@@ -174,9 +223,17 @@ async function proxyEmbedding(gate: Gate): Promise<Embedding> {
  * The proxy runs with retry protection on (the default): a request that
  * passes with another body than an earlier one needs its own transactionReference.
  */
-export async function everyEmbedding(t: Test, options: Partial<GateOptions> = {}): Promise<{ gate: Gate; embeddings: Embedding[]; agent: Agent }> {
+export async function everyEmbedding(
+  t: Test,
+  options: Partial<GateOptions> = {},
+): Promise<{ gate: Gate; embeddings: Embedding[]; agent: Agent }> {
   const gate = await testGate(t, options)
-  const embeddings = [await nodeEmbedding(gate), await expressEmbedding(gate), await fastifyEmbedding(gate), await proxyEmbedding(gate)]
+  const embeddings = [
+    await nodeEmbedding(gate),
+    await expressEmbedding(gate),
+    await fastifyEmbedding(gate),
+    await proxyEmbedding(gate),
+  ]
   t.teardown(async () => {
     for (const embedding of embeddings) await embedding.close()
   })

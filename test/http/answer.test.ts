@@ -18,14 +18,17 @@ function get(port: number): Promise<{ status: number; headers: Record<string, un
   })
 }
 
-t.test('answerOf: the status, the one serializer\'s body, its type and length, the rejection\'s headers', async (t) => {
+t.test("answerOf: the status, the one serializer's body, its type and length, the rejection's headers", async (t) => {
   const rejection = reject('methodIsNotAllowed', { headers: { allow: 'POST' } })
   const answer = answerOf(rejection)
   t.equal(answer.status, 405)
   t.equal(answer.body.toString(), serializeError(rejection.body))
   t.equal(ERROR_CONTENT_TYPE, 'application/json')
   t.same(answer.headers, { 'content-type': ERROR_CONTENT_TYPE, 'content-length': answer.body.length, allow: 'POST' })
-  t.same(answerOf(reject('bodyIsEmpty')).headers, { 'content-type': ERROR_CONTENT_TYPE, 'content-length': answerOf(reject('bodyIsEmpty')).body.length })
+  t.same(answerOf(reject('bodyIsEmpty')).headers, {
+    'content-type': ERROR_CONTENT_TYPE,
+    'content-length': answerOf(reject('bodyIsEmpty')).body.length,
+  })
 })
 
 t.test('answerOf: Connection: close only for a rejection whose body was not read', async (t) => {
@@ -39,13 +42,23 @@ t.test('answerOf: Connection: close only for a rejection whose body was not read
 
 t.test('rawAnswer writes header values as latin1, as node writes them', async (t) => {
   const answer = { status: 400, headers: { 'x-note': 'caf\u00e9' }, body: Buffer.from('{}') }
-  t.same(rawAnswer(answer), Buffer.concat([Buffer.from('HTTP/1.1 400 Bad Request\r\nx-note: caf\u00e9\r\n\r\n', 'latin1'), answer.body]))
+  t.same(
+    rawAnswer(answer),
+    Buffer.concat([Buffer.from('HTTP/1.1 400 Bad Request\r\nx-note: caf\u00e9\r\n\r\n', 'latin1'), answer.body]),
+  )
   t.ok(rawAnswer(answer).includes(Buffer.from([0x66, 0xe9, 0x0d, 0x0a])), 'é is one byte')
 })
 
 t.test('flatHeaders and rawAnswer: the same headers, in order, as a raw list and as HTTP/1.1 bytes', async (t) => {
   const answer = answerOf(reject('requestTimedOut', { close: true }))
-  t.same(flatHeaders(answer), ['content-type', ERROR_CONTENT_TYPE, 'content-length', String(answer.body.length), 'connection', 'close'])
+  t.same(flatHeaders(answer), [
+    'content-type',
+    ERROR_CONTENT_TYPE,
+    'content-length',
+    String(answer.body.length),
+    'connection',
+    'close',
+  ])
   const raw = rawAnswer(answer).toString('latin1')
   t.equal(
     raw,
@@ -56,15 +69,28 @@ t.test('flatHeaders and rawAnswer: the same headers, in order, as a raw list and
 t.test('writeAnswer, sendRejection and sendError answer on a node response', async (t) => {
   const routes = [
     (res: import('node:http').ServerResponse) => writeAnswer(res, answerOf(reject('bodyIsNotJson'))),
-    (res: import('node:http').ServerResponse) => sendRejection(res, reject('headerIsMissing', { headerName: 'Accept' })),
+    (res: import('node:http').ServerResponse) =>
+      sendRejection(res, reject('headerIsMissing', { headerName: 'Accept' })),
     (res: import('node:http').ServerResponse) => sendError(res, 'entityIsNotConfigured', { message: 'no such entity' }),
   ]
   let next = 0
-  const { port } = await serveOnLoopback(t, (_req, res) => (routes[next++] as (res: import('node:http').ServerResponse) => void)(res))
-  t.match(await get(port), { status: 400, headers: { 'content-type': ERROR_CONTENT_TYPE }, body: serializeError(reject('bodyIsNotJson').body) })
-  t.match(await get(port), { status: 400, body: serializeError(reject('headerIsMissing', { headerName: 'Accept' }).body) })
+  const { port } = await serveOnLoopback(t, (_req, res) =>
+    (routes[next++] as (res: import('node:http').ServerResponse) => void)(res),
+  )
+  t.match(await get(port), {
+    status: 400,
+    headers: { 'content-type': ERROR_CONTENT_TYPE },
+    body: serializeError(reject('bodyIsNotJson').body),
+  })
+  t.match(await get(port), {
+    status: 400,
+    body: serializeError(reject('headerIsMissing', { headerName: 'Accept' }).body),
+  })
   const sent = await get(port)
-  t.match(sent, { status: reject('entityIsNotConfigured').status, body: serializeError({ errorName: 'entityIsNotConfigured', message: 'no such entity' }) })
+  t.match(sent, {
+    status: reject('entityIsNotConfigured').status,
+    body: serializeError({ errorName: 'entityIsNotConfigured', message: 'no such entity' }),
+  })
 })
 
 t.test('writeAnswer after the head went out cuts the connection instead of a second status', async (t) => {

@@ -27,7 +27,10 @@ t.test('a reset connection or a response already started gets no answer, only a 
   t.equal(answerClientError(Object.assign(new Error('reset'), { code: 'ECONNRESET' }), reset.stream), undefined)
   t.ok(reset.stream.destroyed)
   const started = socket({ _httpMessage: { headersSent: true } })
-  t.equal(answerClientError(Object.assign(new Error('late'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), started.stream), undefined)
+  t.equal(
+    answerClientError(Object.assign(new Error('late'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), started.stream),
+    undefined,
+  )
   t.same(started.written, [])
   t.ok(started.stream.destroyed)
 })
@@ -41,18 +44,24 @@ t.test('otherwise the answer is written in the error format and the socket close
   t.same(answered, { status: 400, errorName: 'requestIsMalformed' })
 })
 
-t.test("HTTP/2's connection preface gets an empty SETTINGS frame, then GOAWAY HTTP_1_1_REQUIRED, and a close (RFC 9113)", async (t) => {
-  const fresh = socket()
-  const chunks: Buffer[] = []
-  fresh.stream.on('data', (chunk: Buffer) => chunks.push(chunk))
-  const answered = answerClientError(Object.assign(new Error('Pause on PRI/Upgrade'), { code: 'HPE_PAUSED_H2_UPGRADE' }), fresh.stream)
-  t.same(answered, { status: 0, errorName: 'HTTP_1_1_REQUIRED' })
-  await new Promise((resolve) => setImmediate(resolve))
-  const frames = Buffer.concat(chunks)
-  t.same([...frames.subarray(0, 9)], [0, 0, 0, 4, 0, 0, 0, 0, 0], 'SETTINGS, empty, on stream 0')
-  t.same([...frames.subarray(9, 18)], [0, 0, 8, 7, 0, 0, 0, 0, 0], 'GOAWAY, 8 bytes, on stream 0')
-  t.equal(frames.readUInt32BE(18), 0, 'last stream id 0')
-  t.equal(frames.readUInt32BE(22), 0xd, 'HTTP_1_1_REQUIRED')
-  t.equal(frames.length, 26)
-  t.ok(fresh.stream.destroyed)
-})
+t.test(
+  "HTTP/2's connection preface gets an empty SETTINGS frame, then GOAWAY HTTP_1_1_REQUIRED, and a close (RFC 9113)",
+  async (t) => {
+    const fresh = socket()
+    const chunks: Buffer[] = []
+    fresh.stream.on('data', (chunk: Buffer) => chunks.push(chunk))
+    const answered = answerClientError(
+      Object.assign(new Error('Pause on PRI/Upgrade'), { code: 'HPE_PAUSED_H2_UPGRADE' }),
+      fresh.stream,
+    )
+    t.same(answered, { status: 0, errorName: 'HTTP_1_1_REQUIRED' })
+    await new Promise((resolve) => setImmediate(resolve))
+    const frames = Buffer.concat(chunks)
+    t.same([...frames.subarray(0, 9)], [0, 0, 0, 4, 0, 0, 0, 0, 0], 'SETTINGS, empty, on stream 0')
+    t.same([...frames.subarray(9, 18)], [0, 0, 8, 7, 0, 0, 0, 0, 0], 'GOAWAY, 8 bytes, on stream 0')
+    t.equal(frames.readUInt32BE(18), 0, 'last stream id 0')
+    t.equal(frames.readUInt32BE(22), 0xd, 'HTTP_1_1_REQUIRED')
+    t.equal(frames.length, 26)
+    t.ok(fresh.stream.destroyed)
+  },
+)

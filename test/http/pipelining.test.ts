@@ -70,7 +70,11 @@ t.test('a payment pipelined behind a closing refusal is never handled', async (t
     t.match(answer, /^HTTP\/1.1 401 /, `${host.name}: the refusal`)
     t.equal(answer.match(/HTTP\/1.1 /g)?.length, 1, `${host.name}: one answer only`)
     // A payment on a new connection afterwards: once it is answered, the pipelined one would have been too.
-    t.match(await exchange(host.port, lastOnConnection), /^HTTP\/1.1 201 /, `${host.name}: a payment on its own connection`)
+    t.match(
+      await exchange(host.port, lastOnConnection),
+      /^HTTP\/1.1 201 /,
+      `${host.name}: a payment on its own connection`,
+    )
     t.equal(host.handled(), 1, `${host.name}: only that payment was handled (${host.handled()})`)
   }
 })

@@ -16,7 +16,12 @@ t.test('off is no store; memory is this process', async (t) => {
 t.test('a redis:// spec is a Redis store on it', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
-  for (const spec of [redis.url, `redis://127.0.0.1:${redis.port}`, `redis://:secret@127.0.0.1:${redis.port}/15`, 'rediss://localhost/1']) {
+  for (const spec of [
+    redis.url,
+    `redis://127.0.0.1:${redis.port}`,
+    `redis://:secret@127.0.0.1:${redis.port}/15`,
+    'rediss://localhost/1',
+  ]) {
     const store = createIdempotencyStore(spec, { ...OPTIONS, commandTimeoutMs: 200, onError: () => {} })
     t.ok(store instanceof RedisIdempotencyStore, spec)
     await store?.close()
@@ -48,32 +53,60 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis-sentinel://host:26379#my#master',
   ]
   for (const spec of bad) {
-    const refusal = { message: /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/, code: 'EIDEMPOTENCY' }
+    const refusal = {
+      message:
+        /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/,
+      code: 'EIDEMPOTENCY',
+    }
     t.throws(() => createIdempotencyStore(spec, OPTIONS), refusal, spec)
-    t.throws(() => checkIdempotencySpec(spec), refusal, `${spec}: checked alike without a store (serve --workers, in the primary)`)
+    t.throws(
+      () => checkIdempotencySpec(spec),
+      refusal,
+      `${spec}: checked alike without a store (serve --workers, in the primary)`,
+    )
   }
-  for (const spec of ['memory', 'off', 'redis://127.0.0.1:6379/0', 'redis-sentinel://s1:26379#m']) t.doesNotThrow(() => checkIdempotencySpec(spec), spec)
-  t.throws(() => createIdempotencyStore('redis://:hunter2@host:port', OPTIONS), { message: /^(?!.*hunter2).*\*\*\*@host:port/ })
+  for (const spec of ['memory', 'off', 'redis://127.0.0.1:6379/0', 'redis-sentinel://s1:26379#m'])
+    t.doesNotThrow(() => checkIdempotencySpec(spec), spec)
+  t.throws(() => createIdempotencyStore('redis://:hunter2@host:port', OPTIONS), {
+    message: /^(?!.*hunter2).*\*\*\*@host:port/,
+  })
 })
 
-t.test('a redis-sentinel:// URL is read as ioredis Sentinel options: the Sentinels, the primary group, its database and password', async (t) => {
-  t.match(redisTarget('redis-sentinel://s1:26380,s2,10.0.0.3:26381/2#my-primary'), {
-    sentinels: [
-      { host: 's1', port: 26380 },
-      { host: 's2', port: 26379 },
-      { host: '10.0.0.3', port: 26381 },
-    ],
-    name: 'my-primary',
-    db: 2,
-    username: undefined,
-    password: undefined,
-    failoverDetector: true,
-  })
-  t.match(redisTarget('redis-sentinel://:p%40ss@s1:26379#m'), { db: 0, username: undefined, password: 'p@ss' }, 'a password as in redis://')
-  t.match(redisTarget('redis-sentinel://app:secret@s1:26379#m'), { username: 'app', password: 'secret' }, 'and a user')
-  t.equal(redisTarget('redis://h:1/0'), 'redis://h:1/0', 'redis:// as ioredis reads it')
-  t.throws(() => createIdempotencyStore('redis-sentinel://:hunter2@s1:26379/x#m', OPTIONS), { message: /^(?!.*hunter2).*\*\*\*@s1/ })
-  const store = createIdempotencyStore('redis-sentinel://127.0.0.1:1#m', { ...OPTIONS, commandTimeoutMs: 100, onError: () => {} })
-  t.ok(store instanceof RedisIdempotencyStore, 'a Sentinel spec is a Redis store')
-  await store?.close()
-})
+t.test(
+  'a redis-sentinel:// URL is read as ioredis Sentinel options: the Sentinels, the primary group, its database and password',
+  async (t) => {
+    t.match(redisTarget('redis-sentinel://s1:26380,s2,10.0.0.3:26381/2#my-primary'), {
+      sentinels: [
+        { host: 's1', port: 26380 },
+        { host: 's2', port: 26379 },
+        { host: '10.0.0.3', port: 26381 },
+      ],
+      name: 'my-primary',
+      db: 2,
+      username: undefined,
+      password: undefined,
+      failoverDetector: true,
+    })
+    t.match(
+      redisTarget('redis-sentinel://:p%40ss@s1:26379#m'),
+      { db: 0, username: undefined, password: 'p@ss' },
+      'a password as in redis://',
+    )
+    t.match(
+      redisTarget('redis-sentinel://app:secret@s1:26379#m'),
+      { username: 'app', password: 'secret' },
+      'and a user',
+    )
+    t.equal(redisTarget('redis://h:1/0'), 'redis://h:1/0', 'redis:// as ioredis reads it')
+    t.throws(() => createIdempotencyStore('redis-sentinel://:hunter2@s1:26379/x#m', OPTIONS), {
+      message: /^(?!.*hunter2).*\*\*\*@s1/,
+    })
+    const store = createIdempotencyStore('redis-sentinel://127.0.0.1:1#m', {
+      ...OPTIONS,
+      commandTimeoutMs: 100,
+      onError: () => {},
+    })
+    t.ok(store instanceof RedisIdempotencyStore, 'a Sentinel spec is a Redis store')
+    await store?.close()
+  },
+)

@@ -11,7 +11,11 @@ t.test('fingerprint: a SHA-256 digest that differs by operation and by byte', as
   const changed = Buffer.from(body)
   changed[changed.length - 2] = 0x31
   t.not(fingerprint('authorize', changed), print, 'by byte')
-  t.not(fingerprint('ab', Buffer.from('c')), fingerprint('a', Buffer.from('bc')), 'the operation ends before the bytes start')
+  t.not(
+    fingerprint('ab', Buffer.from('c')),
+    fingerprint('a', Buffer.from('bc')),
+    'the operation ends before the bytes start',
+  )
   t.notMatch(fingerprint('authorize', Buffer.from('4444333322221111')), /4444333322221111/)
 })
 

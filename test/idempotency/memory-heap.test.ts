@@ -27,7 +27,11 @@ function growth(start: { time: number; claims: number }): { heap: number; counte
       const key = JSON.stringify(['default', `order-${String(i).padStart(12, '0')}`])
       const claim = store.claim(key, `sale ${Buffer.from(key).toString('base64')}`)
       if (claim.state !== 'claimed') throw new Error('every key is new')
-      store.record(key, claim.token, { status: 201, headers: ['Location', `/payments/${i}`, ...ANSWER.headers], body: Buffer.from(`{"paymentId":"${i}"}`) })
+      store.record(key, claim.token, {
+        status: 201,
+        headers: ['Location', `/payments/${i}`, ...ANSWER.headers],
+        body: Buffer.from(`{"paymentId":"${i}"}`),
+      })
       start.time += 0.25
     }
   }
@@ -43,18 +47,27 @@ function growth(start: { time: number; claims: number }): { heap: number; counte
   return result
 }
 
-t.test('the bytes counted against maxBytes cover what each entry really holds, after 24 days of uptime and after 2^31 claims too', async (t) => {
-  const fresh = growth({ time: 1000.5, claims: 0 })
-  t.ok(fresh.heap <= fresh.counted, `an entry grows the heap by ${fresh.heap.toFixed(0)} bytes, no more than the ${fresh.counted.toFixed(0)} it is counted as`)
-  for (const [label, start] of [
-    ['after 2^31 ms (24.9 days)', { time: 2 ** 31 + 0.5, claims: 0 }],
-    ['after 2^32 ms', { time: 2 ** 32 + 0.5, claims: 0 }],
-    ['after 2^31 claims', { time: 1000.5, claims: 2 ** 31 }],
-    ['after 2^31 claims and 2^31 ms', { time: 2 ** 31 + 0.5, claims: 2 ** 31 }],
-  ] as const) {
-    const late = growth(start)
-    t.equal(late.counted, fresh.counted, `${label}: counted the same`)
-    // Numbers that stopped being small integers would add an object of their own to every entry.
-    t.ok(late.heap <= fresh.counted && late.heap < fresh.heap + 8, `${label}: ${late.heap.toFixed(0)} bytes an entry, as at start (${fresh.heap.toFixed(0)})`)
-  }
-})
+t.test(
+  'the bytes counted against maxBytes cover what each entry really holds, after 24 days of uptime and after 2^31 claims too',
+  async (t) => {
+    const fresh = growth({ time: 1000.5, claims: 0 })
+    t.ok(
+      fresh.heap <= fresh.counted,
+      `an entry grows the heap by ${fresh.heap.toFixed(0)} bytes, no more than the ${fresh.counted.toFixed(0)} it is counted as`,
+    )
+    for (const [label, start] of [
+      ['after 2^31 ms (24.9 days)', { time: 2 ** 31 + 0.5, claims: 0 }],
+      ['after 2^32 ms', { time: 2 ** 32 + 0.5, claims: 0 }],
+      ['after 2^31 claims', { time: 1000.5, claims: 2 ** 31 }],
+      ['after 2^31 claims and 2^31 ms', { time: 2 ** 31 + 0.5, claims: 2 ** 31 }],
+    ] as const) {
+      const late = growth(start)
+      t.equal(late.counted, fresh.counted, `${label}: counted the same`)
+      // Numbers that stopped being small integers would add an object of their own to every entry.
+      t.ok(
+        late.heap <= fresh.counted && late.heap < fresh.heap + 8,
+        `${label}: ${late.heap.toFixed(0)} bytes an entry, as at start (${fresh.heap.toFixed(0)})`,
+      )
+    }
+  },
+)

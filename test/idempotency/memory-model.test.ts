@@ -23,7 +23,12 @@ t.test('the memory store keeps the contract of the plain model, under random bou
       STORE.chain((store) => fc.tuple(fc.constant(store), storeCommands(store))),
       async ([options, run]) => {
         // Never more than six keys are in flight: up to six, the entry bound is the one that refuses a claim.
-        const settings: ModelSettings = { ...options, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN, capacity: options.maxEntries }
+        const settings: ModelSettings = {
+          ...options,
+          oversizedAnswer: OVERSIZED,
+          unknownAnswer: UNKNOWN,
+          capacity: options.maxEntries,
+        }
         let time = options.clock
         let evictions = 0
         const start = (): StoreRun => {
@@ -38,8 +43,10 @@ t.test('the memory store keeps the contract of the plain model, under random bou
             evictions: () => evictions,
             check(model) {
               commands++
-              if (store.size !== model.live) throw new Error(`the store holds ${store.size} keys, the model ${model.live}`)
-              if (store.size > options.maxEntries || store.bytes > options.maxBytes) throw new Error(`${store.size} keys and ${store.bytes} bytes held, over the bounds`)
+              if (store.size !== model.live)
+                throw new Error(`the store holds ${store.size} keys, the model ${model.live}`)
+              if (store.size > options.maxEntries || store.bytes > options.maxBytes)
+                throw new Error(`${store.size} keys and ${store.bytes} bytes held, over the bounds`)
             },
           }
         }

@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { MIN_MAX_BYTES, MemoryIdempotencyStore, type MemoryIdempotencyStoreOptions } from '../../lib/idempotency/memory.js'
+import {
+  MIN_MAX_BYTES,
+  MemoryIdempotencyStore,
+  type MemoryIdempotencyStoreOptions,
+} from '../../lib/idempotency/memory.js'
 import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
 const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN }
@@ -39,24 +43,41 @@ t.test('answers synchronously, so a payment pays no promise for it', async (t) =
 })
 
 t.test('a byte bound too small for the largest reference is refused', async (t) => {
-  t.throws(() => new MemoryIdempotencyStore({ ...OPTIONS, maxBytes: MIN_MAX_BYTES - 1 }), new RangeError(`maxBytes must be at least ${MIN_MAX_BYTES}`))
+  t.throws(
+    () => new MemoryIdempotencyStore({ ...OPTIONS, maxBytes: MIN_MAX_BYTES - 1 }),
+    new RangeError(`maxBytes must be at least ${MIN_MAX_BYTES}`),
+  )
   t.ok(new MemoryIdempotencyStore({ ...OPTIONS, maxBytes: MIN_MAX_BYTES }))
 })
 
-t.test('the entry bound evicts the oldest answer first, never a claim in flight: a claim with no room left fails', async (t) => {
-  const { store, seen } = watched({ maxEntries: 2 })
-  record(store, 'answered', Buffer.from('{}'))
-  store.claim('a', 'f')
-  store.claim('b', 'f')
-  t.equal(seen.evicted, 1, 'the answer made room')
-  t.same(store.claim('a', 'f'), { state: 'inFlight' }, 'a is still in flight: a retry is never forwarded again')
-  t.throws(() => store.claim('c', 'f'), { code: 'ESTOREFULL', message: 'the retry-protection memory store is full of payments in flight' }, 'no room: a store failure')
-  t.throws(() => store.claim('answered', 'f'), { code: 'ESTOREFULL' }, 'the evicted key is free, and does not fit either')
-  t.equal(seen.full, 2, 'each refusal counted')
-  t.equal(store.size, 2, 'nothing changed')
-  t.same([store.claim('a', 'f'), store.claim('b', 'f'), store.peek('c', 'f')], [{ state: 'inFlight' }, { state: 'inFlight' }, 'free'])
-  t.equal(seen.evicted, 1, 'no claim in flight was evicted')
-})
+t.test(
+  'the entry bound evicts the oldest answer first, never a claim in flight: a claim with no room left fails',
+  async (t) => {
+    const { store, seen } = watched({ maxEntries: 2 })
+    record(store, 'answered', Buffer.from('{}'))
+    store.claim('a', 'f')
+    store.claim('b', 'f')
+    t.equal(seen.evicted, 1, 'the answer made room')
+    t.same(store.claim('a', 'f'), { state: 'inFlight' }, 'a is still in flight: a retry is never forwarded again')
+    t.throws(
+      () => store.claim('c', 'f'),
+      { code: 'ESTOREFULL', message: 'the retry-protection memory store is full of payments in flight' },
+      'no room: a store failure',
+    )
+    t.throws(
+      () => store.claim('answered', 'f'),
+      { code: 'ESTOREFULL' },
+      'the evicted key is free, and does not fit either',
+    )
+    t.equal(seen.full, 2, 'each refusal counted')
+    t.equal(store.size, 2, 'nothing changed')
+    t.same(
+      [store.claim('a', 'f'), store.claim('b', 'f'), store.peek('c', 'f')],
+      [{ state: 'inFlight' }, { state: 'inFlight' }, 'free'],
+    )
+    t.equal(seen.evicted, 1, 'no claim in flight was evicted')
+  },
+)
 
 t.test('an unknown outcome is an answer: evicted oldest first like the recorded ones', async (t) => {
   const { store, clock, seen } = watched({ maxEntries: 2, inFlightMs: 100 })
@@ -69,35 +90,42 @@ t.test('an unknown outcome is an answer: evicted oldest first like the recorded 
   t.equal(store.peek('lost', 'f'), 'free', 'the unknown outcome made room')
 })
 
-t.test('the byte bound: claims in flight always leave room for the largest reference, and a claim past that fails', async (t) => {
-  const { store, seen } = watched({ maxBytes: MIN_MAX_BYTES })
-  // Long keys fill the bytes with a few claims: eight of 16,384 bytes counted fill what the reference leaves exactly.
-  const key = (i: number) => String(i).padEnd(16_384 - 224 - 1, 'k')
-  let claims = 0
-  for (; claims < 100; claims++) {
-    try {
-      store.claim(key(claims), 'f')
-    } catch {
-      break
+t.test(
+  'the byte bound: claims in flight always leave room for the largest reference, and a claim past that fails',
+  async (t) => {
+    const { store, seen } = watched({ maxBytes: MIN_MAX_BYTES })
+    // Long keys fill the bytes with a few claims: eight of 16,384 bytes counted fill what the reference leaves exactly.
+    const key = (i: number) => String(i).padEnd(16_384 - 224 - 1, 'k')
+    let claims = 0
+    for (; claims < 100; claims++) {
+      try {
+        store.claim(key(claims), 'f')
+      } catch {
+        break
+      }
     }
-  }
-  t.equal(claims, 8, 'as many as fit beside the reference, the last to the byte')
-  t.equal(seen.full, 1)
-  t.ok(store.bytes + 65_535 + 8_704 <= MIN_MAX_BYTES, `${store.bytes} bytes in flight`)
-  store.release(key(0), '1')
-  t.equal(store.claim(key(claims), 'f').state, 'claimed', 'a release makes room at once')
-  for (let i = 3; i < claims; i++) store.release(key(i), String(i + 1))
-  const body = randomBytes(60_000)
-  store.record(key(1), '2', { ...ANSWER, body })
-  t.equal(store.claim(key(1), 'f').state, 'recorded', 'a first big answer fits beside its reference')
-  t.ok(store.bytes <= MIN_MAX_BYTES)
-  store.record(key(2), '3', { ...ANSWER, body: randomBytes(60_000) })
-  store.record(key(claims), String(claims + 1), { ...ANSWER, body: randomBytes(60_000) })
-  t.ok(seen.evicted >= 1, 'three do not fit')
-  const kept = [store.peek(key(1), 'f'), store.peek(key(2), 'f'), store.peek(key(claims), 'f')]
-  t.same(kept, ['free', seen.evicted === 1 ? 'recorded' : 'free', 'recorded'], 'the oldest went first, until the last fit')
-  t.ok(store.bytes <= MIN_MAX_BYTES, `${store.bytes} bytes held`)
-})
+    t.equal(claims, 8, 'as many as fit beside the reference, the last to the byte')
+    t.equal(seen.full, 1)
+    t.ok(store.bytes + 65_535 + 8_704 <= MIN_MAX_BYTES, `${store.bytes} bytes in flight`)
+    store.release(key(0), '1')
+    t.equal(store.claim(key(claims), 'f').state, 'claimed', 'a release makes room at once')
+    for (let i = 3; i < claims; i++) store.release(key(i), String(i + 1))
+    const body = randomBytes(60_000)
+    store.record(key(1), '2', { ...ANSWER, body })
+    t.equal(store.claim(key(1), 'f').state, 'recorded', 'a first big answer fits beside its reference')
+    t.ok(store.bytes <= MIN_MAX_BYTES)
+    store.record(key(2), '3', { ...ANSWER, body: randomBytes(60_000) })
+    store.record(key(claims), String(claims + 1), { ...ANSWER, body: randomBytes(60_000) })
+    t.ok(seen.evicted >= 1, 'three do not fit')
+    const kept = [store.peek(key(1), 'f'), store.peek(key(2), 'f'), store.peek(key(claims), 'f')]
+    t.same(
+      kept,
+      ['free', seen.evicted === 1 ? 'recorded' : 'free', 'recorded'],
+      'the oldest went first, until the last fit',
+    )
+    t.ok(store.bytes <= MIN_MAX_BYTES, `${store.bytes} bytes held`)
+  },
+)
 
 t.test('the byte bound evicts: recorded answers count by their size', async (t) => {
   // Random bodies, which no reference shortens: each entry counts its body, key, fingerprint and headers and a few hundred
@@ -178,22 +206,25 @@ t.test('released and expired entries stop counting at once', async (t) => {
   t.equal(store.bytes, 0)
 })
 
-t.test('the window: the age of the oldest entry kept, a claim from its claim, an answer from its record, in seconds', async (t) => {
-  const { store, clock, seen } = watched({ ttlMs: 10_000, inFlightMs: 4_000 })
-  t.equal(seen.read(), 0, 'nothing kept')
-  const first = token(store, 'a')
-  clock.time += 1500
-  t.equal(seen.read(), 1.5, 'an entry in flight, from its claim')
-  store.record('a', first, ANSWER)
-  clock.time += 500
-  t.equal(seen.read(), 0.5, 'a recorded entry, from its record')
-  const second = token(store, 'b')
-  clock.time += 9_500
-  t.equal(seen.read(), 5.5, 'a has expired: b, unknown since the end of its window, is the oldest')
-  store.release('b', second)
-  t.equal(seen.read(), 0, 'released')
-  t.equal(store.window, seen.read())
-})
+t.test(
+  'the window: the age of the oldest entry kept, a claim from its claim, an answer from its record, in seconds',
+  async (t) => {
+    const { store, clock, seen } = watched({ ttlMs: 10_000, inFlightMs: 4_000 })
+    t.equal(seen.read(), 0, 'nothing kept')
+    const first = token(store, 'a')
+    clock.time += 1500
+    t.equal(seen.read(), 1.5, 'an entry in flight, from its claim')
+    store.record('a', first, ANSWER)
+    clock.time += 500
+    t.equal(seen.read(), 0.5, 'a recorded entry, from its record')
+    const second = token(store, 'b')
+    clock.time += 9_500
+    t.equal(seen.read(), 5.5, 'a has expired: b, unknown since the end of its window, is the oldest')
+    store.release('b', second)
+    t.equal(seen.read(), 0, 'released')
+    t.equal(store.window, seen.read())
+  },
+)
 
 t.test('close forgets every entry and the reference, and the store still works', async (t) => {
   const { store } = watched()
@@ -210,31 +241,48 @@ t.test('close forgets every entry and the reference, and the store still works',
   t.equal(store.claim('b', 'f').state, 'claimed')
 })
 
-t.test("one backend's answers are kept as differences from a reference; a new kind of answer becomes the reference after eight", async (t) => {
-  const store = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 4 })
-  const like = (i: number) => Buffer.from(JSON.stringify({ outcome: 'authorized', paymentId: `payment-${i}`, _links: { self: { href: `/payments/events/${i}` } }, note: 'x'.repeat(200) }))
-  const other = () => randomBytes(300)
-  const replayed = (key: string) => {
-    const claim = store.claim(key, 'f')
-    return claim.state === 'recorded' ? claim.answer.body.toString('hex') : claim.state
-  }
-  for (let i = 0; i < 4; i++) record(store, `like-${i}`, like(i))
-  for (let i = 0; i < 4; i++) t.equal(replayed(`like-${i}`), like(i).toString('hex'), `like-${i} replayed byte for byte`)
-  const similar = store.bytes
-  const others = Array.from({ length: 12 }, other)
-  others.forEach((body, i) => record(store, `other-${i}`, body))
-  for (let i = 8; i < 12; i++) t.equal(replayed(`other-${i}`), (others[i] as Buffer).toString('hex'), `other-${i} replayed byte for byte`)
-  t.ok(store.bytes > similar, 'unlike bodies take more')
-  record(store, 'like-again', like(99))
-  t.equal(replayed('like-again'), like(99).toString('hex'), 'written against the new reference, or kept whole')
-  const mixed = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 30 })
-  for (let i = 0; i < 10; i++) record(mixed, `o${i}`, other())
-  for (let i = 0; i < 10; i++) record(mixed, `l${i}`, like(i))
-  for (let i = 0; i < 10; i++) {
-    const claim = mixed.claim(`l${i}`, 'f')
-    t.equal(claim.state === 'recorded' && claim.answer.body.toString(), like(i).toString(), `l${i} after the reference changed`)
-  }
-})
+t.test(
+  "one backend's answers are kept as differences from a reference; a new kind of answer becomes the reference after eight",
+  async (t) => {
+    const store = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 4 })
+    const like = (i: number) =>
+      Buffer.from(
+        JSON.stringify({
+          outcome: 'authorized',
+          paymentId: `payment-${i}`,
+          _links: { self: { href: `/payments/events/${i}` } },
+          note: 'x'.repeat(200),
+        }),
+      )
+    const other = () => randomBytes(300)
+    const replayed = (key: string) => {
+      const claim = store.claim(key, 'f')
+      return claim.state === 'recorded' ? claim.answer.body.toString('hex') : claim.state
+    }
+    for (let i = 0; i < 4; i++) record(store, `like-${i}`, like(i))
+    for (let i = 0; i < 4; i++)
+      t.equal(replayed(`like-${i}`), like(i).toString('hex'), `like-${i} replayed byte for byte`)
+    const similar = store.bytes
+    const others = Array.from({ length: 12 }, other)
+    others.forEach((body, i) => record(store, `other-${i}`, body))
+    for (let i = 8; i < 12; i++)
+      t.equal(replayed(`other-${i}`), (others[i] as Buffer).toString('hex'), `other-${i} replayed byte for byte`)
+    t.ok(store.bytes > similar, 'unlike bodies take more')
+    record(store, 'like-again', like(99))
+    t.equal(replayed('like-again'), like(99).toString('hex'), 'written against the new reference, or kept whole')
+    const mixed = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 30 })
+    for (let i = 0; i < 10; i++) record(mixed, `o${i}`, other())
+    for (let i = 0; i < 10; i++) record(mixed, `l${i}`, like(i))
+    for (let i = 0; i < 10; i++) {
+      const claim = mixed.claim(`l${i}`, 'f')
+      t.equal(
+        claim.state === 'recorded' && claim.answer.body.toString(),
+        like(i).toString(),
+        `l${i} after the reference changed`,
+      )
+    }
+  },
+)
 
 t.test('a reference no entry uses any more leaves the count', async (t) => {
   const store = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 10 })
@@ -243,43 +291,64 @@ t.test('a reference no entry uses any more leaves the count', async (t) => {
   for (let i = 0; i < 9; i++) record(store, `b${i}`, randomBytes(400))
   const before = store.bytes
   record(store, 'c0', kind('c', 0))
-  t.ok(store.bytes < before - 8_000, `${before} bytes, then ${store.bytes}: a0 left, and with it the reference it was the last to use`)
+  t.ok(
+    store.bytes < before - 8_000,
+    `${before} bytes, then ${store.bytes}: a0 left, and with it the reference it was the last to use`,
+  )
   const released = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 2 })
   record(released, 'a0', kind('a', 0))
   const first = released.bytes
   for (let i = 0; i < 9; i++) record(released, `b${i}`, randomBytes(400))
-  t.ok(released.bytes < first + 2 * 1_000 + 9_000, `${released.bytes} bytes: two entries and the current reference, no retired one`)
+  t.ok(
+    released.bytes < first + 2 * 1_000 + 9_000,
+    `${released.bytes} bytes: two entries and the current reference, no retired one`,
+  )
   record(released, 'x', Buffer.from('{}'))
   record(released, 'y', Buffer.from('{}'))
   record(released, 'c2', kind('c', 2))
   const claim = released.claim('c2', 'f')
-  t.equal(claim.state === 'recorded' && claim.answer.body.toString(), kind('c', 2).toString(), 'the current reference outlives its last user')
+  t.equal(
+    claim.state === 'recorded' && claim.answer.body.toString(),
+    kind('c', 2).toString(),
+    'the current reference outlives its last user',
+  )
   const late = new MemoryIdempotencyStore({ ...OPTIONS, inFlightMs: 0 })
   const owner = token(late, 'u')
   late.record('u', owner, { ...ANSWER, body: kind('u', 0) })
   const answer = late.claim('u', 'f')
-  t.equal(answer.state === 'recorded' && answer.answer.body.toString(), kind('u', 0).toString(), 'a late answer in place of an unknown outcome is written against a reference too')
+  t.equal(
+    answer.state === 'recorded' && answer.answer.body.toString(),
+    kind('u', 0).toString(),
+    'a late answer in place of an unknown outcome is written against a reference too',
+  )
 })
 
-t.test("a token acts only on its own claim: not another key's, not a place outside the store, not on an empty store", async (t) => {
-  const store = new MemoryIdempotencyStore(OPTIONS)
-  store.release('k', '1')
-  store.record('k', '1', ANSWER)
-  t.equal(store.size, 0, 'nothing held, nothing done')
-  const a = token(store, 'a')
-  const b = token(store, 'b')
-  store.record('b', a, ANSWER)
-  store.release('a', b)
-  store.record('a', `${a}.5`, ANSWER)
-  store.record('a', ` ${a}`, ANSWER)
-  store.record('a', String(Number(b) + 1), ANSWER)
-  store.record('a', '0', ANSWER)
-  t.same([store.claim('a', 'f'), store.claim('b', 'f')], [{ state: 'inFlight' }, { state: 'inFlight' }], 'both still in flight')
-  store.record('a', a, ANSWER)
-  store.release('b', b)
-  t.equal(store.claim('a', 'f').state, 'recorded')
-  t.equal(store.claim('b', 'f').state, 'claimed')
-})
+t.test(
+  "a token acts only on its own claim: not another key's, not a place outside the store, not on an empty store",
+  async (t) => {
+    const store = new MemoryIdempotencyStore(OPTIONS)
+    store.release('k', '1')
+    store.record('k', '1', ANSWER)
+    t.equal(store.size, 0, 'nothing held, nothing done')
+    const a = token(store, 'a')
+    const b = token(store, 'b')
+    store.record('b', a, ANSWER)
+    store.release('a', b)
+    store.record('a', `${a}.5`, ANSWER)
+    store.record('a', ` ${a}`, ANSWER)
+    store.record('a', String(Number(b) + 1), ANSWER)
+    store.record('a', '0', ANSWER)
+    t.same(
+      [store.claim('a', 'f'), store.claim('b', 'f')],
+      [{ state: 'inFlight' }, { state: 'inFlight' }],
+      'both still in flight',
+    )
+    store.record('a', a, ANSWER)
+    store.release('b', b)
+    t.equal(store.claim('a', 'f').state, 'recorded')
+    t.equal(store.claim('b', 'f').state, 'claimed')
+  },
+)
 
 t.test('past 2^31 ms of uptime and past 2^31 claims: windows to the ms, tokens apart (issue 27, item 7)', async (t) => {
   for (const [start, claims] of [
@@ -316,7 +385,11 @@ t.test('a pause longer than half the clock turn ends every entry, as no eviction
   record(store, 'a', Buffer.from('{}'))
   store.claim('b', 'f')
   clock.time += 2 ** 30 + 10
-  t.same([store.peek('a', 'f'), store.peek('b', 'f')], ['free', 'free'], 'the clock turned: without the pause seen, both would look alive')
+  t.same(
+    [store.peek('a', 'f'), store.peek('b', 'f')],
+    ['free', 'free'],
+    'the clock turned: without the pause seen, both would look alive',
+  )
   t.equal(store.bytes, 0)
   t.equal(seen.evicted, 0)
 })

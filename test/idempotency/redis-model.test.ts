@@ -33,11 +33,17 @@ const SETTINGS: ModelSettings = {
   capacity: Number.POSITIVE_INFINITY,
 }
 
-type Fault = { readonly kind: 'none' } | { readonly kind: 'cut' | 'drop' | 'delay' } | { readonly kind: 'reset'; readonly afterMs: number }
+type Fault =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'cut' | 'drop' | 'delay' }
+  | { readonly kind: 'reset'; readonly afterMs: number }
 
 const FAULT: fc.Arbitrary<Fault> = fc.oneof(
   { arbitrary: fc.constant({ kind: 'none' } as const), weight: 6 },
-  { arbitrary: fc.constantFrom({ kind: 'cut' } as const, { kind: 'drop' } as const, { kind: 'delay' } as const), weight: 3 },
+  {
+    arbitrary: fc.constantFrom({ kind: 'cut' } as const, { kind: 'drop' } as const, { kind: 'delay' } as const),
+    weight: 3,
+  },
   { arbitrary: fc.nat({ max: 3 }).map((afterMs) => ({ kind: 'reset', afterMs }) as const), weight: 1 },
 )
 
@@ -68,7 +74,11 @@ class RetryingStore implements IdempotencyStore {
   }
 
   async claim(key: string, fingerprint: string): Promise<Claim> {
-    const claim = await this.#retried(key, () => this.#store.claim(key, fingerprint), () => this.#released(key))
+    const claim = await this.#retried(
+      key,
+      () => this.#store.claim(key, fingerprint),
+      () => this.#released(key),
+    )
     if (claim.state === 'claimed') this.#tokens.add(claim.token)
     return claim
   }
@@ -91,7 +101,11 @@ class RetryingStore implements IdempotencyStore {
     return this.#store.close()
   }
 
-  async #retried<T>(key: string, operation: () => Promise<T>, beforeRetry: () => Promise<void> = async () => {}): Promise<T> {
+  async #retried<T>(
+    key: string,
+    operation: () => Promise<T>,
+    beforeRetry: () => Promise<void> = async () => {},
+  ): Promise<T> {
     const fault = this.#faults.shift() ?? { kind: 'none' }
     const text = REDIS_KEY_PREFIX + key
     if (fault.kind === 'cut') void this.#proxy.cutReply(text)
@@ -125,37 +139,47 @@ class RetryingStore implements IdempotencyStore {
   }
 }
 
-t.test('the Redis store keeps the contract of the plain model through cut, dropped, late replies and resets', async (t) => {
-  const redis = await startRedis(t)
-  if (redis === undefined) return
-  const proxy = await startFaultyProxy(t, redis.port)
-  const direct = createRedisClient(redis.url)
-  t.teardown(() => direct.disconnect())
-  t.ok(await whenReady(direct, 5000))
-  const given: Error[] = []
-  let failures = 0
-  let commands = 0
-  await fc.assert(
-    fc.asyncProperty(storeCommands(SETTINGS, { advance: false, maxCommands: 20, maxBody: 3000 }), fc.array(FAULT, { maxLength: 20 }), async (run, planned) => {
-      await direct.flushdb()
-      const start = async () => {
-        const options = {
-          ...SETTINGS,
-          commandTimeoutMs: COMMAND_TIMEOUT_MS,
-          releaseRetry: { attempts: 30, firstDelayMs: 10, maxDelayMs: 50 },
-          onError: (error: Error) => {
-            if ((error as { code?: string }).code === 'ERELEASE') given.push(error)
-          },
-        }
-        const store = new RedisIdempotencyStore(createRedisClient(proxy.url, options), options)
-        if (!(await store.ready(5000))) throw new Error('the store did not connect')
-        return { store: new RetryingStore(store, proxy, direct, [...planned], () => failures++), check: () => void commands++ }
-      }
-      await runStoreModel(SETTINGS, start, run)
-    }),
-    runs(0.04),
-  )
-  t.ok(commands > 0, `${commands} commands checked`)
-  t.ok(failures > 0, `${failures} attempts failed and were tried again`)
-  t.same(given, [], 'no release was given up')
-})
+t.test(
+  'the Redis store keeps the contract of the plain model through cut, dropped, late replies and resets',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const proxy = await startFaultyProxy(t, redis.port)
+    const direct = createRedisClient(redis.url)
+    t.teardown(() => direct.disconnect())
+    t.ok(await whenReady(direct, 5000))
+    const given: Error[] = []
+    let failures = 0
+    let commands = 0
+    await fc.assert(
+      fc.asyncProperty(
+        storeCommands(SETTINGS, { advance: false, maxCommands: 20, maxBody: 3000 }),
+        fc.array(FAULT, { maxLength: 20 }),
+        async (run, planned) => {
+          await direct.flushdb()
+          const start = async () => {
+            const options = {
+              ...SETTINGS,
+              commandTimeoutMs: COMMAND_TIMEOUT_MS,
+              releaseRetry: { attempts: 30, firstDelayMs: 10, maxDelayMs: 50 },
+              onError: (error: Error) => {
+                if ((error as { code?: string }).code === 'ERELEASE') given.push(error)
+              },
+            }
+            const store = new RedisIdempotencyStore(createRedisClient(proxy.url, options), options)
+            if (!(await store.ready(5000))) throw new Error('the store did not connect')
+            return {
+              store: new RetryingStore(store, proxy, direct, [...planned], () => failures++),
+              check: () => void commands++,
+            }
+          }
+          await runStoreModel(SETTINGS, start, run)
+        },
+      ),
+      runs(0.04),
+    )
+    t.ok(commands > 0, `${commands} commands checked`)
+    t.ok(failures > 0, `${failures} attempts failed and were tried again`)
+    t.same(given, [], 'no release was given up')
+  },
+)

@@ -5,10 +5,19 @@ import type { Claim } from '../../lib/idempotency/store.js'
 import { type RedisServer, startRedis } from '../helpers/redis.js'
 import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
-const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN, releaseRetry: { attempts: 3, firstDelayMs: 10, maxDelayMs: 20 } }
+const OPTIONS = {
+  ttlMs: 600_000,
+  inFlightMs: 600_000,
+  oversizedAnswer: OVERSIZED,
+  unknownAnswer: UNKNOWN,
+  releaseRetry: { attempts: 3, firstDelayMs: 10, maxDelayMs: 20 },
+}
 
 function open(t: Test, url: string, errors: Error[] = [], commandTimeoutMs = 500): RedisIdempotencyStore {
-  const store = new RedisIdempotencyStore(createRedisClient(url, { commandTimeoutMs, onError: (error) => errors.push(error) }), OPTIONS)
+  const store = new RedisIdempotencyStore(
+    createRedisClient(url, { commandTimeoutMs, onError: (error) => errors.push(error) }),
+    OPTIONS,
+  )
   t.teardown(() => store.close())
   return store
 }
@@ -58,8 +67,15 @@ t.test('Redis stopped: claims reject and errors are reported; restarted: the sam
   for (let wait = 0; wait < 1200 && errors.length === 0; wait++) await new Promise((resolve) => setTimeout(resolve, 25))
   t.ok(errors.length > 0, 'the lost connection was reported')
   await t.rejects(store.claim('k', 'f'), 'claim rejects')
-  await t.rejects(Promise.resolve().then(() => store.record('k', 'token', ANSWER)), 'record rejects')
-  await t.rejects(Promise.resolve().then(() => store.release('k', 'token')), { code: 'ERELEASE', message: /^a release failed 3 times/ }, 'release rejects after its last attempt')
+  await t.rejects(
+    Promise.resolve().then(() => store.record('k', 'token', ANSWER)),
+    'record rejects',
+  )
+  await t.rejects(
+    Promise.resolve().then(() => store.release('k', 'token')),
+    { code: 'ERELEASE', message: /^a release failed 3 times/ },
+    'release rejects after its last attempt',
+  )
   await redis.restart()
   const claim = await claimWhenBack(store, 'k')
   t.equal(claim?.state, 'claimed', 'claimed once Redis is back, without a new store')
@@ -76,7 +92,11 @@ t.test('a frozen Redis: a claim rejects after the command timeout instead of han
   await t.rejects(store.claim('k', 'f'), { message: /timed out/ })
   redis.thaw()
   t.equal((await claimWhenBack(store, 'next'))?.state, 'claimed', 'answers again once thawed')
-  t.equal((await store.claim('k', 'f')).state, 'claimed', 'the claim that timed out landed once thawed, and was released after it: the key is free')
+  t.equal(
+    (await store.claim('k', 'f')).state,
+    'claimed',
+    'the claim that timed out landed once thawed, and was released after it: the key is free',
+  )
 })
 
 t.test('a store on a Redis that is not there: created without throwing, never ready, closed cleanly', async (t) => {
@@ -84,7 +104,10 @@ t.test('a store on a Redis that is not there: created without throwing, never re
   if (redis === undefined) return
   await redis.stop()
   const errors: Error[] = []
-  const store = new RedisIdempotencyStore(createRedisClient(redis.url, { onError: (error) => errors.push(error) }), OPTIONS)
+  const store = new RedisIdempotencyStore(
+    createRedisClient(redis.url, { onError: (error) => errors.push(error) }),
+    OPTIONS,
+  )
   t.equal(await store.ready(200), false)
   await t.rejects(store.claim('k', 'f'))
   await store.close()
@@ -102,32 +125,50 @@ t.test('whenReady on a connected client answers at once', async (t) => {
   t.ok(await whenReady(store.redis, 0))
 })
 
-t.test('replicas: claims and records wait for a replica on connections of their own; too few acknowledgements, or no free connection in time, fail the write', async (t) => {
-  const primary = await startRedis(t)
-  if (primary === undefined) return
-  const replica = (await startRedis(t, { replicaOf: primary })) as RedisServer
-  const errors: Error[] = []
-  const options = { ...OPTIONS, replicas: 1, commandTimeoutMs: 1000, onError: (error: Error) => errors.push(error) }
-  const store = new RedisIdempotencyStore(createRedisClient(primary.url, options), options)
-  t.teardown(() => store.close())
-  t.ok(await store.ready(5000), 'the client and every connection for acknowledged writes')
-  const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claim(`k${i}`, 'f')))
-  t.ok(claims.every((claim) => claim.state === 'claimed'), 'twenty claims share the eight connections, each acknowledged')
-  const [first] = claims
-  await store.record('k0', 'stale', ANSWER)
-  t.same(await store.claim('k0', 'f'), { state: 'inFlight' }, 'a stale token records nothing, and waits for nobody')
-  await store.record('k0', first?.state === 'claimed' ? first.token : '', ANSWER)
-  t.equal((await store.claim('k0', 'f')).state, 'recorded')
+t.test(
+  'replicas: claims and records wait for a replica on connections of their own; too few acknowledgements, or no free connection in time, fail the write',
+  async (t) => {
+    const primary = await startRedis(t)
+    if (primary === undefined) return
+    const replica = (await startRedis(t, { replicaOf: primary })) as RedisServer
+    const errors: Error[] = []
+    const options = { ...OPTIONS, replicas: 1, commandTimeoutMs: 1000, onError: (error: Error) => errors.push(error) }
+    const store = new RedisIdempotencyStore(createRedisClient(primary.url, options), options)
+    t.teardown(() => store.close())
+    t.ok(await store.ready(5000), 'the client and every connection for acknowledged writes')
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claim(`k${i}`, 'f')))
+    t.ok(
+      claims.every((claim) => claim.state === 'claimed'),
+      'twenty claims share the eight connections, each acknowledged',
+    )
+    const [first] = claims
+    await store.record('k0', 'stale', ANSWER)
+    t.same(await store.claim('k0', 'f'), { state: 'inFlight' }, 'a stale token records nothing, and waits for nobody')
+    await store.record('k0', first?.state === 'claimed' ? first.token : '', ANSWER)
+    t.equal((await store.claim('k0', 'f')).state, 'recorded')
 
-  replica.freeze()
-  await t.rejects(store.claim('unacknowledged', 'f'), { code: 'EREPLICAS', message: '0 of 1 replicas acknowledged the write within 1000 ms' })
-  replica.thaw()
-  t.equal((await claimWhenBack(store, 'unacknowledged'))?.state, 'claimed', 'the claim no replica acknowledged was released')
+    replica.freeze()
+    await t.rejects(store.claim('unacknowledged', 'f'), {
+      code: 'EREPLICAS',
+      message: '0 of 1 replicas acknowledged the write within 1000 ms',
+    })
+    replica.thaw()
+    t.equal(
+      (await claimWhenBack(store, 'unacknowledged'))?.state,
+      'claimed',
+      'the claim no replica acknowledged was released',
+    )
 
-  primary.freeze()
-  t.teardown(() => primary.thaw())
-  const held = Array.from({ length: 8 }, (_, i) => store.claim(`held${i}`, 'f'))
-  await t.rejects(store.claim('ninth', 'f'), { message: 'no connection for an acknowledged write was free within 1000 ms' })
-  t.ok((await Promise.allSettled(held)).every((result) => result.status === 'rejected'), 'the eight writes of the frozen primary timed out')
-  primary.thaw()
-})
+    primary.freeze()
+    t.teardown(() => primary.thaw())
+    const held = Array.from({ length: 8 }, (_, i) => store.claim(`held${i}`, 'f'))
+    await t.rejects(store.claim('ninth', 'f'), {
+      message: 'no connection for an acknowledged write was free within 1000 ms',
+    })
+    t.ok(
+      (await Promise.allSettled(held)).every((result) => result.status === 'rejected'),
+      'the eight writes of the frozen primary timed out',
+    )
+    primary.thaw()
+  },
+)

@@ -3,12 +3,26 @@ import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { startRedis } from '../helpers/redis.js'
-import { type MakeStore, MAX_ANSWER_BYTES, OVERSIZED, UNKNOWN, peekContract, storeContract, unknownOutcomeContract } from '../helpers/store-contract.js'
+import {
+  type MakeStore,
+  MAX_ANSWER_BYTES,
+  OVERSIZED,
+  UNKNOWN,
+  peekContract,
+  storeContract,
+  unknownOutcomeContract,
+} from '../helpers/store-contract.js'
 
 t.test('memory store', async (t) => {
   const make: MakeStore = async (t, options) => {
     let time = 1_000_000
-    const store = new MemoryIdempotencyStore({ ...options, maxAnswerBytes: MAX_ANSWER_BYTES, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN, now: () => time })
+    const store = new MemoryIdempotencyStore({
+      ...options,
+      maxAnswerBytes: MAX_ANSWER_BYTES,
+      oversizedAnswer: OVERSIZED,
+      unknownAnswer: UNKNOWN,
+      now: () => time,
+    })
     t.teardown(() => store.close())
     return { store, exact: true, advance: async (ms) => void (time += ms) }
   }
@@ -24,7 +38,8 @@ t.test('redis store', async (t) => {
     const store = new RedisIdempotencyStore(createRedisClient(redis.url), {
       ...options,
       maxAnswerBytes: MAX_ANSWER_BYTES,
-      oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN,
+      oversizedAnswer: OVERSIZED,
+      unknownAnswer: UNKNOWN,
     })
     t.teardown(() => store.close())
     t.ok(await store.ready(5000), 'connected')

@@ -16,15 +16,29 @@ t.test('loadPolicyFile: the policy, or the file and why it is refused', async (t
     'e.json': { 'x.json': 'a folder, not a file' },
   })
   t.match(await loadPolicyFile(join(dir, 'a.json')), { entity: 'a' })
-  t.match(await loadPolicyFile(join(dir, 'b.json')), { file: join(dir, 'b.json'), reason: '$.entity: must be "b", the file\'s name' })
+  t.match(await loadPolicyFile(join(dir, 'b.json')), {
+    file: join(dir, 'b.json'),
+    reason: '$.entity: must be "b", the file\'s name',
+  })
   t.match(await loadPolicyFile(join(dir, 'c.json')), { file: join(dir, 'c.json'), reason: /^not JSON: / })
   t.match(await loadPolicyFile(join(dir, 'd.json')), { file: join(dir, 'd.json'), reason: /^\$\.currencies\[0\]: / })
-  t.match(await loadPolicyFile(join(dir, 'e.json')), { file: join(dir, 'e.json'), reason: 'a folder, where a file is expected' })
-  t.match(await loadPolicyFile(join(dir, 'gone.json')), { file: join(dir, 'gone.json'), reason: 'no such file or folder' })
+  t.match(await loadPolicyFile(join(dir, 'e.json')), {
+    file: join(dir, 'e.json'),
+    reason: 'a folder, where a file is expected',
+  })
+  t.match(await loadPolicyFile(join(dir, 'gone.json')), {
+    file: join(dir, 'gone.json'),
+    reason: 'no such file or folder',
+  })
 })
 
 t.test('loadPolicyDir: every *.json file, sorted, the good ones and the problems', async (t) => {
-  const dir = t.testdir({ 'b.json': policyJson('b'), 'a.json': policyJson('a'), 'z.json': '[]', 'notes.md': '# not a policy' })
+  const dir = t.testdir({
+    'b.json': policyJson('b'),
+    'a.json': policyJson('a'),
+    'z.json': '[]',
+    'notes.md': '# not a policy',
+  })
   const { policies, problems } = await loadPolicyDir(dir)
   t.same([...policies.keys()], ['a', 'b'])
   t.equal(problems.length, 1)

@@ -32,8 +32,16 @@ t.test('what is refused, one reason per problem', async (t) => {
     ['not an object', [], /^\$: /],
     ['unknown top-level key', { ...file, colour: 'red' }, /^\$\.colour: /],
     ['unknown feature', { ...file, features: { ...file.features, refunds: true } }, /^\$\.features\.refunds: /],
-    ['missing feature', { ...file, features: { dynamicMcc: true, paymentFacilitator: false, moto: true } }, /^\$\.features\.debtRepayment: .*fieldIsMissing/],
-    ['feature not boolean', { ...file, features: { ...file.features, moto: 'yes' } }, /^\$\.features\.moto: .*fieldMustBeBoolean/],
+    [
+      'missing feature',
+      { ...file, features: { dynamicMcc: true, paymentFacilitator: false, moto: true } },
+      /^\$\.features\.debtRepayment: .*fieldIsMissing/,
+    ],
+    [
+      'feature not boolean',
+      { ...file, features: { ...file.features, moto: 'yes' } },
+      /^\$\.features\.moto: .*fieldMustBeBoolean/,
+    ],
     ['lower-case currency', { ...file, currencies: ['gbp'] }, /^\$\.currencies\[0\]: .*stringFailedRegexCheck/],
     ['empty instrument', { ...file, paymentInstruments: [''] }, /^\$\.paymentInstruments\[0\]: /],
     ['mcc not four digits', { ...file, mcc: '57340' }, /^\$\.mcc: .*stringFailedRegexCheck/],

@@ -2,7 +2,12 @@ import t, { type Test } from 'tap'
 import { rename, rm, symlink, writeFile, mkdir, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { watchPolicies, type PolicyStore, type ReloadOutcome, type WatchPoliciesOptions } from '../../lib/policy/store.js'
+import {
+  watchPolicies,
+  type PolicyStore,
+  type ReloadOutcome,
+  type WatchPoliciesOptions,
+} from '../../lib/policy/store.js'
 import { policyJson } from '../helpers/fixtures.js'
 
 /** Polls until `condition` holds; fails the test after ten seconds, generous for a loaded machine (the contract says within a second). */
@@ -46,7 +51,10 @@ t.test('an invalid file at start-up is an EPOLICY error naming the file and the 
   const dir = t.testdir({ 'a.json': policyJson('a'), 'b.json': policyJson('b', { moto: true }) })
   await t.rejects(watchPolicies(dir), { code: 'EPOLICY', message: `${join(dir, 'b.json')}: $.moto: ` })
   const two = t.testdir({ 'a.json': '{', 'b.json': '[]' })
-  await t.rejects(watchPolicies(two), { code: 'EPOLICY', message: /a\.json: not JSON: .* \(and 1 more invalid files\)$/ })
+  await t.rejects(watchPolicies(two), {
+    code: 'EPOLICY',
+    message: /a\.json: not JSON: .* \(and 1 more invalid files\)$/,
+  })
   await t.rejects(watchPolicies(join(two, 'missing')), { code: 'ENOENT' })
 })
 
@@ -79,13 +87,18 @@ t.test('a file that fails to load keeps the last good policy, and is reported', 
   t.match(refused, { applied: false, refusedNow: 1 })
   t.equal(refused?.refused[0]?.file, join(dir, 'a.json'))
   t.match(refused?.refused[0]?.reason, /^\$\.currencies\[0\]: /)
-  t.match(log.lines.find((line) => line.level === 'warn'), {
-    fields: { file: join(dir, 'a.json'), reason: /currencies/ },
-    message: /last good policy stays/,
-  })
+  t.match(
+    log.lines.find((line) => line.level === 'warn'),
+    {
+      fields: { file: join(dir, 'a.json'), reason: /currencies/ },
+      message: /last good policy stays/,
+    },
+  )
   // A new file that is invalid from the start has no last good policy: its entity stays unknown.
   await writeFile(join(dir, 'new.json'), '{"entity": "new"}')
-  await eventually(() => log.outcomes.some((outcome) => outcome.refused.some(({ file }) => file === join(dir, 'new.json'))))
+  await eventually(() =>
+    log.outcomes.some((outcome) => outcome.refused.some(({ file }) => file === join(dir, 'new.json'))),
+  )
   t.equal(store.get('new'), undefined)
   t.equal(log.outcomes.at(-1)?.refusedNow, 2)
   // Once fixed, the file takes effect again.
@@ -98,23 +111,26 @@ t.test('a file that fails to load keeps the last good policy, and is reported', 
   t.match(log.outcomes.at(-1), { applied: false, refused: [] })
 })
 
-t.test('a refused version is logged and reported once, not at every re-scan; a new version of it once more', async (t) => {
-  const dir = t.testdir({ 'a.json': policyJson('a') })
-  const log = recorder()
-  await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 20 })
-  await writeFile(join(dir, 'a.json'), 'oops')
-  await eventually(() => log.outcomes.length === 1)
-  await sleep(200)
-  t.equal(log.outcomes.length, 1, 'the re-scans that found the same version reported nothing')
-  t.equal(log.lines.filter((line) => line.level === 'warn').length, 1)
-  // Another broken version with the very same reason is another refused version.
-  await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 1}')
-  await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 2}')
-  await eventually(() => log.outcomes.length >= 2)
-  await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 3}')
-  await eventually(() => log.outcomes.length >= 3)
-  t.ok(log.outcomes.every((outcome) => !outcome.applied && outcome.refused.length === 1 && outcome.refusedNow === 1))
-})
+t.test(
+  'a refused version is logged and reported once, not at every re-scan; a new version of it once more',
+  async (t) => {
+    const dir = t.testdir({ 'a.json': policyJson('a') })
+    const log = recorder()
+    await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 20 })
+    await writeFile(join(dir, 'a.json'), 'oops')
+    await eventually(() => log.outcomes.length === 1)
+    await sleep(200)
+    t.equal(log.outcomes.length, 1, 'the re-scans that found the same version reported nothing')
+    t.equal(log.lines.filter((line) => line.level === 'warn').length, 1)
+    // Another broken version with the very same reason is another refused version.
+    await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 1}')
+    await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 2}')
+    await eventually(() => log.outcomes.length >= 2)
+    await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 3}')
+    await eventually(() => log.outcomes.length >= 3)
+    t.ok(log.outcomes.every((outcome) => !outcome.applied && outcome.refused.length === 1 && outcome.refusedNow === 1))
+  },
+)
 
 t.test('nothing changed, nothing reported: the re-scans do not count as reloads', async (t) => {
   const dir = t.testdir({ 'a.json': policyJson('a') })
@@ -142,7 +158,11 @@ t.test('reload(): at once, counted as applied even when nothing changed; a refus
     { applied: false, refused: [{ file: join(dir, 'b.json') }], refusedNow: 1 },
     { applied: false, refused: [{ file: join(dir, 'b.json') }], refusedNow: 1 },
   ])
-  t.equal(log.lines.filter((line) => line.level === 'warn').length, 2, 'each asked-for reload that refused a file says so')
+  t.equal(
+    log.lines.filter((line) => line.level === 'warn').length,
+    2,
+    'each asked-for reload that refused a file says so',
+  )
   const [first, second] = [store.reload(), store.reload()]
   t.equal(first, second, 'two asked while none has started are one reload')
   await first
@@ -157,7 +177,10 @@ t.test("an editor's write-and-rename and a ConfigMap's symlink swap are both pic
 
   // Kubernetes mounts a ConfigMap as files that link through `..data` to a versioned folder,
   // and updates it by pointing `..data` at a new folder.
-  const root = t.testdir({ v1: { 'k.json': policyJson('k', { currencies: ['GBP'] }) }, v2: { 'k.json': policyJson('k', { currencies: ['SEK'] }) } })
+  const root = t.testdir({
+    v1: { 'k.json': policyJson('k', { currencies: ['GBP'] }) },
+    v2: { 'k.json': policyJson('k', { currencies: ['SEK'] }) },
+  })
   await symlink('v1', join(root, '..data'))
   await symlink(join('..data', 'k.json'), join(root, 'k.json'))
   const mounted = await open(t, root)
@@ -210,7 +233,13 @@ t.test('reload under traffic: every get() sees one whole version, never a mix', 
   ]
   const write = (i: number) => {
     const version = versions[i % 2] as (typeof versions)[number]
-    return writeFile(join(dir, 'shop.json'), policyJson('shop', { ...version, features: { dynamicMcc: true, paymentFacilitator: false, moto: false, debtRepayment: false } }))
+    return writeFile(
+      join(dir, 'shop.json'),
+      policyJson('shop', {
+        ...version,
+        features: { dynamicMcc: true, paymentFacilitator: false, moto: false, debtRepayment: false },
+      }),
+    )
   }
   const dir = t.testdir({})
   await write(0)

@@ -33,7 +33,9 @@ const validText = operation.map((op) => [op, JSON.stringify(op === 'sale' ? sale
 
 t.test('random bytes', async (t) => {
   fc.assert(
-    fc.property(operation, fc.uint8Array({ maxLength: 2048 }), (op, body) => wellFormed(op, checks.checkBody(op, body))),
+    fc.property(operation, fc.uint8Array({ maxLength: 2048 }), (op, body) =>
+      wellFormed(op, checks.checkBody(op, body)),
+    ),
     runs(),
   )
   t.ok(untouched())
@@ -57,26 +59,44 @@ t.test('truncated bodies are never forwarded', async (t) => {
     fc.property(validText, fc.nat(), ([op, text], at) => {
       const cut = text.slice(0, at % text.length)
       const verdict = checks.checkBody(op, Buffer.from(cut))
-      return wellFormed(op, verdict) && !verdict.ok && (verdict.body.errorName === 'bodyIsNotJson' || verdict.body.errorName === 'bodyIsEmpty')
+      return (
+        wellFormed(op, verdict) &&
+        !verdict.ok &&
+        (verdict.body.errorName === 'bodyIsNotJson' || verdict.body.errorName === 'bodyIsEmpty')
+      )
     }),
     runs(),
   )
 })
 
 t.test('nesting to 100k levels is refused without a crash', async (t) => {
-  for (const [open, close] of [['[', ']'], ['{"a":', '}']] as const) {
+  for (const [open, close] of [
+    ['[', ']'],
+    ['{"a":', '}'],
+  ] as const) {
     for (const depth of [65, 1000, 100_000]) {
       const text = `{"transactionReference":${open.repeat(depth)}1${close.repeat(depth)}}`
       const verdict = buildChecks({ policies: policies(), bodyLimit: 1 << 23 }).checkBody('sale', Buffer.from(text))
-      t.match(verdict, { ok: false, status: 400, body: { validationErrors: [{ errorName: 'fieldHasInvalidValue', jsonPath: '$' }] } }, `${open} x ${depth}`)
-      const truncated = buildChecks({ policies: policies(), bodyLimit: 1 << 23 }).checkBody('sale', Buffer.from(open.repeat(depth)))
+      t.match(
+        verdict,
+        { ok: false, status: 400, body: { validationErrors: [{ errorName: 'fieldHasInvalidValue', jsonPath: '$' }] } },
+        `${open} x ${depth}`,
+      )
+      const truncated = buildChecks({ policies: policies(), bodyLimit: 1 << 23 }).checkBody(
+        'sale',
+        Buffer.from(open.repeat(depth)),
+      )
       t.match(truncated, { ok: false, body: { errorName: 'bodyIsNotJson' } }, `unclosed ${open} x ${depth}`)
     }
   }
 })
 
 t.test('__proto__ and constructor.prototype keys anywhere are refused, the prototype untouched', async (t) => {
-  const poison = fc.constantFrom('{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"polluted":1}}}', '{"\\u005f_proto__":{"polluted":1}}')
+  const poison = fc.constantFrom(
+    '{"__proto__":{"polluted":1}}',
+    '{"constructor":{"prototype":{"polluted":1}}}',
+    '{"\\u005f_proto__":{"polluted":1}}',
+  )
   fc.assert(
     fc.property(validText, fc.nat(), poison, ([op, text], at, key) => {
       // Splice the poisoned object in as the value of a new member of some object in the body.
@@ -102,26 +122,41 @@ t.test('huge strings and numbers', async (t) => {
   )
   for (const literal of ['1e400', '-1e400', '1' + '0'.repeat(400)]) {
     const text = JSON.stringify(saleBody()).replace('"amount":250', `"amount":${literal}`)
-    t.match(checks.checkBody('sale', Buffer.from(text)), { status: 400, body: { validationErrors: [{ jsonPath: '$.instruction.value.amount' }] } }, literal)
+    t.match(
+      checks.checkBody('sale', Buffer.from(text)),
+      { status: 400, body: { validationErrors: [{ jsonPath: '$.instruction.value.amount' }] } },
+      literal,
+    )
   }
 })
 
 t.test('random mutations of valid bodies: refused well-formed, or forwarded valid', async (t) => {
   let forwarded = 0
   fc.assert(
-    fc.property(operation, fc.array(fc.tuple(fc.nat(), fc.jsonValue({ maxDepth: 2 })), { maxLength: 3 }), (op, edits) => {
-      const body = op === 'sale' ? saleBody() : recurringBody()
-      const objects = [body, body.merchant, body.instruction, body.instruction.narrative, body.instruction.paymentInstrument, body.instruction.value]
-      for (const [at, value] of edits) {
-        const target = objects[at % objects.length] as Record<string, unknown>
-        const keys = Object.keys(target)
-        const key = keys[Math.floor(at / objects.length) % keys.length] as string
-        target[key] = value
-      }
-      const verdict = checks.checkBody(op, bytes(body))
-      if (verdict.ok) forwarded++
-      return wellFormed(op, verdict)
-    }),
+    fc.property(
+      operation,
+      fc.array(fc.tuple(fc.nat(), fc.jsonValue({ maxDepth: 2 })), { maxLength: 3 }),
+      (op, edits) => {
+        const body = op === 'sale' ? saleBody() : recurringBody()
+        const objects = [
+          body,
+          body.merchant,
+          body.instruction,
+          body.instruction.narrative,
+          body.instruction.paymentInstrument,
+          body.instruction.value,
+        ]
+        for (const [at, value] of edits) {
+          const target = objects[at % objects.length] as Record<string, unknown>
+          const keys = Object.keys(target)
+          const key = keys[Math.floor(at / objects.length) % keys.length] as string
+          target[key] = value
+        }
+        const verdict = checks.checkBody(op, bytes(body))
+        if (verdict.ok) forwarded++
+        return wellFormed(op, verdict)
+      },
+    ),
     runs(),
   )
   t.ok(forwarded > 0, `some mutations still pass (${forwarded})`)

@@ -47,7 +47,11 @@ async function through(op: Op, body: Uint8Array): Promise<Outcome> {
       VALIDATORS[op](JSON.parse(got.body.toString('utf8')))
     return { forwarded: true, wellFormed: valid }
   }
-  const wellFormed = BODY_STATUSES.has(reply.status) && reply.headers['content-type'] === 'application/json' && isErrorBody(reply.json) && seen.length === 0
+  const wellFormed =
+    BODY_STATUSES.has(reply.status) &&
+    reply.headers['content-type'] === 'application/json' &&
+    isErrorBody(reply.json) &&
+    seen.length === 0
   return { forwarded: false, wellFormed, errorName: reply.json?.errorName }
 }
 
@@ -60,7 +64,11 @@ const validText = operation.map((op) => [op, JSON.stringify(op === 'sale' ? sale
 
 t.test('random bytes', async (t) => {
   await fc.assert(
-    fc.asyncProperty(operation, fc.uint8Array({ maxLength: 2048 }), async (op, body) => (await through(op, body)).wellFormed),
+    fc.asyncProperty(
+      operation,
+      fc.uint8Array({ maxLength: 2048 }),
+      async (op, body) => (await through(op, body)).wellFormed,
+    ),
     runs(0.2),
   )
   t.ok(untouched())
@@ -72,7 +80,10 @@ t.test('a byte that breaks UTF-8: bodyIsNotJson, nothing forwarded', async (t) =
     fc.asyncProperty(validText, fc.nat(), fc.integer({ min: 0x80, max: 0xff }), async ([op, text], at, byte) => {
       const body = Buffer.from(text)
       const position = at % body.length
-      const outcome = await through(op, Buffer.concat([body.subarray(0, position), Buffer.from([byte]), body.subarray(position)]))
+      const outcome = await through(
+        op,
+        Buffer.concat([body.subarray(0, position), Buffer.from([byte]), body.subarray(position)]),
+      )
       return outcome.wellFormed && outcome.errorName === 'bodyIsNotJson'
     }),
     runs(0.15),
@@ -93,19 +104,33 @@ t.test('truncated bodies: never forwarded', async (t) => {
 })
 
 t.test('nesting to 100k levels: refused, nothing forwarded, the gateway still answers', async (t) => {
-  for (const [open, close] of [['[', ']'], ['{"a":', '}']] as const) {
+  for (const [open, close] of [
+    ['[', ']'],
+    ['{"a":', '}'],
+  ] as const) {
     for (const depth of [1000, 100_000]) {
-      const closed = await through('sale', Buffer.from(`{"transactionReference":${open.repeat(depth)}1${close.repeat(depth)}}`))
+      const closed = await through(
+        'sale',
+        Buffer.from(`{"transactionReference":${open.repeat(depth)}1${close.repeat(depth)}}`),
+      )
       t.match(closed, { forwarded: false, wellFormed: true, errorName: 'bodyDoesNotMatchSchema' }, `${open} x ${depth}`)
       const unclosed = await through('sale', Buffer.from(open.repeat(depth)))
-      t.match(unclosed, { forwarded: false, wellFormed: true, errorName: 'bodyIsNotJson' }, `unclosed ${open} x ${depth}`)
+      t.match(
+        unclosed,
+        { forwarded: false, wellFormed: true, errorName: 'bodyIsNotJson' },
+        `unclosed ${open} x ${depth}`,
+      )
     }
   }
   t.match(await through('sale', bytes(saleBody())), { forwarded: true, wellFormed: true })
 })
 
 t.test('__proto__ and constructor.prototype keys anywhere: refused, the prototype untouched', async (t) => {
-  const poison = fc.constantFrom('{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"polluted":1}}}', '{"\\u005f_proto__":{"polluted":1}}')
+  const poison = fc.constantFrom(
+    '{"__proto__":{"polluted":1}}',
+    '{"constructor":{"prototype":{"polluted":1}}}',
+    '{"\\u005f_proto__":{"polluted":1}}',
+  )
   await fc.assert(
     fc.asyncProperty(validText, fc.nat(), poison, async ([op, text], at, key) => {
       const opens = [...text.matchAll(/\{/g)].map((match) => match.index as number)
@@ -129,25 +154,40 @@ t.test('huge strings and numbers', async (t) => {
   )
   for (const literal of ['1e400', '1' + '0'.repeat(400)]) {
     const text = JSON.stringify(saleBody()).replace('"amount":250', `"amount":${literal}`)
-    t.match(await through('sale', Buffer.from(text)), { forwarded: false, wellFormed: true, errorName: 'bodyDoesNotMatchSchema' }, literal)
+    t.match(
+      await through('sale', Buffer.from(text)),
+      { forwarded: false, wellFormed: true, errorName: 'bodyDoesNotMatchSchema' },
+      literal,
+    )
   }
 })
 
 t.test('random mutations of valid bodies: refused well-formed, or forwarded valid', async (t) => {
   let forwarded = 0
   await fc.assert(
-    fc.asyncProperty(operation, fc.array(fc.tuple(fc.nat(), fc.jsonValue({ maxDepth: 2 })), { maxLength: 3 }), async (op, edits) => {
-      const body = op === 'sale' ? saleBody() : recurringBody()
-      const objects = [body, body.merchant, body.instruction, body.instruction.narrative, body.instruction.paymentInstrument, body.instruction.value]
-      for (const [at, value] of edits) {
-        const target = objects[at % objects.length] as Record<string, unknown>
-        const keys = Object.keys(target)
-        target[keys[Math.floor(at / objects.length) % keys.length] as string] = value
-      }
-      const outcome = await through(op, bytes(body))
-      if (outcome.forwarded) forwarded++
-      return outcome.wellFormed
-    }),
+    fc.asyncProperty(
+      operation,
+      fc.array(fc.tuple(fc.nat(), fc.jsonValue({ maxDepth: 2 })), { maxLength: 3 }),
+      async (op, edits) => {
+        const body = op === 'sale' ? saleBody() : recurringBody()
+        const objects = [
+          body,
+          body.merchant,
+          body.instruction,
+          body.instruction.narrative,
+          body.instruction.paymentInstrument,
+          body.instruction.value,
+        ]
+        for (const [at, value] of edits) {
+          const target = objects[at % objects.length] as Record<string, unknown>
+          const keys = Object.keys(target)
+          target[keys[Math.floor(at / objects.length) % keys.length] as string] = value
+        }
+        const outcome = await through(op, bytes(body))
+        if (outcome.forwarded) forwarded++
+        return outcome.wellFormed
+      },
+    ),
     runs(0.3),
   )
   t.ok(forwarded > 0, `some mutations still pass (${forwarded})`)

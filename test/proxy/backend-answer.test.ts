@@ -6,13 +6,20 @@ import { clientAnswer, inspected } from '../../lib/proxy/backend-answer.js'
 const RULES = compileBackendErrors({
   rules: [
     { status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' },
-    { status: '4xx', match: { '$.code': 'E_LIMIT' }, errorName: 'cardLimitIsReached', message: 'The card limit is reached.', messageFrom: '$.detail' },
+    {
+      status: '4xx',
+      match: { '$.code': 'E_LIMIT' },
+      errorName: 'cardLimitIsReached',
+      message: 'The card limit is reached.',
+      messageFrom: '$.detail',
+    },
     { status: 402, errorName: 'paymentIsDeclined', message: 'The payment was declined.' },
   ],
 }) as BackendErrorRules
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value))
-const headersOf = (list: readonly string[]) => Object.fromEntries(list.flatMap((item, i) => (i % 2 === 0 ? [[item.toLowerCase(), list[i + 1]]] : [])))
+const headersOf = (list: readonly string[]) =>
+  Object.fromEntries(list.flatMap((item, i) => (i % 2 === 0 ? [[item.toLowerCase(), list[i + 1]]] : [])))
 
 t.test('which answers are read before they go out: every error on the two operations, a 5xx elsewhere', async (t) => {
   for (const status of [200, 201, 204, 301, 304, 399]) t.notOk(inspected(status, true), `${status} streams`)
@@ -23,12 +30,29 @@ t.test('which answers are read before they go out: every error on the two operat
 
 t.test('a body in the error format passes with its status and headers, card numbers masked', async (t) => {
   const own = json({ errorName: 'cardIsBlocked', message: 'Card blocked', extra: [1] })
-  const passed = clientAnswer(402, ['Content-Type', 'application/json', 'X-Trace', 'abc', 'Connection', 'keep-alive', 'Content-Length', '99'], own, RULES)
+  const passed = clientAnswer(
+    402,
+    ['Content-Type', 'application/json', 'X-Trace', 'abc', 'Connection', 'keep-alive', 'Content-Length', '99'],
+    own,
+    RULES,
+  )
   t.equal(passed.body, own, 'the same bytes, not a copy')
-  t.same(passed.headers, ['Content-Type', 'application/json', 'X-Trace', 'abc', 'content-length', String(own.length)], 'hop-by-hop dropped, the length what is sent')
+  t.same(
+    passed.headers,
+    ['Content-Type', 'application/json', 'X-Trace', 'abc', 'content-length', String(own.length)],
+    'hop-by-hop dropped, the length what is sent',
+  )
   t.equal(passed.errorName, undefined)
-  const carded = clientAnswer(400, [], json({ errorName: 'x', message: 'card 4444333322221111 refused', pan: '4444 3333 2222 1111' }), RULES)
-  t.equal(carded.body.toString(), JSON.stringify({ errorName: 'x', message: 'card 444433******1111 refused', pan: '444433******1111' }))
+  const carded = clientAnswer(
+    400,
+    [],
+    json({ errorName: 'x', message: 'card 4444333322221111 refused', pan: '4444 3333 2222 1111' }),
+    RULES,
+  )
+  t.equal(
+    carded.body.toString(),
+    JSON.stringify({ errorName: 'x', message: 'card 444433******1111 refused', pan: '444433******1111' }),
+  )
   t.same(carded.headers, ['content-length', String(carded.body.length)])
 })
 
@@ -47,8 +71,15 @@ t.test('any other body: the standard body with the backend status, named by stat
     const answer = clientAnswer(status, ['Content-Type', 'text/html', 'Set-Cookie', 'a=1'], body, NO_RULES)
     t.equal(answer.status, status, `${name}: the backend's status`)
     t.equal(answer.errorName, name)
-    t.equal(answer.body.toString(), serializeError({ errorName: name, message: ERRORS[name as keyof typeof ERRORS].message }))
-    t.same(answer.headers, ['content-type', 'application/json', 'content-length', String(answer.body.length)], `${name}: nothing of the backend's headers`)
+    t.equal(
+      answer.body.toString(),
+      serializeError({ errorName: name, message: ERRORS[name as keyof typeof ERRORS].message }),
+    )
+    t.same(
+      answer.headers,
+      ['content-type', 'application/json', 'content-length', String(answer.body.length)],
+      `${name}: nothing of the backend's headers`,
+    )
   }
 })
 
@@ -56,11 +87,24 @@ t.test('the headers the status needs are kept', async (t) => {
   const limited = clientAnswer(429, ['Retry-After', '30', 'X-Rate', '0'], Buffer.from('slow down'), NO_RULES)
   t.match(headersOf(limited.headers), { 'retry-after': '30' })
   t.notOk('x-rate' in headersOf(limited.headers))
-  const challenge = clientAnswer(401, ['WWW-Authenticate', 'Bearer realm="api"', 'www-authenticate', 'Basic realm="api"'], undefined, NO_RULES)
-  t.equal(headersOf(challenge.headers)['www-authenticate'], 'Bearer realm="api", Basic realm="api"', "the backend's challenges")
+  const challenge = clientAnswer(
+    401,
+    ['WWW-Authenticate', 'Bearer realm="api"', 'www-authenticate', 'Basic realm="api"'],
+    undefined,
+    NO_RULES,
+  )
+  t.equal(
+    headersOf(challenge.headers)['www-authenticate'],
+    'Bearer realm="api", Basic realm="api"',
+    "the backend's challenges",
+  )
   t.equal(challenge.errorName, 'accessDenied')
   const bare = clientAnswer(401, [], undefined, NO_RULES)
-  t.equal(headersOf(bare.headers)['www-authenticate'], 'Basic realm="payments", charset="UTF-8"', 'RFC 9110: a 401 always has one')
+  t.equal(
+    headersOf(bare.headers)['www-authenticate'],
+    'Basic realm="payments", charset="UTF-8"',
+    'RFC 9110: a 401 always has one',
+  )
   const denied = clientAnswer(403, ['WWW-Authenticate', 'Basic'], undefined, NO_RULES)
   t.notOk('www-authenticate' in headersOf(denied.headers), 'only on a 401')
   const method = clientAnswer(405, ['Allow', 'GET, HEAD'], undefined, NO_RULES)
@@ -71,17 +115,45 @@ t.test('the headers the status needs are kept', async (t) => {
 
 t.test('rules: the first match wins, by status and by values in the JSON body', async (t) => {
   const currency = clientAnswer(400, [], json({ code: 'E_CURRENCY', detail: 'EUR' }), RULES)
-  t.same(JSON.parse(currency.body.toString()), { errorName: 'currencyIsNotSupported', message: ERRORS.currencyIsNotSupported.message })
+  t.same(JSON.parse(currency.body.toString()), {
+    errorName: 'currencyIsNotSupported',
+    message: ERRORS.currencyIsNotSupported.message,
+  })
   t.equal(currency.status, 400)
-  t.equal(clientAnswer(409, [], json({ code: 'E_CURRENCY' }), RULES).errorName, 'requestIsInConflict', 'its status only')
-  const limit = clientAnswer(422, ['Retry-After', '5'], json({ code: 'E_LIMIT', detail: 'card 4444333322221111 over its limit' }), RULES)
-  t.same(JSON.parse(limit.body.toString()), { errorName: 'cardLimitIsReached', message: 'card 444433******1111 over its limit' }, 'messageFrom, masked')
+  t.equal(
+    clientAnswer(409, [], json({ code: 'E_CURRENCY' }), RULES).errorName,
+    'requestIsInConflict',
+    'its status only',
+  )
+  const limit = clientAnswer(
+    422,
+    ['Retry-After', '5'],
+    json({ code: 'E_LIMIT', detail: 'card 4444333322221111 over its limit' }),
+    RULES,
+  )
+  t.same(
+    JSON.parse(limit.body.toString()),
+    { errorName: 'cardLimitIsReached', message: 'card 444433******1111 over its limit' },
+    'messageFrom, masked',
+  )
   t.equal(limit.status, 422, "the backend's status wins")
   t.equal(headersOf(limit.headers)['retry-after'], '5')
   const noDetail = clientAnswer(422, [], json({ code: 'E_LIMIT', detail: 7 }), RULES)
-  t.equal(JSON.parse(noDetail.body.toString()).message, 'The card limit is reached.', "the rule's message when the path holds no string")
+  t.equal(
+    JSON.parse(noDetail.body.toString()).message,
+    'The card limit is reached.',
+    "the rule's message when the path holds no string",
+  )
   t.equal(clientAnswer(422, [], json({ code: 'E_LIMIT', detail: '' }), RULES).errorName, 'cardLimitIsReached')
-  t.equal(clientAnswer(402, [], Buffer.from('<html>'), RULES).errorName, 'paymentIsDeclined', 'a rule without match takes any body')
-  t.equal(clientAnswer(400, [], Buffer.from('E_CURRENCY'), RULES).errorName, 'requestIsInvalid', 'a match needs a JSON body')
+  t.equal(
+    clientAnswer(402, [], Buffer.from('<html>'), RULES).errorName,
+    'paymentIsDeclined',
+    'a rule without match takes any body',
+  )
+  t.equal(
+    clientAnswer(400, [], Buffer.from('E_CURRENCY'), RULES).errorName,
+    'requestIsInvalid',
+    'a match needs a JSON body',
+  )
   t.equal(clientAnswer(400, [], undefined, RULES).errorName, 'requestIsInvalid', 'nor a body past the read limit')
 })

@@ -14,10 +14,13 @@ t.test('every head a tracked response writes carries its request id, however wri
     '/object': (res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('x'),
     '/list': (res) => res.writeHead(200, 'OK', ['Content-Type', 'text/plain']).end('x'),
   }
-  const server = createServer<typeof IncomingMessage, typeof GatewayResponse>({ ServerResponse: GatewayResponse }, (req, res) => {
-    track(res, { draining: false }, 'other', `id${req.url}`, undefined)
-    heads[req.url as string]?.(res)
-  })
+  const server = createServer<typeof IncomingMessage, typeof GatewayResponse>(
+    { ServerResponse: GatewayResponse },
+    (req, res) => {
+      track(res, { draining: false }, 'other', `id${req.url}`, undefined)
+      heads[req.url as string]?.(res)
+    },
+  )
   const port = await listenOnLoopback(server)
   t.teardown(
     () =>

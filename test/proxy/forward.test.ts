@@ -24,12 +24,15 @@ async function startHost(t: Test, target: string, options: Partial<ForwarderOpti
   const forwarder = createForwarder({ timeout: 1000, ...options, target: new URL(target) })
   const outcomes: BackendOutcome[] = []
   const exchanges: Exchange[] = []
-  const server = createServer<typeof IncomingMessage, typeof GatewayResponse>({ ServerResponse: GatewayResponse }, (req, res) => {
-    exchanges.push(track(res, { draining: false }, 'sale', requestIdOf(req.headers['x-request-id']), undefined))
-    const chunks: Buffer[] = []
-    req.on('data', (chunk: Buffer) => chunks.push(chunk))
-    req.on('end', () => forwarder.forward(req, res, Buffer.concat(chunks), (outcome) => outcomes.push(outcome)))
-  })
+  const server = createServer<typeof IncomingMessage, typeof GatewayResponse>(
+    { ServerResponse: GatewayResponse },
+    (req, res) => {
+      exchanges.push(track(res, { draining: false }, 'sale', requestIdOf(req.headers['x-request-id']), undefined))
+      const chunks: Buffer[] = []
+      req.on('data', (chunk: Buffer) => chunks.push(chunk))
+      req.on('end', () => forwarder.forward(req, res, Buffer.concat(chunks), (outcome) => outcomes.push(outcome)))
+    },
+  )
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(
     () =>
@@ -61,7 +64,13 @@ t.test('answered: the status, the relayed header list and, within keepAnswerByte
   const { host, backend } = await hostFor(
     t,
     (_req, res) => {
-      res.writeHead(201, { 'X-Trace-ID': 'abc', 'Set-Cookie': ['a=1', 'b=2'], Connection: 'keep-alive, x-private', 'x-private': 'no', 'X-Request-Id': 'the-backend-s' })
+      res.writeHead(201, {
+        'X-Trace-ID': 'abc',
+        'Set-Cookie': ['a=1', 'b=2'],
+        Connection: 'keep-alive, x-private',
+        'x-private': 'no',
+        'X-Request-Id': 'the-backend-s',
+      })
       res.write('{"outcome":')
       res.end('"authorized"}')
     },
@@ -76,13 +85,18 @@ t.test('answered: the status, the relayed header list and, within keepAnswerByte
   t.match(outcome, { kind: 'answered', status: 201 })
   if (outcome?.kind !== 'answered') return
   const names = outcome.headers.filter((_, i) => i % 2 === 0)
-  t.same(names, ['X-Trace-ID', 'Set-Cookie', 'Set-Cookie', 'Date'], 'as spelt and as often as sent; Connection, what it names, Keep-Alive, Transfer-Encoding and X-Request-Id dropped')
+  t.same(
+    names,
+    ['X-Trace-ID', 'Set-Cookie', 'Set-Cookie', 'Date'],
+    'as spelt and as often as sent; Connection, what it names, Keep-Alive, Transfer-Encoding and X-Request-Id dropped',
+  )
   t.equal(outcome.body?.toString(), '{"outcome":"authorized"}', 'the body, whole')
   t.equal(outcome.body?.toString(), reply.text, 'what the client got')
 })
 
 t.test('no body kept without keepAnswerBytes, nor one larger than it', async (t) => {
-  const answer: Answer = (_req, res) => res.writeHead(201, { 'content-type': 'application/json' }).end('{"outcome":"authorized"}')
+  const answer: Answer = (_req, res) =>
+    res.writeHead(201, { 'content-type': 'application/json' }).end('{"outcome":"authorized"}')
   const without = (await hostFor(t, answer)).host
   t.equal((await pay(without)).status, 201)
   t.match(await outcomeOf(t, without), { kind: 'answered', status: 201, body: undefined })
@@ -96,8 +110,13 @@ t.test('the answer kept is measured as the store measures it: body and headers a
   const answer: Answer = (_req, res) => res.writeHead(201, { 'content-type': 'application/json' }).end(body)
   const tight = (await hostFor(t, answer, { keepAnswerBytes: body.length + 8 })).host
   t.equal((await pay(tight)).text, body)
-  t.match(await outcomeOf(t, tight), { kind: 'answered', status: 201, body: undefined }, 'the body alone fits, the answer does not')
-  const error = (_req: unknown, res: ServerResponse) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>gone</h1>')
+  t.match(
+    await outcomeOf(t, tight),
+    { kind: 'answered', status: 201, body: undefined },
+    'the body alone fits, the answer does not',
+  )
+  const error = (_req: unknown, res: ServerResponse) =>
+    res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>gone</h1>')
   const replaced = (await hostFor(t, error, { keepAnswerBytes: 1024 })).host
   const reply = await pay(replaced)
   t.equal(reply.status, 404)
@@ -111,7 +130,11 @@ t.test('the answer kept is measured as the store measures it: body and headers a
 
 t.test('a 5xx in the error format: answered with its own status, body and length', async (t) => {
   const body = JSON.stringify({ errorName: 'internalErrorOccurred', message: 'database down' })
-  const { host } = await hostFor(t, (_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end(body), { keepAnswerBytes: 1024 })
+  const { host } = await hostFor(
+    t,
+    (_req, res) => res.writeHead(500, { 'content-type': 'application/json' }).end(body),
+    { keepAnswerBytes: 1024 },
+  )
   const reply = await pay(host)
   t.equal(reply.status, 500)
   t.equal(reply.text, body)
@@ -134,11 +157,22 @@ t.test('a 5xx replaced: answered with the standard body the client got, Retry-Af
   t.match(outcome, { kind: 'answered', status: 503 })
   if (outcome?.kind !== 'answered') return
   t.equal(outcome.body?.toString(), reply.text)
-  t.same(outcome.headers, ['content-type', 'application/json', 'content-length', String(reply.text.length), 'Retry-After', '7'])
+  t.same(outcome.headers, [
+    'content-type',
+    'application/json',
+    'content-length',
+    String(reply.text.length),
+    'Retry-After',
+    '7',
+  ])
   t.equal(host.exchanges[0]?.errorName, 'serviceUnavailable')
   const small = (await hostFor(t, answer, { keepAnswerBytes: 10 })).host
   t.equal((await pay(small)).status, 503)
-  t.match(await outcomeOf(t, small), { kind: 'answered', status: 503, body: undefined }, 'a standard body larger than asked is not kept')
+  t.match(
+    await outcomeOf(t, small),
+    { kind: 'answered', status: 503, body: undefined },
+    'a standard body larger than asked is not kept',
+  )
 })
 
 t.test('refused: 503, and the outcome says the payment never left', async (t) => {
@@ -162,7 +196,11 @@ t.test('no answer within the timeout: 500, timeout', async (t) => {
 })
 
 t.test('a body that stalls past the timeout after the headers: the client connection is cut, timeout', async (t) => {
-  const { host } = await hostFor(t, (_req, res) => res.writeHead(201, { 'content-length': '100' }).write('{"outcome":'), { timeout: 100 })
+  const { host } = await hostFor(
+    t,
+    (_req, res) => res.writeHead(201, { 'content-length': '100' }).write('{"outcome":'),
+    { timeout: 100 },
+  )
   await t.rejects(pay(host), { code: 'ECONNRESET' })
   t.same(await outcomeOf(t, host), { kind: 'timeout' })
   t.equal(host.exchanges[0]?.backendError, 'timeout')
@@ -172,7 +210,15 @@ t.test('reset before the headers: 500, reset; after them: a cut connection, rese
   const before = (await hostFor(t, (req) => req.socket.destroy())).host
   t.equal((await pay(before)).status, 500)
   t.same(await outcomeOf(t, before), { kind: 'reset' })
-  const after = (await hostFor(t, (_req, res) => (res.writeHead(201, { 'content-length': '100' }).write('{"out'), setTimeout(() => res.destroy(), 10)))).host
+  const after = (
+    await hostFor(
+      t,
+      (_req, res) => (
+        res.writeHead(201, { 'content-length': '100' }).write('{"out'),
+        setTimeout(() => res.destroy(), 10)
+      ),
+    )
+  ).host
   await t.rejects(pay(after), { code: 'ECONNRESET' })
   t.same(await outcomeOf(t, after), { kind: 'reset' })
   t.equal(after.exchanges[0]?.backendError, 'reset')
@@ -180,7 +226,13 @@ t.test('reset before the headers: 500, reset; after them: a cut connection, rese
 })
 
 t.test('reset while a 5xx body is read: 500, reset', async (t) => {
-  const { host } = await hostFor(t, (_req, res) => (res.writeHead(502, { 'content-length': '100' }).write('{"err'), setTimeout(() => res.destroy(), 10)))
+  const { host } = await hostFor(
+    t,
+    (_req, res) => (
+      res.writeHead(502, { 'content-length': '100' }).write('{"err'),
+      setTimeout(() => res.destroy(), 10)
+    ),
+  )
   const reply = await pay(host)
   t.equal(reply.status, 500)
   t.equal(reply.json.errorName, 'internalErrorOccurred')
@@ -198,21 +250,28 @@ function payAndLeave(host: Host, leave: Promise<unknown>): Promise<void> {
   })
 }
 
-t.test('a client that leaves while the backend works: the payment is with the backend, so its answer is still read and reported', async (t) => {
-  let arrived: () => void = () => undefined
-  const atBackend = new Promise<void>((resolve) => (arrived = resolve))
-  let answer: () => void = () => undefined
-  const { host, backend } = await hostFor(t, (_req, res) => {
-    answer = () => res.writeHead(201, { 'content-type': 'application/json' }).end('{"outcome":"authorized"}')
-    arrived()
-  }, { keepAnswerBytes: 1024 })
-  await payAndLeave(host, atBackend)
-  t.equal(host.outcomes.length, 0, 'not settled while the backend works')
-  answer()
-  t.match(await outcomeOf(t, host), { kind: 'answered', status: 201, body: Buffer.from('{"outcome":"authorized"}') })
-  t.equal(backend.received.length, 1)
-  t.equal(host.exchanges[0]?.backendError, undefined, 'not a backend fault')
-})
+t.test(
+  'a client that leaves while the backend works: the payment is with the backend, so its answer is still read and reported',
+  async (t) => {
+    let arrived: () => void = () => undefined
+    const atBackend = new Promise<void>((resolve) => (arrived = resolve))
+    let answer: () => void = () => undefined
+    const { host, backend } = await hostFor(
+      t,
+      (_req, res) => {
+        answer = () => res.writeHead(201, { 'content-type': 'application/json' }).end('{"outcome":"authorized"}')
+        arrived()
+      },
+      { keepAnswerBytes: 1024 },
+    )
+    await payAndLeave(host, atBackend)
+    t.equal(host.outcomes.length, 0, 'not settled while the backend works')
+    answer()
+    t.match(await outcomeOf(t, host), { kind: 'answered', status: 201, body: Buffer.from('{"outcome":"authorized"}') })
+    t.equal(backend.received.length, 1)
+    t.equal(host.exchanges[0]?.backendError, undefined, 'not a backend fault')
+  },
+)
 
 t.test('a client that leaves while a large answer streams: the rest is read, not written, and reported', async (t) => {
   const big = Buffer.alloc(8 << 20, 'x')
@@ -237,10 +296,15 @@ t.test('a client that leaves while a large answer streams: the rest is read, not
 
 t.test('a client that leaves while its payment waits for a connection: never sent, refused at once', async (t) => {
   const held: (() => void)[] = []
-  const { host, backend } = await hostFor(t, (_req, res) => held.push(() => res.writeHead(201).end('{}')), { maxSockets: 1 })
+  const { host, backend } = await hostFor(t, (_req, res) => held.push(() => res.writeHead(201).end('{}')), {
+    maxSockets: 1,
+  })
   const first = pay(host)
   t.ok(await until(() => held.length === 1), 'the one connection is busy')
-  await payAndLeave(host, until(() => host.exchanges.length === 2))
+  await payAndLeave(
+    host,
+    until(() => host.exchanges.length === 2),
+  )
   t.ok(await until(() => host.outcomes.length === 1), 'settled while the connection is still busy')
   t.same(host.outcomes[0], { kind: 'refused' }, 'the backend never got it')
   for (const release of held) release()
@@ -250,21 +314,32 @@ t.test('a client that leaves while its payment waits for a connection: never sen
   t.equal(host.exchanges[1]?.backendError, undefined, 'not a backend fault: nobody was told 503')
 })
 
-t.test('the pool closed while a payment waits for a connection: an error code the fault table does not name, yet never written, so refused', async (t) => {
-  const { host, backend } = await hostFor(t, () => undefined, { maxSockets: 1 })
-  const first = pay(host)
-  t.ok(await until(() => backend.started === 1), 'the one connection is busy')
-  const waiting = pay(host)
-  t.ok(await until(() => host.exchanges.length === 2), 'the second payment waits for it')
-  host.forwarder.close()
-  const reply = await waiting
-  t.equal(reply.status, 503, 'the payment certainly did not happen')
-  t.ok(await until(() => host.outcomes.length === 2))
-  t.same(host.outcomes.map((outcome) => outcome.kind).sort(), ['refused', 'reset'], 'the one written may have been received; the one waiting was never sent')
-  t.equal(faultKind(Object.assign(new Error('destroyed'), { code: 'UND_ERR_DESTROYED' })), 'reset', 'by its code alone it would be a reset')
-  t.equal((await first).status, 500)
-  t.equal(backend.started, 1, 'only the first payment reached the backend')
-})
+t.test(
+  'the pool closed while a payment waits for a connection: an error code the fault table does not name, yet never written, so refused',
+  async (t) => {
+    const { host, backend } = await hostFor(t, () => undefined, { maxSockets: 1 })
+    const first = pay(host)
+    t.ok(await until(() => backend.started === 1), 'the one connection is busy')
+    const waiting = pay(host)
+    t.ok(await until(() => host.exchanges.length === 2), 'the second payment waits for it')
+    host.forwarder.close()
+    const reply = await waiting
+    t.equal(reply.status, 503, 'the payment certainly did not happen')
+    t.ok(await until(() => host.outcomes.length === 2))
+    t.same(
+      host.outcomes.map((outcome) => outcome.kind).sort(),
+      ['refused', 'reset'],
+      'the one written may have been received; the one waiting was never sent',
+    )
+    t.equal(
+      faultKind(Object.assign(new Error('destroyed'), { code: 'UND_ERR_DESTROYED' })),
+      'reset',
+      'by its code alone it would be a reset',
+    )
+    t.equal((await first).status, 500)
+    t.equal(backend.started, 1, 'only the first payment reached the backend')
+  },
+)
 
 t.test('a client slower than the backend: undici waits for it, and the body arrives whole', async (t) => {
   const big = Buffer.alloc(16 << 20, 'x')
@@ -287,7 +362,9 @@ t.test('a client slower than the backend: undici waits for it, and the body arri
 })
 
 t.test('informational 1xx answers are skipped, the final one relayed', async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.write(`HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n${createdBytes()}`))
+  const backend = await startRawBackend(t, (socket) =>
+    socket.write(`HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n${createdBytes()}`),
+  )
   const host = await startHost(t, backend.url)
   const reply = await pay(host)
   t.equal(reply.status, 201)
@@ -296,7 +373,9 @@ t.test('informational 1xx answers are skipped, the final one relayed', async (t)
 })
 
 t.test('a header named in any of several Connection headers is dropped', async (t) => {
-  const backend = await startRawBackend(t, (socket) => socket.write(createdBytes('Connection: keep-alive\r\nX-Private: no\r\nConnection: x-private\r\nX-Public: yes\r\n')))
+  const backend = await startRawBackend(t, (socket) =>
+    socket.write(createdBytes('Connection: keep-alive\r\nX-Private: no\r\nConnection: x-private\r\nX-Public: yes\r\n')),
+  )
   const host = await startHost(t, backend.url)
   const reply = await pay(host)
   t.equal(reply.status, 201)

@@ -4,7 +4,13 @@ import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import type { PaymentRequest } from '../../lib/schema/payment.js'
 import type { BackendOutcome } from '../../lib/proxy/forward.js'
-import { createRetryProtection, OVERSIZED_ANSWER, UNKNOWN_ANSWER, type Guard, type Ticket } from '../../lib/proxy/retry-protection.js'
+import {
+  createRetryProtection,
+  OVERSIZED_ANSWER,
+  UNKNOWN_ANSWER,
+  type Guard,
+  type Ticket,
+} from '../../lib/proxy/retry-protection.js'
 import { saleBody } from '../helpers/fixtures.js'
 
 function passed(reference = 'order-1', entity = 'default', amount = 250): { passed: Passed; payload: Buffer } {
@@ -12,11 +18,19 @@ function passed(reference = 'order-1', entity = 'default', amount = 250): { pass
   document.transactionReference = reference
   document.merchant.entity = entity
   document.instruction.value.amount = amount
-  return { passed: { ok: true, operation: 'sale', entity, document, principal: undefined }, payload: Buffer.from(JSON.stringify(document)) }
+  return {
+    passed: { ok: true, operation: 'sale', entity, document, principal: undefined },
+    payload: Buffer.from(JSON.stringify(document)),
+  }
 }
 
 function memory(): MemoryIdempotencyStore {
-  return new MemoryIdempotencyStore({ ttlMs: 60_000, inFlightMs: 30_000, oversizedAnswer: OVERSIZED_ANSWER, unknownAnswer: UNKNOWN_ANSWER })
+  return new MemoryIdempotencyStore({
+    ttlMs: 60_000,
+    inFlightMs: 30_000,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+  })
 }
 
 async function guard(protection: ReturnType<typeof createRetryProtection>, request = passed()): Promise<Guard> {
@@ -28,7 +42,12 @@ function ticketOf(guarded: Guard): Ticket {
   return guarded.ticket
 }
 
-const CREATED = { kind: 'answered', status: 201, headers: ['content-type', 'application/json'], body: Buffer.from('{"outcome":"authorized"}') } as const
+const CREATED = {
+  kind: 'answered',
+  status: 201,
+  headers: ['content-type', 'application/json'],
+  body: Buffer.from('{"outcome":"authorized"}'),
+} as const
 
 t.test('first forwarded, a copy in flight 409, the recorded answer replayed, another payment 422', async (t) => {
   const protection = createRetryProtection(memory())
@@ -36,12 +55,25 @@ t.test('first forwarded, a copy in flight 409, the recorded answer replayed, ano
   const ticket = ticketOf(first)
   const copy = await guard(protection)
   t.equal(copy.kind, 'refuse')
-  t.match(copy, { rejection: { status: 409, body: { errorName: 'paymentIsInProgress' }, headers: { 'Retry-After': '1' } } })
+  t.match(copy, {
+    rejection: { status: 409, body: { errorName: 'paymentIsInProgress' }, headers: { 'Retry-After': '1' } },
+  })
   protection.settle(ticket, CREATED)
   const replay = await guard(protection)
-  t.same(replay, { kind: 'replay', answer: { status: 201, headers: CREATED.headers, body: CREATED.body }, outcome: 'replayed' })
-  t.match(await guard(protection, passed('order-1', 'default', 999)), { kind: 'refuse', rejection: { status: 422, body: { errorName: 'transactionReferenceIsAlreadyUsed' } } })
-  t.match(await guard(protection, passed('order-1', 'collections')), { kind: 'forward' }, 'the key is the entity and the reference')
+  t.same(replay, {
+    kind: 'replay',
+    answer: { status: 201, headers: CREATED.headers, body: CREATED.body },
+    outcome: 'replayed',
+  })
+  t.match(await guard(protection, passed('order-1', 'default', 999)), {
+    kind: 'refuse',
+    rejection: { status: 422, body: { errorName: 'transactionReferenceIsAlreadyUsed' } },
+  })
+  t.match(
+    await guard(protection, passed('order-1', 'collections')),
+    { kind: 'forward' },
+    'the key is the entity and the reference',
+  )
 })
 
 t.test('what releases a key and what records it', async (t) => {
@@ -50,15 +82,29 @@ t.test('what releases a key and what records it', async (t) => {
     { outcome: { kind: 'answered', status: 404, headers: [], body: undefined }, released: true },
     { outcome: { kind: 'answered', status: 503, headers: [], body: Buffer.from('{}') }, released: true },
     { outcome: { kind: 'refused' }, released: true },
-    { outcome: { kind: 'answered', status: 302, headers: ['location', '/x'], body: Buffer.alloc(0) }, released: false, status: 302 },
+    {
+      outcome: { kind: 'answered', status: 302, headers: ['location', '/x'], body: Buffer.alloc(0) },
+      released: false,
+      status: 302,
+    },
     { outcome: { kind: 'answered', status: 500, headers: [], body: Buffer.from('{}') }, released: false, status: 500 },
     { outcome: { kind: 'answered', status: 502, headers: [], body: Buffer.from('{}') }, released: false, status: 502 },
     { outcome: { kind: 'answered', status: 504, headers: [], body: Buffer.from('{}') }, released: false, status: 504 },
     { outcome: { kind: 'timeout' }, released: false, status: 500, errorName: 'internalErrorOccurred' },
     { outcome: { kind: 'reset' }, released: false, status: 500, errorName: 'internalErrorOccurred' },
-    { outcome: { kind: 'answered', status: 201, headers: [], body: undefined }, released: false, status: 422, errorName: 'transactionReferenceIsAlreadyUsed' },
+    {
+      outcome: { kind: 'answered', status: 201, headers: [], body: undefined },
+      released: false,
+      status: 422,
+      errorName: 'transactionReferenceIsAlreadyUsed',
+    },
   ] as const
-  for (const { outcome, released, ...recorded } of outcomes as readonly { outcome: BackendOutcome; released: boolean; status?: number; errorName?: string }[]) {
+  for (const { outcome, released, ...recorded } of outcomes as readonly {
+    outcome: BackendOutcome
+    released: boolean
+    status?: number
+    errorName?: string
+  }[]) {
     const protection = createRetryProtection(memory())
     protection.settle(ticketOf(await guard(protection)), outcome)
     const next = await guard(protection)
@@ -80,25 +126,43 @@ function unreachable(how: 'throw' | 'reject'): IdempotencyStore & { closed: bool
     if (how === 'throw') throw error
     return Promise.reject(error)
   }
-  return { closed: false, claim: fail, record: fail, release: fail, close: async function (this: { closed: boolean }) { this.closed = true } } as never
+  return {
+    closed: false,
+    claim: fail,
+    record: fail,
+    release: fail,
+    close: async function (this: { closed: boolean }) {
+      this.closed = true
+    },
+  } as never
 }
 
-t.test('a store that cannot be reached: refused with 503 (closed), or forwarded unprotected (open); reported either way', async (t) => {
-  for (const how of ['throw', 'reject'] as const) {
-    const errors: unknown[] = []
-    const closed = createRetryProtection(unreachable(how), { onStoreError: (error) => errors.push(error) })
-    t.match(await guard(closed), { kind: 'refuse', rejection: { status: 503, body: { errorName: 'serviceUnavailable' } } }, how)
-    const open = createRetryProtection(unreachable(how), { idempotencyFailure: 'open', onStoreError: (error) => errors.push(error) })
-    t.same(await guard(open), { kind: 'forward', ticket: undefined, outcome: 'unprotected' }, how)
-    open.settle({ key: 'k', token: 't' }, CREATED)
-    open.settle({ key: 'k', token: 't' }, { kind: 'refused' })
-    await new Promise((resolve) => setImmediate(resolve))
-    t.equal(errors.length, 4, `${how}: every failure reported, none thrown`)
-  }
-  const silent = createRetryProtection(unreachable('reject'))
-  silent.settle({ key: 'k', token: 't' }, CREATED)
-  t.equal((await guard(silent)).kind, 'refuse', 'without a listener, still refused')
-})
+t.test(
+  'a store that cannot be reached: refused with 503 (closed), or forwarded unprotected (open); reported either way',
+  async (t) => {
+    for (const how of ['throw', 'reject'] as const) {
+      const errors: unknown[] = []
+      const closed = createRetryProtection(unreachable(how), { onStoreError: (error) => errors.push(error) })
+      t.match(
+        await guard(closed),
+        { kind: 'refuse', rejection: { status: 503, body: { errorName: 'serviceUnavailable' } } },
+        how,
+      )
+      const open = createRetryProtection(unreachable(how), {
+        idempotencyFailure: 'open',
+        onStoreError: (error) => errors.push(error),
+      })
+      t.same(await guard(open), { kind: 'forward', ticket: undefined, outcome: 'unprotected' }, how)
+      open.settle({ key: 'k', token: 't' }, CREATED)
+      open.settle({ key: 'k', token: 't' }, { kind: 'refused' })
+      await new Promise((resolve) => setImmediate(resolve))
+      t.equal(errors.length, 4, `${how}: every failure reported, none thrown`)
+    }
+    const silent = createRetryProtection(unreachable('reject'))
+    silent.settle({ key: 'k', token: 't' }, CREATED)
+    t.equal((await guard(silent)).kind, 'refuse', 'without a listener, still refused')
+  },
+)
 
 t.test("inspect says what guard would decide, from the store's peek, without claiming", async (t) => {
   const protection = createRetryProtection(memory())
@@ -113,11 +177,26 @@ t.test("inspect says what guard would decide, from the store's peek, without cla
   const errors: unknown[] = []
   for (const how of ['throw', 'reject'] as const) {
     const store: IdempotencyStore = { ...unreachable(how), peek: unreachable(how).claim as never }
-    t.equal(await createRetryProtection(store, { onStoreError: (error) => errors.push(error) }).inspect(passed().passed, passed().payload), 'storeUnavailable', how)
-    t.equal(await createRetryProtection(store, { idempotencyFailure: 'open' }).inspect(passed().passed, passed().payload), 'unprotected', how)
+    t.equal(
+      await createRetryProtection(store, { onStoreError: (error) => errors.push(error) }).inspect(
+        passed().passed,
+        passed().payload,
+      ),
+      'storeUnavailable',
+      how,
+    )
+    t.equal(
+      await createRetryProtection(store, { idempotencyFailure: 'open' }).inspect(passed().passed, passed().payload),
+      'unprotected',
+      how,
+    )
   }
   t.equal(errors.length, 2, 'a failed peek is reported as a store failure')
-  t.equal(createRetryProtection(unreachable('throw')).inspect(passed().passed, passed().payload), undefined, 'a store without peek: nothing to say')
+  t.equal(
+    createRetryProtection(unreachable('throw')).inspect(passed().passed, passed().payload),
+    undefined,
+    'a store without peek: nothing to say',
+  )
 })
 
 t.test('close closes the store', async (t) => {

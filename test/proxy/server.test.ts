@@ -19,11 +19,14 @@ t.test('drain: stops accepting, lets every request in flight finish, then closes
   await t.rejects(send(url, { method: 'GET', path: '/x' }), { code: 'ECONNREFUSED' }, 'no new connections')
   for (const release of held) release()
   const replies = await Promise.all(inFlight)
-  t.same(replies.map((reply) => [reply.status, reply.text, reply.headers.connection]), [
-    [201, 'done', 'close'],
-    [201, 'done', 'close'],
-    [201, 'done', 'close'],
-  ])
+  t.same(
+    replies.map((reply) => [reply.status, reply.text, reply.headers.connection]),
+    [
+      [201, 'done', 'close'],
+      [201, 'done', 'close'],
+      [201, 'done', 'close'],
+    ],
+  )
   await drained
   t.equal(gateway.server.listening, false)
   t.equal(port > 0, true)
@@ -60,25 +63,31 @@ t.test('drain: a request that arrives on an open connection meanwhile gets 503 s
   t.equal(backend.received.length, 1)
 })
 
-t.test('withdraw: not ready, yet new connections are accepted and served, each answer with Connection: close', async (t) => {
-  const { gateway, backend, url } = await startGateway(t)
-  const agent = keepAliveAgent(t)
-  t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() }, agent)).headers.connection, 'keep-alive')
-  gateway.withdraw()
-  t.notOk(gateway.ready, 'not ready once withdrawn')
-  t.ok(gateway.server.listening, 'still listening')
-  const replies = [
-    await send(url, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'withdrawn-1' }) }, agent),
-    await send(url, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'withdrawn-2' }) }),
-    await send(url, { method: 'GET', path: '/other' }),
-  ]
-  t.same(replies.map((reply) => [reply.status, reply.headers.connection]), [
-    [201, 'close'],
-    [201, 'close'],
-    [201, 'close'],
-  ])
-  t.equal(backend.received.length, 4)
-})
+t.test(
+  'withdraw: not ready, yet new connections are accepted and served, each answer with Connection: close',
+  async (t) => {
+    const { gateway, backend, url } = await startGateway(t)
+    const agent = keepAliveAgent(t)
+    t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() }, agent)).headers.connection, 'keep-alive')
+    gateway.withdraw()
+    t.notOk(gateway.ready, 'not ready once withdrawn')
+    t.ok(gateway.server.listening, 'still listening')
+    const replies = [
+      await send(url, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'withdrawn-1' }) }, agent),
+      await send(url, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'withdrawn-2' }) }),
+      await send(url, { method: 'GET', path: '/other' }),
+    ]
+    t.same(
+      replies.map((reply) => [reply.status, reply.headers.connection]),
+      [
+        [201, 'close'],
+        [201, 'close'],
+        [201, 'close'],
+      ],
+    )
+    t.equal(backend.received.length, 4)
+  },
+)
 
 t.test('drain: connections still open after the grace period are cut', async (t) => {
   const { gateway, backend, url } = await startGateway(t)
@@ -122,29 +131,54 @@ t.test('metrics count requests by operation, status and errorName', async (t) =>
   await send(url, { method: 'GET', path: '/payments/authorizations/migrateRecurring/' })
   const text = await metrics.registry.metrics()
   t.match(text, /payments_gate_requests_total\{operation="sale",status="401",error_name="accessDenied"} 1/)
-  t.match(text, /payments_gate_requests_total\{operation="recurring",status="405",error_name="methodIsNotAllowed"} 1/, 'a 405 keeps the operation of its path')
+  t.match(
+    text,
+    /payments_gate_requests_total\{operation="recurring",status="405",error_name="methodIsNotAllowed"} 1/,
+    'a 405 keeps the operation of its path',
+  )
   t.match(text, /payments_gate_requests_total\{operation="other",status="201",error_name="none"} 1/)
   t.match(text, /payments_gate_request_duration_seconds_count\{operation="sale"} 1/)
 })
 
-t.test("the log line names the caller: the connection's address, or behind --trust-proxy N the Nth X-Forwarded-For entry from the right", async (t) => {
-  const direct = await startGateway(t)
-  const behind = await startGateway(t, { trustProxy: 2 })
-  const forged = { 'x-forwarded-for': '6.6.6.6, 203.0.113.7, 10.0.0.2' }
-  const lineOf = async (url: string, path: string, headers: Record<string, string> = {}) => {
-    await send(url, { method: 'GET', path, headers })
-    await until(() => loggedRequests().some((line) => line.path === path))
-    return loggedRequests().find((line) => line.path === path)
-  }
-  t.match(await lineOf(direct.url, '/who-direct', forged), { remoteAddress: '127.0.0.1' }, 'no proxy trusted: the header is not believed')
-  t.match(await lineOf(behind.url, '/who-behind', forged), { remoteAddress: '203.0.113.7' }, 'the address the farthest trusted proxy added, not the forged leftmost')
-  t.match(await lineOf(behind.url, '/who-short', { 'x-forwarded-for': '203.0.113.8' }), { remoteAddress: '127.0.0.1' }, 'fewer entries than trusted hops: the peer')
-  t.match(await lineOf(behind.url, '/who-none'), { remoteAddress: '127.0.0.1' }, 'no header: the peer')
-  const payment = await send(behind.url, { headers: paymentHeaders({ 'x-forwarded-for': '198.51.100.1,192.0.2.1' }), body: saleBody() })
-  t.equal(payment.status, 201)
-  await until(() => loggedRequests().some((line) => line.remoteAddress === '198.51.100.1'))
-  t.match(loggedRequests().find((line) => line.remoteAddress === '198.51.100.1'), { operation: 'sale', status: 201 })
-})
+t.test(
+  "the log line names the caller: the connection's address, or behind --trust-proxy N the Nth X-Forwarded-For entry from the right",
+  async (t) => {
+    const direct = await startGateway(t)
+    const behind = await startGateway(t, { trustProxy: 2 })
+    const forged = { 'x-forwarded-for': '6.6.6.6, 203.0.113.7, 10.0.0.2' }
+    const lineOf = async (url: string, path: string, headers: Record<string, string> = {}) => {
+      await send(url, { method: 'GET', path, headers })
+      await until(() => loggedRequests().some((line) => line.path === path))
+      return loggedRequests().find((line) => line.path === path)
+    }
+    t.match(
+      await lineOf(direct.url, '/who-direct', forged),
+      { remoteAddress: '127.0.0.1' },
+      'no proxy trusted: the header is not believed',
+    )
+    t.match(
+      await lineOf(behind.url, '/who-behind', forged),
+      { remoteAddress: '203.0.113.7' },
+      'the address the farthest trusted proxy added, not the forged leftmost',
+    )
+    t.match(
+      await lineOf(behind.url, '/who-short', { 'x-forwarded-for': '203.0.113.8' }),
+      { remoteAddress: '127.0.0.1' },
+      'fewer entries than trusted hops: the peer',
+    )
+    t.match(await lineOf(behind.url, '/who-none'), { remoteAddress: '127.0.0.1' }, 'no header: the peer')
+    const payment = await send(behind.url, {
+      headers: paymentHeaders({ 'x-forwarded-for': '198.51.100.1,192.0.2.1' }),
+      body: saleBody(),
+    })
+    t.equal(payment.status, 201)
+    await until(() => loggedRequests().some((line) => line.remoteAddress === '198.51.100.1'))
+    t.match(
+      loggedRequests().find((line) => line.remoteAddress === '198.51.100.1'),
+      { operation: 'sale', status: 201 },
+    )
+  },
+)
 
 t.test('a request on HTTP/1.0 without keep-alive is answered and closed', async (t) => {
   const { url } = await startGateway(t)
@@ -164,12 +198,19 @@ t.test('pipelined requests are handled in turn, each once its predecessor is ans
   const events: string[] = []
   backend.answer = (req, res) => {
     events.push(`arrived ${req.url}`)
-    setTimeout(() => {
-      events.push(`answered ${req.url}`)
-      res.writeHead(200, { 'content-length': '2' }).end('ok')
-    }, req.url === '/slow' ? 30 : 0)
+    setTimeout(
+      () => {
+        events.push(`answered ${req.url}`)
+        res.writeHead(200, { 'content-length': '2' }).end('ok')
+      },
+      req.url === '/slow' ? 30 : 0,
+    )
   }
-  const text = await raw(port, `GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /fast HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`, { keepOpen: true })
+  const text = await raw(
+    port,
+    `GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /fast HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`,
+    { keepOpen: true },
+  )
   t.equal(text.match(/HTTP\/1.1 200 OK/g)?.length, 2)
   t.same(events, ['arrived /slow', 'answered /slow', 'arrived /fast', 'answered /fast'])
 })
@@ -183,7 +224,10 @@ t.test('requests pipelined behind an answer that closes the connection are never
   t.match(text, /^HTTP\/1.1 401 Unauthorized[^]*\r\nConnection: close\r\n/i)
   t.equal(text.match(/HTTP\/1.1/g)?.length, 1, 'one answer')
   t.equal(backend.started, 0, 'the requests behind it never reached the backend')
-  t.same(logLines.slice(before).map((line) => JSON.parse(line).path), [SALE_PATH])
+  t.same(
+    logLines.slice(before).map((line) => JSON.parse(line).path),
+    [SALE_PATH],
+  )
 })
 
 scanLogsForCards(t)

@@ -4,7 +4,10 @@ import { addForwardedHeaders, clientAddress } from '../../lib/proxy/x-forwarded.
 
 /** What clientAddress reads of a request: its connection's peer and its X-Forwarded-For. */
 function request(forwardedFor: string | undefined, peer: string | null = '10.0.0.9'): IncomingMessage {
-  return { socket: { remoteAddress: peer ?? undefined }, headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor } } as unknown as IncomingMessage
+  return {
+    socket: { remoteAddress: peer ?? undefined },
+    headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
+  } as unknown as IncomingMessage
 }
 
 t.test('no trusted proxy: the connection itself, whatever the header says', async (t) => {
@@ -29,7 +32,12 @@ t.test('a request that came over TLS (--tls-cert): https, and 443 when its Host 
   const overTls = { socket: { remoteAddress: '10.0.0.9', encrypted: true }, headers: {} } as unknown as IncomingMessage
   const headers: Record<string, string> = { host: 'gateway.example', 'x-forwarded-proto': 'https' }
   addForwardedHeaders(headers, overTls)
-  t.match(headers, { 'x-forwarded-proto': 'https,https', 'x-forwarded-port': '443', 'x-forwarded-for': '10.0.0.9', 'x-forwarded-host': 'gateway.example' })
+  t.match(headers, {
+    'x-forwarded-proto': 'https,https',
+    'x-forwarded-port': '443',
+    'x-forwarded-for': '10.0.0.9',
+    'x-forwarded-host': 'gateway.example',
+  })
   const plain: Record<string, string> = {}
   addForwardedHeaders(plain, { socket: { remoteAddress: '10.0.0.9' }, headers: {} } as unknown as IncomingMessage)
   t.match(plain, { 'x-forwarded-proto': 'http', 'x-forwarded-port': '80', 'x-forwarded-host': '' })

@@ -16,26 +16,90 @@ import { ajvRecurring, ajvSale } from '../helpers/oracle.js'
  */
 const compiled = { sale: compileSchema(REQUEST_SCHEMAS.sale), recurring: compileSchema(REQUEST_SCHEMAS.recurring) }
 const oracle = { sale: ajvSale, recurring: ajvRecurring }
-const whole = { sale: TypeCompiler.Compile(REQUEST_SCHEMAS.sale), recurring: TypeCompiler.Compile(REQUEST_SCHEMAS.recurring) }
+const whole = {
+  sale: TypeCompiler.Compile(REQUEST_SCHEMAS.sale),
+  recurring: TypeCompiler.Compile(REQUEST_SCHEMAS.recurring),
+}
 const sameErrors = (operation: Operation, document: unknown) =>
-  JSON.stringify(compiled[operation].errors(document)) === JSON.stringify(mapErrors(whole[operation].Errors(document), document))
+  JSON.stringify(compiled[operation].errors(document)) ===
+  JSON.stringify(mapErrors(whole[operation].Errors(document), document))
 
 const PATHS = [
-  'transactionReference', 'merchant', 'merchant.entity', 'merchant.mcc', 'merchant.paymentFacilitator',
-  'merchant.paymentFacilitator.pfId', 'merchant.paymentFacilitator.subMerchant', 'instruction', 'instruction.narrative',
-  'instruction.narrative.line1', 'instruction.narrative.line2', 'instruction.paymentInstrument', 'instruction.paymentInstrument.type',
-  'instruction.paymentInstrument.cardNumber', 'instruction.paymentInstrument.cardExpiryDate', 'instruction.paymentInstrument.cardExpiryDate.month',
-  'instruction.paymentInstrument.cardExpiryDate.year', 'instruction.paymentInstrument.href', 'instruction.value', 'instruction.value.amount',
-  'instruction.value.currency', 'instruction.debtRepayment', 'instruction.intent', 'instruction.scheme', 'instruction.scheme.reference',
-  'channel', 'customer', 'customer.riskProfile', 'customer.authentication', 'extra',
+  'transactionReference',
+  'merchant',
+  'merchant.entity',
+  'merchant.mcc',
+  'merchant.paymentFacilitator',
+  'merchant.paymentFacilitator.pfId',
+  'merchant.paymentFacilitator.subMerchant',
+  'instruction',
+  'instruction.narrative',
+  'instruction.narrative.line1',
+  'instruction.narrative.line2',
+  'instruction.paymentInstrument',
+  'instruction.paymentInstrument.type',
+  'instruction.paymentInstrument.cardNumber',
+  'instruction.paymentInstrument.cardExpiryDate',
+  'instruction.paymentInstrument.cardExpiryDate.month',
+  'instruction.paymentInstrument.cardExpiryDate.year',
+  'instruction.paymentInstrument.href',
+  'instruction.value',
+  'instruction.value.amount',
+  'instruction.value.currency',
+  'instruction.debtRepayment',
+  'instruction.intent',
+  'instruction.scheme',
+  'instruction.scheme.reference',
+  'channel',
+  'customer',
+  'customer.riskProfile',
+  'customer.authentication',
+  'extra',
 ]
 
 const interesting = fc.constantFrom<unknown>(
-  '', 'GBP', 'gbp', 'moto', 'web', 'instalment', 'subscription', 'card/plain', 'card/token', 'card/other', TEST_PAN,
-  '4444333322221112', '600000000007', 'r'.repeat(64), 'r'.repeat(65), 'a b', 'x😀', '5734', '57340',
-  0, 1, 12, 13, 1000, 9999, 10000, -1, 2.5, 2147483647, 2147483648, null, true, false, {}, [],
-  { reference: 'r' }, { month: 1, year: 2030 }, { type: 'card/token', href: 'h' },
-  { pfId: 'p', subMerchant: { city: 'c', name: 'n', postalCode: 'p', merchantId: 'm', countryCode: 'GB', street: 's' } },
+  '',
+  'GBP',
+  'gbp',
+  'moto',
+  'web',
+  'instalment',
+  'subscription',
+  'card/plain',
+  'card/token',
+  'card/other',
+  TEST_PAN,
+  '4444333322221112',
+  '600000000007',
+  'r'.repeat(64),
+  'r'.repeat(65),
+  'a b',
+  'x😀',
+  '5734',
+  '57340',
+  0,
+  1,
+  12,
+  13,
+  1000,
+  9999,
+  10000,
+  -1,
+  2.5,
+  2147483647,
+  2147483648,
+  null,
+  true,
+  false,
+  {},
+  [],
+  { reference: 'r' },
+  { month: 1, year: 2030 },
+  { type: 'card/token', href: 'h' },
+  {
+    pfId: 'p',
+    subMerchant: { city: 'c', name: 'n', postalCode: 'p', merchantId: 'm', countryCode: 'GB', street: 's' },
+  },
 )
 
 const mutation = fc.record({
@@ -48,20 +112,24 @@ t.test('TypeBox and Ajv agree on valid/invalid for generated bodies; guided and 
   let valid = 0
   let invalid = 0
   fc.assert(
-    fc.property(fc.constantFrom<Operation>('sale', 'recurring'), fc.array(mutation, { maxLength: 4 }), (operation, mutations) => {
-      const body = operation === 'sale' ? saleBody() : recurringBody()
-      for (const { path, remove, value } of mutations) setPath(body, path, value, remove)
-      const document = JSON.parse(JSON.stringify(body))
-      const typebox = compiled[operation].check(document)
-      if (typebox !== oracle[operation](document)) return false
-      if (typebox) valid++
-      else {
-        invalid++
-        if (compiled[operation].errors(document).length === 0) return false
-        if (!sameErrors(operation, document)) return false
-      }
-      return true
-    }),
+    fc.property(
+      fc.constantFrom<Operation>('sale', 'recurring'),
+      fc.array(mutation, { maxLength: 4 }),
+      (operation, mutations) => {
+        const body = operation === 'sale' ? saleBody() : recurringBody()
+        for (const { path, remove, value } of mutations) setPath(body, path, value, remove)
+        const document = JSON.parse(JSON.stringify(body))
+        const typebox = compiled[operation].check(document)
+        if (typebox !== oracle[operation](document)) return false
+        if (typebox) valid++
+        else {
+          invalid++
+          if (compiled[operation].errors(document).length === 0) return false
+          if (!sameErrors(operation, document)) return false
+        }
+        return true
+      },
+    ),
     { seed: 20261121, numRuns: 4000 },
   )
   t.ok(valid > 200, `enough valid bodies (${valid})`)

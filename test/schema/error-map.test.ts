@@ -29,7 +29,10 @@ t.test('types the payment schemas do not use map to their spec names', async (t)
       ['fieldHasInvalidValue', '$.tuple'],
     ],
   )
-  t.strictSame(errorsOf(schema, { n: 1, list: [1] }).map(([name, path]) => [name, path]), [['fieldMustBeString', '$.list[0]']])
+  t.strictSame(
+    errorsOf(schema, { n: 1, list: [1] }).map(([name, path]) => [name, path]),
+    [['fieldMustBeString', '$.list[0]']],
+  )
 })
 
 t.test('messages name the limit or the expected shape, never the value', async (t) => {
@@ -41,7 +44,14 @@ t.test('messages name the limit or the expected shape, never the value', async (
     bare: Type.String({ pattern: '^a$' }),
     one: Type.Literal('moto'),
   })
-  const items = errorsOf(schema, { short: 'secret', long: 'secret', n: 3, shaped: 'secret', bare: 'secret', one: 'secret' })
+  const items = errorsOf(schema, {
+    short: 'secret',
+    long: 'secret',
+    n: 3,
+    shaped: 'secret',
+    bare: 'secret',
+    one: 'secret',
+  })
   t.strictSame(items, [
     ['stringIsTooLong', '$.long', 'The string must be at most 2 characters long.'],
     ['integerIsTooSmall', '$.n', 'The value must be at least 10.'],
@@ -58,40 +68,68 @@ t.test('messages name the limit or the expected shape, never the value', async (
 
 t.test('a format other than Luhn is a regex failure; an unregistered one an invalid value', async (t) => {
   FormatRegistry.Set('even-length', (value) => value.length % 2 === 0)
-  const schema = Type.Object({ f: Type.String({ format: 'even-length' }), g: Type.Optional(Type.String({ format: 'not-registered' })) })
-  t.strictSame(errorsOf(schema, { f: 'x', g: 'y' }).map(([name]) => name), ['stringFailedRegexCheck', 'fieldHasInvalidValue'])
+  const schema = Type.Object({
+    f: Type.String({ format: 'even-length' }),
+    g: Type.Optional(Type.String({ format: 'not-registered' })),
+  })
+  t.strictSame(
+    errorsOf(schema, { f: 'x', g: 'y' }).map(([name]) => name),
+    ['stringFailedRegexCheck', 'fieldHasInvalidValue'],
+  )
 })
 
 t.test('a discriminated union without a catch-all variant reports the union', async (t) => {
   const schema = Type.Object({
-    u: Type.Union([Type.Object({ kind: Type.Literal('a'), a: Type.String() }), Type.Object({ kind: Type.Literal('b') })], {
-      discriminator: { propertyName: 'kind' },
-    }),
+    u: Type.Union(
+      [Type.Object({ kind: Type.Literal('a'), a: Type.String() }), Type.Object({ kind: Type.Literal('b') })],
+      {
+        discriminator: { propertyName: 'kind' },
+      },
+    ),
   })
-  t.strictSame(errorsOf(schema, { u: { kind: 'a' } }).map(([name, path]) => [name, path]), [['fieldIsMissing', '$.u.a']])
-  t.strictSame(errorsOf(schema, { u: { kind: 'z' } }).map(([name, path]) => [name, path]), [['fieldMustBeObject', '$.u']])
+  t.strictSame(
+    errorsOf(schema, { u: { kind: 'a' } }).map(([name, path]) => [name, path]),
+    [['fieldIsMissing', '$.u.a']],
+  )
+  t.strictSame(
+    errorsOf(schema, { u: { kind: 'z' } }).map(([name, path]) => [name, path]),
+    [['fieldMustBeObject', '$.u']],
+  )
 })
 
 t.test('a union of non-string literals reports a bad value, not a type', async (t) => {
   const schema = Type.Object({ v: Type.Union([Type.Literal(1), Type.Literal(2)]) })
-  t.strictSame(errorsOf(schema, { v: 'x' }).map(([name]) => name), ['fieldHasInvalidValue'])
+  t.strictSame(
+    errorsOf(schema, { v: 'x' }).map(([name]) => name),
+    ['fieldHasInvalidValue'],
+  )
 })
 
-t.test('a member whose name begins with another member\'s name is reported on its own; a problem under a reported member is not', async (t) => {
-  const schema = Type.Object({ a: Type.Object({ x: Type.String() }), ab: Type.String(), 'a/b': Type.Optional(Type.String()) })
-  t.strictSame(
-    errorsOf(schema, { a: 1, ab: 2, 'a/b': 3 }).map(([name, path]) => [name, path]),
-    [
-      ['fieldMustBeObject', '$.a'],
-      ['fieldMustBeString', '$.ab'],
-      ['fieldMustBeString', "$['a/b']"],
-    ],
-  )
-  t.strictSame(errorsOf(schema, { ab: 2 }).map(([name, path]) => [name, path]), [
-    ['fieldIsMissing', '$.a'],
-    ['fieldMustBeString', '$.ab'],
-  ])
-})
+t.test(
+  "a member whose name begins with another member's name is reported on its own; a problem under a reported member is not",
+  async (t) => {
+    const schema = Type.Object({
+      a: Type.Object({ x: Type.String() }),
+      ab: Type.String(),
+      'a/b': Type.Optional(Type.String()),
+    })
+    t.strictSame(
+      errorsOf(schema, { a: 1, ab: 2, 'a/b': 3 }).map(([name, path]) => [name, path]),
+      [
+        ['fieldMustBeObject', '$.a'],
+        ['fieldMustBeString', '$.ab'],
+        ['fieldMustBeString', "$['a/b']"],
+      ],
+    )
+    t.strictSame(
+      errorsOf(schema, { ab: 2 }).map(([name, path]) => [name, path]),
+      [
+        ['fieldIsMissing', '$.a'],
+        ['fieldMustBeString', '$.ab'],
+      ],
+    )
+  },
+)
 
 t.test('bounds name their limit, or the shape when the field has one', async (t) => {
   const schema = Type.Object({
@@ -123,25 +161,39 @@ t.test('a choice lists every allowed value; only a choice of strings makes anoth
 
 t.test("an object's own problem covers the problems of its members", async (t) => {
   const schema = Type.Object({ o: Type.Object({ a: Type.String() }, { minProperties: 2 }) })
-  t.strictSame(errorsOf(schema, { o: { a: 1 } }).map(([name, path]) => [name, path]), [['fieldHasInvalidValue', '$.o']])
+  t.strictSame(
+    errorsOf(schema, { o: { a: 1 } }).map(([name, path]) => [name, path]),
+    [['fieldHasInvalidValue', '$.o']],
+  )
 })
 
 t.test('a discriminated union falls back to the variant without the discriminator', async (t) => {
   const schema = Type.Object({
-    u: Type.Union([Type.Object({ kind: Type.Literal('a') }), Type.Object({ other: Type.String() })], { discriminator: { propertyName: 'kind' } }),
+    u: Type.Union([Type.Object({ kind: Type.Literal('a') }), Type.Object({ other: Type.String() })], {
+      discriminator: { propertyName: 'kind' },
+    }),
   })
-  t.strictSame(errorsOf(schema, { u: { kind: 'z' } }).map(([name, path]) => [name, path]), [['fieldIsMissing', '$.u.other']])
+  t.strictSame(
+    errorsOf(schema, { u: { kind: 'z' } }).map(([name, path]) => [name, path]),
+    [['fieldIsMissing', '$.u.other']],
+  )
 })
 
 t.test('a discriminator on a schema that is no union is only an annotation', async (t) => {
   const schema = Type.Object({ s: Type.String({ discriminator: { propertyName: 'kind' } }) })
-  t.strictSame(errorsOf(schema, { s: { kind: 'a' } }).map(([name, path]) => [name, path]), [['fieldMustBeString', '$.s']])
+  t.strictSame(
+    errorsOf(schema, { s: { kind: 'a' } }).map(([name, path]) => [name, path]),
+    [['fieldMustBeString', '$.s']],
+  )
 })
 
 t.test('a member whose name holds a tilde is not taken for another member', async (t) => {
   const schema = Type.Object({ a: Type.String(), 'a~': Type.String() })
-  t.strictSame(errorsOf(schema, { 'a~': 1 }).map(([name, path]) => [name, path]), [
-    ['fieldIsMissing', '$.a'],
-    ['fieldMustBeString', "$['a~']"],
-  ])
+  t.strictSame(
+    errorsOf(schema, { 'a~': 1 }).map(([name, path]) => [name, path]),
+    [
+      ['fieldIsMissing', '$.a'],
+      ['fieldMustBeString', "$['a~']"],
+    ],
+  )
 })

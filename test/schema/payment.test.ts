@@ -24,7 +24,8 @@ t.test('each field rule answers its field errors, each problem once', async (t) 
       rule.expected,
       rule.name,
     )
-    for (const item of verdict.body.validationErrors ?? []) t.ok(item.message.length > 0, `${rule.name}: a message for people`)
+    for (const item of verdict.body.validationErrors ?? [])
+      t.ok(item.message.length > 0, `${rule.name}: a message for people`)
   }
 })
 

@@ -25,7 +25,9 @@ t.test('a body parser in front that consumed the body: a clear 500, not a hang',
   const answer = await send(port, CLEAN, agent)
   t.equal(answer.status, 500)
   t.equal(answer.body.toString(), INTERNAL, 'the standard 500, like every internal failure')
-  t.match(logger.lines, [{ object: { path: SALE_PATH }, message: /Mount the payments-gate middleware before express\.json\(\)/ }])
+  t.match(logger.lines, [
+    { object: { path: SALE_PATH }, message: /Mount the payments-gate middleware before express\.json\(\)/ },
+  ])
 })
 
 t.test('express.json() in front is harmless: it does not take the v6 media type', async (t) => {
@@ -102,7 +104,10 @@ t.test('the error handler: thrown errors become the standard 500, client errors 
   const missing = await send(port, { method: 'GET', path: '/missing', headers: {} }, agent)
   t.equal(missing.status, 404, "Express's own handler")
   t.match(missing.headers['content-type'], /text\/html/)
-  await t.rejects(send(port, { method: 'GET', path: '/late', headers: {} }, agent), 'headers already sent: Express cuts the connection')
+  await t.rejects(
+    send(port, { method: 'GET', path: '/late', headers: {} }, agent),
+    'headers already sent: Express cuts the connection',
+  )
 })
 
 t.test('isClientError', async (t) => {

@@ -37,7 +37,11 @@ t.test("Fastify's JSON parser never sees the v6 media type; other routes keep th
   const { port, agent } = await serve(t, app)
   t.equal((await send(port, CLEAN, agent)).status, 201)
   t.equal(jsonParses, 0, 'not called for a screened request')
-  const order = await send(port, { method: 'POST', path: '/orders', headers: { 'content-type': 'application/json' }, body: '{"n":1}' }, agent)
+  const order = await send(
+    port,
+    { method: 'POST', path: '/orders', headers: { 'content-type': 'application/json' }, body: '{"n":1}' },
+    agent,
+  )
   t.same(JSON.parse(order.body.toString()), { got: { n: 1 }, gate: null })
   t.equal(jsonParses, 1, "the application's own route and parser are untouched")
 })
@@ -48,12 +52,20 @@ t.test('another route that takes the v6 media type gets plain JSON, without the 
   app.post('/drafts', async (request) => ({ got: request.body }))
   const { port, agent } = await serve(t, app)
   const headers = { 'content-type': REQUEST_TYPE }
-  const draft = await send(port, { method: 'POST', path: '/drafts', headers, body: '{"transactionReference":""}' }, agent)
+  const draft = await send(
+    port,
+    { method: 'POST', path: '/drafts', headers, body: '{"transactionReference":""}' },
+    agent,
+  )
   t.equal(draft.status, 200)
   t.same(JSON.parse(draft.body.toString()), { got: { transactionReference: '' } })
   const poisoned = await send(port, { method: 'POST', path: '/drafts', headers, body: '{"__proto__":{"x":1}}' }, agent)
   t.equal(poisoned.status, 400, "Fastify's own prototype-poisoning guard")
-  const large = await send(port, { method: 'POST', path: '/drafts', headers, body: `"${'x'.repeat(BODY_LIMIT)}"`, chunked: true }, agent)
+  const large = await send(
+    port,
+    { method: 'POST', path: '/drafts', headers, body: `"${'x'.repeat(BODY_LIMIT)}"`, chunked: true },
+    agent,
+  )
   t.equal(large.status, 413)
   t.equal(JSON.parse(large.body.toString()).statusCode, 413, "Fastify's own error format on its own route")
 })

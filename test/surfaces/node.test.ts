@@ -13,7 +13,9 @@ t.test('a client that leaves mid-body gets nothing and the application is not ca
   // The real scrypt cost, so that the client can leave while the first password check still runs.
   const gate = await testGate(t, { credentials: await writeCredentials(t.testdir(), SCRYPT_DEFAULTS) })
   let calls = 0
-  const { server, port, agent } = await serve(t, gate.handler((_req, res) => {
+  const { server, port, agent } = await serve(
+    t,
+    gate.handler((_req, res) => {
       calls++
       res.end()
     }),
@@ -28,7 +30,11 @@ t.test('a client that leaves mid-body gets nothing and the application is not ca
     await abortMidBody(port, SALE_PATH, CASES[0]!.headers)
     await closed
     t.equal(calls, 0)
-    t.equal((await send(port, { method: 'GET', path: '/x', headers: {} }, agent)).status, 200, 'the server still serves')
+    t.equal(
+      (await send(port, { method: 'GET', path: '/x', headers: {} }, agent)).status,
+      200,
+      'the server still serves',
+    )
     t.equal(calls, 1)
     calls = 0
   }
@@ -44,17 +50,26 @@ t.test('an authenticator that throws is a logged 500, not a crash', async (t) =>
     },
     logger: logger as unknown as GateLogger,
   })
-  const { port, agent } = await serve(t, gate.handler(() => t.fail('not called')))
+  const { port, agent } = await serve(
+    t,
+    gate.handler(() => t.fail('not called')),
+  )
   const answer = await send(port, CASES[0]!, agent)
   t.equal(answer.status, 500)
   t.equal(answer.body.toString(), serializeError(reject('internalErrorOccurred').body))
   t.equal(logger.lines.length, 1)
-  t.match(logger.lines[0], { object: { err: { message: 'credential store down' } }, message: 'payments-gate: internal error' })
+  t.match(logger.lines[0], {
+    object: { err: { message: 'credential store down' } },
+    message: 'payments-gate: internal error',
+  })
 })
 
 t.test('gate.errors answers the backend own failures in the standard format', async (t) => {
   const gate = await testGate(t)
-  const { port, agent } = await serve(t, gate.handler((_req, res) => gate.errors(res, 'serviceUnavailable', { message: 'Ledger is down.' })))
+  const { port, agent } = await serve(
+    t,
+    gate.handler((_req, res) => gate.errors(res, 'serviceUnavailable', { message: 'Ledger is down.' })),
+  )
   const answer = await send(port, { method: 'GET', path: '/anything', headers: {} }, agent)
   t.equal(answer.status, 503)
   t.equal(answer.headers['content-type'], 'application/json')

@@ -6,7 +6,16 @@ import Fastify from 'fastify'
 import t from 'tap'
 import type { Passed } from '../../lib/checks/index.js'
 import type { GateContext, GateReport } from '../../lib/surfaces/shared.js'
-import { AUTH, basic, policyJson, SALE_PATH, saleBody, TEST_PAN, USERNAME, writeCredentials } from '../helpers/fixtures.js'
+import {
+  AUTH,
+  basic,
+  policyJson,
+  SALE_PATH,
+  saleBody,
+  TEST_PAN,
+  USERNAME,
+  writeCredentials,
+} from '../helpers/fixtures.js'
 import { paymentHeaders, send } from '../helpers/http.js'
 import { closeServer, listenOnLoopback } from '../helpers/servers.js'
 import { testGate } from '../helpers/surfaces.js'
@@ -23,26 +32,49 @@ interface Handed {
 
 function handed(context: GateContext | Passed | undefined, body: unknown, report: GateReport | undefined): Handed {
   return {
-    context: context === undefined ? null : { operation: context.operation, entity: context.entity, principal: context.principal as GateContext['principal'] },
+    context:
+      context === undefined
+        ? null
+        : {
+            operation: context.operation,
+            entity: context.entity,
+            principal: context.principal as GateContext['principal'],
+          },
     body,
     report:
       report === undefined
         ? null
-        : { entity: report.entity, wouldRefuse: report.wouldRefuse?.body.errorName, wouldRewrite: report.wouldRewrite, bytes: report.body && Buffer.from(report.body).toString('hex') },
+        : {
+            entity: report.entity,
+            wouldRefuse: report.wouldRefuse?.body.errorName,
+            wouldRewrite: report.wouldRewrite,
+            bytes: report.body && Buffer.from(report.body).toString('hex'),
+          },
   }
 }
 
 // `collections` enforces whatever the gate's mode: a team has switched it already.
 const dir = t.testdir({
   policies: {
-    'default.json': policyJson('default', { features: { dynamicMcc: true, paymentFacilitator: false, moto: false, debtRepayment: false }, mcc: '5734' }),
+    'default.json': policyJson('default', {
+      features: { dynamicMcc: true, paymentFacilitator: false, moto: false, debtRepayment: false },
+      mcc: '5734',
+    }),
     'collections.json': policyJson('collections', { mode: 'enforce' }),
   },
 })
-const gate = await testGate(t, { mode: 'report', policies: join(dir, 'policies'), credentials: await writeCredentials(dir) })
+const gate = await testGate(t, {
+  mode: 'report',
+  policies: join(dir, 'policies'),
+  credentials: await writeCredentials(dir),
+})
 
 async function nodeApp(): Promise<number> {
-  const server = createServer(gate.handler((_req, res, passed, _requestId, report) => res.end(JSON.stringify(handed(passed, report === undefined ? passed?.document : report.received, report)))))
+  const server = createServer(
+    gate.handler((_req, res, passed, _requestId, report) =>
+      res.end(JSON.stringify(handed(passed, report === undefined ? passed?.document : report.received, report))),
+    ),
+  )
   t.teardown(() => closeServer(server))
   return listenOnLoopback(server)
 }
@@ -61,7 +93,9 @@ async function expressApp(): Promise<number> {
 async function fastifyApp(): Promise<number> {
   const app = Fastify()
   await app.register(gate.fastify)
-  app.all(SALE_PATH, async (request, reply) => reply.send(JSON.stringify(handed(request.paymentsGate, request.body, request.paymentsGateReport))))
+  app.all(SALE_PATH, async (request, reply) =>
+    reply.send(JSON.stringify(handed(request.paymentsGate, request.body, request.paymentsGateReport))),
+  )
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   return (app.server.address() as AddressInfo).port
@@ -83,33 +117,74 @@ for (const [name, port] of surfaces) {
   t.test(`${name}: the handler is called with the passed context, the body as it came and the report`, async (t) => {
     const clean = await send(port, { headers: paymentHeaders(), body: rewritable })
     t.equal(clean.status, 200)
-    t.match(clean.json, { context: { operation: 'sale', entity: 'default', principal }, report: { entity: 'default', wouldRewrite: ['line1Characters', 'mccFilledIn'] } })
+    t.match(clean.json, {
+      context: { operation: 'sale', entity: 'default', principal },
+      report: { entity: 'default', wouldRewrite: ['line1Characters', 'mccFilledIn'] },
+    })
     t.equal(clean.json.report.wouldRefuse, undefined)
     t.same(clean.json.body, rewritable, 'not rewritten')
     t.equal(clean.json.report.bytes, Buffer.from(JSON.stringify(rewritable)).toString('hex'), 'the bytes as they came')
   })
 
-  t.test(`${name}: a request enforce would refuse reaches the handler with the refusal reported and no passed context`, async (t) => {
-    const refused = await send(port, { headers: paymentHeaders(), body: luhn })
-    t.match(refused.json, { context: null, body: luhn, report: { entity: 'default', wouldRefuse: 'bodyDoesNotMatchSchema', wouldRewrite: [] } })
-    const notJson = await send(port, { headers: paymentHeaders(), body: '{"merchant"' })
-    t.match(notJson.json, { context: null, report: { wouldRefuse: 'bodyIsNotJson', bytes: Buffer.from('{"merchant"').toString('hex') } })
-    t.equal(notJson.json.body, undefined, 'no document')
-    const get = await send(port, { method: 'GET', headers: { authorization: AUTH } })
-    t.match(get.json, { context: null, report: { wouldRefuse: 'methodIsNotAllowed' } }, 'a method enforce would refuse: the body left unread')
-    t.equal(get.json.report.bytes, undefined)
-    const large = await send(port, { headers: paymentHeaders(), body: `{"pad":"${'z'.repeat(70_000)}"}`, chunked: true })
-    t.match(large.json, { context: null, report: { wouldRefuse: 'bodyIsTooLarge' } }, 'a body past the limit: left unread')
-    t.equal(large.json.report.bytes, undefined)
-    const type = await send(port, { headers: paymentHeaders({ 'content-type': 'application/json' }), body: saleBody() })
-    t.match(type.json, { context: null, report: { wouldRefuse: 'headerHasInvalidValue' } }, 'a Content-Type enforce would refuse')
-  })
+  t.test(
+    `${name}: a request enforce would refuse reaches the handler with the refusal reported and no passed context`,
+    async (t) => {
+      const refused = await send(port, { headers: paymentHeaders(), body: luhn })
+      t.match(refused.json, {
+        context: null,
+        body: luhn,
+        report: { entity: 'default', wouldRefuse: 'bodyDoesNotMatchSchema', wouldRewrite: [] },
+      })
+      const notJson = await send(port, { headers: paymentHeaders(), body: '{"merchant"' })
+      t.match(notJson.json, {
+        context: null,
+        report: { wouldRefuse: 'bodyIsNotJson', bytes: Buffer.from('{"merchant"').toString('hex') },
+      })
+      t.equal(notJson.json.body, undefined, 'no document')
+      const get = await send(port, { method: 'GET', headers: { authorization: AUTH } })
+      t.match(
+        get.json,
+        { context: null, report: { wouldRefuse: 'methodIsNotAllowed' } },
+        'a method enforce would refuse: the body left unread',
+      )
+      t.equal(get.json.report.bytes, undefined)
+      const large = await send(port, {
+        headers: paymentHeaders(),
+        body: `{"pad":"${'z'.repeat(70_000)}"}`,
+        chunked: true,
+      })
+      t.match(
+        large.json,
+        { context: null, report: { wouldRefuse: 'bodyIsTooLarge' } },
+        'a body past the limit: left unread',
+      )
+      t.equal(large.json.report.bytes, undefined)
+      const type = await send(port, {
+        headers: paymentHeaders({ 'content-type': 'application/json' }),
+        body: saleBody(),
+      })
+      t.match(
+        type.json,
+        { context: null, report: { wouldRefuse: 'headerHasInvalidValue' } },
+        'a Content-Type enforce would refuse',
+      )
+    },
+  )
 
   t.test(`${name}: BasicAuth, check 9 and an entity that enforces still refuse`, async (t) => {
-    t.match(await send(port, { headers: paymentHeaders({ authorization: basic(USERNAME, 'wrong') }), body: saleBody() }), { status: 401, json: { errorName: 'accessDenied' } })
-    t.match(await send(port, { headers: paymentHeaders(), body: saleBody({ entity: 'eu-tokens' }) }), { status: 401, json: { errorName: 'accessDenied' } })
+    t.match(
+      await send(port, { headers: paymentHeaders({ authorization: basic(USERNAME, 'wrong') }), body: saleBody() }),
+      { status: 401, json: { errorName: 'accessDenied' } },
+    )
+    t.match(await send(port, { headers: paymentHeaders(), body: saleBody({ entity: 'eu-tokens' }) }), {
+      status: 401,
+      json: { errorName: 'accessDenied' },
+    })
     const strict = saleBody({ entity: 'collections' })
     strict.instruction.value.currency = 'EUR'
-    t.match(await send(port, { headers: paymentHeaders(), body: strict }), { status: 400, json: { errorName: 'currencyIsNotSupported' } })
+    t.match(await send(port, { headers: paymentHeaders(), body: strict }), {
+      status: 400,
+      json: { errorName: 'currencyIsNotSupported' },
+    })
   })
 }

@@ -19,7 +19,11 @@ function recorder() {
   const outcomes: ReloadOutcome[] = []
   const warnings: unknown[] = []
   const logger = { info: () => undefined, warn: (fields: unknown) => void warnings.push(fields) }
-  return { outcomes, warnings, options: { logger, onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome), debounceMs: 5, rescanMs: 20 } }
+  return {
+    outcomes,
+    warnings,
+    options: { logger, onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome), debounceMs: 5, rescanMs: 20 },
+  }
 }
 
 /** Written aside, then renamed over: never seen half-written. */
@@ -34,56 +38,66 @@ t.test('start: a file that cannot be read or built is the problem, naming its fi
     { key: 'tlsCert', path: join(dir, 'a') },
     { key: 'tlsKey', path: join(dir, 'missing') },
   ]
-  await t.rejects(watchTlsFiles(files, build), { message: `${join(dir, 'missing')}: no such file or folder`, reason: 'no such file or folder', file: { key: 'tlsKey' } })
-  await t.rejects(watchTlsFiles([files[0] as TlsFile], build), { message: `${join(dir, 'a')}: says bad`, file: { key: 'tlsCert' } })
+  await t.rejects(watchTlsFiles(files, build), {
+    message: `${join(dir, 'missing')}: no such file or folder`,
+    reason: 'no such file or folder',
+    file: { key: 'tlsKey' },
+  })
+  await t.rejects(watchTlsFiles([files[0] as TlsFile], build), {
+    message: `${join(dir, 'a')}: says bad`,
+    file: { key: 'tlsCert' },
+  })
 })
 
-t.test('reloads: a new version applied and told; a refused one kept out, reported once, again on a forced reload; put back', async (t) => {
-  const dir = t.testdir({ certs: { a: 'one', b: 'two' }, keys: {} })
-  const a = join(dir, 'certs', 'a')
-  const b = join(dir, 'keys', 'b')
-  await copyFile(join(dir, 'certs', 'b'), b)
-  const { outcomes, warnings, options } = recorder()
-  const watched = await watchTlsFiles(
-    [
-      { key: 'tlsCert', path: a },
-      { key: 'tlsKey', path: b },
-    ],
-    build,
-    options,
-  )
-  t.teardown(() => watched.close())
-  const seen: string[] = []
-  watched.onChange((value) => void seen.push(value))
-  t.equal(watched.current, 'one+two')
+t.test(
+  'reloads: a new version applied and told; a refused one kept out, reported once, again on a forced reload; put back',
+  async (t) => {
+    const dir = t.testdir({ certs: { a: 'one', b: 'two' }, keys: {} })
+    const a = join(dir, 'certs', 'a')
+    const b = join(dir, 'keys', 'b')
+    await copyFile(join(dir, 'certs', 'b'), b)
+    const { outcomes, warnings, options } = recorder()
+    const watched = await watchTlsFiles(
+      [
+        { key: 'tlsCert', path: a },
+        { key: 'tlsKey', path: b },
+      ],
+      build,
+      options,
+    )
+    t.teardown(() => watched.close())
+    const seen: string[] = []
+    watched.onChange((value) => void seen.push(value))
+    t.equal(watched.current, 'one+two')
 
-  await replace(b, 'three')
-  t.ok(await until(() => watched.current === 'one+three'), 'a rename in the second folder is seen')
-  t.same(seen, ['one+three'])
-  t.same(outcomes.at(-1), { applied: true, refused: [], refusedNow: 0 })
+    await replace(b, 'three')
+    t.ok(await until(() => watched.current === 'one+three'), 'a rename in the second folder is seen')
+    t.same(seen, ['one+three'])
+    t.same(outcomes.at(-1), { applied: true, refused: [], refusedNow: 0 })
 
-  await replace(a, 'bad')
-  t.ok(await until(() => warnings.length === 1))
-  t.equal(watched.current, 'one+three', 'the last good version stays')
-  t.same(outcomes.at(-1), { applied: false, refused: [{ file: a, reason: 'says bad' }], refusedNow: 1 })
-  const told = outcomes.length
-  const built = builds
-  t.ok(await until(() => builds >= built + 3), 're-scanned')
-  t.equal(outcomes.length, told, 'the re-scans do not report the same refused version again')
-  await watched.reload()
-  t.equal(outcomes.length, told + 1, 'a forced reload (SIGHUP) does')
+    await replace(a, 'bad')
+    t.ok(await until(() => warnings.length === 1))
+    t.equal(watched.current, 'one+three', 'the last good version stays')
+    t.same(outcomes.at(-1), { applied: false, refused: [{ file: a, reason: 'says bad' }], refusedNow: 1 })
+    const told = outcomes.length
+    const built = builds
+    t.ok(await until(() => builds >= built + 3), 're-scanned')
+    t.equal(outcomes.length, told, 'the re-scans do not report the same refused version again')
+    await watched.reload()
+    t.equal(outcomes.length, told + 1, 'a forced reload (SIGHUP) does')
 
-  await rm(a)
-  await watched.reload()
-  t.match(warnings.at(-1), { file: a, reason: 'no such file or folder' })
+    await rm(a)
+    await watched.reload()
+    t.match(warnings.at(-1), { file: a, reason: 'no such file or folder' })
 
-  await replace(a, 'one')
-  await watched.reload()
-  t.same(outcomes.at(-1), { applied: true, refused: [], refusedNow: 0 }, 'the good version back: nothing refused')
-  t.same(seen, ['one+three'], 'the same bytes as in force: nothing new to apply')
-})
+    await replace(a, 'one')
+    await watched.reload()
+    t.same(outcomes.at(-1), { applied: true, refused: [], refusedNow: 0 }, 'the good version back: nothing refused')
+    t.same(seen, ['one+three'], 'the same bytes as in force: nothing new to apply')
+  },
+)
 
-t.test('a Secret\'s ..data symlink swap is seen', async (t) => {
+t.test("a Secret's ..data symlink swap is seen", async (t) => {
   const dir = t.testdir({ v1: { 'tls.crt': 'first' }, v2: { 'tls.crt': 'second' } })
   await symlink('v1', join(dir, '..data'))
   await symlink('..data/tls.crt', join(dir, 'tls.crt'))

@@ -7,26 +7,38 @@ const pki = await makePki(t.testdir())
 const read = (file: string) => readFileSync(file)
 const server = { cert: read(pki.server.cert), key: read(pki.server.key) }
 
-t.test('a pair: both parse, the key is the certificate\'s, not expired; the refusal names the file at fault', async (t) => {
-  checkPair(server, 0)
-  const expired = await pki.issue('expired', { days: -1 })
-  const refusal = (pair: { cert: Buffer; key: Buffer }, at = 0) => {
-    try {
-      checkPair(pair, at)
-    } catch (error) {
-      if (error instanceof PemRefusal) return [error.index, error.message]
-      throw error
+t.test(
+  "a pair: both parse, the key is the certificate's, not expired; the refusal names the file at fault",
+  async (t) => {
+    checkPair(server, 0)
+    const expired = await pki.issue('expired', { days: -1 })
+    const refusal = (pair: { cert: Buffer; key: Buffer }, at = 0) => {
+      try {
+        checkPair(pair, at)
+      } catch (error) {
+        if (error instanceof PemRefusal) return [error.index, error.message]
+        throw error
+      }
+      return undefined
     }
-    return undefined
-  }
-  t.same(refusal({ cert: Buffer.from('not pem'), key: server.key }, 2), [2, 'not a PEM certificate'])
-  t.same(refusal({ cert: server.cert, key: Buffer.from('not pem') }, 2), [3, 'not a PEM private key without a passphrase'])
-  t.same(refusal({ cert: server.cert, key: read(pki.client.key) }), [1, 'not the key of the certificate'])
-  t.match(refusal({ cert: read(expired.cert), key: read(expired.key) }), [0, /^the certificate expired on \d{4}-\d\d-\d\dT/])
-})
+    t.same(refusal({ cert: Buffer.from('not pem'), key: server.key }, 2), [2, 'not a PEM certificate'])
+    t.same(refusal({ cert: server.cert, key: Buffer.from('not pem') }, 2), [
+      3,
+      'not a PEM private key without a passphrase',
+    ])
+    t.same(refusal({ cert: server.cert, key: read(pki.client.key) }), [1, 'not the key of the certificate'])
+    t.match(refusal({ cert: read(expired.cert), key: read(expired.key) }), [
+      0,
+      /^the certificate expired on \d{4}-\d\d-\d\dT/,
+    ])
+  },
+)
 
 t.test('a CA bundle: its first certificate must parse', async (t) => {
   checkBundle(read(pki.ca), 0)
-  t.throws(() => checkBundle(Buffer.from('-----BEGIN CERTIFICATE-----\nbroken\n-----END CERTIFICATE-----\n'), 1), { index: 1, message: 'not a PEM certificate' })
+  t.throws(() => checkBundle(Buffer.from('-----BEGIN CERTIFICATE-----\nbroken\n-----END CERTIFICATE-----\n'), 1), {
+    index: 1,
+    message: 'not a PEM certificate',
+  })
   t.ok(clientContext(read(pki.ca), server).context, 'a client context with a CA and a certificate')
 })

@@ -38,7 +38,11 @@ const SAMPLING_US = 100
 function startProfile(requests) {
   const session = new Session()
   session.connect()
-  session.post('Profiler.enable', () => session.post('Profiler.setSamplingInterval', { interval: SAMPLING_US }, () => session.post('Profiler.start', () => process.send({ profiling: true }))))
+  session.post('Profiler.enable', () =>
+    session.post('Profiler.setSamplingInterval', { interval: SAMPLING_US }, () =>
+      session.post('Profiler.start', () => process.send({ profiling: true })),
+    ),
+  )
   profiling = { session, from: requests() }
 }
 

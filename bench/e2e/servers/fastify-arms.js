@@ -30,7 +30,11 @@ const app = Fastify({
 if (arm === 'plugin') {
   await app.register((await buildGate({ ...fromEnv(), idempotency: 'off' })).fastify)
 } else {
-  app.addContentTypeParser(CONTENT_TYPE, { parseAs: 'string', bodyLimit: BODY_LIMIT }, app.getDefaultJsonParser('error', 'error'))
+  app.addContentTypeParser(
+    CONTENT_TYPE,
+    { parseAs: 'string', bodyLimit: BODY_LIMIT },
+    app.getDefaultJsonParser('error', 'error'),
+  )
 }
 
 if (arm === 'auth') {

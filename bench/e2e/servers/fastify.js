@@ -21,9 +21,17 @@ const app = Fastify({
   ajv: { customOptions: { strict: false }, plugins: [(ajv) => ajv.addFormat('luhn', luhnValid)] },
 })
 // Fastify's own JSON parser (secure-json-parse) for the vendor media type.
-app.addContentTypeParser(CONTENT_TYPE, { parseAs: 'string', bodyLimit: BODY_LIMIT }, app.getDefaultJsonParser('error', 'error'))
+app.addContentTypeParser(
+  CONTENT_TYPE,
+  { parseAs: 'string', bodyLimit: BODY_LIMIT },
+  app.getDefaultJsonParser('error', 'error'),
+)
 // The parsed document is sent on re-serialized, as the gateway does.
-await app.register(replyFrom, { base: target(), contentTypesToEncode: [CONTENT_TYPE], undici: { connections: 256, pipelining: 1 } })
+await app.register(replyFrom, {
+  base: target(),
+  contentTypesToEncode: [CONTENT_TYPE],
+  undici: { connections: 256, pipelining: 1 },
+})
 
 for (const [path, { post }] of Object.entries(openapi.paths)) {
   const name = post.requestBody.content[CONTENT_TYPE].schema.$ref.split('/').at(-1)

@@ -6,6 +6,11 @@ import { serve } from './child.js'
 
 const env = process.env
 const options = fromEnv()
-const flags = { target: new URL(options.target), tlsCert: env.BENCH_LISTEN_CERT || undefined, tlsKey: env.BENCH_LISTEN_KEY || undefined, targetCa: env.BENCH_TARGET_CA || undefined }
+const flags = {
+  target: new URL(options.target),
+  tlsCert: env.BENCH_LISTEN_CERT || undefined,
+  tlsKey: env.BENCH_LISTEN_KEY || undefined,
+  targetCa: env.BENCH_TARGET_CA || undefined,
+}
 const certificates = await loadCertificates(flags, (key) => key)
 await serve((await startGateway({ ...options, tls: certificates.listener, targetTls: certificates.target })).server)

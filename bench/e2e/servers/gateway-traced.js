@@ -4,5 +4,6 @@ import { startTracing } from '../../../dist/cli/tracing.js'
 import { fromEnv, startGateway } from '../../lib/gateway.js'
 import { serve } from './child.js'
 
-if ((await startTracing(process.env)) === undefined) throw new Error('tracing did not start: OTEL_EXPORTER_OTLP_ENDPOINT unset')
+if ((await startTracing(process.env)) === undefined)
+  throw new Error('tracing did not start: OTEL_EXPORTER_OTLP_ENDPOINT unset')
 await serve((await startGateway(fromEnv())).server)

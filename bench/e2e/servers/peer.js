@@ -31,6 +31,8 @@ app.use(
   }),
 )
 app.use((error, _req, res, _next) => {
-  res.status(error.status ?? 500).json({ errorName: 'bodyDoesNotMatchSchema', message: error.message, validationErrors: error.errors })
+  res
+    .status(error.status ?? 500)
+    .json({ errorName: 'bodyDoesNotMatchSchema', message: error.message, validationErrors: error.errors })
 })
 await serve(createServer(app))

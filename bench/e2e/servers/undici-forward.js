@@ -8,7 +8,16 @@ import { Pool } from 'undici'
 
 // Connection-specific fields are not forwarded (RFC 9110, section 7.6.1; undici refuses some of them),
 // nor Host, which undici sets from the pool's origin.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host'])
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+])
 
 function forwardable(raw, length) {
   const headers = []
