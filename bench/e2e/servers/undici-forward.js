@@ -43,26 +43,26 @@ export function undiciForwarder(origin) {
     pool.dispatch(
       { method: req.method, path: req.url, headers: forwardable(req.rawHeaders, body.length), body },
       {
-        onConnect() {},
-        onHeaders(status, raw, resume, statusText) {
-          this.resume = resume
+        // undici's controller API (undici 8 has no other), as lib/proxy/payment-relay.ts uses it.
+        onRequestStart() {},
+        onResponseStart(controller, status, _headers, statusText) {
+          const raw = controller.rawHeaders
           const headers = []
           for (let i = 0; i < raw.length; i += 2) {
             const name = raw[i].toString('latin1')
             if (!HOP_BY_HOP.has(name.toLowerCase())) headers.push(name, raw[i + 1].toString('latin1'))
           }
           res.writeHead(status, statusText || undefined, headers)
-          return true
         },
-        onData(chunk) {
-          if (res.write(chunk)) return true
-          res.once('drain', this.resume)
-          return false
+        onResponseData(controller, chunk) {
+          if (res.write(chunk)) return
+          controller.pause()
+          res.once('drain', () => controller.resume())
         },
-        onComplete() {
+        onResponseEnd() {
           res.end()
         },
-        onError() {
+        onResponseError() {
           fail(res)
         },
       },
