@@ -1,14 +1,12 @@
-import { X509Certificate } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { copyFile, mkdir, rename, symlink } from 'node:fs/promises'
-import { request } from 'node:https'
 import { join } from 'node:path'
-import { connect } from 'node:tls'
 import t, { type Test } from 'tap'
 import { spawnCli, type Running } from '../helpers/cli.js'
+import { httpsSale, serialOf, servedSerial as servedSerialOf } from '../helpers/tls-client.js'
 import { makePki, type PemFiles } from '../helpers/certificates.js'
-import { saleBody, writeCredentials } from '../helpers/fixtures.js'
-import { paymentHeaders, until } from '../helpers/http.js'
+import { writeCredentials } from '../helpers/fixtures.js'
+import { until } from '../helpers/http.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
 
 /** docs/deployment.md, TLS, on the real `serve` process: a Secret's `..data` swap, a refused pair counted, SIGHUP; --workers in tls-workers.test.ts. */
@@ -18,35 +16,9 @@ const ca = readFileSync(pki.ca)
 const credentials = await writeCredentials(dir)
 const backend = await startBackend()
 t.teardown(() => backend.close())
-const serialOf = (files: PemFiles) => new X509Certificate(readFileSync(files.cert)).serialNumber
-
-/** The serial number of the certificate a new TLS connection to `port` is given. */
-function servedSerial(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, ca, servername: 'localhost' }, () => {
-      resolve(socket.getPeerCertificate().serialNumber)
-      socket.end()
-    })
-    socket.on('error', reject)
-  })
-}
-
 let reference = 0
-/** One sale over HTTPS on a new connection: its status. */
-function sale(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `https://localhost:${port}/payments/sales/migrateCardOnFile`,
-      { method: 'POST', headers: paymentHeaders(), ca, agent: false },
-      (res) => {
-        res.resume()
-        res.on('end', () => resolve(res.statusCode as number))
-      },
-    )
-    req.on('error', reject)
-    req.end(JSON.stringify(saleBody({ transactionReference: `tls-serve-${reference++}` })))
-  })
-}
+const sale = (port: number) => httpsSale(port, ca, `tls-serve-${reference++}`)
+const servedSerial = (port: number) => servedSerialOf(port, ca)
 
 /** A folder laid out as a mounted Secret: `tls.crt` and `tls.key` through the `..data` symlink; `swap` points it at a new version. */
 async function secretFolder(
