@@ -35,21 +35,29 @@ const HTTP2_REFUSAL = Buffer.from([
 const HTTP2_REFUSED: BelowHttpAnswer = { status: 0, errorName: 'HTTP_1_1_REQUIRED' }
 
 interface SocketWithMessage extends Duplex {
-  /** The response node is writing on this socket, if any (an internal of node's HTTP server). */
-  _httpMessage?: { headersSent: boolean } | null
+  /**
+   * The first response on this socket still to be written, if any (an internal of node's HTTP
+   * server, which queues the answers to pipelined requests behind it), and its request.
+   */
+  _httpMessage?: { headersSent: boolean; req: { complete: boolean } } | null
 }
 
 /**
  * The `clientError` handler: what node's parser refused (malformed requests,
  * smuggling shapes, oversized headers, HTTP/2's preface) or what came too
  * slowly gets an error body, or the HTTP/2 refusal, then the connection is
- * closed. As node's own handler does, nothing is written once a response on
- * this socket has started: that would corrupt it.
+ * closed. Nothing is written while an answer to an earlier request on this
+ * socket is pending, whole requests whose answers are started or still to
+ * come (a payment at the backend, pipelined, RFC 9112 9.6): the client would
+ * read the refusal as that answer. Only the request still being received,
+ * whose answer has not started (a body that came too slowly or malformed),
+ * is answered, as node's own handler does.
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): BelowHttpAnswer | undefined {
   const inFlight = (socket as SocketWithMessage)._httpMessage
+  const pending = inFlight !== undefined && inFlight !== null && (inFlight.headersSent || inFlight.req.complete)
   let answered: BelowHttpAnswer | undefined
-  if (error.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
+  if (error.code !== 'ECONNRESET' && socket.writable && !pending) {
     if (error.code === HTTP2_PREFACE) {
       socket.write(HTTP2_REFUSAL)
       answered = HTTP2_REFUSED

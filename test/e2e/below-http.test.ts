@@ -1,8 +1,8 @@
 import { connect as connectHttp2 } from 'node:http2'
 import { connect } from 'node:net'
 import t from 'tap'
-import { AUTH, REQUEST_TYPE, SALE_PATH } from '../helpers/fixtures.js'
-import { raw } from '../helpers/http.js'
+import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
+import { raw, until } from '../helpers/http.js'
 import { logLines, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
@@ -103,6 +103,31 @@ t.test(
     t.match(
       await metrics.registry.metrics(),
       /payments_gate_requests_total\{operation="unrouted",status="0",error_name="HTTP_1_1_REQUIRED"} 1/,
+    )
+  },
+)
+
+t.test(
+  'a malformed request pipelined behind a payment still at the backend closes the connection: no 400 read as its answer',
+  async (t) => {
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const slow = await startGateway(t, { answer: (_req, res) => void held.then(() => res.end()) })
+    const body = JSON.stringify(saleBody())
+    const payment = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+    const socket = connect(slow.port, '127.0.0.1')
+    const chunks: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    const closed = new Promise((resolve) => socket.on('close', resolve))
+    socket.write(payment)
+    t.ok(await until(() => slow.backend.started === 1), 'the payment is at the backend')
+    socket.write('HELLO\r\n\r\n')
+    await closed
+    release()
+    t.equal(
+      Buffer.concat(chunks).toString('latin1'),
+      '',
+      "nothing written: a refusal would be read as the payment's answer",
     )
   },
 )

@@ -35,8 +35,22 @@ t.test('a reset connection or a response already started gets no answer, only a 
   t.ok(started.stream.destroyed)
 })
 
+t.test(
+  'an answer pending to a whole request (pipelined behind it, RFC 9112 9.6) gets no refusal ahead of it',
+  async (t) => {
+    const pending = socket({ _httpMessage: { headersSent: false, req: { complete: true } } })
+    t.equal(
+      answerClientError(Object.assign(new Error('bad'), { code: 'HPE_INVALID_METHOD' }), pending.stream),
+      undefined,
+    )
+    await new Promise((resolve) => setImmediate(resolve))
+    t.same(pending.written, [])
+    t.ok(pending.stream.destroyed)
+  },
+)
+
 t.test('otherwise the answer is written in the error format and the socket closed', async (t) => {
-  const fresh = socket({ _httpMessage: { headersSent: false } })
+  const fresh = socket({ _httpMessage: { headersSent: false, req: { complete: false } } })
   const answered = answerClientError(Object.assign(new Error('bad'), { code: 'HPE_INVALID_METHOD' }), fresh.stream)
   t.equal(answered?.status, 400)
   await new Promise((resolve) => setImmediate(resolve))
