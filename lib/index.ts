@@ -17,6 +17,7 @@ export {
   type Verdict,
 } from './checks/index.js'
 export type { Rewrite } from './checks/policy.js'
+export type { RequestTarget } from './checks/route.js'
 export { answerOf, sendError, sendRejection, writeAnswer, type Answer } from './http/answer.js'
 export {
   ERRORS,

@@ -7,7 +7,7 @@ import { ACCESS_DENIED, checkEntityAccess, type Authenticator, type Principal } 
 import { checkSize, parseBody } from './body.js'
 import { buildAcceptCheck, buildContentTypeCheck, type Headers } from './headers.js'
 import { applyPolicy, rewritesOf, type Rewrite } from './policy.js'
-import { buildRouter, normalizeBasePath, routeFor } from './route.js'
+import { buildRouter, normalizeBasePath, routeFor, type RequestTarget } from './route.js'
 
 /** What the checks are built from: the parts of the gate's options they read. */
 export interface ChecksOptions {
@@ -80,9 +80,15 @@ export interface Checks {
   readonly bodyLimit: number
   /** The mode of a request whose entity has none of its own, unless a caller passes another. */
   readonly mode: Mode
-  /** The operation whose path `url` names (whatever the method), or undefined for a path that is not ours. */
+  /**
+   * The one reading of a request target that routing and forwarding share: its operation (whatever the
+   * method) and origin form, or the 400 for a target that is not one (docs/checks.md, routes). `mount`
+   * is the path a middleware is mounted under, for a target below it.
+   */
+  targetOf(url: string | undefined, mount?: string): RequestTarget | Rejection
+  /** The operation whose path `url` names (whatever the method), or undefined for a path that is not ours or a target refused. */
   operationOf(url: string | undefined): Operation | undefined
-  /** The operation a request addresses, a 405, or undefined for a path that is not ours. */
+  /** The operation a request addresses, a 405, the 400 for a target that is not one, or undefined for a path that is not ours. */
   route(method: string | undefined, url: string | undefined): Operation | Rejection | undefined
   /** Check 1. */
   authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection>
@@ -103,7 +109,7 @@ export function buildChecks(options: ChecksOptions): Checks {
   const bodyLimit = options.bodyLimit ?? DEFAULTS.bodyLimit
   const { policies, authenticator } = options
   const defaultMode = options.mode ?? DEFAULTS.mode
-  const operationOf = buildRouter(normalizeBasePath(options.basePath ?? DEFAULTS.basePath))
+  const targetOf = buildRouter(normalizeBasePath(options.basePath ?? DEFAULTS.basePath))
   const contentType = buildContentTypeCheck(types)
   const accept = buildAcceptCheck(types)
   const schemas = new Map<Operation, CompiledSchema<PaymentRequest>>()
@@ -188,8 +194,15 @@ export function buildChecks(options: ChecksOptions): Checks {
   return {
     mediaTypes: types,
     bodyLimit,
-    operationOf,
-    route: (method, url) => routeFor(method, operationOf(url)),
+    targetOf,
+    operationOf: (url) => {
+      const target = targetOf(url)
+      return target.ok ? target.operation : undefined
+    },
+    route: (method, url) => {
+      const target = targetOf(url)
+      return target.ok ? routeFor(method, target.operation) : target
+    },
     authenticate: (authorization) =>
       authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization),
     checkHead,

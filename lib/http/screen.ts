@@ -34,13 +34,13 @@ export interface Admitted {
  * is read. `beforeBody` runs once the head has passed, right before the body
  * is read: the proxy answers `Expect: 100-continue` there, so that a refused
  * client never sends its body. `operation` is the operation of the request's
- * path (`checks.operationOf(req.url)`), looked up once by the caller: the
- * proxy labels its logs and metrics with it too.
+ * target (`checks.targetOf(req.url)`), or its refusal, looked up once by the
+ * caller: the proxy labels its logs and metrics with it too.
  */
 export async function screen(
   checks: Checks,
   req: IncomingMessage,
-  operation: Operation | undefined,
+  operation: Operation | Rejection | undefined,
   beforeBody?: () => void,
   mode = checks.mode,
 ): Promise<Screened> {
@@ -61,12 +61,14 @@ export async function screen(
 export async function screenHead(
   checks: Checks,
   req: IncomingMessage,
-  operationOfPath: Operation | undefined,
+  operationOfPath: Operation | Rejection | undefined,
   mode = checks.mode,
 ): Promise<Admitted | Reported | Rejection | undefined> {
+  const unread = hasBody(req)
+  // A target that is not one is refused in either mode: nobody could say which path it is reported for.
+  if (typeof operationOfPath === 'object') return refused(operationOfPath, unread)
   const operation = routeFor(req.method, operationOfPath)
   if (operation === undefined) return undefined
-  const unread = hasBody(req)
   if (typeof operation !== 'string' && mode === 'enforce') return refused(operation, unread)
   let principal = checks.authenticate(req.headers.authorization)
   if (principal instanceof Promise) principal = await principal

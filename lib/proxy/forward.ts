@@ -39,7 +39,9 @@ export interface ForwarderOptions {
 
 export interface Forwarder {
   /**
-   * Sends a request to the backend once and relays its answer. With `payload`
+   * Sends a request to the backend once and relays its answer, on the path
+   * `req.url` holds in origin form (the router's reading, lib/proxy/server.ts)
+   * behind the target's own (backend-path.ts). With `payload`
    * (the validated document, serialized), that is the body sent, and
    * `settled` is told once how the call ended; without, the request's own
    * body is streamed as it comes.
@@ -69,7 +71,10 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   } as const
   const secure = backendConnections(target, options.targetTls, timeout)
   const agent = secure?.agent(agentOptions) ?? new Agent(agentOptions)
-  const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true })
+  // `toProxy`: http-proxy-3 puts `req.url` as it is behind the target's path, joined as backendPaths joins
+  // them, instead of reading it again with `new URL()`, which drops a fragment, applies dot segments and
+  // takes an absolute form's path: the backend gets the path the router read (lib/checks/route.ts, parseTarget).
+  const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true, toProxy: true })
   // Idle connections are let go before the backend's own limit (DEFAULTS.backendIdleTimeout), or
   // `backendKeepAliveMargin` before the limit a backend announces (`Keep-Alive: timeout=N`), none
   // kept when that leaves nothing: a payment is never written to a socket the backend is closing.

@@ -148,7 +148,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     req: IncomingMessage,
     res: GatewayResponse,
     exchange: Exchange,
-    operation: Operation | undefined,
+    operation: Operation | Rejection | undefined,
     expectsContinue: boolean,
   ): Promise<void> {
     if (closed) {
@@ -219,8 +219,15 @@ export function createGateway(options: GatewayOptions): Gateway {
   const closeIdle = () => server.closeIdleConnections()
 
   function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
-    // Looked up once: the label of the log line and metrics (a 405 keeps its operation's), and screen()'s route.
-    const operation = checks.operationOf(req.url)
+    // Read once: the label of the log line and metrics (a 405 keeps its operation's), screen()'s route, and
+    // the path both engines send (forward.ts), so that no target is routed on one reading and sent on another.
+    const target = checks.targetOf(req.url)
+    const operation = target.ok ? target.operation : undefined
+    if (target.ok && target.host !== undefined) {
+      // Absolute form: the backend gets the origin form and the target's host for `Host` (RFC 9112 3.2.2).
+      req.url = target.path
+      req.headers.host = target.host
+    }
     const exchange = track(
       res,
       state,
@@ -238,7 +245,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         exchange.requestId,
       )
     res.on('close', onClose)
-    handle(req, res, exchange, operation, expectsContinue).catch((error: unknown) => {
+    handle(req, res, exchange, target.ok ? operation : target, expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
       refuse(res, exchange, FAILED)
     })

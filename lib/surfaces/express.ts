@@ -1,16 +1,18 @@
-import type { ErrorRequestHandler, RequestHandler } from 'express'
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express'
 import type { Checks } from '../checks/index.js'
-import { INTERNAL_ERROR } from '../errors.js'
+import { INTERNAL_ERROR, type Rejection } from '../errors.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead } from '../http/screen.js'
+import type { Operation } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
 import {
   contextOf,
   endScreening,
   internalError,
   isClientError,
+  operationOfTarget,
   passedAsItCame,
   startScreening,
   type GateContext,
@@ -37,6 +39,20 @@ const BODY_ALREADY_READ =
 const BODY_ALREADY_READ_ANSWER = answerOf(INTERNAL_ERROR)
 
 /**
+ * The operation a request names, or the refusal of its target: on its path
+ * from the server's root (`originalUrl`, which Express never shortens), or,
+ * that failing, on its path below the mount point (`url`, what Express
+ * leaves of it under `app.use(path, ...)` or a router): `basePath` is
+ * relative to the root, and the gate mounted under a path with no
+ * `basePath` still screens what its mount point routes (docs/middleware.md,
+ * base path).
+ */
+function operationOfMounted(checks: Checks, req: Request): Operation | Rejection | undefined {
+  const full = operationOfTarget(checks.targetOf(req.originalUrl))
+  return full !== undefined || req.originalUrl === req.url ? full : operationOfTarget(checks.targetOf(req.url))
+}
+
+/**
  * Connect/Express middleware. A refusal is answered here; a request that
  * passed goes on with `req.body` set to the validated, rewritten document and
  * `req.paymentsGate` to its operation, entity and user; other paths go on
@@ -46,8 +62,8 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
   const tracer = registeredTracer()
   return (req, res, next) =>
     inTurn(res, () => {
-      const operation = checks.operationOf(req.url)
-      const screening = operation === undefined ? undefined : startScreening(tracer, operation, req, res)
+      const operation = operationOfMounted(checks, req)
+      const screening = typeof operation === 'string' ? startScreening(tracer, operation, req, res) : undefined
       screenHead(checks, req, operation)
         .then(async (head) => {
           if (head === undefined) return next()

@@ -13,6 +13,7 @@ import {
   endScreening,
   internalError,
   isClientError,
+  operationOfTarget,
   passedAsItCame,
   screeningOf,
   type GateContext,
@@ -120,10 +121,16 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     done()
   }
 
-  function screen(request: GateRequest, reply: FastifyReply, done: Done): void {
-    const operation = checks.operationOf(request.raw.url)
+  /** `mount` is the registering instance's prefix: `raw.url` is the path from the server's root (docs/middleware.md, base path). */
+  function screen(request: GateRequest, reply: FastifyReply, done: Done, mount: string): void {
+    const operation = operationOfTarget(checks.targetOf(request.raw.url, mount))
     if (operation === undefined) {
       done()
+      return
+    }
+    if (typeof operation === 'object') {
+      // Refused whatever else the request holds: screenHead only adds `Connection: close` for an unread body.
+      void screenHead(checks, request.raw, operation).then((head) => write(reply, answerOf(head as Rejection)))
       return
     }
     const screening = screeningOf(tracer, operation, request.raw)
@@ -165,8 +172,9 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     fastify.decorateRequest(SCREENING, undefined)
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
+    const mount = fastify.prefix
     fastify.addHook('onRequest', (request, reply, next) => {
-      inTurn(reply.raw, () => screen(request as GateRequest, reply, next))
+      inTurn(reply.raw, () => screen(request as GateRequest, reply, next, mount))
     })
 
     const { request: mediaType } = checks.mediaTypes

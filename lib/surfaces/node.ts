@@ -8,6 +8,7 @@ import { registeredTracer } from '../tracing.js'
 import {
   endScreening,
   internalError,
+  operationOfTarget,
   passedAsItCame,
   startScreening,
   type GateLogger,
@@ -39,8 +40,8 @@ export function nodeHandler(
   const tracer = registeredTracer()
   return (req, res) =>
     inTurn(res, () => {
-      const operation = checks.operationOf(req.url)
-      const screening = operation === undefined ? undefined : startScreening(tracer, operation, req, res)
+      const operation = operationOfTarget(checks.targetOf(req.url))
+      const screening = typeof operation === 'string' ? startScreening(tracer, operation, req, res) : undefined
       screen(checks, req, operation).then(
         (outcome) => {
           if (outcome === ABORTED) return endScreening(screening, 0)

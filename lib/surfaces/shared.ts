@@ -3,7 +3,8 @@ import type { Span, Tracer } from '@opentelemetry/api'
 import type { Logger } from 'pino'
 import type { Principal } from '../checks/auth.js'
 import type { Passed, Reported, Verdict } from '../checks/index.js'
-import { INTERNAL_ERROR } from '../errors.js'
+import type { RequestTarget } from '../checks/route.js'
+import { INTERNAL_ERROR, type Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { requestIdOf } from '../http/request-id.js'
 import type { Operation } from '../schema/payment.js'
@@ -29,6 +30,11 @@ export type GateLogger = Pick<Logger, 'info' | 'warn' | 'error'>
  * as they came (undefined when the body was left unread, for the application to read).
  */
 export type GateReport = Reported
+
+/** What a surface screens a request on: its operation, the refusal of a target that is not one, or undefined for a path not ours. */
+export function operationOfTarget(target: RequestTarget | Rejection): Operation | Rejection | undefined {
+  return target.ok ? target.operation : target
+}
 
 /** The context of a request that went through `screen`, which always authenticates. */
 export function contextOf(passed: Passed, screening: Screening): GateContext {

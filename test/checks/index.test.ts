@@ -15,6 +15,17 @@ t.test('defaults: vendor example, body limit 65536, no base path', async (t) => 
   t.equal(checks.route('POST', '/payments/sales/migrateCardOnFile'), 'sale')
 })
 
+t.test('one reading of a target: its operation, its origin form, or the 400 of a target that is not one', async (t) => {
+  const checks = buildChecks({ policies: policies() })
+  t.match(checks.targetOf('http://h/payments/sales/migrateCardOnFile'), { ok: true, operation: 'sale', host: 'h' })
+  t.equal(checks.operationOf('http://h/payments/sales/migrateCardOnFile'), 'sale')
+  t.equal(checks.operationOf('/payments/sales/migrateCardOnFile#x'), undefined, 'refused: no operation')
+  t.match(checks.route('POST', '/payments/sales/migrateCardOnFile#x'), {
+    status: 400,
+    body: { errorName: 'requestIsMalformed' },
+  })
+})
+
 t.test('options: vendor, base path, body limit', async (t) => {
   const checks = buildChecks({ policies: policies(), vendor: 'acme', basePath: '/v6/', bodyLimit: 10 })
   t.equal(checks.route('POST', '/v6/payments/authorizations/migrateRecurring'), 'recurring')

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { saleBody } from '../helpers/fixtures.js'
-import { paymentHeaders, send } from '../helpers/http.js'
+import { AUTH, REQUEST_TYPE, RESPONSE_TYPE, saleBody } from '../helpers/fixtures.js'
+import { paymentHeaders, raw, send } from '../helpers/http.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /**
@@ -8,7 +8,7 @@ import { startGateway } from '../helpers/surfaces.js'
  * (docs/checks.md, routes): refused as the operation would be, and a clean
  * payment on it is forwarded with its path as sent.
  */
-const { url, backend } = await startGateway(t)
+const { url, port, backend } = await startGateway(t)
 const spellings = [
   '/payments/sales/migrateCardOnFile/',
   '/Payments/Sales/MigrateCardOnFile',
@@ -38,4 +38,73 @@ t.test('a clean payment on another spelling is forwarded, its path as sent', asy
   t.equal(reply.status, 201)
   t.equal(backend.received.length, before + 1)
   t.equal(backend.received.at(-1)?.url, spellings[0])
+})
+
+/** Writes one request on a raw socket, as a client using the gateway as its HTTP proxy does, and reads the status. */
+async function rawStatus(target: string, headers: string, body = '', method = 'POST'): Promise<number> {
+  const length = body === '' ? '' : `Content-Length: ${Buffer.byteLength(body)}\r\n`
+  const answer = await raw(
+    port,
+    `${method} ${target} HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n${headers}${length}\r\n${body}`,
+    { keepOpen: true },
+  )
+  return Number(answer.split(' ')[1])
+}
+const checked = `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nAccept: ${RESPONSE_TYPE}\r\n`
+
+t.test('an absolute-form target (RFC 9112 3.2.2) is routed on its path: unauthenticated, 401', async (t) => {
+  const before = backend.received.length
+  const body = JSON.stringify({ made: 'up' })
+  t.equal(await rawStatus('http://any-host/payments/sales/migrateCardOnFile', '', body), 401)
+  t.equal(await rawStatus('HTTP://any-host/Payments/Sales/migrateCardOnFile/', '', body), 401)
+  t.equal(backend.received.length, before, 'nothing forwarded')
+})
+
+t.test('an absolute-form payment is checked and sent in origin form, its Host the target host', async (t) => {
+  const before = backend.received.length
+  const status = await rawStatus(
+    'http://pay.example/payments/sales/migrateCardOnFile?x=1',
+    checked,
+    JSON.stringify(saleBody()),
+  )
+  t.equal(status, 201)
+  t.equal(backend.received.length, before + 1)
+  t.equal(backend.received.at(-1)?.url, '/payments/sales/migrateCardOnFile?x=1')
+  t.equal(backend.received.at(-1)?.headers.host, 'pay.example')
+})
+
+t.test('a target with a fragment is refused 400 on any path, nothing forwarded', async (t) => {
+  const before = backend.received.length
+  for (const target of [
+    '/payments/sales/migrateCardOnFile#x',
+    '/elsewhere#x',
+    'http://h/payments/sales/migrateCardOnFile#',
+  ]) {
+    t.equal(await rawStatus(target, '', '{}'), 400, target)
+  }
+  t.equal(backend.received.length, before)
+})
+
+t.test('a path passed through reaches the backend as sent: the engine does not read it again', async (t) => {
+  const before = backend.received.length
+  const path = '/x/..%2F/a//b\\c;d=1/./e?f=1'
+  t.equal(await rawStatus(path, '', '', 'GET'), 201)
+  t.equal(backend.received.length, before + 1)
+  t.equal(backend.received.at(-1)?.url, path)
+  const absolute = await rawStatus('http://h/other/../x', '', '', 'GET')
+  t.equal(absolute, 201)
+  t.equal(backend.received.at(-1)?.url, '/other/../x')
+})
+
+t.test('spellings that fold to an operation path beyond ASCII are checked', async (t) => {
+  const before = backend.received.length
+  for (const path of [
+    '/payments/%C5%BFales/migrateCardOnFile',
+    '/payments/sales/m%C4%B1grateCardOnFile',
+    '/x/..%2Fpayments/sales/migrateCardOnFile',
+  ]) {
+    const reply = await send(url, { path, headers: { 'content-type': REQUEST_TYPE }, body: { made: 'up' } })
+    t.equal(reply.status, 401, path)
+  }
+  t.equal(backend.received.length, before)
 })

@@ -235,8 +235,8 @@ scanLogsForCards(t)
 t.test("each request's path is looked up once, for the label and the checks, also a path passed through", async (t) => {
   const { gate, url } = await startGateway(t)
   const looked: (string | undefined)[] = []
-  const operationOf = gate.checks.operationOf
-  Object.assign(gate.checks, { operationOf: (path: string | undefined) => (looked.push(path), operationOf(path)) })
+  const targetOf = gate.checks.targetOf
+  Object.assign(gate.checks, { targetOf: (path: string | undefined) => (looked.push(path), targetOf(path)) })
   t.equal((await send(url, { method: 'GET', path: '/health/' })).status, 201)
   t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
   t.same(looked, ['/health/', SALE_PATH])

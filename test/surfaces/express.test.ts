@@ -119,3 +119,71 @@ t.test('isClientError', async (t) => {
   t.notOk(isClientError('a string'))
   t.notOk(isClientError(null))
 })
+
+/**
+ * docs/middleware.md, base path: `basePath` is relative to the server's root, and a gate mounted under
+ * a path also screens what lies below its mount point. In every layout a request with no credentials
+ * and a made-up body is refused before the handler, and a clean payment reaches it, checked.
+ */
+t.test(
+  'the gate guards the path it is mounted on: in a router, under a prefix, with and without basePath',
+  async (t) => {
+    const layouts: [
+      string,
+      string,
+      (app: express.Express, gate: express.RequestHandler, handler: express.RequestHandler) => void,
+    ][] = [
+      [
+        '',
+        'in a router mounted at /payments',
+        (app, gate, handler) => {
+          const router = express.Router()
+          router.use(gate)
+          router.post('/sales/migrateCardOnFile', handler)
+          app.use('/payments', router)
+        },
+      ],
+      [
+        '/v6',
+        'under /v6 with basePath /v6',
+        (app, gate, handler) => {
+          app.use('/v6', gate)
+          app.post('/v6/payments/sales/migrateCardOnFile', handler)
+        },
+      ],
+      [
+        '',
+        'under /v6 without basePath',
+        (app, gate, handler) => {
+          app.use('/v6', gate)
+          app.post('/v6/payments/sales/migrateCardOnFile', handler)
+        },
+      ],
+      [
+        '/v6',
+        'at the root with basePath /v6',
+        (app, gate, handler) => {
+          app.use(gate)
+          app.post('/v6/payments/sales/migrateCardOnFile', handler)
+        },
+      ],
+    ]
+    for (const [basePath, name, mount] of layouts) {
+      const gate = await testGate(t, { basePath })
+      const app = express()
+      const handled: unknown[] = []
+      mount(app, gate.express(), (req, res) => {
+        handled.push(req.paymentsGate?.operation)
+        res.status(201).end()
+      })
+      const { port, agent } = await serve(t, app)
+      const path = `${name.includes('/payments') ? '' : '/v6'}${SALE_PATH}`
+      const { authorization: _, ...anonymous } = CLEAN.headers
+      const refused = await send(port, { path, headers: anonymous, body: { amount: -1 } }, agent)
+      t.equal(refused.status, 401, `${name}: no credentials`)
+      const passed = await send(port, { ...CLEAN, path }, agent)
+      t.equal(passed.status, 201, `${name}: a clean payment`)
+      t.same(handled, ['sale'], `${name}: the handler saw only the checked one`)
+    }
+  },
+)

@@ -7,7 +7,7 @@ import { SCRYPT_DEFAULTS } from '../../lib/defaults.js'
 import { reject, serializeError } from '../../lib/errors.js'
 import { CASES } from '../helpers/cases.js'
 import { BODY_LIMIT, REQUEST_TYPE, SALE_PATH, writeCredentials } from '../helpers/fixtures.js'
-import { abortMidBody, send } from '../helpers/http.js'
+import { abortMidBody, raw, send } from '../helpers/http.js'
 import { memoryLogger } from '../helpers/logs.js'
 import { fastifyApp, testGate } from '../helpers/surfaces.js'
 
@@ -146,4 +146,54 @@ t.test('the plugin announces itself and skips encapsulation', async (t) => {
   const answer = await send(port, CLEAN, agent)
   t.equal(answer.status, 415, 'registered in a child context, it screens that context only')
   t.match(JSON.parse(answer.body.toString()), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }, 'Fastify itself answered')
+})
+
+/**
+ * docs/middleware.md, base path: `basePath` is relative to the server's root, and the plugin also
+ * screens what lies below the prefix of the instance it is registered on.
+ */
+t.test('the plugin guards the path it is registered on: under a prefix, with and without basePath', async (t) => {
+  const layouts: [string, string, string][] = [
+    ['', '/v6', 'prefix /v6 without basePath'],
+    ['/v6', '/v6', 'prefix /v6 with basePath /v6'],
+    ['', '', 'no prefix, no basePath'],
+    ['/v6', '', 'no prefix, basePath /v6'],
+  ]
+  for (const [basePath, prefix, name] of layouts) {
+    const gate = await testGate(t, { basePath })
+    const app = Fastify()
+    const handled: unknown[] = []
+    await app.register(
+      async (child) => {
+        await child.register(gate.fastify)
+        const route = basePath === '' || prefix !== '' ? SALE_PATH : `${basePath}${SALE_PATH}`
+        child.post(route, async (request, reply) => {
+          handled.push(request.paymentsGate?.operation)
+          return reply.code(201).send()
+        })
+      },
+      { prefix },
+    )
+    const { port, agent } = await serve(t, app)
+    const path = `${basePath === '' ? prefix : basePath}${SALE_PATH}`
+    const { authorization: _, ...anonymous } = CLEAN.headers
+    const refused = await send(port, { path, headers: anonymous, body: { amount: -1 } }, agent)
+    t.equal(refused.status, 401, `${name}: no credentials`)
+    const passed = await send(port, { ...CLEAN, path }, agent)
+    t.equal(passed.status, 201, `${name}: a clean payment`)
+    t.same(handled, ['sale'], `${name}: the handler saw only the checked one`)
+  }
+})
+
+t.test('a target with a fragment, which Fastify routes on the path before it, is refused 400', async (t) => {
+  const gate = await testGate(t)
+  const app = await fastifyApp(gate, () => t.fail('not reached'))
+  const { port } = await serve(t, app)
+  const body = JSON.stringify({ amount: -1 })
+  const answer = await raw(
+    port,
+    `POST ${SALE_PATH}#x HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    { keepOpen: true },
+  )
+  t.match(answer, /^HTTP\/1\.1 400 [^]*\r\nconnection: close\r\n[^]*"errorName":"requestIsMalformed"/i)
 })
