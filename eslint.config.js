@@ -2,6 +2,7 @@
 // runs them, without its style rules (Prettier formats: .prettierrc.json), and typescript-eslint's
 // type-checked promise rules on lib/ and test/, the files tsconfig.json holds.
 import neostandard from 'neostandard'
+import regexp from 'eslint-plugin-regexp'
 
 export default [
   ...neostandard({
@@ -42,6 +43,16 @@ export default [
       ],
       // A promise where a boolean or a callback returning void is expected is a bug in waiting.
       '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
+    // No pattern in lib/ may take more than linear time on what a client or a backend sends (a media type with
+    // thousands of empty parameters once froze the gateway): docs/reliability.md, threat model.
+    files: ['lib/**/*.ts'],
+    plugins: { regexp },
+    rules: {
+      'regexp/no-super-linear-backtracking': 'error',
+      'regexp/no-super-linear-move': 'error',
     },
   },
 ]

@@ -4,14 +4,8 @@ import { reject, type Rejection } from '../errors.js'
 /** Request headers as Node gives them: lower-case names. */
 export type Headers = Readonly<Record<string, string | string[] | undefined>>
 
-/** RFC 9110 `token` characters. */
-const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-const QUOTED = '"(?:[^"\\\\]|\\\\.)*"'
-/** RFC 9110 section 8.3.1: `type "/" subtype *( OWS ";" OWS [ parameter ] )`. */
-const MEDIA_TYPE = new RegExp(
-  `^[ \\t]*(${TOKEN})/(${TOKEN})((?:[ \\t]*;[ \\t]*(?:${TOKEN}=(?:${TOKEN}|${QUOTED}))?)*)[ \\t]*$`,
-)
-const PARAMETER = new RegExp(`;[ \\t]*(${TOKEN})=(${TOKEN}|${QUOTED})`, 'g')
+/** RFC 9110 section 5.6.2 `tchar`: tested one character at a time, so no pattern here can backtrack. */
+const TCHAR = /^[!#$%&'*+.^_`|~0-9A-Za-z-]$/
 /** RFC 9110 section 12.4.2 `qvalue`. */
 const QVALUE = /^(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)$/
 
@@ -21,17 +15,66 @@ interface MediaType {
   parameters: Map<string, string>
 }
 
-function parseMediaType(value: string): MediaType | undefined {
-  const match = MEDIA_TYPE.exec(value)
-  if (match === null) return undefined
-  const parameters = new Map<string, string>()
-  for (const [, name, raw] of (match[3] as string).matchAll(PARAMETER)) {
-    const unquoted = (raw as string).startsWith('"')
-      ? (raw as string).slice(1, -1).replace(/\\(.)/g, '$1')
-      : (raw as string)
-    parameters.set((name as string).toLowerCase(), unquoted)
+/** Where the run of `tchar` from `at` ends (`at` itself when there is none). */
+function tokenEnd(value: string, at: number): number {
+  let end = at
+  while (TCHAR.test(value.charAt(end))) end++
+  return end
+}
+
+/** Where the OWS (spaces and tabs, RFC 9110 section 5.6.3) from `at` ends. */
+function spaceEnd(value: string, at: number): number {
+  let end = at
+  while (value[end] === ' ' || value[end] === '\t') end++
+  return end
+}
+
+/** Where the `quoted-string` (RFC 9110 section 5.6.4) opening at `at` ends, or undefined when it never closes. */
+function quotedEnd(value: string, at: number): number | undefined {
+  for (let end = at + 1; end < value.length; end += value[end] === '\\' ? 2 : 1) {
+    if (value[end] === '"') return end + 1
   }
-  return { type: (match[1] as string).toLowerCase(), subtype: (match[2] as string).toLowerCase(), parameters }
+  return undefined
+}
+
+/**
+ * RFC 9110 section 8.3.1, `type "/" subtype *( OWS ";" OWS [ parameter ] )`, with OWS around the whole,
+ * read left to right in one pass: a value of thousands of empty parameters (`; ; ; ...`) costs its length,
+ * where a backtracking pattern once took exponential time on it (docs/reliability.md, threat model).
+ */
+function parseMediaType(value: string): MediaType | undefined {
+  const typeStart = spaceEnd(value, 0)
+  const typeEnd = tokenEnd(value, typeStart)
+  if (typeEnd === typeStart || value[typeEnd] !== '/') return undefined
+  const subtypeEnd = tokenEnd(value, typeEnd + 1)
+  if (subtypeEnd === typeEnd + 1) return undefined
+  const media = {
+    type: value.slice(typeStart, typeEnd).toLowerCase(),
+    subtype: value.slice(typeEnd + 1, subtypeEnd).toLowerCase(),
+    parameters: new Map<string, string>(),
+  }
+  let at = spaceEnd(value, subtypeEnd)
+  while (at < value.length) {
+    if (value[at] !== ';') return undefined
+    const nameStart = spaceEnd(value, at + 1)
+    const nameEnd = tokenEnd(value, nameStart)
+    at = nameEnd
+    // An empty parameter (`;;`) is allowed (RFC 9110 section 5.6.6's `[ parameter ]`).
+    if (nameEnd > nameStart) {
+      if (value[nameEnd] !== '=') return undefined
+      const quoted = value[nameEnd + 1] === '"'
+      const valueEnd = quoted ? quotedEnd(value, nameEnd + 1) : tokenEnd(value, nameEnd + 1)
+      if (valueEnd === undefined || valueEnd === nameEnd + 1) return undefined
+      const raw = value.slice(nameEnd + 1, valueEnd)
+      media.parameters.set(
+        value.slice(nameStart, nameEnd).toLowerCase(),
+        quoted ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw,
+      )
+      at = valueEnd
+    }
+    at = spaceEnd(value, at)
+  }
+  return media
 }
 
 function first(value: string | string[] | undefined): string | undefined {

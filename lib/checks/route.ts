@@ -152,6 +152,8 @@ export function routeFor(
 
 /** A base path as given on the command line: leading slash, no trailing slash, `/` meaning none. */
 export function normalizeBasePath(path: string): string {
-  const trimmed = path.replace(/\/+$/, '')
+  let end = path.length
+  while (path[end - 1] === '/') end--
+  const trimmed = path.slice(0, end)
   return trimmed === '' || trimmed.startsWith('/') ? trimmed : `/${trimmed}`
 }

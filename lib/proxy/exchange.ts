@@ -26,6 +26,8 @@ export interface Exchange {
   backendError: BackendErrorKind | undefined
   /** Why the backend call failed: node's or undici's error code (a refused certificate's included), for the log line. */
   backendErrorCode: string | undefined
+  /** The names of the backend's headers that node would refuse to write, dropped from the answer (backend-head.ts). */
+  droppedHeaders: string[] | undefined
   /** What retry protection did with a payment that passed every check. */
   retryProtection: RetryProtectionOutcome | undefined
   /** `report` when the request is passed on as it came (docs/rollout.md): the relays then pass the backend's answer as it came too. */
@@ -145,6 +147,7 @@ export function track(
     errorName: undefined,
     backendError: undefined,
     backendErrorCode: undefined,
+    droppedHeaders: undefined,
     retryProtection: undefined,
     mode: undefined,
     wouldRefuse: undefined,
@@ -180,6 +183,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
     errorName: exchange.errorName,
     backendError: exchange.backendError,
     backendErrorCode: exchange.backendErrorCode,
+    droppedHeaders: exchange.droppedHeaders,
     retryProtection: exchange.retryProtection,
     mode: exchange.mode,
     wouldRefuse: exchange.wouldRefuse,

@@ -3,6 +3,7 @@ import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { answerBytes, headerBytes } from '../idempotency/answer-size.js'
 import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected, type ClientAnswer } from './backend-answer.js'
+import { acceptedHeaders, reasonPhrase } from './backend-head.js'
 import { BoundedBody } from './bounded-body.js'
 import { backendCallDone, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
 import { paymentFault, type FaultKind } from './faults.js'
@@ -82,7 +83,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
   private withdrawn = false
   private ended = false
   private status = 0
-  private statusText = ''
+  /** The backend's reason phrase, undefined when node would refuse it (backend-head.ts): node's standard one goes out. */
+  private statusText: string | undefined = undefined
   private raw: string[] = []
   private headers: string[] = []
   /** The body of an error answer, read whole before anything of it goes out. */
@@ -171,9 +173,9 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     if (status < 200) return
     this.status = status
     // HTTP/1.1 (the pool refuses HTTP/2) hands the list as it came: each header as often and as spelt.
-    this.raw = latin1(controller.rawHeaders as Buffer[])
+    this.raw = acceptedHeaders(latin1(controller.rawHeaders as Buffer[]), this.exchange)
     if (status >= 500) this.exchange.backendError = 'serverError'
-    this.statusText = statusText
+    this.statusText = reasonPhrase(statusText)
     // Report mode passes the backend's answer as it came (docs/rollout.md).
     if (inspected(status, true) && this.exchange.mode !== 'report') {
       this.inspecting = new BoundedBody(this.settings.errorBodyLimit)

@@ -20,8 +20,14 @@ export interface TargetTls {
 }
 
 export interface BackendConnections {
-  /** The undici pool's `connect`: each new connection with the context in force. */
+  /** The undici pool's `connect`: each new connection with the context in force, checked for the configured name. */
   readonly connect: buildConnector.connector
+  /**
+   * The `servername` every payment's dispatch carries: without one, undici takes it from the request's
+   * `Host` (a name the client chose) and tears down a pooled connection whenever it changes. The same
+   * on every dispatch; `connect` checks the configured name whatever it says.
+   */
+  readonly dispatchName: string
   /** The agent behind http-proxy-3: each new connection with the context in force. */
   agent(options: AgentOptions): Agent
 }
@@ -33,8 +39,13 @@ export interface BackendConnections {
  * not to take one from the client's `Host`.
  */
 export function serverName(target: URL, servername: string | undefined): string {
-  const host = target.hostname.replace(/^\[(.*)\]$/, '$1')
+  const host = hostOf(target)
   return servername ?? (isIP(host) === 0 ? host : '')
+}
+
+/** The target's host as a name or an address, an IPv6 address without its brackets. */
+function hostOf(target: URL): string {
+  return target.hostname.replace(/^\[(.*)\]$/, '$1')
 }
 
 class BackendAgent extends Agent {
@@ -81,7 +92,9 @@ export function backendConnections(
     connector = buildConnector(options(next.context))
   })
   return {
-    connect: (connectOptions, callback) => connector(connectOptions, callback),
+    // The name asked for by the dispatch is left out: the connector's own (none for an address) decides.
+    connect: (connectOptions, callback) => connector({ ...connectOptions, servername: undefined }, callback),
+    dispatchName: servername || hostOf(target),
     agent: (agentOptions) => new BackendAgent({ ...agentOptions, servername }, source),
   }
 }

@@ -31,6 +31,7 @@ t.test('Content-Type: the v6 type, case-insensitive, with parameters', async (t)
     'application/vnd.example.payments-v6+json; note="a \\"quoted\\" value"',
     'application/vnd.example.payments-v6+json; charset="utf\\-8"',
     'application/vnd.example.payments-v6+json;',
+    '\tapplication/vnd.example.payments-v6+json ;; ;\tcharset=utf-8 ; ',
     ['application/vnd.example.payments-v6+json'],
   ]) {
     t.equal(contentType({ 'content-type': value }), undefined, String(value))
@@ -48,6 +49,13 @@ t.test('Content-Type: anything else is 415 headerHasInvalidValue', async (t) => 
     'application/vnd.example.payments-v6+json; charset',
     'application/vnd.example.payments-v6+json, application/json',
     'application/vnd.example.payments-v6+json; x="unterminated',
+    'application/vnd.example.payments-v6+json; x="ends in an escape\\',
+    'application/vnd.example.payments-v6+json; x=',
+    'application/vnd.example.payments-v6+json; x=1 y=2',
+    'application/vnd.example.payments-v6+json x',
+    '/vnd.example.payments-v6+json',
+    'application/',
+    'application',
   ]) {
     t.match(
       contentType({ 'content-type': value }),
@@ -59,6 +67,15 @@ t.test('Content-Type: anything else is 415 headerHasInvalidValue', async (t) => 
     contentType({ 'content-type': 'application/json' })?.body.message,
     'The Content-Type must be application/vnd.example.payments-v6+json (charset, if given, utf-8).',
   )
+})
+
+t.test('a media type with thousands of empty parameters is read in one pass (RFC 9110 5.6.6)', async (t) => {
+  // A backtracking pattern took exponential time on these; the scanner reads each character once.
+  const empties = '; '.repeat(6000)
+  t.equal(contentType({ 'content-type': `${types.request}${empties}` }), undefined)
+  t.match(contentType({ 'content-type': `${types.request}${empties}x` }), { status: 415 })
+  t.match(accept({ accept: `${types.response}${empties}x` }), { status: 406 })
+  t.equal(accept({ accept: `${types.response}${empties}q=1` }), undefined)
 })
 
 t.test('Accept: absent, empty or admitting the HAL type is fine', async (t) => {

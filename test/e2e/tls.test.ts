@@ -16,7 +16,7 @@ import { watchTlsFiles } from '../../lib/tls/files.js'
 import { checkPair, clientContext, type KeyPair } from '../../lib/tls/pem.js'
 import { makePki, type PemFiles } from '../helpers/certificates.js'
 import { POLICIES_DIR, saleBody, testCredentials } from '../helpers/fixtures.js'
-import { paymentHeaders, raw, until } from '../helpers/http.js'
+import { paymentHeaders, raw, send, until } from '../helpers/http.js'
 import { captureLogger, loggedRequests } from '../helpers/logs.js'
 
 /** docs/deployment.md, TLS: the gateway's own HTTPS listener, and https backends, with certificates made for the test. */
@@ -233,6 +233,40 @@ t.test('--target-servername: a target given as an address, its certificate namin
   const other = await fetch(`http://127.0.0.1:${right.port}/status`)
   t.equal(other.status, 201, 'the pass-through engine checks the same name')
 })
+
+t.test(
+  "the name a backend must prove is the configured one on every payment, never the client's Host; one pooled connection",
+  async (t) => {
+    const named = await pki.issue('named-host', { names: 'DNS:payments.internal' })
+    const files = { current: { context: clientCa() }, onChange: () => undefined }
+    for (const [what, cert, servername, sni] of [
+      ['an address target: checked against its address, no SNI (RFC 6066 3)', pki.server, undefined, false],
+      ['--target-servername', named, 'payments.internal', 'payments.internal'],
+    ] as const) {
+      const backend = await startHttpsBackend(t, cert)
+      const names: (string | false)[] = []
+      backend.server.on('secureConnection', (socket: TLSSocket) => names.push(socket.servername as string | false))
+      const { port } = await startGateway(t, { target: backend.url, targetTls: { files, servername } })
+      const statuses = []
+      for (const host of ['gateway.example.com', 'other.example.org', 'localhost', '10.1.2.3'])
+        statuses.push(
+          (
+            await send(port, {
+              headers: paymentHeaders({ host }),
+              body: sale(),
+            })
+          ).status,
+        )
+      t.same(statuses, [201, 201, 201, 201], `${what}: whatever the Host`)
+      t.same(names, [sni], `${what}: one connection, its SNI`)
+      t.same(
+        backend.received.map((headers) => headers.host),
+        ['gateway.example.com', 'other.example.org', 'localhost', '10.1.2.3'],
+        `${what}: the client's Host still reaches the backend`,
+      )
+    }
+  },
+)
 
 async function payment(port: number): Promise<number> {
   const reply = await fetch(`http://127.0.0.1:${port}/payments/sales/migrateCardOnFile`, {
