@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { DestinationStream } from 'pino'
 import t from 'tap'
 import { LOG_DEFAULTS } from '../lib/defaults.js'
-import { createLogDestination, createLogger, isoTime } from '../lib/log.js'
+import { createLogDestination, createLogger, errorFacts, isoTime } from '../lib/log.js'
 
 t.test('every line the logger writes is masked, wherever the number sits, and has no epoch timestamp', async (t) => {
   const lines: string[] = []
@@ -24,6 +24,38 @@ t.test('every line the logger writes is masked, wherever the number sits, and ha
   t.notMatch(lines[0], /4444333322221111/)
   t.equal(lines[0]?.match(/444433\*{6}1111/g)?.length, 3)
   t.match(JSON.parse(lines[0] as string).time, /^\d{4}-\d\d-\d\dT/)
+})
+
+t.test('an error is logged by its type, code, message and stack, never what a library hangs on it', async (t) => {
+  const lines: string[] = []
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString())
+      done()
+    },
+  })
+  const logger = createLogger({ destination })
+  // As ioredis rejects an AUTH: the command and its arguments on the error.
+  const refused = Object.assign(new Error('WRONGPASS invalid username-password pair'), {
+    code: 'WRONGPASS',
+    command: { name: 'auth', args: ['default', 'hunter2-redis-password'] },
+  })
+  logger.warn({ err: refused }, 'with the error')
+  logger.warn({ err: errorFacts(refused) }, 'with its facts')
+  logger.warn({ err: errorFacts('a string') }, 'not an error')
+  logger.warn({ err: errorFacts(Object.assign(new Error('numbered'), { code: 5 })) }, 'a numeric code')
+  t.equal(lines.length, 4)
+  for (const line of lines) t.notMatch(line, /hunter2|command|args/)
+  const [whole, facts, text, numeric] = lines.map((line) => JSON.parse(line).err)
+  t.match(whole, {
+    type: 'Error',
+    code: 'WRONGPASS',
+    message: 'WRONGPASS invalid username-password pair',
+    stack: /^Error/,
+  })
+  t.same(facts, { code: 'WRONGPASS', message: 'WRONGPASS invalid username-password pair' })
+  t.same(text, { message: 'a string' })
+  t.same(numeric, { message: 'numbered' })
 })
 
 t.test('without a destination the logger writes to stdout', async (t) => {

@@ -8,7 +8,7 @@ import { DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
-import { createLogger, type Logger } from '../log.js'
+import { createLogger, errorFacts, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createRetryStore } from '../proxy/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
@@ -199,7 +199,8 @@ export function storeErrorReporter(
     const time = now()
     if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
     logged = time
-    logger.warn({ err: error }, 'retry-protection store failed')
+    // Code and message only: a Redis client's error carries the command and its arguments (docs/logs-and-metrics.md).
+    logger.warn({ err: errorFacts(error) }, 'retry-protection store failed')
   }
 }
 
