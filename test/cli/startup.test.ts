@@ -88,7 +88,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_TIMEOUT: 'soon' },
-      'payments-gate serve: PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1\n',
+      'payments-gate serve: PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds from 1 to 3600000\n',
     ],
     [
       [...serve, '--credentials', credentials],
