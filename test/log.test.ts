@@ -6,8 +6,10 @@ import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { DestinationStream } from 'pino'
 import t from 'tap'
+import { maskCardNumbers } from '../lib/card-mask.js'
 import { LOG_DEFAULTS } from '../lib/defaults.js'
 import { createLogDestination, createLogger, errorFacts, isoTime } from '../lib/log.js'
+import { secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from './helpers/logs.js'
 
 t.test('every line the logger writes is masked, wherever the number sits, and has no epoch timestamp', async (t) => {
   const lines: string[] = []
@@ -180,4 +182,20 @@ t.test('lines go out byte for byte, in order, whatever their characters, across 
     lines.map((line) => [line.i, line.text]),
     Array.from({ length: count }, (_, i) => [i, texts[i % texts.length]]),
   )
+})
+
+t.test("the suite's scan finds a test card number in any spelling and a test Redis password", async (t) => {
+  for (const line of [
+    '{"path":"/p?pan=4444+3333+2222+1111"}',
+    '{"path":"/p?pan=4444%203333%202222%201111"}',
+    '{"path":"/p?pan=%34444333322221111"}',
+    String.raw`{"msg":"\u00344443333-2222_1111"}`,
+    `{"err":{"args":["${WRONG_REDIS_PASSWORD}"]}}`,
+    `{"url":"redis://:${encodeURIComponent(TEST_REDIS_PASSWORD)}@h"}`,
+  ])
+    t.not(secretIn(line), undefined, line)
+  for (const line of ['{"path":"/p?pan=444433******1111"}', '{"msg":"gateway listening"}'])
+    t.equal(secretIn(line), undefined, line)
+  for (const line of ['{"path":"/p?pan=4444+3333+2222+1111"}'])
+    t.equal(secretIn(maskCardNumbers(line)), undefined, 'masked, it is gone')
 })

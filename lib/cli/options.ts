@@ -3,7 +3,7 @@ import { BODY_LIMIT_MIN, BOUNDS, TIMEOUT_MAX_MS, wholeNumberIn } from '../bounds
 import { CodedError } from '../coded-error.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { MIN_MAX_BYTES } from '../idempotency/memory.js'
-import { option, parseFlags, type CommandSpec, type Values } from './flags.js'
+import { option, parseFlags, type CommandSpec, type ConfigWarning, type Values } from './flags.js'
 
 export interface Address {
   readonly host: string | undefined
@@ -28,6 +28,9 @@ function parseTarget(value: string): URL {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. https://payments.internal')
+  // Never sent (the client's Authorization is), and it would be logged with the URL.
+  if (url.username !== '' || url.password !== '')
+    throw new CodedError('EINVALID', 'must not hold a user or password (USER:PASSWORD@); the gateway sends none')
   return url
 }
 
@@ -291,9 +294,11 @@ export const SERVE: CommandSpec<typeof SERVE_FLAGS> = {
 export interface ServeOptions extends Values<typeof SERVE_FLAGS> {
   /** Where a flag's value came from, for start-up errors. */
   readonly where: (key: string) => string
+  /** Variables set but not read, which start-up logs (docs/cli.md). */
+  readonly warnings: readonly ConfigWarning[]
 }
 
 export function parseServeOptions(args: string[], env: Readonly<Record<string, string | undefined>>): ServeOptions {
-  const { values, where } = parseFlags(SERVE, args, env)
-  return { ...values, where }
+  const { values, where, warnings } = parseFlags(SERVE, args, env)
+  return { ...values, where, warnings }
 }

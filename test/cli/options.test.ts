@@ -255,6 +255,11 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
       [...required, '--drain-timeout', '2147484'],
       '--drain-timeout="2147484" must be a whole number of seconds from 0 to 2147483',
     ],
+    [
+      ['--target', 'https://gate:s3cret-pass@backend:8443', '--credentials', 'c'],
+      '--target="https://***@backend:8443" must not hold a user or password (USER:PASSWORD@); the gateway sends none',
+    ],
+    [[...required, '--timeout', '5', '--timeout', '6'], '--timeout is given more than once; give it once'],
     [[...required, '--nope'], 'unknown flag --nope; see payments-gate serve --help'],
     [[...required, '-n'], 'unknown flag -n; see payments-gate serve --help'],
     [[...required, '--timeout'], '--timeout needs a value: --timeout MS'],
