@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { BackendErrorSource } from './backend-errors/rules.js'
+import { checkBounded } from './bounds.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
@@ -33,7 +34,7 @@ export interface GateOptions {
   vendor?: string
   /** Prefix in front of `/payments/...`. Default empty. */
   basePath?: string
-  /** Largest body read, in bytes. Default 65536. */
+  /** Largest body read, in bytes, at least the smallest valid payment (`BODY_LIMIT_MIN`). Default 65536. */
   bodyLimit?: number
   /** A pino logger for reloads, refused policy and credentials files, and internal errors. Default: silent. */
   logger?: GateLogger
@@ -112,6 +113,8 @@ export interface Gate {
  * and the tests all build through here.
  */
 export async function createGate(options: GateOptions): Promise<Gate> {
+  // The bounds `serve` puts on its flags (docs/cli.md), before anything is opened.
+  checkBounded('bodyLimit', options.bodyLimit)
   const { logger, onStoreError } = options
   // A URL's client is the gate's to close; a client given is the caller's.
   const owned =

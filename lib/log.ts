@@ -72,6 +72,35 @@ export function createLogDestination(
   return destination
 }
 
+/** What a store's error is logged as: its code and message, nothing else it carries. */
+export interface ErrorFacts {
+  readonly code?: string
+  readonly message: string
+}
+
+/**
+ * An error as a log line may hold it: its code (when it has a text one) and
+ * its message. Nothing else an error carries is copied: ioredis puts the
+ * failed command and its arguments on its errors (an `AUTH` with the
+ * password among them), and a line is no place for either.
+ */
+export function errorFacts(error: unknown): ErrorFacts {
+  if (!(error instanceof Error)) return { message: String(error) }
+  const { code } = error as { code?: unknown }
+  return typeof code === 'string' ? { code, message: error.message } : { message: error.message }
+}
+
+/**
+ * pino's serializer of an `err` field copies every enumerable property of the
+ * error; this one keeps its type, code, message and stack only (errorFacts), so
+ * that what a library hangs on its errors never reaches a line. A value that
+ * is not an Error (errorFacts already applied) is logged as given.
+ */
+export function serializeError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error
+  return { type: error.name, ...errorFacts(error), stack: error.stack }
+}
+
 /**
  * The process's JSON logger. Masking runs on each finished line rather than on
  * known fields (pino's `redact`), because a card number can arrive anywhere a
@@ -84,6 +113,7 @@ export function createLogger(options: { level?: string; destination?: Destinatio
       level: options.level ?? 'info',
       base: { pid: process.pid },
       timestamp: isoTime,
+      serializers: { err: serializeError },
       hooks: { streamWrite: maskCardNumbers },
     },
     options.destination ?? createLogDestination(),

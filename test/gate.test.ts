@@ -149,6 +149,16 @@ t.test('the application receives the rewritten document', async (t) => {
   }
 })
 
+t.test(
+  'a body limit below the smallest payment is refused before anything is opened, as --body-limit is',
+  async (t) => {
+    await t.rejects(
+      createGate({ policies: new Map(), credentials: { authenticate: () => undefined as never }, bodyLimit: 0 }),
+      { code: 'EINVALID', message: /^bodyLimit=0 must be a whole number of bytes from 167 to / },
+    )
+  },
+)
+
 t.test('own policy source and authenticator; close is a no-op without a watched folder', async (t) => {
   const gate: Gate = await createGate({
     policies: new Map(),

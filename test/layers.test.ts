@@ -35,6 +35,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'narrative.ts',
     'luhn.ts',
     'card-mask.ts',
+    'bounds.ts',
   ],
 ]
 

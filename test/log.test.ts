@@ -6,8 +6,10 @@ import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { DestinationStream } from 'pino'
 import t from 'tap'
+import { maskCardNumbers } from '../lib/card-mask.js'
 import { LOG_DEFAULTS } from '../lib/defaults.js'
-import { createLogDestination, createLogger, isoTime } from '../lib/log.js'
+import { createLogDestination, createLogger, errorFacts, isoTime } from '../lib/log.js'
+import { secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from './helpers/logs.js'
 
 t.test('every line the logger writes is masked, wherever the number sits, and has no epoch timestamp', async (t) => {
   const lines: string[] = []
@@ -24,6 +26,38 @@ t.test('every line the logger writes is masked, wherever the number sits, and ha
   t.notMatch(lines[0], /4444333322221111/)
   t.equal(lines[0]?.match(/444433\*{6}1111/g)?.length, 3)
   t.match(JSON.parse(lines[0] as string).time, /^\d{4}-\d\d-\d\dT/)
+})
+
+t.test('an error is logged by its type, code, message and stack, never what a library hangs on it', async (t) => {
+  const lines: string[] = []
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString())
+      done()
+    },
+  })
+  const logger = createLogger({ destination })
+  // As ioredis rejects an AUTH: the command and its arguments on the error.
+  const refused = Object.assign(new Error('WRONGPASS invalid username-password pair'), {
+    code: 'WRONGPASS',
+    command: { name: 'auth', args: ['default', 'hunter2-redis-password'] },
+  })
+  logger.warn({ err: refused }, 'with the error')
+  logger.warn({ err: errorFacts(refused) }, 'with its facts')
+  logger.warn({ err: errorFacts('a string') }, 'not an error')
+  logger.warn({ err: errorFacts(Object.assign(new Error('numbered'), { code: 5 })) }, 'a numeric code')
+  t.equal(lines.length, 4)
+  for (const line of lines) t.notMatch(line, /hunter2|command|args/)
+  const [whole, facts, text, numeric] = lines.map((line) => JSON.parse(line).err)
+  t.match(whole, {
+    type: 'Error',
+    code: 'WRONGPASS',
+    message: 'WRONGPASS invalid username-password pair',
+    stack: /^Error/,
+  })
+  t.same(facts, { code: 'WRONGPASS', message: 'WRONGPASS invalid username-password pair' })
+  t.same(text, { message: 'a string' })
+  t.same(numeric, { message: 'numbered' })
 })
 
 t.test('without a destination the logger writes to stdout', async (t) => {
@@ -148,4 +182,20 @@ t.test('lines go out byte for byte, in order, whatever their characters, across 
     lines.map((line) => [line.i, line.text]),
     Array.from({ length: count }, (_, i) => [i, texts[i % texts.length]]),
   )
+})
+
+t.test("the suite's scan finds a test card number in any spelling and a test Redis password", async (t) => {
+  for (const line of [
+    '{"path":"/p?pan=4444+3333+2222+1111"}',
+    '{"path":"/p?pan=4444%203333%202222%201111"}',
+    '{"path":"/p?pan=%34444333322221111"}',
+    String.raw`{"msg":"\u00344443333-2222_1111"}`,
+    `{"err":{"args":["${WRONG_REDIS_PASSWORD}"]}}`,
+    `{"url":"redis://:${encodeURIComponent(TEST_REDIS_PASSWORD)}@h"}`,
+  ])
+    t.not(secretIn(line), undefined, line)
+  for (const line of ['{"path":"/p?pan=444433******1111"}', '{"msg":"gateway listening"}'])
+    t.equal(secretIn(line), undefined, line)
+  for (const line of ['{"path":"/p?pan=4444+3333+2222+1111"}'])
+    t.equal(secretIn(maskCardNumbers(line)), undefined, 'masked, it is gone')
 })

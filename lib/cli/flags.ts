@@ -80,11 +80,27 @@ export interface CommandSpec<F extends Flags = Flags> {
   readonly positionals: number
 }
 
+/** Something about the configuration that start-up logs as a warning, one line each (docs/cli.md). */
+export interface ConfigWarning {
+  /** The `PAYMENTS_GATE_*` variable it is about. */
+  readonly variable: string
+  readonly message: string
+}
+
 export interface Parsed<F extends Flags> {
   readonly values: Values<F>
+  /** Variables set but not read: unknown ones, and those a flag shadowed. */
+  readonly warnings: readonly ConfigWarning[]
   readonly positionals: readonly string[]
   /** Where a flag's value came from, for messages: `--flag`, or the variable when it came from one. */
   readonly where: (key: string) => string
+}
+
+/** A URL as it may be shown: the user and password before its host (`//USER:PASSWORD@`) hidden as `***`. */
+export function hideUserinfo(text: string): string {
+  const start = text.indexOf('//')
+  const at = text.lastIndexOf('@')
+  return start !== -1 && at > start ? `${text.slice(0, start + 2)}***${text.slice(at)}` : text
 }
 
 /** `basePath` is `--base-path`. */
@@ -132,6 +148,8 @@ export function parseFlags<F extends Flags>(
     if (key === undefined || token.rawName.length === 2)
       throw new CodedError('EUSAGE', `unknown flag ${token.rawName}; ${hint}`)
     const flag = spec.flags[key] as Flag<unknown>
+    // Which one would win is a guess a user should not have to make (the last, in node's parser).
+    if (given.has(key)) throw new CodedError('EUSAGE', `${token.rawName} is given more than once; give it once`)
     if (flag.value === undefined) {
       if (token.inlineValue) throw new CodedError('EUSAGE', `${token.rawName} takes no value; ${hint}`)
       given.set(key, '')
@@ -161,10 +179,59 @@ export function parseFlags<F extends Flags>(
           'EUSAGE',
           `${flagName(key)} is required: give ${flagLabel(key, flag)}${spec.env ? ` or set ${envName(key)}` : ''}`,
         )
-      throw new CodedError('EUSAGE', `${where(key)}=${JSON.stringify(text)} ${error.message}`)
+      throw new CodedError('EUSAGE', `${where(key)}=${JSON.stringify(hideUserinfo(text))} ${error.message}`)
     }
   }
-  return { values: values as Values<F>, positionals, where }
+  return { values: values as Values<F>, positionals, where, warnings: spec.env ? envWarnings(spec, given, env) : [] }
+}
+
+/** `PAYMENTS_GATE_*` variables that are not a flag's yet are set on purpose: by the test suite. */
+const OTHER_VARIABLES: ReadonlySet<string> = new Set(['PAYMENTS_GATE_SKIP_REDIS', 'PAYMENTS_GATE_TEST_LOADS'])
+
+/**
+ * A Kubernetes service link: for a Service named `payments-gate-redis` the
+ * kubelet sets `PAYMENTS_GATE_REDIS_SERVICE_HOST` and siblings
+ * (`_SERVICE_PORT`, `_SERVICE_PORT_<NAME>`, `_PORT`, `_PORT_<N>_TCP...`); a
+ * variable is one when the `_SERVICE_HOST` of the name before its `_SERVICE_`
+ * or `_PORT` is set too.
+ */
+function isServiceLink(name: string, env: Readonly<Record<string, string | undefined>>): boolean {
+  for (const marker of ['_SERVICE_', '_PORT']) {
+    for (let at = name.indexOf(marker); at !== -1; at = name.indexOf(marker, at + 1)) {
+      if (env[`${name.slice(0, at)}_SERVICE_HOST`] !== undefined) return true
+    }
+  }
+  return false
+}
+
+/**
+ * What a command that reads variables warns about: a `PAYMENTS_GATE_*`
+ * variable no flag reads (a misspelt `PAYMENTS_GATE_IDEMPOTENCY_STORE` would
+ * otherwise leave a fleet on per-process stores without a word), and one
+ * set beside its flag, which wins.
+ */
+function envWarnings(
+  spec: CommandSpec,
+  given: ReadonlyMap<string, string>,
+  env: Readonly<Record<string, string | undefined>>,
+): ConfigWarning[] {
+  const known = new Map(
+    Object.entries(spec.flags)
+      .filter(([, flag]) => flag.value !== undefined)
+      .map(([key]) => [envName(key), key]),
+  )
+  const warnings: ConfigWarning[] = []
+  for (const variable of Object.keys(env).sort()) {
+    if (!variable.startsWith('PAYMENTS_GATE_') || (env[variable] ?? '') === '') continue
+    const key = known.get(variable)
+    if (key === undefined) {
+      if (!OTHER_VARIABLES.has(variable) && !isServiceLink(variable, env))
+        warnings.push({ variable, message: `${variable} is not a variable of ${spec.name}; it is ignored` })
+    } else if (given.has(key)) {
+      warnings.push({ variable, message: `${variable} is ignored: ${flagName(key)} is given and wins` })
+    }
+  }
+  return warnings
 }
 
 function flagLabel(key: string, flag: Flag<unknown>): string {

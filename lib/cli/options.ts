@@ -1,21 +1,13 @@
 import { availableParallelism } from 'node:os'
+import { BODY_LIMIT_MIN, BOUNDS, TIMEOUT_MAX_MS, wholeNumberIn } from '../bounds.js'
 import { CodedError } from '../coded-error.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { MIN_MAX_BYTES } from '../idempotency/memory.js'
-import { option, parseFlags, type CommandSpec, type Values } from './flags.js'
+import { option, parseFlags, type CommandSpec, type ConfigWarning, type Values } from './flags.js'
 
 export interface Address {
   readonly host: string | undefined
   readonly port: number
-}
-
-/** A whole number of at least `min`, in `unit` (the error says so). */
-export function wholeNumber(unit: string, min = 0): (text: string) => number {
-  return (text) => {
-    const number = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN
-    if (!(number >= min)) throw new CodedError('EINVALID', `must be a whole number of ${unit}, at least ${min}`)
-    return number
-  }
 }
 
 /** `PORT`, `HOST:PORT` or `[IPv6]:PORT`. */
@@ -36,6 +28,9 @@ function parseTarget(value: string): URL {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new CodedError('EINVALID', 'must be an http:// or https:// URL, e.g. https://payments.internal')
+  // Never sent (the client's Authorization is), and it would be logged with the URL.
+  if (url.username !== '' || url.password !== '')
+    throw new CodedError('EINVALID', 'must not hold a user or password (USER:PASSWORD@); the gateway sends none')
   return url
 }
 
@@ -67,7 +62,7 @@ function parseBasePath(value: string): string {
   return value
 }
 
-const processes = wholeNumber('processes (or auto)', 1)
+const processes = wholeNumberIn(BOUNDS.workers)
 
 function parseWorkers(value: string): number {
   return value === 'auto' ? availableParallelism() : processes(value)
@@ -120,9 +115,9 @@ export const SHARED_FLAGS = {
   }),
   bodyLimit: option({
     value: 'BYTES',
-    summary: 'largest request body read',
+    summary: `largest request body read, at least ${BODY_LIMIT_MIN} (the smallest valid payment)`,
     default: String(DEFAULTS.bodyLimit),
-    parse: wholeNumber('bytes'),
+    parse: wholeNumberIn(BOUNDS.bodyLimit),
   }),
   backendErrors: option({
     value: 'FILE',
@@ -190,9 +185,9 @@ const SERVE_FLAGS = {
   }),
   timeout: option({
     value: 'MS',
-    summary: 'how long the backend may stay silent, at least 1',
+    summary: `how long the backend may stay silent, from 1 to ${TIMEOUT_MAX_MS} (an hour, so that every timer made of it fits node's)`,
     default: String(DEFAULTS.timeout),
-    parse: wholeNumber('milliseconds', 1),
+    parse: wholeNumberIn(BOUNDS.timeout),
     see: '[backend faults](backend-faults.md)',
   }),
   admin: option({
@@ -222,7 +217,7 @@ const SERVE_FLAGS = {
     value: 'SECONDS',
     summary: 'how long a recorded answer is replayed, at least 1',
     default: String(IDEMPOTENCY_DEFAULTS.ttlSeconds),
-    parse: wholeNumber('seconds', 1),
+    parse: wholeNumberIn(BOUNDS.idempotencyTtl),
   }),
   idempotencyFailure: option({
     value: 'closed|open',
@@ -234,21 +229,21 @@ const SERVE_FLAGS = {
     value: 'N',
     summary: 'Redis replicas that must acknowledge a claim (`WAIT`) before the payment is forwarded',
     default: String(IDEMPOTENCY_DEFAULTS.replicas),
-    parse: wholeNumber('replicas'),
+    parse: wholeNumberIn(BOUNDS.idempotencyReplicas),
     see: '[replicas](idempotency.md#replicas-and-failover)',
   }),
   idempotencyMaxEntries: option({
     value: 'N',
     summary: "the memory store's most keys, at least 1; high enough by default that the bytes bind first",
     default: String(IDEMPOTENCY_DEFAULTS.maxEntries),
-    parse: wholeNumber('keys', 1),
+    parse: wholeNumberIn(BOUNDS.idempotencyMaxEntries),
     see: '[memory store](idempotency.md#memory-default)',
   }),
   idempotencyMaxBytes: option({
     value: 'BYTES',
     summary: `the memory store's most bytes, what its entries really take in memory, at least ${MIN_MAX_BYTES} (room for the largest reference body and answers)`,
     default: String(IDEMPOTENCY_DEFAULTS.maxBytes),
-    parse: wholeNumber('bytes', MIN_MAX_BYTES),
+    parse: wholeNumberIn({ unit: 'bytes', min: MIN_MAX_BYTES, max: Number.MAX_SAFE_INTEGER }),
     see: '[memory store](idempotency.md#memory-default)',
   }),
   mode: option({
@@ -264,7 +259,7 @@ const SERVE_FLAGS = {
     summary:
       "proxies in front of the gateway (a load balancer, an ingress): the log line's `remoteAddress` is the address the farthest of them added to `X-Forwarded-For`, the Nth counted from the right; 0: the connection's own address",
     default: String(DEFAULTS.trustProxy),
-    parse: wholeNumber('proxies'),
+    parse: wholeNumberIn(BOUNDS.trustProxy),
     see: '[logs and metrics](logs-and-metrics.md#the-clients-address)',
   }),
   shutdownDelay: option({
@@ -272,14 +267,14 @@ const SERVE_FLAGS = {
     summary:
       'after `SIGTERM`, how long the gateway keeps accepting and serving (answering with `Connection: close`) while `/readyz` says 503, before it drains',
     default: String(DEFAULTS.shutdownDelaySeconds),
-    parse: wholeNumber('seconds'),
+    parse: wholeNumberIn(BOUNDS.shutdownDelay),
     see: '[deployment](deployment.md#stopping)',
   }),
   drainTimeout: option({
     value: 'SECONDS',
     summary: 'after the delay, how long requests in flight may take to finish before their connections are cut',
     shown: '`--timeout` + 1 s',
-    parse: wholeNumber('seconds'),
+    parse: wholeNumberIn(BOUNDS.drainTimeout),
     see: '[deployment](deployment.md#stopping)',
   }),
 }
@@ -299,9 +294,11 @@ export const SERVE: CommandSpec<typeof SERVE_FLAGS> = {
 export interface ServeOptions extends Values<typeof SERVE_FLAGS> {
   /** Where a flag's value came from, for start-up errors. */
   readonly where: (key: string) => string
+  /** Variables set but not read, which start-up logs (docs/cli.md). */
+  readonly warnings: readonly ConfigWarning[]
 }
 
 export function parseServeOptions(args: string[], env: Readonly<Record<string, string | undefined>>): ServeOptions {
-  const { values, where } = parseFlags(SERVE, args, env)
-  return { ...values, where }
+  const { values, where, warnings } = parseFlags(SERVE, args, env)
+  return { ...values, where, warnings }
 }

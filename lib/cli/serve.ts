@@ -4,16 +4,16 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
 import { isCoded } from '../coded-error.js'
-import { DEFAULTS } from '../defaults.js'
+import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
-import { createLogger, type Logger } from '../log.js'
+import { createLogger, errorFacts, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createRetryStore } from '../proxy/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
 import { loadCertificates, type Certificates } from './certificates.js'
-import { flagName } from './flags.js'
+import { flagName, hideUserinfo, type ConfigWarning } from './flags.js'
 import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
@@ -40,11 +40,13 @@ type DefaultedFlags =
  */
 export interface ServeSetup
   extends
-    Omit<ServeOptions, 'credentials' | 'workers' | 'where' | DefaultedFlags>,
+    Omit<ServeOptions, 'credentials' | 'workers' | 'where' | 'warnings' | DefaultedFlags>,
     Partial<Pick<ServeOptions, DefaultedFlags>> {
   readonly credentials: string | Authenticator
   /** Where a flag's value came from (`--listen` or `PAYMENTS_GATE_LISTEN`), for start-up errors; the flag unless given. */
   where?(key: string): string
+  /** Variables set but not read, logged first (docs/cli.md); none unless given. */
+  readonly warnings?: readonly ConfigWarning[]
 }
 
 export interface Serving {
@@ -71,6 +73,7 @@ export interface Serving {
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
   const where = (key: string) => setup.where?.(key) ?? flagName(key)
   const logger = createLogger({ destination: logDestination(io, cluster.isWorker) })
+  for (const { variable, message } of setup.warnings ?? []) logger.warn({ variable }, message)
   const metrics = createMetrics()
   // Before the gateway, which asks for a tracer once (docs/tracing.md).
   const tracing = await startTracing(io.env)
@@ -137,7 +140,19 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         throw error
       })
       gateway = started
-      logger.info({ listen: address, target: setup.target.href, tls: tls.tls !== undefined }, 'gateway listening')
+      // What an operator checks first: where it listens and forwards, which store holds retry protection, where
+      // the probes are (docs/logs-and-metrics.md); a store URL's password hidden.
+      const idempotencyStore = hideUserinfo(setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store)
+      logger.info(
+        {
+          listen: address,
+          target: setup.target.href,
+          tls: tls.tls !== undefined,
+          idempotency: idempotencyStore,
+          admin: adminAddress,
+        },
+        'gateway listening',
+      )
       const watched = certificates
       return {
         gateway: started,
@@ -199,7 +214,8 @@ export function storeErrorReporter(
     const time = now()
     if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
     logged = time
-    logger.warn({ err: error }, 'retry-protection store failed')
+    // Code and message only: a Redis client's error carries the command and its arguments (docs/logs-and-metrics.md).
+    logger.warn({ err: errorFacts(error) }, 'retry-protection store failed')
   }
 }
 

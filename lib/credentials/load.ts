@@ -28,13 +28,23 @@ type CredentialsFile = Static<typeof CredentialsFile>
 
 const credentialsFileSchema = compileSchema<CredentialsFile>(CredentialsFile)
 
+/**
+ * Why a text is not JSON, without any of the text: V8's message for an
+ * unexpected token quotes the text around it, and a credentials file holds
+ * password hashes (the reason is logged on a reload). Its other messages name
+ * a position or the end of the input, never the text, and are kept.
+ */
+function unquoted(message: string): string {
+  return message.includes('"') ? 'an unexpected character (the text is not shown: it holds password hashes)' : message
+}
+
 /** The users of a credentials file's text; anything wrong throws an `ECREDENTIALS` error with the reason. */
 export function parseCredentials(text: string): readonly UserCredentials[] {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
   } catch (error) {
-    throw new CodedError('ECREDENTIALS', `not JSON: ${(error as Error).message}`)
+    throw new CodedError('ECREDENTIALS', `not JSON: ${unquoted((error as Error).message)}`)
   }
   if (!credentialsFileSchema.check(parsed)) {
     const reasons = credentialsFileSchema.errors(parsed).map((item) => `${item.jsonPath}: ${item.message}`)

@@ -44,12 +44,23 @@ export function redisTarget(url: string): string | RedisOptions | undefined {
     const [host, port] = address.split(':') as [string, string | undefined]
     return { host, port: port === undefined ? SENTINEL_PORT : Number(port) }
   })
+  // A `%` not followed by two hex digits makes the URL none of the forms (one line), not a URIError with a stack.
+  let decoded: { name: string; username: string | undefined; password: string | undefined }
+  try {
+    decoded = {
+      name: decodeURIComponent(name),
+      username: colon > 0 ? decodeURIComponent((userinfo as string).slice(0, colon)) : undefined,
+      password: colon >= 0 ? decodeURIComponent((userinfo as string).slice(colon + 1)) : undefined,
+    }
+  } catch {
+    return undefined
+  }
   return {
     sentinels,
-    name: decodeURIComponent(name),
+    name: decoded.name,
     db: Number(db ?? 0),
-    username: colon > 0 ? decodeURIComponent((userinfo as string).slice(0, colon)) : undefined,
-    password: colon >= 0 ? decodeURIComponent((userinfo as string).slice(colon + 1)) : undefined,
+    username: decoded.username,
+    password: decoded.password,
     // Reconnect as soon as Sentinel announces a new primary, not only when the old one's connection drops.
     failoverDetector: true,
   }
@@ -57,7 +68,10 @@ export function redisTarget(url: string): string | RedisOptions | undefined {
 
 /** The URL as it may be shown: a password in it is hidden. */
 export function shownUrl(url: string): string {
-  return JSON.stringify(url.replace(/\/\/[^@/]*@/, '//***@'))
+  // Up to the last `@`: a password may hold a `/` or an `@` of its own.
+  const start = url.indexOf('//')
+  const at = url.lastIndexOf('@')
+  return JSON.stringify(start !== -1 && at > start ? `${url.slice(0, start + 2)}***${url.slice(at)}` : url)
 }
 
 /**

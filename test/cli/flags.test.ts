@@ -5,6 +5,7 @@ import {
   envName,
   flagName,
   flagTable,
+  hideUserinfo,
   helpText,
   option,
   parseFlags,
@@ -134,4 +135,64 @@ t.test('flagTable: a switch of a command that reads variables has none; a | in a
     }),
     '| `--mode a\\|b` | x ([m](m.md)) | `a` |',
   )
+})
+
+t.test('parseFlags: a flag given twice is refused, whichever spelling', async (t) => {
+  for (const args of [
+    ['--count', '1', '--count', '2'],
+    ['--count=1', '--count', '1'],
+    ['--loud', '--loud'],
+  ])
+    t.throws(
+      () => parseFlags(spec, args, {}),
+      { code: 'EUSAGE', message: /^--(count|loud) is given more than once; give it once$/ },
+      args.join(' '),
+    )
+})
+
+t.test(
+  "parseFlags: unknown and shadowed PAYMENTS_GATE_ variables are warned about, service links and the suite's are not",
+  async (t) => {
+    const { warnings } = parseFlags(spec, ['--count', '2', 'file'], {
+      PAYMENTS_GATE_COUNT: '7',
+      PAYMENTS_GATE_LABEL: 'a',
+      PAYMENTS_GATE_LOUD: '1',
+      PAYMENTS_GATE_IDEMPOTENCY_STORE: 'redis://h:6379',
+      PAYMENTS_GATE_EMPTY: '',
+      PAYMENTS_GATE_UNSET: undefined,
+      PAYMENTS_GATE_SKIP_REDIS: '1',
+      PAYMENTS_GATE_TEST_LOADS: '/tmp/x',
+      PAYMENTS_GATE_REDIS_SERVICE_HOST: '10.0.0.9',
+      PAYMENTS_GATE_REDIS_SERVICE_PORT: '6379',
+      PAYMENTS_GATE_REDIS_PORT: 'tcp://10.0.0.9:6379',
+      PAYMENTS_GATE_REDIS_PORT_6379_TCP_ADDR: '10.0.0.9',
+      PAYMENTS_GATE_OTHER_PORT: 'tcp://10.0.0.8:1',
+      HOME: '/root',
+    })
+    t.same(warnings, [
+      { variable: 'PAYMENTS_GATE_COUNT', message: 'PAYMENTS_GATE_COUNT is ignored: --count is given and wins' },
+      {
+        variable: 'PAYMENTS_GATE_IDEMPOTENCY_STORE',
+        message: 'PAYMENTS_GATE_IDEMPOTENCY_STORE is not a variable of try; it is ignored',
+      },
+      { variable: 'PAYMENTS_GATE_LOUD', message: 'PAYMENTS_GATE_LOUD is not a variable of try; it is ignored' },
+      {
+        variable: 'PAYMENTS_GATE_OTHER_PORT',
+        message: 'PAYMENTS_GATE_OTHER_PORT is not a variable of try; it is ignored',
+      },
+    ])
+    t.same(
+      parseFlags({ ...spec, env: false }, [], { PAYMENTS_GATE_NOPE: '1' }).warnings,
+      [],
+      'a command without variables',
+    )
+  },
+)
+
+t.test('hideUserinfo: a URL user and password shown as ***', async (t) => {
+  t.equal(hideUserinfo('https://u:p@ss@host/x'), 'https://***@host/x')
+  t.equal(hideUserinfo('redis://:secret@h:6379'), 'redis://***@h:6379')
+  t.equal(hideUserinfo('http://host/a@b'), 'http://***@b', 'an @ in the path hides more, never less')
+  t.equal(hideUserinfo('memory'), 'memory')
+  t.equal(hideUserinfo('user@host'), 'user@host')
 })

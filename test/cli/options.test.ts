@@ -54,7 +54,7 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
       '--base-path',
       '/v1',
       '--body-limit',
-      '10',
+      '200',
       '--timeout',
       '5',
       '--admin',
@@ -69,7 +69,7 @@ t.test('every flag, and every flag from its PAYMENTS_GATE_ variable; a flag wins
     policies: 'p',
     vendor: 'acme',
     basePath: '/v1',
-    bodyLimit: 10,
+    bodyLimit: 200,
     timeout: 5,
     admin: { host: '127.0.0.1', port: 9090 },
     workers: 3,
@@ -176,36 +176,90 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
       '--listen="host:99999" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535',
     ],
     [[...required, '--listen', 'a:b'], '--listen="a:b" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535'],
-    [[...required, '--body-limit', '1e3'], '--body-limit="1e3" must be a whole number of bytes, at least 0'],
-    [[...required, '--timeout', '0'], '--timeout="0" must be a whole number of milliseconds, at least 1'],
-    [[...required, '--workers', '0'], '--workers="0" must be a whole number of processes (or auto), at least 1'],
-    [[...required, '--workers', 'many'], '--workers="many" must be a whole number of processes (or auto), at least 1'],
+    [
+      [...required, '--body-limit', '1e3'],
+      '--body-limit="1e3" must be a whole number of bytes from 167 to 9007199254740991',
+    ],
+    [[...required, '--timeout', '0'], '--timeout="0" must be a whole number of milliseconds from 1 to 3600000'],
+    [
+      [...required, '--workers', '0'],
+      '--workers="0" must be a whole number of processes (or auto) from 1 to 9007199254740991',
+    ],
+    [
+      [...required, '--workers', 'many'],
+      '--workers="many" must be a whole number of processes (or auto) from 1 to 9007199254740991',
+    ],
     [
       [...required, '--vendor', 'a/b'],
       '--vendor="a/b" must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only',
     ],
-    [[...required, '--idempotency-ttl', '0'], '--idempotency-ttl="0" must be a whole number of seconds, at least 1'],
+    [
+      [...required, '--idempotency-ttl', '0'],
+      '--idempotency-ttl="0" must be a whole number of seconds from 1 to 9007199254740',
+    ],
     [[...required, '--idempotency-failure', 'maybe'], '--idempotency-failure="maybe" must be closed or open'],
     [
       [...required, '--idempotency-replicas', 'two'],
-      '--idempotency-replicas="two" must be a whole number of replicas, at least 0',
+      '--idempotency-replicas="two" must be a whole number of replicas from 0 to 9007199254740991',
     ],
     [
       [...required, '--idempotency-max-entries', '0'],
-      '--idempotency-max-entries="0" must be a whole number of keys, at least 1',
+      '--idempotency-max-entries="0" must be a whole number of keys from 1 to 9007199254740991',
     ],
     [
       [...required, '--idempotency-max-bytes', '64MiB'],
-      '--idempotency-max-bytes="64MiB" must be a whole number of bytes, at least 205311',
+      '--idempotency-max-bytes="64MiB" must be a whole number of bytes from 205311 to 9007199254740991',
     ],
     [
       [...required, '--idempotency-max-bytes', '205310'],
-      '--idempotency-max-bytes="205310" must be a whole number of bytes, at least 205311',
+      '--idempotency-max-bytes="205310" must be a whole number of bytes from 205311 to 9007199254740991',
     ],
     [[...required, '--mode', 'audit'], '--mode="audit" must be enforce or report'],
-    [[...required, '--trust-proxy', 'two'], '--trust-proxy="two" must be a whole number of proxies, at least 0'],
-    [[...required, '--shutdown-delay', '-1'], '--shutdown-delay="-1" must be a whole number of seconds, at least 0'],
-    [[...required, '--drain-timeout', '1.5'], '--drain-timeout="1.5" must be a whole number of seconds, at least 0'],
+    [
+      [...required, '--trust-proxy', 'two'],
+      '--trust-proxy="two" must be a whole number of proxies from 0 to 9007199254740991',
+    ],
+    [
+      [...required, '--shutdown-delay', '-1'],
+      '--shutdown-delay="-1" must be a whole number of seconds from 0 to 2147483',
+    ],
+    [
+      [...required, '--drain-timeout', '1.5'],
+      '--drain-timeout="1.5" must be a whole number of seconds from 0 to 2147483',
+    ],
+    [
+      [...required, '--timeout', '2147483648'],
+      '--timeout="2147483648" must be a whole number of milliseconds from 1 to 3600000',
+    ],
+    [
+      [...required, '--timeout', '3600001'],
+      '--timeout="3600001" must be a whole number of milliseconds from 1 to 3600000',
+    ],
+    [
+      [...required, '--timeout', '9'.repeat(320)],
+      `--timeout="${'9'.repeat(320)}" must be a whole number of milliseconds from 1 to 3600000`,
+    ],
+    [
+      [...required, '--body-limit', '166'],
+      '--body-limit="166" must be a whole number of bytes from 167 to 9007199254740991',
+    ],
+    [
+      [...required, '--body-limit', '9007199254740992'],
+      '--body-limit="9007199254740992" must be a whole number of bytes from 167 to 9007199254740991',
+    ],
+    [
+      [...required, '--shutdown-delay', '2147484'],
+      '--shutdown-delay="2147484" must be a whole number of seconds from 0 to 2147483',
+    ],
+    [
+      [...required, '--drain-timeout', '2147484'],
+      '--drain-timeout="2147484" must be a whole number of seconds from 0 to 2147483',
+    ],
+    [
+      ['--target', 'https://gate:s3cret-pass@backend:8443', '--credentials', 'c'],
+      '--target="https://***@backend:8443" must not hold a user or password (USER:PASSWORD@); the gateway sends none',
+    ],
+    [[...required, '--timeout', '5', '--timeout', '6'], '--timeout is given more than once; give it once'],
     [[...required, '--nope'], 'unknown flag --nope; see payments-gate serve --help'],
     [[...required, '-n'], 'unknown flag -n; see payments-gate serve --help'],
     [[...required, '--timeout'], '--timeout needs a value: --timeout MS'],
@@ -214,7 +268,7 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
   for (const [args, message] of cases) t.equal(refusal(args), message, args.join(' '))
   t.equal(
     refusal(required, { PAYMENTS_GATE_TIMEOUT: 'soon' }),
-    'PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1',
+    'PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds from 1 to 3600000',
     'the variable, not a flag never set',
   )
   t.equal(

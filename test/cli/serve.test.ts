@@ -3,11 +3,14 @@ import { PassThrough } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { startServing, type ServeSetup } from '../../lib/cli/serve.js'
+import { startServing, storeErrorReporter, type ServeSetup } from '../../lib/cli/serve.js'
+import { createRedisClient } from '../../lib/idempotency/redis-client.js'
+import { createMetrics } from '../../lib/metrics.js'
 import { luhnValid } from '../../lib/luhn.js'
 import { spawnCli } from '../helpers/cli.js'
 import { basic, saleBody, USERNAME, writeCredentials } from '../helpers/fixtures.js'
-import { keepAliveSender, paymentHeaders, send } from '../helpers/http.js'
+import { keepAliveSender, paymentHeaders, send, until } from '../helpers/http.js'
+import { captureLogger, logLines, secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from '../helpers/logs.js'
 import { startRedis } from '../helpers/redis.js'
 import { created, startBackend, takenPort } from '../helpers/servers.js'
 
@@ -57,6 +60,47 @@ t.test('startServing: admin, policies, credentials, gateway; stop drains and clo
   t.same(
     lines.filter((line) => (line.match(/[0-9]{12,19}/g) ?? []).some(luhnValid)),
     [],
+  )
+})
+
+t.test('the start-up line names the store (password hidden) and the admin address; warnings come first', async (t) => {
+  const { io: streams, lines } = io()
+  const warnings = [{ variable: 'PAYMENTS_GATE_IDEMPOTENCY_STORE', message: 'not a variable' }]
+  const serving = await startServing(setup({ idempotency: 'off', warnings }), streams)
+  t.teardown(() => serving.stop())
+  const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+  const warned = logged.findIndex((line) => line.msg === 'not a variable')
+  const listening = logged.findIndex((line) => line.msg === 'gateway listening')
+  t.match(logged[warned], { level: 40, variable: 'PAYMENTS_GATE_IDEMPOTENCY_STORE' })
+  t.ok(warned < listening, 'before the start-up line')
+  t.match(logged[listening], {
+    idempotency: 'off',
+    admin: { address: '127.0.0.1', port: serving.admin?.port },
+    target: backend.url.endsWith('/') ? backend.url : `${backend.url}/`,
+  })
+})
+
+t.test('a refused Redis password is logged by its code and message, the password nowhere', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const owner = new Redis(redis.url)
+  await owner.config('SET', 'requirepass', TEST_REDIS_PASSWORD)
+  owner.disconnect()
+  const report = storeErrorReporter(captureLogger(), createMetrics())
+  // ioredis puts the AUTH command, the password its argument, on the error it emits.
+  const client = createRedisClient(`redis://:${WRONG_REDIS_PASSWORD}@127.0.0.1:${redis.port}/0`, { onError: report })
+  t.teardown(() => client.disconnect())
+  t.ok(await until(() => logLines.some((line) => line.includes('WRONGPASS'))), 'the refusal is logged')
+  const line = JSON.parse(logLines.find((text) => text.includes('WRONGPASS')) as string)
+  t.match(line.err, { message: /^WRONGPASS/ })
+  t.same(
+    Object.keys(line.err).filter((key) => key !== 'code' && key !== 'message'),
+    [],
+    'code and message only',
+  )
+  t.notOk(
+    logLines.some((text) => secretIn(text) !== undefined),
+    'no line holds a password',
   )
 })
 

@@ -58,7 +58,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [
       [...serve, '--credentials', join(dir, 'not-json-lines.json')],
       {},
-      /^payments-gate serve: --credentials: .*not-json-lines\.json: not JSON: .*not\\r\\njson\\n.*; give a credentials file as docs\/credentials\.md describes\n$/,
+      /^payments-gate serve: --credentials: .*not-json-lines\.json: not JSON: an unexpected character \(the text is not shown: it holds password hashes\); give a credentials file as docs\/credentials\.md describes\n$/,
     ],
     [
       [...serve, '--credentials', credentials, '--policies', join(dir, 'nowhere')],
@@ -88,12 +88,27 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_TIMEOUT: 'soon' },
-      'payments-gate serve: PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds, at least 1\n',
+      'payments-gate serve: PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds from 1 to 3600000\n',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY: 'mongodb://x' },
       'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+    ],
+    [
+      [...serve, '--credentials', credentials],
+      { PAYMENTS_GATE_IDEMPOTENCY: 'redis-sentinel://:hunter2%zz@127.0.0.1:26379#m' },
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "redis-sentinel://***@127.0.0.1:26379#m" is none of memory, off, redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+    ],
+    [
+      [...serve, '--credentials', credentials, '--timeout', '1', '--timeout', '2'],
+      {},
+      'payments-gate serve: --timeout is given more than once; give it once\n',
+    ],
+    [
+      ['serve', '--credentials', credentials, '--target', 'http://user:hunter2@127.0.0.1:1'],
+      {},
+      'payments-gate serve: --target="http://***@127.0.0.1:1" must not hold a user or password (USER:PASSWORD@); the gateway sends none\n',
     ],
     [
       ['serve', '--credentials', credentials],

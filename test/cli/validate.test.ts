@@ -54,7 +54,7 @@ t.test(
     t.equal(JSON.parse(whole.stdout).instruction.paymentInstrument.cardNumber, TEST_PAN)
     // A refusal's body holds no card number today; it is masked all the same, so one added later cannot leak.
     const refused = await run(
-      ['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '10', '-'],
+      ['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '200', '-'],
       body,
     )
     t.equal(refused.code, 1)
@@ -116,7 +116,7 @@ t.test('an entity in report mode: what enforce would do, with a note', async (t)
 
 t.test('--body-limit applies', async (t) => {
   const result = await run(
-    ['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '10', '-'],
+    ['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '200', '-'],
     JSON.stringify(saleBody()),
   )
   t.equal(result.code, 1)

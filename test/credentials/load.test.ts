@@ -2,7 +2,7 @@ import t from 'tap'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { hashPassword } from '../../lib/credentials/hash.js'
-import { loadCredentials } from '../../lib/credentials/load.js'
+import { loadCredentials, parseCredentials } from '../../lib/credentials/load.js'
 import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
 
 t.test('loadCredentials reads and validates the file', async (t) => {
@@ -50,4 +50,10 @@ t.test('the clear password never appears in an error', async (t) => {
   await t.rejects(loadCredentials(join(dir, 'clear.json')), { message: /^(?!.*hunter2)/ })
   await writeFile(join(dir, 'clear.json'), '{}')
   await t.rejects(loadCredentials(join(dir, 'clear.json')), { code: 'ECREDENTIALS', message: /\$\.users: / })
+})
+
+t.test('a file that is not JSON is refused without quoting it: it holds password hashes', async (t) => {
+  for (const text of ['alice:scrypt$secret-hash', '{"users":[{"username":"a","password":"scrypt$secret-hash" x}]}'])
+    t.throws(() => parseCredentials(text), { code: 'ECREDENTIALS', message: /^not JSON: (?!.*secret-hash)/ }, text)
+  t.throws(() => parseCredentials('{"users":'), { message: 'not JSON: Unexpected end of JSON input' }, 'no text: kept')
 })

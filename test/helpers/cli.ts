@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { PassThrough } from 'node:stream'
 import { onExit } from 'signal-exit'
 import { main } from '../../lib/cli/main.js'
+import { scanLine } from './logs.js'
 
 export interface CliResult {
   readonly code: number
@@ -71,6 +72,8 @@ export function spawnCli(args: string[], env: Record<string, string> = {}): Runn
   const exited = new Promise<number | null>((resolve) =>
     child.on('exit', (code) => {
       forget()
+      // The child's log lines are the suite's too: scanned for secrets like a captured logger's.
+      for (const line of stdout.split('\n')) if (line !== '') scanLine(line)
       resolve(code)
     }),
   )

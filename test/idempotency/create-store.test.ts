@@ -51,6 +51,10 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis-sentinel://a:1,#mymaster',
     'redis-sentinel://host:26379/100#mymaster',
     'redis-sentinel://host:26379#my#master',
+    'redis-sentinel://:p%zz@host:26379#mymaster',
+    'redis-sentinel://u%:p@host:26379#mymaster',
+    'redis-sentinel://host:26379#my%master',
+    'redis://:pass/word@host:6379',
   ]
   for (const spec of bad) {
     const refusal = {
@@ -70,6 +74,12 @@ t.test('anything else is refused with one line that hides a password', async (t)
   t.throws(() => createIdempotencyStore('redis://:hunter2@host:port', OPTIONS), {
     message: /^(?!.*hunter2).*\*\*\*@host:port/,
   })
+  for (const spec of ['redis-sentinel://:hunter2%zz@host:26379#m', 'redis://:hunter2/x@y@host:6379'])
+    t.throws(
+      () => createIdempotencyStore(spec, OPTIONS),
+      { message: /^(?!.*hunter2).*"redis[-a-z]*:\/\/\*\*\*@host/ },
+      spec,
+    )
 })
 
 t.test(

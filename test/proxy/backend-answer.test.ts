@@ -46,13 +46,30 @@ t.test('a body in the error format passes with its status and headers, card numb
   const carded = clientAnswer(
     400,
     [],
-    json({ errorName: 'x', message: 'card 4444333322221111 refused', pan: '4444 3333 2222 1111' }),
+    json({
+      errorName: 'x',
+      message: 'card 4444333322221111 refused',
+      pan: '4444 3333 2222 1111',
+      query: 'pan=4444+3333+2222+1111&ref=99994444333322221111',
+    }),
     RULES,
   )
   t.equal(
     carded.body.toString(),
-    JSON.stringify({ errorName: 'x', message: 'card 444433******1111 refused', pan: '444433******1111' }),
+    JSON.stringify({
+      errorName: 'x',
+      message: 'card 444433******1111 refused',
+      pan: '4444 33** **** 1111',
+      query: 'pan=4444+33**+****+1111&ref=999944**********1111',
+    }),
   )
+  const escaped = clientAnswer(
+    400,
+    [],
+    Buffer.from(String.raw`{"errorName":"x","message":"\u00344443333222211 11"}`),
+    RULES,
+  )
+  t.equal(JSON.parse(escaped.body.toString()).message, '444433******11 11', 'a JSON escape of a digit is one star')
   t.same(carded.headers, ['content-length', String(carded.body.length)])
 })
 

@@ -1,0 +1,93 @@
+import { CodedError } from './coded-error.js'
+import type { SaleRequest } from './schema/payment.js'
+
+/** The longest delay node's timers hold, in ms (2^31-1): a longer one fires after 1 ms instead (node's timers documentation). */
+export const TIMER_MAX_MS = 2 ** 31 - 1
+
+/**
+ * The longest `--timeout`, one hour. Every timer made from it stays inside
+ * TIMER_MAX_MS with room to spare: the in-flight window (three timeouts and a
+ * margin, docs/idempotency.md), the drain (a timeout and a second) and
+ * http-proxy-3's request timeout; and a payment held an hour on a silent
+ * backend is past any client's own wait.
+ */
+export const TIMEOUT_MAX_MS = 3_600_000
+
+/**
+ * The smallest document the schema takes, of the smaller operation (a sale: a
+ * recurring payment needs `intent` too): every string one character, an
+ * instrument of another type, amount 0. A body limit below its size would
+ * answer every payment 413.
+ */
+export const SMALLEST_PAYMENT: SaleRequest = {
+  transactionReference: 'x',
+  merchant: { entity: 'x' },
+  instruction: {
+    narrative: { line1: 'x' },
+    paymentInstrument: { type: 'x' },
+    value: { amount: 0, currency: 'XXX' },
+  },
+}
+
+/** The smallest `--body-limit`: the smallest valid payment, written without spaces. */
+export const BODY_LIMIT_MIN = Buffer.byteLength(JSON.stringify(SMALLEST_PAYMENT))
+
+/** A whole number's range and unit, for the message that refuses it. */
+export interface Bound {
+  readonly unit: string
+  readonly min: number
+  readonly max: number
+}
+
+/** Counts and sizes: whole numbers a double holds exactly. */
+const SAFE = Number.MAX_SAFE_INTEGER
+
+/** Whole seconds a timer holds (the shutdown delay, the drain). */
+const TIMER_SECONDS = Math.floor(TIMER_MAX_MS / 1000)
+
+/** The range of every numeric option, shared by `serve`'s flags and `createGate`'s options. */
+export const BOUNDS = {
+  bodyLimit: { unit: 'bytes', min: BODY_LIMIT_MIN, max: SAFE },
+  timeout: { unit: 'milliseconds', min: 1, max: TIMEOUT_MAX_MS },
+  // Made milliseconds for the store's expiry.
+  idempotencyTtl: { unit: 'seconds', min: 1, max: Math.floor(SAFE / 1000) },
+  idempotencyReplicas: { unit: 'replicas', min: 0, max: SAFE },
+  idempotencyMaxEntries: { unit: 'keys', min: 1, max: SAFE },
+  trustProxy: { unit: 'proxies', min: 0, max: SAFE },
+  shutdownDelay: { unit: 'seconds', min: 0, max: TIMER_SECONDS },
+  drainTimeout: { unit: 'seconds', min: 0, max: TIMER_SECONDS },
+  workers: { unit: 'processes (or auto)', min: 1, max: SAFE },
+} as const satisfies Readonly<Record<string, Bound>>
+
+/** What a value outside `bound` is told: `must be a whole number of bytes from 1 to 9`. */
+export function boundMessage(bound: Bound): string {
+  return `must be a whole number of ${bound.unit} from ${bound.min} to ${bound.max}`
+}
+
+/** Whether a value is a whole number inside `bound`. */
+export function inBound(value: unknown, bound: Bound): value is number {
+  return Number.isInteger(value) && (value as number) >= bound.min && (value as number) <= bound.max
+}
+
+/**
+ * A flag's text as a whole number inside `bound` (digits only: no sign, no
+ * exponent, no fraction); an `EINVALID` error saying the range otherwise.
+ * Digits past what a double holds exactly are refused, never read as Infinity.
+ */
+export function wholeNumberIn(bound: Bound): (text: string) => number {
+  return (text) => {
+    const number = /^[0-9]{1,16}$/.test(text) ? Number(text) : Number.NaN
+    if (!inBound(number, bound)) throw new CodedError('EINVALID', boundMessage(bound))
+    return number
+  }
+}
+
+/**
+ * `createGate`'s numeric options checked as `serve` checks its flags, with the
+ * same bounds: an `EINVALID` error naming the option, as a TypeError would.
+ */
+export function checkBounded(name: keyof typeof BOUNDS, value: unknown): void {
+  const bound: Bound = BOUNDS[name]
+  if (value !== undefined && !inBound(value, bound))
+    throw new CodedError('EINVALID', `${name}=${String(value)} ${boundMessage(bound)}`)
+}

@@ -1,0 +1,43 @@
+import t from 'tap'
+import {
+  BODY_LIMIT_MIN,
+  BOUNDS,
+  checkBounded,
+  SMALLEST_PAYMENT,
+  TIMER_MAX_MS,
+  TIMEOUT_MAX_MS,
+  wholeNumberIn,
+} from '../lib/bounds.js'
+import { IDEMPOTENCY_DEFAULTS } from '../lib/defaults.js'
+import { compileSchema } from '../lib/schema/compile.js'
+import { SaleRequest } from '../lib/schema/payment.js'
+
+t.test('the smallest body limit holds the smallest payment the schema takes', async (t) => {
+  t.ok(compileSchema(SaleRequest).check(SMALLEST_PAYMENT), 'a valid sale')
+  t.equal(BODY_LIMIT_MIN, JSON.stringify(SMALLEST_PAYMENT).length)
+})
+
+t.test('every timer made of the longest --timeout fits what node holds', async (t) => {
+  t.ok(3 * TIMEOUT_MAX_MS + IDEMPOTENCY_DEFAULTS.inFlightMarginMs <= TIMER_MAX_MS, 'the in-flight window')
+  t.ok((Math.ceil(TIMEOUT_MAX_MS / 1000) + 1) * 1000 <= TIMER_MAX_MS, 'the drain')
+  t.ok(BOUNDS.shutdownDelay.max * 1000 <= TIMER_MAX_MS && BOUNDS.drainTimeout.max * 1000 <= TIMER_MAX_MS, 'seconds')
+  t.ok(Number.isSafeInteger(BOUNDS.idempotencyTtl.max * 1000), 'the TTL in ms')
+})
+
+t.test('digits only, inside the bound; anything else refused, never read as Infinity', async (t) => {
+  const read = wholeNumberIn({ unit: 'things', min: 2, max: 10 })
+  t.equal(read('2'), 2)
+  t.equal(read('10'), 10)
+  for (const text of ['1', '11', '-3', '3.0', '1e1', ' 3', '', '9'.repeat(320)])
+    t.throws(() => read(text), { code: 'EINVALID', message: 'must be a whole number of things from 2 to 10' }, text)
+})
+
+t.test("createGate's numeric options are checked with the flags' bounds", async (t) => {
+  t.doesNotThrow(() => checkBounded('bodyLimit', undefined))
+  t.doesNotThrow(() => checkBounded('bodyLimit', BODY_LIMIT_MIN))
+  for (const value of [0, BODY_LIMIT_MIN - 1, 1.5, Number.POSITIVE_INFINITY, '65536'])
+    t.throws(() => checkBounded('bodyLimit', value), {
+      code: 'EINVALID',
+      message: `bodyLimit=${String(value)} must be a whole number of bytes from ${BODY_LIMIT_MIN} to ${Number.MAX_SAFE_INTEGER}`,
+    })
+})
