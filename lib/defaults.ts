@@ -52,6 +52,23 @@ export const DEFAULTS = Object.freeze({
   drainMarginSeconds: 1,
 })
 
+/**
+ * The most bytes read of each kind of file (docs/cli.md, files read): far above
+ * any real one, low enough that a wrong path cannot fill memory.
+ */
+export const FILE_LIMITS = Object.freeze({
+  /** `--credentials`: some hundred thousand users. */
+  credentials: 16 * 1048576,
+  /** One policy file. */
+  policy: 1048576,
+  /** `--backend-errors`. */
+  backendErrors: 1048576,
+  /** One TLS file: a certificate chain, a key, a CA bundle. */
+  tls: 1048576,
+  /** A file that holds one secret: a password, a key. */
+  secret: 65536,
+})
+
 /** The cost of new password hashes (`payments-gate hash-password`): scrypt's N, r and p. */
 export const SCRYPT_DEFAULTS = Object.freeze({ N: 16384, r: 8, p: 1 })
 

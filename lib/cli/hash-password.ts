@@ -18,7 +18,7 @@ export const run: Command = async (args, io) => {
   // `echo secret |` adds a newline that is not part of the password.
   let password: string
   try {
-    password = new TextDecoder('utf-8', { fatal: true }).decode(await readAll(io.stdin)).replace(/\r?\n$/, '')
+    password = new TextDecoder('utf-8', { fatal: true }).decode(await readAll(io.stdin, Infinity)).replace(/\r?\n$/, '')
   } catch {
     throw new CodedError('EUSAGE', 'the password on stdin is not UTF-8; give it as UTF-8 text')
   }
