@@ -138,7 +138,7 @@ t.test(
       'missed',
     ])
       t.ok(svg.includes(`>${text}<`), `shows ${text}`)
-    const bars = svg.match(/<path [^>]*aria-roledescription="bar"[^>]*>/g) ?? []
+    const bars: string[] = svg.match(/<path [^>]*aria-roledescription="bar"[^>]*>/g) ?? []
     t.equal(bars.length, data.cpu.length + data.ratios.length, 'a bar per figure')
     t.same(
       bars.filter((bar) => !/ fill="#[0-9a-f]{6}"/.test(bar)),
