@@ -6,7 +6,7 @@ import { runBaseline } from './e2e/baseline.js'
 import { runFastify } from './e2e/fastify.js'
 import { runE2E, runLadder, runPairs } from './e2e/run.js'
 import { runMicro } from './micro/stages.js'
-import { chartData, renderChart } from './lib/chart.js'
+import { chartData, chartFigures, renderChart } from './lib/chart.js'
 import { cpuBreakdown } from './lib/profile.js'
 import {
   baselineProfileSection,
@@ -122,8 +122,10 @@ const title = [
   `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}, ${new Date().toISOString().slice(0, 16)}Z`,
   `node ${process.version}, ${cpu.length} cores, ${uptime()} at the end`,
 ]
-if (data.cpu.length + data.ratios.length > 0)
+if (data.cpu.length + data.ratios.length > 0) {
+  writeFileSync(new URL('latest.json', results), chartFigures(data, title))
   writeFileSync(new URL('latest.svg', results), await renderChart(data, title))
+}
 log(
-  `written to bench/results/latest.md${data.cpu.length + data.ratios.length > 0 ? ' and latest.svg' : ''}${values.profile ? '; CPU profiles of (b), (c) and (d) in bench/results/profiles/' : ''}`,
+  `written to bench/results/latest.md${data.cpu.length + data.ratios.length > 0 ? ', latest.svg and its figures, latest.json' : ''}${values.profile ? '; CPU profiles of (b), (c) and (d) in bench/results/profiles/' : ''}`,
 )

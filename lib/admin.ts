@@ -1,6 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
+import { ADMIN_DEFAULTS } from './defaults.js'
 import { listen } from './http/listen.js'
 
 export interface AdminOptions {
@@ -20,10 +21,13 @@ export interface Admin {
 /**
  * The `--admin` listener, apart from the gateway's port so that probes and
  * scrapes never count as payments traffic: `/healthz` (the process runs),
- * `/readyz` (send traffic), `/metrics`.
+ * `/readyz` (send traffic), `/metrics`. Its timeouts are short and its
+ * connections capped (docs/deployment.md, health).
  */
 export function createAdmin(options: AdminOptions): Admin {
-  const server = createServer((req, res) => {
+  const { headersTimeout, requestTimeout, keepAliveTimeout, timeoutCheckInterval, maxConnections } = ADMIN_DEFAULTS
+  const limits = { headersTimeout, requestTimeout, keepAliveTimeout, connectionsCheckingInterval: timeoutCheckInterval }
+  const server = createServer(limits, (req, res) => {
     const path = (req.url as string).split('?')[0]
     if (path === '/healthz') return text(res, 200, 'ok\n')
     if (path === '/readyz') return options.ready() ? text(res, 200, 'ready\n') : text(res, 503, 'not ready\n')
@@ -33,6 +37,7 @@ export function createAdmin(options: AdminOptions): Admin {
       (error: Error) => text(res, 500, `${error.message}\n`),
     )
   })
+  server.maxConnections = maxConnections
   return {
     server,
     listen: (port, host) => listen(server, port, host),

@@ -52,6 +52,42 @@ export const DEFAULTS = Object.freeze({
   drainMarginSeconds: 1,
 })
 
+/**
+ * The most bytes read of each kind of file (docs/cli.md, files read): far above
+ * any real one, low enough that a wrong path cannot fill memory.
+ */
+export const FILE_LIMITS = Object.freeze({
+  /** `--credentials`: some hundred thousand users. */
+  credentials: 16 * 1048576,
+  /** One policy file. */
+  policy: 1048576,
+  /** `--backend-errors`. */
+  backendErrors: 1048576,
+  /** One TLS file: a certificate chain, a key, a CA bundle. */
+  tls: 1048576,
+  /** A file that holds one secret: a password, a key. */
+  secret: 65536,
+})
+
+/**
+ * The `--admin` listener (docs/deployment.md, health): a probe or a scrape is
+ * one small GET, so a request that is slow to arrive is cut soon, and the
+ * connections it may hold are capped, so that slow or many clients of the admin
+ * port cannot take the file descriptors payments need.
+ */
+export const ADMIN_DEFAULTS = Object.freeze({
+  /** Time allowed to receive a request's headers, in ms. */
+  headersTimeout: 2000,
+  /** Time allowed to receive a whole request, in ms. */
+  requestTimeout: 5000,
+  /** How long an idle connection is kept open, in ms. */
+  keepAliveTimeout: 5000,
+  /** How often those timeouts are checked, in ms: well under the headers timeout. */
+  timeoutCheckInterval: 500,
+  /** Most connections open at once; one past it is closed as it arrives. */
+  maxConnections: 64,
+})
+
 /** The cost of new password hashes (`payments-gate hash-password`): scrypt's N, r and p. */
 export const SCRYPT_DEFAULTS = Object.freeze({ N: 16384, r: 8, p: 1 })
 

@@ -7,9 +7,15 @@ const REASONS: Readonly<Record<string, string>> = {
   EPERM: 'permission denied',
   ELOOP: 'a loop of symbolic links',
   ENAMETOOLONG: 'a name too long',
+  // open(2) on a socket file.
+  ENXIO: 'a socket or a device, where a regular file is expected',
 }
+
+/** A file refused before or while it is read (lib/read-file.ts): not a regular file, or larger than its kind's limit. */
+export class FileRefused extends Error {}
 
 /** Why a file or folder could not be read, without its errno code. */
 export function readFailure(error: unknown): string {
+  if (error instanceof FileRefused) return error.message
   return REASONS[(error as NodeJS.ErrnoException).code as string] ?? 'cannot be read'
 }

@@ -1,5 +1,6 @@
 import type { BackendErrorRules } from './backend-errors/rules.js'
 import { WWW_AUTHENTICATE } from './checks/auth.js'
+import { MAX_DEPTH } from './checks/body.js'
 import { normalizeBasePath } from './checks/route.js'
 import { ERROR_CONTENT_TYPE, errorBodySchema, isErrorName, reject, type ErrorName } from './errors.js'
 import { DEFAULTS, mediaTypes } from './defaults.js'
@@ -13,6 +14,8 @@ export interface OpenApiOptions {
   basePath?: string
   /** The `--backend-errors` rules: the names they define are listed under their statuses. */
   backendErrors?: BackendErrorRules
+  /** Largest request body read, in bytes (`--body-limit`). Default 65536. */
+  bodyLimit?: number
 }
 
 type Json = Record<string, unknown>
@@ -116,6 +119,27 @@ const prototypeFree: Json = {
   items: { $ref: `#/components/schemas/${PROTOTYPE_FREE}` },
 }
 
+/**
+ * What lib/checks/body.ts refuses as nested too deeply, as JSON Schema: the
+ * document is the first level, each object or array inside one a level more,
+ * and a value past MAX_DEPTH levels must not be one. JSON Schema has no depth
+ * keyword, so each level is a schema of its own (in `$defs`), which any
+ * validator understands: a contract-testing tool then sends no body the
+ * gateway refuses for its depth.
+ */
+const NESTING = 'Nesting'
+function nesting(): Json {
+  const level = (n: number) => `#/components/schemas/${NESTING}/$defs/level${n}`
+  const inside = (n: number): Json => ({ items: { $ref: level(n) }, additionalProperties: { $ref: level(n) } })
+  const defs: Json = { [`level${MAX_DEPTH + 1}`]: { not: { type: ['object', 'array'] } } }
+  for (let n = MAX_DEPTH; n >= 2; n--) defs[`level${n}`] = inside(n + 1)
+  return {
+    description: `Objects and arrays nested at most ${MAX_DEPTH} levels deep, the document itself the first.`,
+    ...inside(2),
+    $defs: defs,
+  }
+}
+
 /** A TypeBox schema as plain JSON Schema: JSON drops TypeBox's symbol keys. */
 function plain(schema: unknown): Json {
   return JSON.parse(JSON.stringify(schema)) as Json
@@ -146,7 +170,7 @@ function withoutDiscriminators(node: unknown): unknown {
 function requestSchema(schema: unknown): Json {
   return {
     ...(withoutDiscriminators(plain(schema)) as Json),
-    allOf: [{ $ref: `#/components/schemas/${PROTOTYPE_FREE}` }],
+    allOf: [{ $ref: `#/components/schemas/${PROTOTYPE_FREE}` }, { $ref: `#/components/schemas/${NESTING}` }],
   }
 }
 
@@ -209,6 +233,7 @@ function responsesWith(rules: BackendErrorRules | undefined): [Status, string[],
 export function buildOpenApi(options: OpenApiOptions = {}): Json {
   const types = mediaTypes(options.vendor ?? DEFAULTS.vendor)
   const base = normalizeBasePath(options.basePath ?? '')
+  const bodyLimit = options.bodyLimit ?? DEFAULTS.bodyLimit
   const responses: Json = {
     '2XX': {
       description: "The backend's answer, passed back unchanged; payments-v6 does not show its status or body.",
@@ -227,6 +252,9 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
         summary: doc.summary,
         security: [{ BasicAuth: [] }],
         requestBody: {
+          // OpenAPI has no keyword for a body's size: the description says it, and the extension gives it to tools.
+          description: `At most ${bodyLimit} bytes (the gateway's \`--body-limit\`): a larger body is answered 413 bodyIsTooLarge. Objects and arrays nested at most ${MAX_DEPTH} levels deep, the document itself the first: a deeper one is answered 400 bodyDoesNotMatchSchema.`,
+          'x-max-body-bytes': bodyLimit,
           required: true,
           content: {
             [types.request]: {
@@ -253,6 +281,7 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
         [OPERATION_DOCS.sale.schema]: requestSchema(SaleRequest),
         [OPERATION_DOCS.recurring.schema]: requestSchema(RecurringRequest),
         [PROTOTYPE_FREE]: prototypeFree,
+        [NESTING]: nesting(),
         ErrorBody: plain(errorBodySchema),
       },
     },

@@ -1,6 +1,9 @@
+import { connect, type Socket } from 'node:net'
 import t from 'tap'
 import { createAdmin, metricsOf } from '../lib/admin.js'
+import { ADMIN_DEFAULTS } from '../lib/defaults.js'
 import { createMetrics } from '../lib/metrics.js'
+import { until } from './helpers/http.js'
 
 async function get(url: string): Promise<{ status: number; text: string; type: string | null }> {
   const res = await fetch(url)
@@ -34,3 +37,62 @@ t.test('a failing metrics source answers 500', async (t) => {
   t.equal(scraped.status, 500)
   t.match(scraped.text, 'worker gone')
 })
+
+/** A raw connection to the admin port, with what it received and a promise of its end. */
+async function raw(port: number): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> {
+  const socket = connect(port, '127.0.0.1')
+  const chunks: Buffer[] = []
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+  socket.on('error', () => {})
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve)
+    socket.once('close', () => reject(new Error('closed before connecting')))
+  })
+  return { socket, received: () => Buffer.concat(chunks).toString(), closed }
+}
+
+t.test('a request that stalls is cut: half-sent headers, nothing at all, a body that never ends', async (t) => {
+  const admin = createAdmin({ ready: () => true, metrics: () => Promise.resolve('') })
+  const { port } = await admin.listen(0, '127.0.0.1')
+  t.teardown(() => admin.close())
+  const half = await raw(port)
+  half.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n')
+  const silent = await raw(port)
+  const body = await raw(port)
+  body.socket.write('POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n')
+  // Each end is the server's: the test never closes these sockets, so only the admin's timeouts can.
+  await Promise.all([half.closed, silent.closed, body.closed])
+  t.match(half.received(), /^HTTP\/1\.1 408 Request Timeout\r\n/, 'the half-sent request: 408, then closed')
+  t.match(silent.received(), /^HTTP\/1\.1 408 Request Timeout\r\n/, 'the silent one too')
+  const idle = await raw(port)
+  idle.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  await idle.closed
+  t.match(idle.received(), /^HTTP\/1\.1 200 OK\r\n/, 'an answered keep-alive connection left idle is closed too')
+})
+
+t.test(
+  'connections are capped: one past the cap is closed as it arrives, and a probe gets in once one ends',
+  async (t) => {
+    const admin = createAdmin({ ready: () => true, metrics: () => Promise.resolve('') })
+    const { port } = await admin.listen(0, '127.0.0.1')
+    t.teardown(() => admin.close())
+    t.equal(admin.server.maxConnections, ADMIN_DEFAULTS.maxConnections)
+    const held = await Promise.all(Array.from({ length: ADMIN_DEFAULTS.maxConnections }, () => raw(port)))
+    t.teardown(() => held.forEach(({ socket }) => socket.destroy()))
+    // The kernel accepts the connection; the server closes it at once, before it could send a byte.
+    const over = connect(port, '127.0.0.1')
+    over.on('error', () => {})
+    await new Promise<void>((resolve) => over.once('close', () => resolve()))
+    t.pass('the connection past the cap was closed by the server')
+    const first = held[0] as (typeof held)[number]
+    first.socket.destroy()
+    await first.closed
+    const probe = () =>
+      get(`http://127.0.0.1:${port}/healthz`).then(
+        (res) => res.status === 200,
+        () => false,
+      )
+    t.ok(await until(probe), 'a probe is answered once a connection is free')
+  },
+)

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import t from 'tap'
 
 // `npm run bench` runs against the built code, as users do; `npm ci` builds it (the `prepare` script).
@@ -138,10 +138,45 @@ t.test(
       'missed',
     ])
       t.ok(svg.includes(`>${text}<`), `shows ${text}`)
+    const bars: string[] = svg.match(/<path [^>]*aria-roledescription="bar"[^>]*>/g) ?? []
+    t.equal(bars.length, data.cpu.length + data.ratios.length, 'a bar per figure')
+    t.same(
+      bars.filter((bar) => !/ fill="#[0-9a-f]{6}"/.test(bar)),
+      [],
+      'every bar has a fill: each panel has its own color scale',
+    )
     t.same(
       await renderChart(chartData({}), 'nothing measured').then((s: string) => s.includes('Server CPU')),
       false,
       'no panel without figures',
+    )
+  },
+)
+
+t.test(
+  'the figures saved beside the chart draw it again, and docs/performance.svg is the drawing of its figures',
+  async (t) => {
+    // @ts-expect-error the bench is plain JavaScript without declarations
+    const chart = (await import('../bench/lib/chart.js')) as typeof import('../bench/lib/chart.js')
+    const data = chart.chartData({
+      e2e: {
+        targets: [
+          { key: 'b', name: 'pass-through', cpuUs: 100 },
+          { key: 'c', name: 'gateway', cpuUs: 80 },
+        ],
+      },
+    })
+    const title = ['a run', 'its machine']
+    t.equal(await chart.redrawChart(chart.chartFigures(data, title)), await chart.renderChart(data, title))
+    const figures = readFileSync(new URL('../docs/performance.json', import.meta.url), 'utf8')
+    const drawn = readFileSync(new URL('../docs/performance.svg', import.meta.url), 'utf8')
+    t.equal(drawn, await chart.redrawChart(figures), 'node bench/redraw.js docs/performance.json docs/performance.svg')
+    const bars = drawn.match(/<path [^>]*aria-roledescription="bar"[^>]*>/g) ?? []
+    t.ok(bars.length > 0)
+    t.same(
+      bars.filter((bar) => !/ fill="#[0-9a-f]{6}"/.test(bar)),
+      [],
+      'every bar of docs/performance.svg has a fill',
     )
   },
 )

@@ -29,6 +29,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'defaults.ts',
     'watch.ts',
     'file-error.ts',
+    'read-file.ts',
     'log.ts',
     'metrics.ts',
     'tracing.ts',

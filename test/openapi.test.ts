@@ -1,6 +1,7 @@
 import t from 'tap'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { Ajv2020 } from 'ajv/dist/2020.js'
+import { MAX_DEPTH } from '../lib/checks/body.js'
 import { buildChecks } from '../lib/checks/index.js'
 import { luhnValid } from '../lib/luhn.js'
 import { buildOpenApi } from '../lib/openapi.js'
@@ -12,6 +13,7 @@ import { POLICIES_DIR, REQUEST_TYPE, saleBody, tokenRecurringBody } from './help
 type Json = Record<string, any>
 
 const PROTOTYPE_FREE_REF = '#/components/schemas/PrototypeFree'
+const NESTING_REF = '#/components/schemas/Nesting'
 
 /**
  * Ajv validators of the document's request schemas, resolved as a tool would:
@@ -182,8 +184,11 @@ t.test('the request schemas refuse prototype keys exactly where the checks do', 
   const { policies } = await loadPolicyDir(POLICIES_DIR)
   const checks = buildChecks({ policies })
   const withExtra = (extra: string) => `${JSON.stringify(saleBody()).slice(0, -1)},${extra}}`
-  t.same(document.components.schemas.CardOnFileSale.allOf, [{ $ref: PROTOTYPE_FREE_REF }])
-  t.same(document.components.schemas.MigrateRecurringAuthorization.allOf, [{ $ref: PROTOTYPE_FREE_REF }])
+  t.same(document.components.schemas.CardOnFileSale.allOf, [{ $ref: PROTOTYPE_FREE_REF }, { $ref: NESTING_REF }])
+  t.same(document.components.schemas.MigrateRecurringAuthorization.allOf, [
+    { $ref: PROTOTYPE_FREE_REF },
+    { $ref: NESTING_REF },
+  ])
   const bodies: [name: string, text: string, refused: boolean][] = [
     ['__proto__ at the top', withExtra('"__proto__":{"admin":true}'), true],
     ['__proto__ as a scalar', withExtra('"__proto__":1'), true],
@@ -220,6 +225,55 @@ t.test('the request schemas refuse prototype keys exactly where the checks do', 
     compiled.includes('propertyNames') || compiled.includes(PROTOTYPE_FREE_REF),
     'the schemas the gateway compiles are left alone',
   )
+})
+
+t.test('the request schemas refuse a body nested deeper than the checks allow, exactly where they do', async (t) => {
+  const document = buildOpenApi() as Json
+  const validators = requestValidators(document)
+  const { policies } = await loadPolicyDir(POLICIES_DIR)
+  const checks = buildChecks({ policies })
+  const withExtra = (extra: string) => `${JSON.stringify(saleBody()).slice(0, -1)},"extra":${extra}}`
+  // The document is the first level: an unnamed member holding n nested containers reaches level n + 1.
+  const arrays = (n: number) => `${'['.repeat(n)}1${']'.repeat(n)}`
+  const objects = (n: number) => `${'{"a":'.repeat(n)}null${'}'.repeat(n)}`
+  const mixed = (n: number) => `${'[{"a":'.repeat(n / 2)}"x"${'}]'.repeat(n / 2)}`
+  for (const [name, extra, refused] of [
+    ['arrays to the last level allowed', arrays(MAX_DEPTH - 1), false],
+    ['arrays one level deeper', arrays(MAX_DEPTH), true],
+    ['objects to the last level allowed', objects(MAX_DEPTH - 1), false],
+    ['objects one level deeper', objects(MAX_DEPTH), true],
+    ['objects and arrays to the last level allowed', mixed(MAX_DEPTH - 2), false],
+    ['objects and arrays two levels deeper', mixed(MAX_DEPTH), true],
+    ['an empty array at the last level allowed', arrays(MAX_DEPTH - 2).replace('1', '[]'), false],
+    ['an empty object one level deeper', arrays(MAX_DEPTH - 1).replace('1', '{}'), true],
+  ] as const) {
+    const text = withExtra(extra)
+    const verdict = checks.checkBody('sale', Buffer.from(text))
+    t.equal(verdict.ok, !refused, `${name}: the checks`)
+    if (!verdict.ok) t.match(verdict.body, { errorName: 'bodyDoesNotMatchSchema' })
+    t.equal(validators.sale(JSON.parse(text)), !refused, `${name}: the document`)
+  }
+  t.equal(validators.recurring(JSON.parse(withExtra(arrays(MAX_DEPTH)))), false, 'the recurring schema too')
+  t.match(document.components.schemas.Nesting.description, `at most ${MAX_DEPTH} levels deep`)
+})
+
+t.test('the request body states the size limit, the default or the one given', async (t) => {
+  for (const [options, limit] of [
+    [{}, 65536],
+    [{ bodyLimit: 4096 }, 4096],
+  ] as const) {
+    const document = buildOpenApi(options) as Json
+    for (const path of Object.values(OPERATION_PATHS)) {
+      const body = document.paths[path].post.requestBody
+      t.equal(body['x-max-body-bytes'], limit, `${path}: the extension`)
+      t.match(
+        body.description,
+        `At most ${limit} bytes (the gateway's \`--body-limit\`): a larger body is answered 413`,
+      )
+      t.match(body.description, `nested at most ${MAX_DEPTH} levels deep`)
+    }
+    t.equal((await new Validator().validate(document)).valid, true, 'still valid OpenAPI 3.1')
+  }
 })
 
 t.test('each operation has one example that passes every check with the sample policies', async (t) => {

@@ -103,8 +103,25 @@ export function chartSpec({ cpu, ratios }, title) {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
     title,
     vconcat: panels,
+    // Each panel its own colors: shared, the ratios' explicit domain (met, missed) left the CPU panel's groups
+    // without a color, and its bars without a fill.
+    resolve: { scale: { color: 'independent' } },
     config: { font: 'sans-serif' },
   }
+}
+
+/**
+ * What the chart is drawn from, saved beside it (`latest.json`) so that it can be redrawn without a new run
+ * (`node bench/redraw.js`): the title and the data of `chartData`.
+ */
+export function chartFigures(data, title) {
+  return `${JSON.stringify({ title, ...data }, null, 2)}\n`
+}
+
+/** The chart of saved figures (`chartFigures`' text). */
+export function redrawChart(text) {
+  const { title, cpu, ratios } = JSON.parse(text)
+  return renderChart({ cpu, ratios }, title)
 }
 
 /** The chart as SVG text, rendered headless (vega's renderer 'none': no DOM, no canvas). */

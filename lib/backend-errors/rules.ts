@@ -1,7 +1,8 @@
-import { readFile } from 'node:fs/promises'
 import { CodedError } from '../coded-error.js'
+import { FILE_LIMITS } from '../defaults.js'
 import { ERRORS, FIELD_ERRORS, isErrorName, type ErrorName } from '../errors.js'
 import { readFailure } from '../file-error.js'
+import { readLimitedText } from '../read-file.js'
 
 /**
  * The rules file of `--backend-errors` (docs/backend-faults.md, rules): which
@@ -184,7 +185,7 @@ export function compileBackendErrors(file: unknown): BackendErrorRules | string[
 
 /** Reads and compiles a rules file: the rules, or why it is refused. A file that cannot be read throws. */
 export async function readBackendErrors(file: string): Promise<BackendErrorRules | string[]> {
-  const text = await readFile(file, 'utf8')
+  const text = await readLimitedText(file, FILE_LIMITS.backendErrors)
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

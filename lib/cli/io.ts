@@ -18,10 +18,16 @@ export const EXIT_OK = 0
 export const EXIT_NO = 1
 export const EXIT_USAGE = 2
 
-export async function readAll(stream: Readable): Promise<Buffer> {
+/** A stream's bytes, at most the first `limit + 1`: more than `limit` means there was more (the rest is not read). */
+export async function readAll(stream: Readable, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = []
-  for await (const chunk of stream) chunks.push(chunk as Buffer)
-  return Buffer.concat(chunks)
+  let total = 0
+  for await (const chunk of stream) {
+    chunks.push(chunk as Buffer)
+    total += (chunk as Buffer).length
+    if (total > limit) break
+  }
+  return Buffer.concat(chunks).subarray(0, limit + 1)
 }
 
 /**

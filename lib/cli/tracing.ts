@@ -38,10 +38,12 @@ const SAMPLERS: Readonly<Record<string, Omit<SamplerSetting, 'ratio'>>> = {
 
 /**
  * `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`, as the specification reads them; the SDK
- * (`@opentelemetry/sdk-trace` 3) no longer does. A value it does not know stops start-up.
+ * (`@opentelemetry/sdk-trace` 3) no longer does. A value it does not know stops start-up. Unset, it is
+ * `always_on`, not the specification's `parentbased_always_on`: the gateway is an edge, and there a
+ * parent-based sampler lets any client's `traceparent` decide (docs/tracing.md, sampling at the edge).
  */
 export function samplerSetting(env: Env): SamplerSetting {
-  const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on'
+  const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'always_on'
   const sampler = Object.hasOwn(SAMPLERS, name) ? SAMPLERS[name] : undefined
   if (sampler === undefined) {
     throw new CodedError(

@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises'
 import { maskCardNumbers } from '../card-mask.js'
 import { CodedError } from '../coded-error.js'
 import { serializeError, type Rejection } from '../errors.js'
 import { buildChecks } from '../checks/index.js'
 import { readFailure } from '../file-error.js'
 import { loadPolicyDir } from '../policy/load.js'
+import { readFileHead } from '../read-file.js'
 import { OPERATIONS, type Operation } from '../schema/payment.js'
 import { option, parseFlags, toggle, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, readAll, type Command, type Io } from './io.js'
@@ -60,10 +60,11 @@ export const run: Command = async (args, io) => {
   const [problem] = problems
   if (problem !== undefined) throw unreadable(new CodedError('EPOLICY', `${problem.file}: ${problem.reason}`), where)
   const checks = buildChecks({ policies, bodyLimit: values.bodyLimit })
+  // Read no further than one byte past --body-limit: the gateway stops there too and answers 413.
   const body =
     file === '-'
-      ? await readAll(io.stdin)
-      : await readFile(file).catch((error: unknown) => {
+      ? await readAll(io.stdin, values.bodyLimit)
+      : await readFileHead(file, values.bodyLimit).catch((error: unknown) => {
           throw new CodedError(
             'EUSAGE',
             `${file}: ${readFailure(error)}; give the path of a file holding the body, or - for stdin`,

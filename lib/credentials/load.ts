@@ -1,6 +1,7 @@
-import { readFile } from 'node:fs/promises'
 import { CodedError } from '../coded-error.js'
+import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
+import { readLimitedText } from '../read-file.js'
 import { compileSchema } from '../schema/compile.js'
 import { Type, type Static } from '../schema/typebox.js'
 import { CredentialStore, type CredentialStoreOptions, type UserCredentials } from './store.js'
@@ -60,7 +61,7 @@ export async function openCredentials(
 ): Promise<{ store: CredentialStore; text: string }> {
   let text: string
   try {
-    text = await readFile(file, 'utf8')
+    text = await readLimitedText(file, FILE_LIMITS.credentials)
   } catch (error) {
     throw new CodedError('ECREDENTIALS', `${file}: ${readFailure(error)}`)
   }

@@ -1,8 +1,9 @@
-import { readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
 import type { Authenticator } from '../checks/auth.js'
+import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
+import { readLimitedText } from '../read-file.js'
 import { watchFolder, type ReloadOutcome, type WatchOptions } from '../watch.js'
 import { openCredentials, parseCredentials } from './load.js'
 import type { CredentialStoreOptions } from './store.js'
@@ -44,7 +45,7 @@ export async function watchCredentials(
   async function reload(forced: boolean): Promise<void> {
     let text: string | undefined
     try {
-      text = await readFile(file, 'utf8')
+      text = await readLimitedText(file, FILE_LIMITS.credentials)
       if (text !== inForce) store.replace(parseCredentials(text))
     } catch (error) {
       // A file that cannot be read is said in words, one that does not parse by its own message (docs/cli.md).

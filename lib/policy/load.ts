@@ -1,6 +1,8 @@
-import { readdir, readFile } from 'node:fs/promises'
+import { readdir } from 'node:fs/promises'
 import { basename, join } from 'node:path'
+import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
+import { readLimitedText } from '../read-file.js'
 import { compilePolicy, type Policy } from './policy.js'
 
 export interface PolicyProblem {
@@ -21,7 +23,7 @@ export function entityOfFile(file: string): string {
 export async function loadPolicyFile(path: string): Promise<Policy | PolicyProblem> {
   let text: string
   try {
-    text = await readFile(path, 'utf8')
+    text = await readLimitedText(path, FILE_LIMITS.policy)
   } catch (error) {
     return { file: path, reason: readFailure(error) }
   }

@@ -1,7 +1,8 @@
-import { readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
+import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
+import { readLimitedFile } from '../read-file.js'
 import { watchFolder, type ReloadOutcome, type Watch, type WatchOptions } from '../watch.js'
 import { PemRefusal } from './pem.js'
 
@@ -52,7 +53,7 @@ async function load<T>(files: readonly TlsFile[], build: Build<T>): Promise<Load
   const texts: Buffer[] = []
   for (const file of files) {
     try {
-      texts.push(await readFile(file.path))
+      texts.push(await readLimitedFile(file.path, FILE_LIMITS.tls))
     } catch (error) {
       return { problem: new TlsProblem(file, readFailure(error)), texts: undefined }
     }

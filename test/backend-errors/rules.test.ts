@@ -159,6 +159,11 @@ t.test(
       { code: 'EBACKENDERRORS', message: `${join(dir, 'missing.json')}: no such file or folder` },
       'a file that cannot be read, in words',
     )
+    await t.rejects(
+      loadBackendErrors('/dev/zero'),
+      { code: 'EBACKENDERRORS', message: '/dev/zero: a device, where a regular file is expected' },
+      'a device is refused before it is read',
+    )
     await writeFile(join(dir, 'empty.json'), '')
     await t.rejects(loadBackendErrors(join(dir, 'empty.json')), { code: 'EBACKENDERRORS', message: /not JSON/ })
   },

@@ -24,6 +24,21 @@ t.test('--vendor and --base-path, or their variables', async (t) => {
   t.same(JSON.parse(Buffer.concat(out).toString()), buildOpenApi({ vendor: 'acme', basePath: '/api' }))
 })
 
+t.test('--body-limit (or its variable): the size limit the document states', async (t) => {
+  const flags = await runCli(['openapi', '--body-limit', '4096'])
+  t.same(JSON.parse(flags.stdout), buildOpenApi({ bodyLimit: 4096 }))
+  t.equal(
+    JSON.parse(flags.stdout).paths['/payments/sales/migrateCardOnFile'].post.requestBody['x-max-body-bytes'],
+    4096,
+  )
+  const stdout = new PassThrough()
+  const out: Buffer[] = []
+  stdout.on('data', (chunk: Buffer) => out.push(chunk))
+  const env = { PAYMENTS_GATE_BODY_LIMIT: '2048' }
+  t.equal(await main(['openapi'], { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env }), 0)
+  t.same(JSON.parse(Buffer.concat(out).toString()), buildOpenApi({ bodyLimit: 2048 }))
+})
+
 t.test('--backend-errors FILE (or its variable): the names the rules give appear under their statuses', async (t) => {
   const dir = t.testdir({
     'rules.json': JSON.stringify({

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { bind, unreadable } from '../../lib/cli/startup.js'
@@ -10,10 +11,13 @@ import { takenPort } from '../helpers/servers.js'
 const dir = t.testdir({
   folder: {},
   'bad-policies': { 'default.json': '{"entity": "default"}' },
+  'fifo-policies': {},
   'not-json.json': '{"users": [',
   'not-json-lines.json': 'not\r\njson\n',
 })
 const credentials = await writeCredentials(dir)
+// A FIFO opened for reading waits for a writer: a start-up that read it as a file would never end (docs/cli.md, files read).
+execFileSync('mkfifo', [join(dir, 'fifo'), join(dir, 'fifo-policies', 'default.json')])
 const target = 'http://127.0.0.1:9'
 
 /** One line on stderr naming the problem, no errno code, no stack trace, nothing on stdout, exit 2. */
@@ -49,6 +53,21 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       serve,
       { PAYMENTS_GATE_CREDENTIALS: join(dir, 'folder') },
       `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'folder')}: a folder, where a file is expected; give a credentials file as docs/credentials.md describes\n`,
+    ],
+    [
+      [...serve, '--credentials', join(dir, 'fifo')],
+      {},
+      `payments-gate serve: --credentials: ${join(dir, 'fifo')}: a named pipe (FIFO), where a regular file is expected; give a credentials file as docs/credentials.md describes\n`,
+    ],
+    [
+      [...serve, '--credentials', '/dev/zero'],
+      {},
+      'payments-gate serve: --credentials: /dev/zero: a device, where a regular file is expected; give a credentials file as docs/credentials.md describes\n',
+    ],
+    [
+      [...serve, '--credentials', credentials, '--policies', join(dir, 'fifo-policies')],
+      {},
+      /^payments-gate serve: --policies: .*default\.json: a named pipe \(FIFO\), where a regular file is expected; fix it /,
     ],
     [
       [...serve, '--credentials', join(dir, 'not-json.json')],
@@ -129,6 +148,11 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       ['validate', '--operation', 'sale', join(dir, 'folder')],
       {},
       `payments-gate validate: ${join(dir, 'folder')}: a folder, where a file is expected; give the path of a file holding the body, or - for stdin\n`,
+    ],
+    [
+      ['validate', '--operation', 'sale', join(dir, 'fifo')],
+      {},
+      `payments-gate validate: ${join(dir, 'fifo')}: a named pipe (FIFO), where a regular file is expected; give the path of a file holding the body, or - for stdin\n`,
     ],
     [
       ['validate', '--operation', 'sale', '--policies', join(dir, 'bad-policies'), '-'],

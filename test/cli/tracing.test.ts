@@ -46,8 +46,17 @@ t.test('nothing is started without the variables; a protocol other than the two 
 t.test(
   'OTEL_TRACES_SAMPLER and its argument, as the specification reads them; a sampler or ratio it does not know stops start-up',
   async (t) => {
-    t.same(samplerSetting({}), { parentBased: true, root: 'always_on', ratio: 1 }, 'parentbased_always_on by default')
-    t.same(samplerSetting({ OTEL_TRACES_SAMPLER: ' ' }), { parentBased: true, root: 'always_on', ratio: 1 })
+    t.same(
+      samplerSetting({}),
+      { parentBased: false, root: 'always_on', ratio: 1 },
+      'always_on by default: an outside parent does not decide (docs/tracing.md, sampling at the edge)',
+    )
+    t.same(samplerSetting({ OTEL_TRACES_SAMPLER: ' ' }), { parentBased: false, root: 'always_on', ratio: 1 })
+    t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'parentbased_always_on' }), {
+      parentBased: true,
+      root: 'always_on',
+      ratio: 1,
+    })
     t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'Always_Off' }), { parentBased: false, root: 'always_off', ratio: 1 })
     t.same(samplerSetting({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }), {
       parentBased: false,
@@ -188,6 +197,12 @@ t.test(
     await run.waitFor(/"msg":"gateway listening"/)
     const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
     t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+    // An outside client that asks for its request not to be sampled (flags 00): the edge's default sampler does not obey.
+    const outside = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' }
+    const unsampled = { ...paymentHeaders(), traceparent: `00-${outside.traceId}-${outside.spanId}-00` }
+    const second = saleBody()
+    second.transactionReference = 'order-1234/b'
+    t.equal((await send(`http://127.0.0.1:${port}`, { headers: unsampled, body: second })).status, 201)
     t.equal(receiver.exports.length, 0, 'nothing sent before the drain')
     run.child.kill('SIGTERM')
     t.equal(await run.exited, 0)
@@ -198,7 +213,12 @@ t.test(
       ),
     )
     const spans = receiver.spans()
-    const server = spans.find((span) => span.name === 'POST sale')
+    const server = spans.find((span) => span.name === 'POST sale' && span.traceId !== outside.traceId)
+    t.match(
+      spans.find((span) => span.name === 'POST sale' && span.traceId === outside.traceId),
+      { kind: 2, parentSpanId: outside.spanId },
+      "the unsampled outside request is traced all the same, in the client's trace",
+    )
     t.match(server, { kind: 2, service: 'payments-gate', attributes: { 'http.response.status_code': 201 } })
     t.match(
       spans.find((span) => span.kind === 3),

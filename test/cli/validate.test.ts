@@ -123,6 +123,22 @@ t.test('--body-limit applies', async (t) => {
   t.equal(JSON.parse(result.stdout).errorName, 'bodyIsTooLarge')
 })
 
+t.test('the body is read no further than one byte past --body-limit, from a file or stdin', async (t) => {
+  const big = join(dir, 'big.json')
+  writeFileSync(big, Buffer.alloc(8 * 1048576, 0x20))
+  const result = await run(['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '1000', big])
+  t.equal(result.code, 1)
+  t.equal(JSON.parse(result.stdout).errorName, 'bodyIsTooLarge')
+  // A stdin that never ends (cat /dev/zero |): the answer comes once the limit is passed.
+  const io = { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), env: {} }
+  io.stdin.write(Buffer.alloc(600, 0x20))
+  io.stdin.write(Buffer.alloc(600, 0x20))
+  const out: Buffer[] = []
+  io.stdout.on('data', (chunk: Buffer) => out.push(chunk))
+  t.equal(await main(['validate', '--operation', 'sale', '--policies', policies, '--body-limit', '1000', '-'], io), 1)
+  t.equal(JSON.parse(Buffer.concat(out).toString()).errorName, 'bodyIsTooLarge')
+})
+
 t.test('bad calls exit 2 with one line on stderr', async (t) => {
   const cases = [
     ['validate', '--operation', 'refund', '-'],

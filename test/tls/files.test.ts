@@ -43,6 +43,10 @@ t.test('start: a file that cannot be read or built is the problem, naming its fi
     reason: 'no such file or folder',
     file: { key: 'tlsKey' },
   })
+  await t.rejects(watchTlsFiles([{ key: 'tlsCa', path: '/dev/zero' }], build), {
+    message: '/dev/zero: a device, where a regular file is expected',
+    file: { key: 'tlsCa' },
+  })
   await t.rejects(watchTlsFiles([files[0] as TlsFile], build), {
     message: `${join(dir, 'a')}: says bad`,
     file: { key: 'tlsCert' },
