@@ -190,6 +190,27 @@ t.test('OTEL_TRACES_SAMPLER=always_off: nothing exported, the backend told the t
   t.match(started.backend.received[0]?.headers.traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/)
 })
 
+t.test(
+  "a client's cleared sampled flag: the default sampler traces the request all the same, parentbased_always_on obeys it",
+  async (t) => {
+    const unsampled = paymentHeaders({ traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-00` })
+    t.test('the default (docs/tracing.md, sampling at the edge)', async (t) => {
+      const { receiver, tracing, started } = await traced(t, {})
+      t.equal((await send(started.url, { headers: unsampled, body: saleBody() })).status, 201)
+      await tracing.shutdown()
+      t.match(byName(receiver.spans(), 'POST sale'), [{ traceId: CLIENT_TRACE, parentSpanId: CLIENT_SPAN }])
+      t.match(started.backend.received[0]?.headers.traceparent, new RegExp(`^00-${CLIENT_TRACE}-[0-9a-f]{16}-01$`))
+    })
+    t.test('OTEL_TRACES_SAMPLER=parentbased_always_on', async (t) => {
+      const { receiver, tracing, started } = await traced(t, { OTEL_TRACES_SAMPLER: 'parentbased_always_on' })
+      t.equal((await send(started.url, { headers: unsampled, body: saleBody() })).status, 201)
+      await tracing.shutdown()
+      t.same(receiver.spans(), [])
+      t.match(started.backend.received[0]?.headers.traceparent, new RegExp(`^00-${CLIENT_TRACE}-[0-9a-f]{16}-00$`))
+    })
+  },
+)
+
 t.test("without a registered SDK, no span and the client's traceparent goes on untouched", async (t) => {
   const { url, backend } = await startGateway(t)
   t.equal((await send(url, { headers: paymentHeaders({ traceparent: TRACEPARENT }), body: saleBody() })).status, 201)

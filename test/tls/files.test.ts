@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process'
 import { copyFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
@@ -93,6 +94,13 @@ t.test(
     await rm(a)
     await watched.reload()
     t.match(warnings.at(-1), { file: a, reason: 'no such file or folder' })
+
+    // A FIFO put in a file's place: the reload is refused at once instead of waiting for a writer forever.
+    execFileSync('mkfifo', [a])
+    await watched.reload()
+    t.match(warnings.at(-1), { file: a, reason: 'a named pipe (FIFO), where a regular file is expected' })
+    t.equal(watched.current, 'one+three', 'the last good version stays')
+    await rm(a)
 
     await replace(a, 'one')
     await watched.reload()
