@@ -3,7 +3,6 @@ import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { BackendErrorSource } from './backend-errors/rules.js'
-import { checkBounded } from './bounds.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
@@ -13,6 +12,7 @@ import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
 import { closeRedisClient, createRedisClient, whenReady } from './idempotency/redis-client.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
+import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
@@ -114,7 +114,7 @@ export interface Gate {
  */
 export async function createGate(options: GateOptions): Promise<Gate> {
   // The bounds `serve` puts on its flags (docs/cli.md), before anything is opened.
-  checkBounded('bodyLimit', options.bodyLimit)
+  checkGateOptions(options)
   const { logger, onStoreError } = options
   // A URL's client is the gate's to close; a client given is the caller's.
   const owned =

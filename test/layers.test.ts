@@ -36,7 +36,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'narrative.ts',
     'luhn.ts',
     'card-mask.ts',
-    'bounds.ts',
+    'option-values.ts',
   ],
 ]
 

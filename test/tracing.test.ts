@@ -2,7 +2,7 @@ import { propagation, trace } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import t from 'tap'
-import { registeredTracer, startBackendSpan, startServerSpan } from '../lib/tracing.js'
+import { registeredTracer, startBackendSpan, startCheckSpan, startServerSpan } from '../lib/tracing.js'
 
 t.test('no tracer until an SDK is registered, and none once it is gone', async (t) => {
   t.equal(registeredTracer(), undefined, 'none: the API alone')
@@ -32,4 +32,15 @@ t.test('no tracer until an SDK is registered, and none once it is gone', async (
   trace.disable()
   propagation.disable()
   t.equal(registeredTracer(), undefined)
+})
+
+t.test('a request id holding a card number in any spelling is masked on the spans, as in the log line', async (t) => {
+  const exporter = new InMemorySpanExporter()
+  const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] })
+  const tracer = provider.getTracer('test')
+  startServerSpan(tracer, 'POST sale', 'POST', {}, 'sale', 'r-4444+3333+2222+1111').end()
+  startCheckSpan(tracer, 'sale', 'r-99994444333322221111').end()
+  const ids = exporter.getFinishedSpans().map((span) => span.attributes['payments_gate.request_id'])
+  t.same(ids, ['r-4444+33**+****+1111', 'r-999944**********1111'])
+  await provider.shutdown()
 })

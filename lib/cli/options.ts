@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os'
-import { BODY_LIMIT_MIN, BOUNDS, TIMEOUT_MAX_MS, wholeNumberIn } from '../bounds.js'
+import { BODY_LIMIT_MIN, BOUNDS, parseBasePath, parseVendor, TIMEOUT_MAX_MS, wholeNumberIn } from '../option-values.js'
 import { CodedError } from '../coded-error.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { MIN_MAX_BYTES } from '../idempotency/memory.js'
@@ -32,34 +32,6 @@ function parseTarget(value: string): URL {
   if (url.username !== '' || url.password !== '')
     throw new CodedError('EINVALID', 'must not hold a user or password (USER:PASSWORD@); the gateway sends none')
   return url
-}
-
-/** The vendor goes into a media type: RFC 6838 restricted-name characters only. */
-function parseVendor(value: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value))
-    throw new CodedError('EINVALID', 'must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
-  return value
-}
-
-/**
- * A base path is `/`-separated segments of RFC 3986 path characters (pchar:
- * unreserved, percent-escapes, sub-delims, `:` and `@`), without `.` or `..`
- * segments, so that the path the router matches is the one clients send. A
- * query, a fragment, a space or an empty segment is refused; one leading and
- * trailing slash are optional.
- */
-const PCHAR = String.raw`(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})`
-const BASE_PATH = new RegExp(String.raw`^\/?(?:${PCHAR}+\/)*${PCHAR}*$`)
-
-function parseBasePath(value: string): string {
-  const segments = value.replace(/^\/|\/$/g, '').split('/')
-  if (!BASE_PATH.test(value) || segments.some((segment) => segment === '.' || segment === '..')) {
-    throw new CodedError(
-      'EINVALID',
-      "must be a path such as /api/v1: segments of letters, digits and -._~!$&'()*+,;=:@ or %XX, no query, no spaces",
-    )
-  }
-  return value
 }
 
 const processes = wholeNumberIn(BOUNDS.workers)

@@ -73,7 +73,8 @@ export interface Serving {
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
   const where = (key: string) => setup.where?.(key) ?? flagName(key)
   const logger = createLogger({ destination: logDestination(io, cluster.isWorker) })
-  for (const { variable, message } of setup.warnings ?? []) logger.warn({ variable }, message)
+  // A worker's are the primary's, logged there once (workers.ts).
+  if (!cluster.isWorker) for (const { variable, message } of setup.warnings ?? []) logger.warn({ variable }, message)
   const metrics = createMetrics()
   // Before the gateway, which asks for a tracer once (docs/tracing.md).
   const tracing = await startTracing(io.env)

@@ -62,6 +62,8 @@ export async function runPrimary(
   await checked.close()
   ;(await loadCertificates(options, options.where)).close()
   const logger = createLogger({ destination: logDestination(io, true) })
+  // Once for the fleet: the workers read the same variables and leave the warnings to the primary.
+  for (const { variable, message } of options.warnings) logger.warn({ variable }, message)
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false

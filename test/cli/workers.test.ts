@@ -35,23 +35,26 @@ t.test(
   '--workers: N processes on one port, admin with summed metrics, a dead worker replaced, SIGTERM drains all',
   async (t) => {
     const [listen, admin] = [await freePort(), await freePort()]
-    const run = spawnCli([
-      'serve',
-      '--workers',
-      '2',
-      '--idempotency',
-      'off',
-      '--listen',
-      `127.0.0.1:${listen}`,
-      '--target',
-      backend.url,
-      '--credentials',
-      credentials,
-      '--admin',
-      `127.0.0.1:${admin}`,
-      '--shutdown-delay',
-      '0',
-    ])
+    const run = spawnCli(
+      [
+        'serve',
+        '--workers',
+        '2',
+        '--idempotency',
+        'off',
+        '--listen',
+        `127.0.0.1:${listen}`,
+        '--target',
+        backend.url,
+        '--credentials',
+        credentials,
+        '--admin',
+        `127.0.0.1:${admin}`,
+        '--shutdown-delay',
+        '0',
+      ],
+      { PAYMENTS_GATE_IDEMPOTENCY_STORE: 'redis://127.0.0.1:1' },
+    )
     t.teardown(() => run.child.kill('SIGKILL'))
     await poll(`http://127.0.0.1:${admin}/readyz`, 200)
     for (let i = 0; i < 4; i++)
@@ -62,6 +65,11 @@ t.test(
     await run.waitFor(/("msg":"gateway listening"[^]*){2}/)
     const pids = [...run.output().stdout.matchAll(/"pid":(\d+),"listen"/g)].map((match) => Number(match[1]))
     t.equal(pids.length, 2)
+    t.equal(
+      run.output().stdout.split('PAYMENTS_GATE_IDEMPOTENCY_STORE is not a variable of serve').length,
+      2,
+      'an unknown variable warned about once, by the primary',
+    )
     // SIGHUP to the primary reaches every worker, and stops none of them.
     run.child.kill('SIGHUP')
     await run.waitFor(/("msg":"SIGHUP: reloading policies and credentials"[^]*){2}/)

@@ -3,11 +3,12 @@ import {
   BODY_LIMIT_MIN,
   BOUNDS,
   checkBounded,
+  checkGateOptions,
   SMALLEST_PAYMENT,
   TIMER_MAX_MS,
   TIMEOUT_MAX_MS,
   wholeNumberIn,
-} from '../lib/bounds.js'
+} from '../lib/option-values.js'
 import { IDEMPOTENCY_DEFAULTS } from '../lib/defaults.js'
 import { compileSchema } from '../lib/schema/compile.js'
 import { SaleRequest } from '../lib/schema/payment.js'
@@ -40,4 +41,19 @@ t.test("createGate's numeric options are checked with the flags' bounds", async 
       code: 'EINVALID',
       message: `bodyLimit=${String(value)} must be a whole number of bytes from ${BODY_LIMIT_MIN} to ${Number.MAX_SAFE_INTEGER}`,
     })
+})
+
+t.test("createGate's vendor, basePath and mode are checked by the flags' own parsers", async (t) => {
+  t.doesNotThrow(() => checkGateOptions({}))
+  t.doesNotThrow(() => checkGateOptions({ bodyLimit: 65536, vendor: 'acme', basePath: '/v6/', mode: 'report' }))
+  const refused: [Record<string, unknown>, RegExp][] = [
+    [{ vendor: 'a/b' }, /^vendor="a\/b" must be a media type name/],
+    [{ vendor: 5 }, /^vendor=5 must be a string$/],
+    [{ basePath: '/a b' }, /^basePath="\/a b" must be a path such as \/api\/v1/],
+    [{ basePath: '/a/../b' }, /^basePath="\/a\/..\/b" must be a path/],
+    [{ mode: 'audit' }, /^mode="audit" must be enforce or report$/],
+    [{ bodyLimit: 10 }, /^bodyLimit=10 must be a whole number of bytes from 167 to /],
+  ]
+  for (const [options, message] of refused)
+    t.throws(() => checkGateOptions(options), { code: 'EINVALID', message }, JSON.stringify(options))
 })

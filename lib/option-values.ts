@@ -1,3 +1,8 @@
+/**
+ * The values the options of `serve` and `createGate` may take: the bounds of
+ * every number, and the forms of the vendor, the base path and the mode, so
+ * that a flag and its library option are checked by the same code.
+ */
 import { CodedError } from './coded-error.js'
 import type { SaleRequest } from './schema/payment.js'
 
@@ -90,4 +95,67 @@ export function checkBounded(name: keyof typeof BOUNDS, value: unknown): void {
   const bound: Bound = BOUNDS[name]
   if (value !== undefined && !inBound(value, bound))
     throw new CodedError('EINVALID', `${name}=${String(value)} ${boundMessage(bound)}`)
+}
+
+/** The vendor goes into a media type: RFC 6838 restricted-name characters only. */
+export function parseVendor(value: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/.test(value))
+    throw new CodedError('EINVALID', 'must be a media type name (RFC 6838): letters, digits and !#$&^_.+- only')
+  return value
+}
+
+/**
+ * A base path is `/`-separated segments of RFC 3986 path characters (pchar:
+ * unreserved, percent-escapes, sub-delims, `:` and `@`), without `.` or `..`
+ * segments, so that the path the router matches is the one clients send. A
+ * query, a fragment, a space or an empty segment is refused; one leading and
+ * trailing slash are optional.
+ */
+const PCHAR = String.raw`(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})`
+const BASE_PATH = new RegExp(String.raw`^\/?(?:${PCHAR}+\/)*${PCHAR}*$`)
+
+export function parseBasePath(value: string): string {
+  const segments = value.replace(/^\/|\/$/g, '').split('/')
+  if (!BASE_PATH.test(value) || segments.some((segment) => segment === '.' || segment === '..')) {
+    throw new CodedError(
+      'EINVALID',
+      "must be a path such as /api/v1: segments of letters, digits and -._~!$&'()*+,;=:@ or %XX, no query, no spaces",
+    )
+  }
+  return value
+}
+
+const MODES: readonly string[] = ['enforce', 'report']
+
+function parseMode(value: string): string {
+  if (!MODES.includes(value)) throw new CodedError('EINVALID', 'must be enforce or report')
+  return value
+}
+
+/**
+ * `createGate`'s options checked with the parsers and bounds of `serve`'s
+ * flags (one validation for both): an `EINVALID` error naming the option and
+ * saying what to give, before the gate opens anything.
+ */
+export function checkGateOptions(options: {
+  readonly bodyLimit?: unknown
+  readonly vendor?: unknown
+  readonly basePath?: unknown
+  readonly mode?: unknown
+}): void {
+  checkBounded('bodyLimit', options.bodyLimit)
+  const texts: [name: string, value: unknown, parse: (text: string) => string][] = [
+    ['vendor', options.vendor, parseVendor],
+    ['basePath', options.basePath, parseBasePath],
+    ['mode', options.mode, parseMode],
+  ]
+  for (const [name, value, parse] of texts) {
+    if (value === undefined) continue
+    try {
+      if (typeof value !== 'string') throw new CodedError('EINVALID', 'must be a string')
+      parse(value)
+    } catch (error) {
+      throw new CodedError('EINVALID', `${name}=${JSON.stringify(value)} ${(error as Error).message}`)
+    }
+  }
 }
