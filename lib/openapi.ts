@@ -116,6 +116,13 @@ const prototypeFree: Json = {
   items: { $ref: `#/components/schemas/${PROTOTYPE_FREE}` },
 }
 
+/**
+ * What lib/checks/spelling.ts refuses, which JSON Schema cannot say for every letter case: stated
+ * on each request body, for a contract-testing tool and for people (docs/checks.md, choices).
+ */
+const ONE_SPELLING =
+  'Members the schema does not name are forwarded as they came, except another spelling of a named member: a name equal to a named member after Unicode case folding (`Entity`, `ſcheme`), or a named member repeated, is refused as `fieldIsNotAllowed` at its path.'
+
 /** A TypeBox schema as plain JSON Schema: JSON drops TypeBox's symbol keys. */
 function plain(schema: unknown): Json {
   return JSON.parse(JSON.stringify(schema)) as Json
@@ -227,6 +234,7 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
         summary: doc.summary,
         security: [{ BasicAuth: [] }],
         requestBody: {
+          description: ONE_SPELLING,
           required: true,
           content: {
             [types.request]: {

@@ -2,6 +2,7 @@ import { DEFAULTS, mediaTypes, type MediaTypes } from '../defaults.js'
 import { reject, schemaRejection, type Rejection } from '../errors.js'
 import type { Mode, PolicySource } from '../policy/policy.js'
 import { compileSchema, type CompiledSchema } from '../schema/compile.js'
+import { REQUEST_NAMES } from '../schema/names.js'
 import { OPERATIONS, REQUEST_SCHEMAS, type Operation, type PaymentRequest } from '../schema/payment.js'
 import { ACCESS_DENIED, checkEntityAccess, type Authenticator, type Principal } from './auth.js'
 import { checkSize, parseBody } from './body.js'
@@ -123,7 +124,7 @@ export function buildChecks(options: ChecksOptions): Checks {
     mode = defaultMode,
     earlier?: Rejection,
   ): Verdict {
-    const parsed = parseBody(body, bodyLimit)
+    const parsed = parseBody(body, bodyLimit, REQUEST_NAMES[operation])
     if (!parsed.ok)
       return mode === 'enforce'
         ? (earlier ?? parsed)
