@@ -118,7 +118,7 @@ t.test('one spelling of every named member: a folded sibling or a repeat is refu
       '$.merchant.entity',
     ],
   ]
-  for (const mode of ['enforce'] as const) {
+  for (const mode of ['enforce', 'report'] as const) {
     const checks = buildChecks({ policies: policies(), mode })
     for (const [name, body, jsonPath] of bodies) {
       t.match(
