@@ -140,6 +140,13 @@ function nesting(): Json {
   }
 }
 
+/**
+ * What lib/checks/spelling.ts refuses, which JSON Schema cannot say for every letter case: stated
+ * on each request body, for a contract-testing tool and for people (docs/checks.md, choices).
+ */
+const ONE_SPELLING =
+  'Members the schema does not name are forwarded as they came, except another spelling of a named member: a name equal to a named member after Unicode case folding (`Entity`, `ſcheme`), or a named member repeated, is refused as `fieldIsNotAllowed` at its path.'
+
 /** A TypeBox schema as plain JSON Schema: JSON drops TypeBox's symbol keys. */
 function plain(schema: unknown): Json {
   return JSON.parse(JSON.stringify(schema)) as Json
@@ -253,7 +260,7 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
         security: [{ BasicAuth: [] }],
         requestBody: {
           // OpenAPI has no keyword for a body's size: the description says it, and the extension gives it to tools.
-          description: `At most ${bodyLimit} bytes (the gateway's \`--body-limit\`): a larger body is answered 413 bodyIsTooLarge. Objects and arrays nested at most ${MAX_DEPTH} levels deep, the document itself the first: a deeper one is answered 400 bodyDoesNotMatchSchema.`,
+          description: `At most ${bodyLimit} bytes (the gateway's \`--body-limit\`): a larger body is answered 413 bodyIsTooLarge. Objects and arrays nested at most ${MAX_DEPTH} levels deep, the document itself the first: a deeper one is answered 400 bodyDoesNotMatchSchema. ${ONE_SPELLING}`,
           'x-max-body-bytes': bodyLimit,
           required: true,
           content: {

@@ -52,6 +52,7 @@ t.test('vendor and base path shape the paths and media types', async (t) => {
   ])
   const sale = document.paths['/api/payments/sales/migrateCardOnFile'].post
   t.same(Object.keys(sale.requestBody.content), ['application/vnd.acme.payments-v6+json'])
+  t.match(sale.requestBody.description, /another spelling of a named member.*fieldIsNotAllowed/, 'one spelling')
   t.same(Object.keys(sale.responses['2XX'].content), ['application/vnd.acme.payments-v6.hal+json'])
   t.same(sale.security, [{ BasicAuth: [] }])
   t.same(document.components.securitySchemes.BasicAuth, { type: 'http', scheme: 'basic' })

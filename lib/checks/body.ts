@@ -1,6 +1,8 @@
 import { isUtf8 } from 'node:buffer'
 import { fieldError, reject, schemaRejection, type Rejection } from '../errors.js'
 import { appendKey } from '../schema/json-path.js'
+import type { Names } from '../schema/names.js'
+import { checkSpelling } from './spelling.js'
 
 /**
  * How deeply a body may nest. The schema's own depth is 5; the rest is room
@@ -77,9 +79,11 @@ export type Parsed = { readonly ok: true; readonly value: unknown } | Rejection
  * Checks 5 to 7 (docs/checks.md): size, emptiness, UTF-8 and JSON, parsing once. A body that is
  * not UTF-8 is refused rather than decoded with replacement characters. The
  * parser's message is never passed on: V8 quotes the body in it, and the body
- * may hold a card number.
+ * may hold a card number. Then the rules of check 8 that come before the
+ * schema: depth, prototype keys, and one spelling of each member `names` (the
+ * operation's) names.
  */
-export function parseBody(bytes: Uint8Array, limit: number): Parsed {
+export function parseBody(bytes: Uint8Array, limit: number, names: Names): Parsed {
   const tooLarge = checkSize(bytes.length, limit)
   if (tooLarge !== undefined) return tooLarge
   if (isBlank(bytes)) return reject('bodyIsEmpty')
@@ -96,8 +100,9 @@ export function parseBody(bytes: Uint8Array, limit: number): Parsed {
       fieldError('fieldHasInvalidValue', '$', `The document must not nest deeper than ${MAX_DEPTH} levels.`),
     ])
   }
-  const poisoned = mayHavePrototypeKeys(text) ? findPrototypeKeys(value) : undefined
-  return poisoned === undefined ? { ok: true, value } : poisoned
+  const refused =
+    (mayHavePrototypeKeys(text) ? findPrototypeKeys(value) : undefined) ?? checkSpelling(text, value, names)
+  return refused === undefined ? { ok: true, value } : refused
 }
 
 /** A cheap screen of the text, so that clean bodies are never walked: a key may also be spelt with escapes. */

@@ -2,12 +2,14 @@ import { DEFAULTS, mediaTypes, type MediaTypes } from '../defaults.js'
 import { reject, schemaRejection, type Rejection } from '../errors.js'
 import type { Mode, PolicySource } from '../policy/policy.js'
 import { compileSchema, type CompiledSchema } from '../schema/compile.js'
+import { REQUEST_NAMES } from '../schema/names.js'
 import { OPERATIONS, REQUEST_SCHEMAS, type Operation, type PaymentRequest } from '../schema/payment.js'
 import { ACCESS_DENIED, checkEntityAccess, type Authenticator, type Principal } from './auth.js'
 import { checkSize, parseBody } from './body.js'
 import { buildAcceptCheck, buildContentTypeCheck, type Headers } from './headers.js'
 import { applyPolicy, rewritesOf, type Rewrite } from './policy.js'
 import { buildRouter, normalizeBasePath, routeFor, type RequestTarget } from './route.js'
+import { hasFoldedSibling } from './spelling.js'
 
 /** What the checks are built from: the parts of the gate's options they read. */
 export interface ChecksOptions {
@@ -42,13 +44,13 @@ export interface Passed {
 export interface Reported {
   readonly ok: 'report'
   readonly operation: Operation
-  /** `merchant.entity`, when the body could be read that far. */
-  readonly entity: string | undefined
+  /** `merchant.entity`: report mode passes on only a body it read that far (docs/rollout.md). */
+  readonly entity: string
   /** The authenticated user; undefined only where no credentials were checked. */
   readonly principal: Principal | undefined
-  /** The body's bytes as they came; undefined when it was passed on unread (a 405, a body over the limit). */
+  /** The body's bytes as they came; undefined when another parser read it (Fastify's own, for another Content-Type). */
   readonly body: Uint8Array | undefined
-  /** The body as parsed, never rewritten; undefined when it is not JSON or was not read. */
+  /** The body as parsed, never rewritten. */
   readonly received: unknown
   /** The refusal enforce mode would have answered; undefined when every check passed. */
   readonly wouldRefuse: Rejection | undefined
@@ -100,6 +102,11 @@ export interface Checks {
    * found on its head, which report mode holds until the entity, and so the mode, is known.
    */
   checkBody(operation: Operation, body: Uint8Array, principal?: Principal, mode?: Mode, earlier?: Rejection): Verdict
+  /**
+   * Report mode, for a body another parser read (Fastify's own, for a Content-Type enforce refuses):
+   * `refusal`, the head's, unless the document names an entity whose mode is report, and check 9 then.
+   */
+  checkParsed(operation: Operation, document: unknown, principal: Principal, mode: Mode, refusal: Rejection): Verdict
   /** Checks 2 to 13 in one call, for callers that hold the whole request. */
   check(operation: Operation, headers: Headers, body: Uint8Array, principal?: Principal, mode?: Mode): Verdict
 }
@@ -129,11 +136,9 @@ export function buildChecks(options: ChecksOptions): Checks {
     mode = defaultMode,
     earlier?: Rejection,
   ): Verdict {
-    const parsed = parseBody(body, bodyLimit)
-    if (!parsed.ok)
-      return mode === 'enforce'
-        ? (earlier ?? parsed)
-        : reported(operation, undefined, principal, body, undefined, earlier ?? parsed)
+    const parsed = parseBody(body, bodyLimit, REQUEST_NAMES[operation])
+    // A body that names no entity cannot be let through in report mode either (docs/rollout.md).
+    if (!parsed.ok) return earlier ?? parsed
     const document = parsed.value
     const schema = schemas.get(operation) as CompiledSchema<PaymentRequest>
     if (!schema.check(document))
@@ -175,19 +180,21 @@ export function buildChecks(options: ChecksOptions): Checks {
 
   /**
    * A refusal found before the entity's policy was read: its mode is the entity's, when the document
-   * names an entity (docs/rollout.md), and report mode still refuses a user check 9 would refuse.
+   * names an entity (docs/rollout.md), and report mode still refuses a user check 9 would refuse. A
+   * document that names no entity gets enforce's answer: report mode passes on only what it can
+   * attribute to an entity the user may act for.
    */
   function refusedInMode(
     operation: Operation,
     principal: Principal | undefined,
-    body: Uint8Array,
+    body: Uint8Array | undefined,
     document: unknown,
     refusal: Rejection,
     mode: Mode,
   ): Verdict {
     const entity = entityOf(document)
-    if (((entity === undefined ? undefined : policies.get(entity)?.mode) ?? mode) === 'enforce') return refusal
-    const denied = entity === undefined || principal === undefined ? undefined : checkEntityAccess(principal, entity)
+    if (entity === undefined || (policies.get(entity)?.mode ?? mode) === 'enforce') return refusal
+    const denied = principal === undefined ? undefined : checkEntityAccess(principal, entity)
     return denied ?? reported(operation, entity, principal, body, document, refusal)
   }
 
@@ -208,6 +215,11 @@ export function buildChecks(options: ChecksOptions): Checks {
     checkHead,
     mode: defaultMode,
     checkBody,
+    checkParsed: (operation, document, principal, mode, refusal) =>
+      // Without the text, only a folded sibling shows; repeated keys reached that parser's document as it kept them.
+      hasFoldedSibling(document, REQUEST_NAMES[operation])
+        ? refusal
+        : refusedInMode(operation, principal, undefined, document, refusal, mode),
     check(operation, headers, body, principal, mode = defaultMode) {
       const head = checkHead(headers)
       return head !== undefined && mode === 'enforce' ? head : checkBody(operation, body, principal, mode, head)
@@ -218,9 +230,9 @@ export function buildChecks(options: ChecksOptions): Checks {
 /** Report mode's verdict on a request enforce mode would have refused. */
 function reported(
   operation: Operation,
-  entity: string | undefined,
+  entity: string,
   principal: Principal | undefined,
-  body: Uint8Array,
+  body: Uint8Array | undefined,
   received: unknown,
   refusal: Rejection,
 ): Reported {

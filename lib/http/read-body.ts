@@ -9,10 +9,9 @@ export const ABORTED = Symbol('aborted')
  * Reads a request body once, counting bytes as they arrive and stopping at
  * the limit (a chunked body declares no size). Any readable will do: Fastify
  * hands its parsers the request, or a stream a preParsing hook put in its place. A body that stops short, because
- * the client aborted or its connection failed, is never handed on. With
- * `putBack`, a body past the limit is left in `req` whole, unread.
+ * the client aborted or its connection failed, is never handed on.
  */
-export function readBody(req: Readable, limit: number, putBack = false): Promise<Buffer | Rejection | typeof ABORTED> {
+export function readBody(req: Readable, limit: number): Promise<Buffer | Rejection | typeof ABORTED> {
   // The client may leave while a slow check (a password hash) runs: its `close` has then been emitted already.
   if (req.destroyed) return Promise.resolve(ABORTED)
   return new Promise((resolve) => {
@@ -29,8 +28,6 @@ export function readBody(req: Readable, limit: number, putBack = false): Promise
       size += chunk.length
       if (size > limit) {
         req.pause()
-        // Report mode passes a body past the limit on as it came: what was read goes back in front of the rest (docs/rollout.md).
-        if (putBack) req.unshift(Buffer.concat([...chunks, chunk]))
         finish(checkSize(size, limit) as Rejection)
       } else {
         chunks.push(chunk)

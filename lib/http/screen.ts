@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Principal } from '../checks/auth.js'
-import { NO_REWRITE, type Checks, type Reported, type Verdict } from '../checks/index.js'
+import type { Checks, Verdict } from '../checks/index.js'
 import { routeFor } from '../checks/route.js'
 import { closing, type Rejection } from '../errors.js'
 import type { Mode } from '../policy/policy.js'
@@ -54,47 +54,29 @@ export async function screen(
  * The first half of `screen`, everything decided before the body is read:
  * route, BasicAuth, headers. For hosts that read the body themselves later
  * (Fastify's content-type parser). `operationOfPath` as `screen` takes it.
- * In report mode only BasicAuth refuses here; a wrong method or a declared
- * length over the limit is reported, its body left unread for whoever passes
- * it on (docs/rollout.md), as `screenBody` leaves a body that grows past it.
+ * In report mode a refused header is held until the body names its entity;
+ * a wrong method, or a declared length over the limit, leaves no body to
+ * name one, and gets enforce's answer (docs/rollout.md).
  */
 export async function screenHead(
   checks: Checks,
   req: IncomingMessage,
   operationOfPath: Operation | Rejection | undefined,
   mode = checks.mode,
-): Promise<Admitted | Reported | Rejection | undefined> {
+): Promise<Admitted | Rejection | undefined> {
   const unread = hasBody(req)
   // A target that is not one is refused in either mode: nobody could say which path it is reported for.
   if (typeof operationOfPath === 'object') return refused(operationOfPath, unread)
   const operation = routeFor(req.method, operationOfPath)
   if (operation === undefined) return undefined
-  if (typeof operation !== 'string' && mode === 'enforce') return refused(operation, unread)
+  if (typeof operation !== 'string') return refused(operation, unread)
   let principal = checks.authenticate(req.headers.authorization)
   if (principal instanceof Promise) principal = await principal
   if ('ok' in principal) return refused(principal, unread)
-  if (typeof operation !== 'string') return unreadReport(operationOfPath as Operation, principal, operation)
   const head = checks.checkHead(req.headers)
-  if (head !== undefined) {
-    if (mode === 'enforce') return refused(head, unread)
-    if (Number(req.headers['content-length']) > checks.bodyLimit) return unreadReport(operation, principal, head)
-  }
+  if (head !== undefined && (mode === 'enforce' || Number(req.headers['content-length']) > checks.bodyLimit))
+    return refused(head, unread)
   return { ok: true, operation, principal, mode, refused: head }
-}
-
-/** Report mode's verdict on a request passed on with its body unread: its entity, and so its mode, stay unknown. */
-export function unreadReport(operation: Operation, principal: Principal, refusal: Rejection): Reported {
-  return {
-    ok: 'report',
-    operation,
-    entity: undefined,
-    principal,
-    body: undefined,
-    received: undefined,
-    wouldRefuse: refusal,
-    wouldRewrite: NO_REWRITE,
-    document: undefined,
-  }
 }
 
 /** The second half of `screen`: reads the body of an admitted request and runs checks 5 to 13 on it. */
@@ -103,11 +85,10 @@ export async function screenBody(
   body: Readable,
   admitted: Admitted,
 ): Promise<Verdict | typeof ABORTED> {
-  const report = admitted.mode === 'report'
-  const bytes = await readBody(body, checks.bodyLimit, report)
+  const bytes = await readBody(body, checks.bodyLimit)
   if (bytes === ABORTED) return ABORTED
-  if (!Buffer.isBuffer(bytes))
-    return report ? unreadReport(admitted.operation, admitted.principal, admitted.refused ?? bytes) : closing(bytes)
+  // Enforce's answer in both modes: a body past the limit names no entity (docs/rollout.md).
+  if (!Buffer.isBuffer(bytes)) return closing(admitted.refused ?? bytes)
   return checks.checkBody(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
 }
 

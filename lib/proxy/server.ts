@@ -167,7 +167,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       return
     }
     if (screened.ok === 'report') {
-      await passAsItCame(req, res, exchange, screened, expectsContinue)
+      await passAsItCame(req, res, exchange, screened)
       return
     }
     exchange.entity = screened.entity
@@ -184,7 +184,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     res: GatewayResponse,
     exchange: Exchange,
     reported: Reported,
-    expectsContinue: boolean,
   ): Promise<void> {
     exchange.mode = 'report'
     exchange.entity = reported.entity
@@ -195,19 +194,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     const { document, body } = reported
     if (document !== undefined) {
       let would = payments.inspect(
-        { operation: reported.operation, entity: reported.entity as string, document },
+        { operation: reported.operation, entity: reported.entity, document },
         Buffer.from(JSON.stringify(document)),
       )
       if (would instanceof Promise) would = await would
       exchange.wouldRetryProtection = would
     }
-    if (body !== undefined) {
-      forwarder.forward(req, res, Buffer.from(body.buffer, body.byteOffset, body.length))
-      return
-    }
-    // A body left unread from the start still waits for its 100; one put back after the limit had it.
-    if (expectsContinue && !req.readableDidRead) res.writeContinue()
-    forwarder.forward(req, res)
+    // screen() reads every body report mode passes on: one it could not read gets enforce's answer.
+    const bytes = body as Uint8Array
+    forwarder.forward(req, res, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length))
   }
 
   // One listener for every response (its `this`), so that no closure is made per request.

@@ -71,11 +71,6 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
             endScreening(screening, head)
             return writeAnswer(res, answerOf(head))
           }
-          if (head.ok === 'report') {
-            endScreening(screening, head)
-            req.paymentsGateReport = head
-            return next()
-          }
           // A consumed stream never ends again: waiting on it would hang the request.
           if (req.readableEnded || req.body !== undefined) {
             logger?.error({ path: req.path }, BODY_ALREADY_READ)

@@ -1,12 +1,12 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks } from '../checks/index.js'
-import type { Reported, Verdict } from '../checks/index.js'
+import type { Verdict } from '../checks/index.js'
 import type { Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
-import { screenBody, screenHead, unreadReport, type Admitted } from '../http/screen.js'
+import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import { registeredTracer } from '../tracing.js'
 import {
   contextOf,
@@ -59,7 +59,10 @@ function bodyError(outcome: Rejection | typeof ABORTED): Error {
     : Object.assign(new Error(outcome.body.message), { statusCode: outcome.status })
 }
 
-/** Where the plugin keeps a request's state: private decorations, set up once, instead of per-request weak maps. */
+/**
+ * Where the plugin keeps a request's state: private decorations, set up once, instead of per-request weak maps.
+ * ADMITTED holds a request admitted whose body no parser of the plugin's has read yet.
+ */
 const ADMITTED = Symbol('payments-gate admitted')
 const REFUSED = Symbol('payments-gate refused')
 const SCREENING = Symbol('payments-gate screening')
@@ -92,29 +95,18 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
   const tracer = registeredTracer()
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
-  /** The head screened: refused, reported, or admitted for its body to be read by the parser. */
+  /** The head screened: refused, or admitted for its body to be read by the parser. */
   function headScreened(
     request: GateRequest,
     reply: FastifyReply,
     done: Done,
     screening: Screening,
-    head: Admitted | Reported | Rejection,
+    head: Admitted | Rejection,
   ): void {
     if (!head.ok) {
       endScreening(screening, head)
       write(reply, answerOf(head))
       return
-    }
-    if (head.ok === 'report') {
-      endScreening(screening, head)
-      request.paymentsGateReport = head
-      done()
-      return
-    }
-    // Report mode: a refused head is reported at once, since a body of another Content-Type than the v6
-    // one goes to Fastify's own parser; the parser below reports a v6 body again, with its entity.
-    if (head.refused !== undefined) {
-      request.paymentsGateReport = unreadReport(head.operation, head.principal, head.refused)
     }
     request[ADMITTED] = head
     request[SCREENING] = screening
@@ -137,7 +129,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     reply.header('x-request-id', screening.requestId)
     // Never undefined: the path is an operation's.
     void screenHead(checks, request.raw, operation).then(
-      (head) => headScreened(request, reply, done, screening, head as Admitted | Reported | Rejection),
+      (head) => headScreened(request, reply, done, screening, head as Admitted | Rejection),
       (error: unknown) => {
         endScreening(screening, 500)
         internal(reply, error)
@@ -164,6 +156,23 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     parsed(null, outcome.received)
   }
 
+  /**
+   * Report mode, a request admitted with its head's refusal held whose body went to another parser
+   * (Fastify's own, for another Content-Type): that parser's document is what the route's handler
+   * gets, so check 9 runs on it, and a document naming no entity gets enforce's answer (docs/middleware.md).
+   */
+  function parsedElsewhere(request: GateRequest, head: Admitted): Rejection | undefined {
+    request[ADMITTED] = undefined
+    // Only a refused Content-Type sends an admitted body to another parser.
+    const refusal = head.refused as Rejection
+    const verdict = checks.checkParsed(head.operation, request.body, head.principal, head.mode, refusal)
+    endScreening(request[SCREENING], verdict)
+    if (!verdict.ok) return verdict
+    // checkParsed passes nothing: a document it lets through is reported.
+    request.paymentsGateReport = verdict as GateReport
+    return undefined
+  }
+
   const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
     fastify.decorateRequest('paymentsGate', undefined)
     fastify.decorateRequest('paymentsGateReport', undefined)
@@ -180,6 +189,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     const { request: mediaType } = checks.mediaTypes
     fastify.addContentTypeParser(mediaType, (request: FastifyRequest, payload: IncomingMessage, parsed: Parsed) => {
       const head = (request as GateRequest)[ADMITTED]
+      ;(request as GateRequest)[ADMITTED] = undefined
       if (head === undefined) {
         // Another route of the application that takes the v6 media type: plain JSON, as Fastify would parse it.
         void readBody(payload, checks.bodyLimit).then((bytes) => {
@@ -194,7 +204,9 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     })
 
     fastify.addHook('preValidation', (request, reply, next) => {
-      const outcome = (request as GateRequest)[REFUSED]
+      const head = (request as GateRequest)[ADMITTED]
+      const outcome =
+        head === undefined ? (request as GateRequest)[REFUSED] : parsedElsewhere(request as GateRequest, head)
       if (outcome === undefined) next()
       else write(reply, answerOf(outcome))
     })

@@ -100,7 +100,7 @@ export function passedAsItCame(report: Reported): Passed | undefined {
   return {
     ok: true,
     operation: report.operation,
-    entity: report.entity as string,
+    entity: report.entity,
     document: report.received as Passed['document'],
     principal: report.principal,
   }

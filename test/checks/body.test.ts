@@ -1,8 +1,10 @@
 import t from 'tap'
 import { MAX_DEPTH, checkSize, parseBody } from '../../lib/checks/body.js'
+import { REQUEST_NAMES } from '../../lib/schema/names.js'
 
 const LIMIT = 1024
-const parse = (text: string | Uint8Array) => parseBody(typeof text === 'string' ? Buffer.from(text) : text, LIMIT)
+const parse = (text: string | Uint8Array) =>
+  parseBody(typeof text === 'string' ? Buffer.from(text) : text, LIMIT, REQUEST_NAMES.sale)
 
 t.test('a JSON body parses once into its value', async (t) => {
   t.strictSame(parse('{"a":[1,"x",null]}'), { ok: true, value: { a: [1, 'x', null] } })
@@ -46,7 +48,7 @@ t.test('text that is not JSON is bodyIsNotJson, without quoting the body', async
 
 t.test('a body subview of a larger buffer reads only its own bytes', async (t) => {
   const whole = Buffer.from('xx{"a":1}yy')
-  t.strictSame(parseBody(whole.subarray(2, 9), LIMIT), { ok: true, value: { a: 1 } })
+  t.strictSame(parseBody(whole.subarray(2, 9), LIMIT, REQUEST_NAMES.sale), { ok: true, value: { a: 1 } })
 })
 
 t.test('nesting deeper than the limit is refused; brackets in strings do not count', async (t) => {

@@ -107,3 +107,43 @@ t.test('check 9 runs after the schema and before the policy', async (t) => {
 t.test("an error built by reject has the table's status", async (t) => {
   t.equal(reject('entityIsNotConfigured').status, 400)
 })
+
+t.test('one spelling of every named member: a folded sibling or a repeat is refused in both modes', async (t) => {
+  const marketplace = { username: 'alice', entities: new Set(['default']) }
+  const sale = JSON.stringify(saleBody())
+  const bodies: [string, string, string][] = [
+    [
+      'a folded entity',
+      sale.replace('"entity":"default"', '"entity":"default","Entity":"marketplace"'),
+      '$.merchant.Entity',
+    ],
+    ['a second merchant', sale.replace('{', '{"MERCHANT":{"entity":"marketplace"},'), '$.MERCHANT'],
+    [
+      'a folded currency',
+      sale.replace('"currency":"GBP"', '"currency":"GBP","Currency":"JPY"'),
+      '$.instruction.value.Currency',
+    ],
+    [
+      'a repeated entity',
+      sale.replace('"entity":"default"', '"entity":"marketplace","entity":"default"'),
+      '$.merchant.entity',
+    ],
+  ]
+  for (const mode of ['enforce', 'report'] as const) {
+    const checks = buildChecks({ policies: policies(), mode })
+    for (const [name, body, jsonPath] of bodies) {
+      t.match(
+        checks.checkBody('sale', Buffer.from(body), marketplace),
+        {
+          ok: false,
+          status: 400,
+          body: {
+            errorName: 'bodyDoesNotMatchSchema',
+            validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath }],
+          },
+        },
+        `${mode}: ${name}`,
+      )
+    }
+  }
+})

@@ -2,6 +2,7 @@ import t from 'tap'
 import { ACCESS_DENIED, type Principal } from '../../lib/checks/auth.js'
 import { buildChecks, type Reported, type Verdict } from '../../lib/checks/index.js'
 import { rewritesOf } from '../../lib/checks/policy.js'
+import type { Rejection } from '../../lib/errors.js'
 import { compilePolicy } from '../../lib/policy/policy.js'
 import type { PaymentRequest } from '../../lib/schema/payment.js'
 import { bytes, policies, policyFile, saleBody, TEST_PAN } from '../helpers/fixtures.js'
@@ -66,15 +67,11 @@ t.test(
   },
 )
 
-t.test('report mode: every refusal is reported, with the entity when the body names one', async (t) => {
+t.test('report mode: every refusal of a body that names its entity is reported, with that entity', async (t) => {
   const luhn = saleBody()
   luhn.instruction.paymentInstrument.cardNumber = TEST_PAN.slice(0, -1) + '2'
-  const cases: [string, Buffer, string, string | undefined][] = [
-    ['not JSON', Buffer.from('{"merchant":'), 'bodyIsNotJson', undefined],
-    ['empty', Buffer.from(' '), 'bodyIsEmpty', undefined],
+  const cases: [string, Buffer, string, string][] = [
     ['a schema failure', bytes(luhn), 'bodyDoesNotMatchSchema', 'default'],
-    ['a schema failure without an entity', bytes({ merchant: { entity: 7 } }), 'bodyDoesNotMatchSchema', undefined],
-    ['a body that is not an object', bytes(['a']), 'bodyDoesNotMatchSchema', undefined],
     ['an entity without a policy', bytes(saleBody({ entity: 'nowhere' })), 'entityIsNotConfigured', 'nowhere'],
     [
       'a policy refusal',
@@ -88,7 +85,32 @@ t.test('report mode: every refusal is reported, with the entity when the body na
     t.match(verdict, { entity, wouldRefuse: { body: { errorName } }, document: undefined, body }, name)
     t.same(verdict.wouldRewrite, [], `${name}: no rewrite`)
   }
-  t.equal(reported(report.checkBody('sale', Buffer.from('[1'), shop)).received, undefined, 'nothing parsed')
+})
+
+t.test('report mode: a body that names no entity gets the answer enforce gives', async (t) => {
+  const cases: [string, Buffer, string][] = [
+    ['not JSON', Buffer.from('{"merchant":'), 'bodyIsNotJson'],
+    ['empty', Buffer.from(' '), 'bodyIsEmpty'],
+    ['a byte order mark', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes(saleBody())]), 'bodyIsNotJson'],
+    ['a comment', Buffer.from(`/* c */${JSON.stringify(saleBody())}`), 'bodyIsNotJson'],
+    [
+      'an entity that is not a string',
+      bytes({ ...saleBody(), merchant: { entity: ['default'] } }),
+      'bodyDoesNotMatchSchema',
+    ],
+    ['a body that is not an object', bytes(['a']), 'bodyDoesNotMatchSchema'],
+    ['the entity misspelt', Buffer.from('{"merchant":{"Entity":"default"}}'), 'bodyDoesNotMatchSchema'],
+    [
+      'the entity repeated',
+      Buffer.from(JSON.stringify(saleBody()).replace('"entity":"default"', '"entity":"elsewhere","entity":"default"')),
+      'bodyDoesNotMatchSchema',
+    ],
+    ['too large', Buffer.from(`{"pad":"${'z'.repeat(70_000)}"}`), 'bodyIsTooLarge'],
+  ]
+  for (const [name, body, errorName] of cases) {
+    t.match(report.checkBody('sale', body, shop), { ok: false, body: { errorName } }, name)
+    t.same(report.checkBody('sale', body, shop), enforce.checkBody('sale', body, shop), `${name}: as enforce answers`)
+  }
 })
 
 t.test('report mode: a refused header is reported first, and the body is still read for its entity', async (t) => {
@@ -99,10 +121,11 @@ t.test('report mode: a refused header is reported first, and the body is still r
     wouldRewrite: [],
     document: undefined,
   })
-  t.match(reported(report.check('sale', wrong, Buffer.from('x'), shop)), {
-    entity: undefined,
-    wouldRefuse: { status: 415 },
-  })
+  t.match(
+    report.check('sale', wrong, Buffer.from('x'), shop),
+    { ok: false, status: 415 },
+    "a body that names no entity: the header's refusal, as enforce answers",
+  )
   t.match(
     report.check('sale', wrong, bytes(saleBody({ entity: 'strict' })), shop),
     { ok: false, status: 415 },
@@ -114,6 +137,34 @@ t.test('report mode: a refused header is reported first, and the body is still r
     'enforce mode refuses a header before it reads an entity',
   )
 })
+
+t.test(
+  'checkParsed: a document another parser read is reported only when it names an entity the user may act for',
+  async (t) => {
+    const refusal = report.checkHead({ 'content-type': 'application/json' }) as Rejection
+    const other: Principal = { username: 'shop-2', entities: new Set(['elsewhere']) }
+    t.match(report.checkParsed('sale', saleBody(), shop, 'report', refusal), {
+      ok: 'report',
+      entity: 'default',
+      body: undefined,
+      received: saleBody(),
+      wouldRefuse: refusal,
+    })
+    t.equal(report.checkParsed('sale', saleBody(), other, 'report', refusal), ACCESS_DENIED, 'check 9')
+    t.equal(report.checkParsed('sale', undefined, shop, 'report', refusal), refusal, 'no document')
+    t.equal(report.checkParsed('sale', 'text', shop, 'report', refusal), refusal, 'not an object')
+    t.equal(
+      report.checkParsed('sale', { ...saleBody(), Merchant: { entity: 'elsewhere' } }, shop, 'report', refusal),
+      refusal,
+      'a folded sibling of a named member',
+    )
+    t.equal(
+      report.checkParsed('sale', saleBody({ entity: 'strict' }), shop, 'report', refusal),
+      refusal,
+      'an entity that enforces',
+    )
+  },
+)
 
 t.test('report mode still refuses a user acting for an entity not theirs (check 9)', async (t) => {
   const other: Principal = { username: 'shop-2', entities: new Set(['elsewhere']) }

@@ -135,46 +135,68 @@ for (const [name, port] of surfaces) {
         body: luhn,
         report: { entity: 'default', wouldRefuse: 'bodyDoesNotMatchSchema', wouldRewrite: [] },
       })
-      const notJson = await send(port, { headers: paymentHeaders(), body: '{"merchant"' })
-      t.match(notJson.json, {
-        context: null,
-        report: { wouldRefuse: 'bodyIsNotJson', bytes: Buffer.from('{"merchant"').toString('hex') },
-      })
-      t.equal(notJson.json.body, undefined, 'no document')
-      const get = await send(port, { method: 'GET', headers: { authorization: AUTH } })
-      t.match(
-        get.json,
-        { context: null, report: { wouldRefuse: 'methodIsNotAllowed' } },
-        'a method enforce would refuse: the body left unread',
-      )
-      t.equal(get.json.report.bytes, undefined)
-      const large = await send(port, {
-        headers: paymentHeaders(),
-        body: `{"pad":"${'z'.repeat(70_000)}"}`,
-        chunked: true,
-      })
-      t.match(
-        large.json,
-        { context: null, report: { wouldRefuse: 'bodyIsTooLarge' } },
-        'a body past the limit: left unread',
-      )
-      t.equal(large.json.report.bytes, undefined)
       const type = await send(port, {
         headers: paymentHeaders({ 'content-type': 'application/json' }),
         body: saleBody(),
       })
       t.match(
         type.json,
-        { context: null, report: { wouldRefuse: 'headerHasInvalidValue' } },
-        'a Content-Type enforce would refuse',
+        { context: null, report: { entity: 'default', wouldRefuse: 'headerHasInvalidValue' } },
+        'a Content-Type enforce would refuse, on a body naming an entity the user may act for',
       )
     },
   )
+
+  t.test(`${name}: a request whose entity the gate cannot read gets the answer enforce gives`, async (t) => {
+    const cases: [string, Parameters<typeof send>[1], number, string][] = [
+      ['not JSON', { headers: paymentHeaders(), body: '{"merchant"' }, 400, 'bodyIsNotJson'],
+      ['another method', { method: 'PUT', headers: paymentHeaders(), body: saleBody() }, 405, 'methodIsNotAllowed'],
+      ['a GET', { method: 'GET', headers: { authorization: AUTH } }, 405, 'methodIsNotAllowed'],
+      [
+        'a body past the limit',
+        { headers: paymentHeaders(), body: `{"pad":"${'z'.repeat(70_000)}"}`, chunked: true },
+        413,
+        'bodyIsTooLarge',
+      ],
+      [
+        'the entity repeated',
+        {
+          headers: paymentHeaders(),
+          body: JSON.stringify(saleBody()).replace('"entity":"default"', '"entity":"eu-tokens","entity":"default"'),
+        },
+        400,
+        'bodyDoesNotMatchSchema',
+      ],
+      [
+        'the entity in another letter case beside it',
+        { headers: paymentHeaders(), body: { ...saleBody(), merchant: { entity: 'default', Entity: 'eu-tokens' } } },
+        400,
+        'bodyDoesNotMatchSchema',
+      ],
+      [
+        'no entity, and a Content-Type enforce refuses',
+        { headers: paymentHeaders({ 'content-type': 'application/json' }), body: { merchant: {} } },
+        415,
+        'headerHasInvalidValue',
+      ],
+    ]
+    for (const [what, request, status, errorName] of cases) {
+      t.match(await send(port, request), { status, json: { errorName } }, what)
+    }
+  })
 
   t.test(`${name}: BasicAuth, check 9 and an entity that enforces still refuse`, async (t) => {
     t.match(
       await send(port, { headers: paymentHeaders({ authorization: basic(USERNAME, 'wrong') }), body: saleBody() }),
       { status: 401, json: { errorName: 'accessDenied' } },
+    )
+    t.match(
+      await send(port, {
+        headers: paymentHeaders({ 'content-type': 'application/json' }),
+        body: saleBody({ entity: 'eu-tokens' }),
+      }),
+      { status: 401, json: { errorName: 'accessDenied' } },
+      "check 9 on a body of another Content-Type, whoever's parser read it",
     )
     t.match(await send(port, { headers: paymentHeaders(), body: saleBody({ entity: 'eu-tokens' }) }), {
       status: 401,

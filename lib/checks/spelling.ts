@@ -1,0 +1,166 @@
+import { fieldError, schemaRejection, type FieldError, type Rejection } from '../errors.js'
+import { appendKey } from '../schema/json-path.js'
+import { fold, type Names } from '../schema/names.js'
+
+/**
+ * One spelling of every member the schema names (docs/checks.md, choices): in an object whose
+ * members the schema names, a sibling whose name is a named member's with its letter case folded,
+ * or a named member repeated, is refused as `fieldIsNotAllowed` at its path. The checks read one
+ * spelling; a backend that matches names regardless of case (Go's encoding/json, ASP.NET Core) or
+ * keeps the first of two repeated keys would read the other, which no check saw.
+ *
+ * A clean body costs a walk of the parsed document without allocation, and a count of the keys in
+ * its text: JSON.parse keeps the last of repeated keys silently, so a text holding more keys than
+ * the document has members repeats one. Only then, or when the walk meets a folded sibling, is the
+ * text read again, keys and all, to say where.
+ */
+export function checkSpelling(text: string, document: unknown, names: Names): Rejection | undefined {
+  if (!hasFoldedSibling(document, names) && keysIn(text) === membersIn(document)) return undefined
+  const items: FieldError[] = []
+  const cursor = { text, at: 0 }
+  findMisspelt(readTree(cursor), names, '$', items)
+  return items.length === 0 ? undefined : schemaRejection(items)
+}
+
+const FOLDED = 'Only the spelling the schema gives this member is allowed, not another letter case of it.'
+const REPEATED = 'A member the schema names must appear once.'
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const COLON = 0x3a
+const COMMA = 0x2c
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACKET = 0x5d
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/** Whether an object along the named paths holds a member that is a named member's name folded, but not that name. */
+export function hasFoldedSibling(node: unknown, names: Names): boolean {
+  if (!isObject(node)) return false
+  for (const key in node) {
+    const below = names.members.get(key)
+    if (below === undefined) {
+      if (names.folded.has(fold(key))) return true
+    } else if (below !== null && hasFoldedSibling(node[key], below)) {
+      return true
+    }
+  }
+  return false
+}
+
+/** The members of every object in a parsed document. Its depth is bounded already (MAX_DEPTH). */
+function membersIn(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0
+  let count = 0
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) count += membersIn(value[i])
+    return count
+  }
+  for (const key in value) count += 1 + membersIn((value as Record<string, unknown>)[key])
+  return count
+}
+
+/** The end of the string whose opening quote is at `start`, in text known to be JSON: its closing quote. */
+function endOfString(text: string, start: number): number {
+  let end = text.indexOf('"', start + 1)
+  for (;;) {
+    let backslashes = 0
+    while (text.charCodeAt(end - 1 - backslashes) === BACKSLASH) backslashes++
+    if (backslashes % 2 === 0) return end
+    end = text.indexOf('"', end + 1)
+  }
+}
+
+/** The first character at or after `at` that is not JSON white space. */
+function skipWhite(text: string, at: number): number {
+  let next = at
+  for (let c = text.charCodeAt(next); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(next))
+    next++
+  return next
+}
+
+/**
+ * The keys in a JSON text, repeated ones included: the strings followed by a colon. Outside strings
+ * every quote opens one, so the count jumps from string to string.
+ */
+function keysIn(text: string): number {
+  let keys = 0
+  for (let at = text.indexOf('"'); at !== -1;) {
+    const after = skipWhite(text, endOfString(text, at) + 1)
+    if (text.charCodeAt(after) === COLON) keys++
+    at = text.indexOf('"', after)
+  }
+  return keys
+}
+
+/** A JSON text read again with every key kept: an object as its members in order, an array as its items, anything else null. */
+type Tree = { readonly members: readonly (readonly [string, Tree])[] } | readonly Tree[] | null
+
+interface Cursor {
+  readonly text: string
+  at: number
+}
+
+/** Reads one value of text known to be JSON, nested no deeper than MAX_DEPTH, at the cursor. */
+function readTree(cursor: Cursor): Tree {
+  const { text } = cursor
+  cursor.at = skipWhite(text, cursor.at)
+  const first = text.charCodeAt(cursor.at)
+  if (first === OPEN_BRACE) {
+    const members: [string, Tree][] = []
+    cursor.at = skipWhite(text, cursor.at + 1)
+    while (text.charCodeAt(cursor.at) === QUOTE) {
+      const end = endOfString(text, cursor.at)
+      const key = JSON.parse(text.slice(cursor.at, end + 1)) as string
+      // Past the colon.
+      cursor.at = skipWhite(text, end + 1) + 1
+      members.push([key, readTree(cursor)])
+      cursor.at = skipWhite(text, cursor.at)
+      if (text.charCodeAt(cursor.at) === COMMA) cursor.at = skipWhite(text, cursor.at + 1)
+    }
+    cursor.at++
+    return { members }
+  }
+  if (first === OPEN_BRACKET) {
+    const items: Tree[] = []
+    cursor.at = skipWhite(text, cursor.at + 1)
+    while (text.charCodeAt(cursor.at) !== CLOSE_BRACKET) {
+      items.push(readTree(cursor))
+      cursor.at = skipWhite(text, cursor.at)
+      if (text.charCodeAt(cursor.at) === COMMA) cursor.at++
+    }
+    cursor.at++
+    return items
+  }
+  if (first === QUOTE) {
+    cursor.at = endOfString(text, cursor.at) + 1
+    return null
+  }
+  // A number, true, false or null: it ends at the next delimiter, white space or the end of the text.
+  let next = cursor.at
+  for (let c = text.charCodeAt(next); c > 0x20 && c !== COMMA && c !== CLOSE_BRACE && c !== CLOSE_BRACKET;) {
+    c = text.charCodeAt(++next)
+  }
+  cursor.at = next
+  return null
+}
+
+/** The folded siblings and repeated named members of an object of the tree, and of the objects below it that the schema names. */
+function findMisspelt(tree: Tree, names: Names, path: string, items: FieldError[]): void {
+  if (tree === null || !('members' in tree)) return
+  const seen = new Set<string>()
+  for (const [key, value] of tree.members) {
+    const below = names.members.get(key)
+    if (below === undefined) {
+      if (names.folded.has(fold(key))) items.push(fieldError('fieldIsNotAllowed', appendKey(path, key), FOLDED))
+      continue
+    }
+    if (seen.has(key)) items.push(fieldError('fieldIsNotAllowed', appendKey(path, key), REPEATED))
+    seen.add(key)
+    if (below !== null) findMisspelt(value, below, appendKey(path, key), items)
+  }
+}
