@@ -35,7 +35,8 @@ export interface Admitted {
  * is read: the proxy answers `Expect: 100-continue` there, so that a refused
  * client never sends its body. `operation` is the operation of the request's
  * path (`checks.operationOf(req.url)`), looked up once by the caller: the
- * proxy labels its logs and metrics with it too.
+ * proxy labels its logs and metrics with it too. `client` is the client's
+ * address where the caller can trust it, for check 1 (`Authenticator`).
  */
 export async function screen(
   checks: Checks,
@@ -43,8 +44,9 @@ export async function screen(
   operation: Operation | undefined,
   beforeBody?: () => void,
   mode = checks.mode,
+  client?: string,
 ): Promise<Screened> {
-  const head = await screenHead(checks, req, operation, mode)
+  const head = await screenHead(checks, req, operation, mode, client)
   if (head === undefined || head.ok !== true) return head
   beforeBody?.()
   return screenBody(checks, req, head)
@@ -63,12 +65,13 @@ export async function screenHead(
   req: IncomingMessage,
   operationOfPath: Operation | undefined,
   mode = checks.mode,
+  client?: string,
 ): Promise<Admitted | Reported | Rejection | undefined> {
   const operation = routeFor(req.method, operationOfPath)
   if (operation === undefined) return undefined
   const unread = hasBody(req)
   if (typeof operation !== 'string' && mode === 'enforce') return refused(operation, unread)
-  let principal = checks.authenticate(req.headers.authorization)
+  let principal = checks.authenticate(req.headers.authorization, client)
   if (principal instanceof Promise) principal = await principal
   if ('ok' in principal) return refused(principal, unread)
   if (typeof operation !== 'string') return unreadReport(operationOfPath as Operation, principal, operation)
