@@ -29,6 +29,7 @@ t.test('authenticate: right credentials give the principal, anything else ACCESS
   t.ok(isPrincipal(await users.authenticate(basic('zoë', 'pässword'))))
   t.equal(users.authenticate(undefined), ACCESS_DENIED)
   t.equal(users.authenticate('Basic !!'), ACCESS_DENIED)
+  t.equal(users.authenticate('Basic YTpiYw'), ACCESS_DENIED, 'base64 that is not canonical')
   t.equal(await users.authenticate(basic('shop-1', 'wrong')), ACCESS_DENIED)
   t.equal(await users.authenticate(basic('nobody', 's3cret')), ACCESS_DENIED)
   t.equal(await users.authenticate(basic('zoë', 'pässword ')), ACCESS_DENIED)
@@ -319,8 +320,9 @@ t.test('a check running while the users are replaced answers as the users now in
   const old = users.authenticate(basic('shop-1', 's3cret'))
   const renewed = users.authenticate(basic('shop-1', 'rotated'))
   const gone = users.authenticate(basic('zoë', 'pässword'))
-  // One turn of the microtask queue: each check has taken its user and started hashing (on the thread pool).
-  await Promise.resolve()
+  // A few turns of the microtask queue, never the event loop: each check has had its turn, taken its user and
+  // started hashing (on the thread pool), and no hash can have ended.
+  for (let turn = 0; turn < 10; turn++) await Promise.resolve()
   await users.replace([{ username: 'shop-1', password: rotated, entities: ['default'] }])
   t.equal(
     await old,
