@@ -107,8 +107,16 @@ export const THROTTLE_DEFAULTS = Object.freeze({
 export const CREDENTIAL_DEFAULTS = Object.freeze({
   /** Most successful checks remembered. */
   cacheMax: 1000,
-  /** How long a successful check is remembered, in ms. */
+  /** How long a successful check is remembered since it was last used, in ms. */
   cacheTtlMs: 300_000,
+  /** Most password hashes running at once: libuv's thread pool has four threads unless told otherwise. */
+  hashConcurrency: 4,
+  /** Most checks waiting for a hash to start; beyond, 503 at once. */
+  hashQueueMax: 32,
+  /** Most of those one client address may hold, where its address is known. */
+  clientQueueMax: 8,
+  /** Failed attempts from one client address, within the window, that lock the address out. */
+  addressMaxFailures: 100,
   ...THROTTLE_DEFAULTS,
 })
 
@@ -118,6 +126,8 @@ export const POLICY_WATCH_DEFAULTS = Object.freeze({
   debounceMs: 75,
   /** Full re-read at this interval, in case a file event was missed, in ms. */
   rescanMs: 1000,
+  /** How long the folder must stay as it is before a vanished policy file removes its entity, in ms. */
+  settleMs: 2000,
 })
 
 /** Retry protection on `transactionReference` (docs/idempotency.md). */

@@ -90,10 +90,21 @@ export class RedisLoginThrottle implements LoginThrottle {
     return { settle: (succeeded) => this.#settle(username, succeeded) }
   }
 
-  async #settle(username: string, succeeded: boolean): Promise<void> {
+  async clear(username: string): Promise<void> {
+    this.#fallback.clear(username)
+    try {
+      // Safe to repeat: a second DEL finds nothing.
+      await this.#redis.del(LOGIN_KEY_PREFIX + 'locked:' + username, LOGIN_KEY_PREFIX + 'failures:' + username)
+    } catch (error) {
+      this.#onError(error as Error)
+    }
+  }
+
+  async #settle(username: string, succeeded: boolean | undefined): Promise<void> {
     const pending = (this.#pending.get(username) as number) - 1
     if (pending === 0) this.#pending.delete(username)
     else this.#pending.set(username, pending)
+    if (succeeded === undefined) return
     const failures = LOGIN_KEY_PREFIX + 'failures:' + username
     try {
       // Safe to repeat: a second DEL finds nothing.

@@ -14,12 +14,20 @@ export interface LoginThrottle {
    * when the throttle can answer without I/O.
    */
   admit(username: string): LoginAttempt | undefined | Promise<LoginAttempt | undefined>
+  /**
+   * Forgets the username's failures and lifts its lock: a reload added or
+   * changed the user (docs/credentials.md). Never rejects.
+   */
+  clear(username: string): void | Promise<void>
 }
 
 /** One admitted verification, counted as running until settled. */
 export interface LoginAttempt {
-  /** Called once, with whether the password matched. Never rejects. */
-  settle(succeeded: boolean): void | Promise<void>
+  /**
+   * Called once, with whether the password matched, or undefined when nothing
+   * was verified (the attempt only stops counting as running). Never rejects.
+   */
+  settle(succeeded: boolean | undefined): void | Promise<void>
 }
 
 export interface LoginThrottleOptions {
@@ -67,11 +75,15 @@ export class MemoryLoginThrottle implements LoginThrottle {
     state.pending++
     return {
       settle: (succeeded) => {
-        if (succeeded) this.#failures.delete(username)
-        else this.#recordFailure(username, state)
+        if (succeeded === true) this.#failures.delete(username)
+        else if (succeeded === false) this.#recordFailure(username, state)
         state.pending--
       },
     }
+  }
+
+  clear(username: string): void {
+    this.#failures.delete(username)
   }
 
   /** The username's failures in the current window; a new window once the last one is over. */

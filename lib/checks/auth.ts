@@ -10,9 +10,14 @@ export interface Principal {
 /**
  * Check 1. Answers synchronously when the credentials are already known
  * (cached or throttled) and asynchronously when a slow hash must be verified.
+ * `client` is the client's address where the caller can trust it
+ * (docs/credentials.md), for a throttle per address.
  */
 export interface Authenticator {
-  authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection>
+  authenticate(
+    authorization: string | undefined,
+    client?: string,
+  ): Principal | Rejection | Promise<Principal | Rejection>
 }
 
 /** RFC 7617: the challenge names the realm and that credentials are UTF-8. */

@@ -92,8 +92,11 @@ export interface Checks {
   operationOf(url: string | undefined): Operation | undefined
   /** The operation a request addresses, a 405, the 400 for a target that is not one, or undefined for a path that is not ours. */
   route(method: string | undefined, url: string | undefined): Operation | Rejection | undefined
-  /** Check 1. */
-  authenticate(authorization: string | undefined): Principal | Rejection | Promise<Principal | Rejection>
+  /** Check 1; `client` as `Authenticator` takes it. */
+  authenticate(
+    authorization: string | undefined,
+    client?: string,
+  ): Principal | Rejection | Promise<Principal | Rejection>
   /** Checks 2 to 4, and 5 on a declared `Content-Length`: everything decided before the body is read. */
   checkHead(headers: Headers): Rejection | undefined
   /**
@@ -210,8 +213,8 @@ export function buildChecks(options: ChecksOptions): Checks {
       const target = targetOf(url)
       return target.ok ? routeFor(method, target.operation) : target
     },
-    authenticate: (authorization) =>
-      authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization),
+    authenticate: (authorization, client) =>
+      authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization, client),
     checkHead,
     mode: defaultMode,
     checkBody,

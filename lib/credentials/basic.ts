@@ -5,10 +5,17 @@ const BASIC = /^basic +([A-Za-z0-9+/]+={0,2}) *$/i
 const CONTROL = /[\u0000-\u001f\u007f]/
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
-/** The user-id and password of a `Basic` header (RFC 7617), or undefined when it is not well formed. */
-export function parseBasic(authorization: string): { username: string; password: string } | undefined {
-  const token = BASIC.exec(authorization)?.[1]
-  if (token === undefined) return undefined
+/**
+ * The credentials of a `Basic` header, as it is spelt whatever the scheme's
+ * case and the spaces around it (RFC 9110 11.1: the scheme is case-insensitive),
+ * or undefined when the header is not `Basic`.
+ */
+export function basicToken(authorization: string): string | undefined {
+  return BASIC.exec(authorization)?.[1]
+}
+
+/** The user-id and password of a `Basic` header's token (RFC 7617), or undefined when it is not well formed. */
+export function parseToken(token: string): { username: string; password: string } | undefined {
   const bytes = decodeBase64(token)
   if (bytes === undefined) return undefined
   let text: string

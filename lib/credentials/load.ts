@@ -51,6 +51,10 @@ export function parseCredentials(text: string): readonly UserCredentials[] {
     const reasons = credentialsFileSchema.errors(parsed).map((item) => `${item.jsonPath}: ${item.message}`)
     throw new CodedError('ECREDENTIALS', reasons.join('; '))
   }
+  // A file emptied for a moment (a deploy that writes it in two steps) must not lock every client out; revoking
+  // everybody is a user with no entities, or a stopped gateway (docs/credentials.md).
+  if (parsed.users.length === 0)
+    throw new CodedError('ECREDENTIALS', 'no users (to refuse everybody, see docs/credentials.md)')
   return parsed.users
 }
 

@@ -46,7 +46,7 @@ export async function watchCredentials(
     let text: string | undefined
     try {
       text = await readLimitedText(file, FILE_LIMITS.credentials)
-      if (text !== inForce) store.replace(parseCredentials(text))
+      if (text !== inForce) await store.replace(parseCredentials(text))
     } catch (error) {
       // A file that cannot be read is said in words, one that does not parse by its own message (docs/cli.md).
       const reason = text === undefined ? readFailure(error) : (error as Error).message
@@ -67,7 +67,7 @@ export async function watchCredentials(
 
   const watch = watchFolder(dirname(file), reload, options)
   return {
-    authenticate: (authorization) => store.authenticate(authorization),
+    authenticate: (authorization, client) => store.authenticate(authorization, client),
     get size() {
       return store.size
     },

@@ -36,6 +36,7 @@ export interface Admitted {
  * client never sends its body. `operation` is the operation of the request's
  * target (`checks.targetOf(req.url)`), or its refusal, looked up once by the
  * caller: the proxy labels its logs and metrics with it too.
+ * `client` is the client's address where the caller can trust it, for check 1 (`Authenticator`).
  */
 export async function screen(
   checks: Checks,
@@ -43,8 +44,9 @@ export async function screen(
   operation: Operation | Rejection | undefined,
   beforeBody?: () => void,
   mode = checks.mode,
+  client?: string,
 ): Promise<Screened> {
-  const head = await screenHead(checks, req, operation, mode)
+  const head = await screenHead(checks, req, operation, mode, client)
   if (head === undefined || head.ok !== true) return head
   beforeBody?.()
   return screenBody(checks, req, head)
@@ -63,6 +65,7 @@ export async function screenHead(
   req: IncomingMessage,
   operationOfPath: Operation | Rejection | undefined,
   mode = checks.mode,
+  client?: string,
 ): Promise<Admitted | Rejection | undefined> {
   const unread = hasBody(req)
   // A target that is not one is refused in either mode: nobody could say which path it is reported for.
@@ -70,7 +73,7 @@ export async function screenHead(
   const operation = routeFor(req.method, operationOfPath)
   if (operation === undefined) return undefined
   if (typeof operation !== 'string') return refused(operation, unread)
-  let principal = checks.authenticate(req.headers.authorization)
+  let principal = checks.authenticate(req.headers.authorization, client)
   if (principal instanceof Promise) principal = await principal
   if ('ok' in principal) return refused(principal, unread)
   const head = checks.checkHead(req.headers)

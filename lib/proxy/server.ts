@@ -155,7 +155,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, DRAINING)
       return
     }
-    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined, mode)
+    // The address counts towards the login throttle only where the proxies before it are known (docs/credentials.md).
+    const client = trustProxy > 0 ? exchange.remoteAddress : undefined
+    const continued = expectsContinue ? () => res.writeContinue() : undefined
+    const screened = await screen(checks, req, operation, continued, mode, client)
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()

@@ -1,8 +1,20 @@
 import t from 'tap'
-import { parseBasic } from '../../lib/credentials/basic.js'
+import { basicToken, parseToken } from '../../lib/credentials/basic.js'
 import { basic } from '../helpers/fixtures.js'
 
-t.test('parseBasic follows RFC 7617', async (t) => {
+function parseBasic(header: string): { username: string; password: string } | undefined {
+  const token = basicToken(header)
+  return token === undefined ? undefined : parseToken(token)
+}
+
+t.test('basicToken gives one spelling of the credentials, whatever the scheme case and spaces', async (t) => {
+  const token = basic('shop-1', 's3cret').slice(6)
+  for (const header of [`Basic ${token}`, `basic ${token}`, `BASIC    ${token}`, `bAsIc ${token}   `])
+    t.equal(basicToken(header), token, JSON.stringify(header))
+  t.equal(basicToken(`Bearer ${token}`), undefined)
+})
+
+t.test('parseToken follows RFC 7617', async (t) => {
   t.same(parseBasic(basic('shop-1', 's3cret')), { username: 'shop-1', password: 's3cret' })
   t.same(
     parseBasic(`bAsIc   ${basic('a', 'b').slice(6)}`),

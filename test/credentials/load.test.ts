@@ -17,6 +17,7 @@ t.test('loadCredentials reads and validates the file', async (t) => {
     'no-entities.json': JSON.stringify({ users: [{ username: 'a', password: hash }] }),
     'twice.json': JSON.stringify({ users: [user, user] }),
     'clear.json': JSON.stringify({ users: [{ ...user, password: 's3cret' }] }),
+    'empty.json': JSON.stringify({ users: [] }),
   })
   const users = await loadCredentials(join(dir, 'good.json'), { cacheMax: 5 })
   t.equal(users.size, 1)
@@ -30,6 +31,7 @@ t.test('loadCredentials reads and validates the file', async (t) => {
     ['no-entities.json', /no-entities\.json: \$\.users\[0\]\.entities: /],
     ['twice.json', /twice\.json: user "shop-1" is listed twice$/],
     ['clear.json', /clear\.json: user "shop-1": password is not a hash/],
+    ['empty.json', /empty\.json: no users \(to refuse everybody, see docs\/credentials\.md\)$/],
   ]
   for (const [name, message] of cases) {
     const error = await loadCredentials(join(dir, name)).then(

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { ACCESS_DENIED, type Principal } from '../../lib/checks/auth.js'
 import { hashPassword } from '../../lib/credentials/hash.js'
-import { CredentialStore, type CredentialStoreOptions } from '../../lib/credentials/store.js'
+import { CredentialStore, HASHING_IS_BUSY, type CredentialStoreOptions } from '../../lib/credentials/store.js'
 import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
 
 function clock(): { now: () => number; advance: (ms: number) => void } {
@@ -29,6 +29,7 @@ t.test('authenticate: right credentials give the principal, anything else ACCESS
   t.ok(isPrincipal(await users.authenticate(basic('zoë', 'pässword'))))
   t.equal(users.authenticate(undefined), ACCESS_DENIED)
   t.equal(users.authenticate('Basic !!'), ACCESS_DENIED)
+  t.equal(users.authenticate('Basic YTpiYw'), ACCESS_DENIED, 'base64 that is not canonical')
   t.equal(await users.authenticate(basic('shop-1', 'wrong')), ACCESS_DENIED)
   t.equal(await users.authenticate(basic('nobody', 's3cret')), ACCESS_DENIED)
   t.equal(await users.authenticate(basic('zoë', 'pässword ')), ACCESS_DENIED)
@@ -46,9 +47,30 @@ t.test('a successful check is cached: the next one answers synchronously, until 
   const second = users.authenticate(header)
   t.notOk(second instanceof Promise, 'a cache hit is synchronous')
   t.equal(second, principal)
-  t.ok(users.authenticate(`basic ${header.slice(6)}`) instanceof Promise, 'keyed by the whole header')
   time.advance(1001)
   t.ok(users.authenticate(header) instanceof Promise, 'expired after the TTL')
+})
+
+t.test('the cache is keyed on the credentials, whatever the scheme case and spaces', async (t) => {
+  const users = await store()
+  const token = basic('shop-1', 's3cret').slice(6)
+  const principal = await users.authenticate(`Basic ${token}`)
+  t.ok(isPrincipal(principal))
+  for (const spelling of [`basic ${token}`, `BASIC     ${token}`, `bAsIc ${token}  `])
+    t.equal(users.authenticate(spelling), principal, `${JSON.stringify(spelling)} is a cache hit, not a new hash`)
+})
+
+t.test('a cached check in use stays cached: each use starts its time again', async (t) => {
+  const time = clock()
+  const users = await store({ cacheTtlMs: 1000, now: time.now })
+  const header = basic('shop-1', 's3cret')
+  const principal = await users.authenticate(header)
+  for (let i = 0; i < 5; i++) {
+    time.advance(900)
+    t.equal(users.authenticate(header), principal, `used again after ${(i + 1) * 900} ms: still cached`)
+  }
+  time.advance(1001)
+  t.ok(users.authenticate(header) instanceof Promise, 'unused for longer than the TTL: expired')
 })
 
 t.test('a failed check is not cached', async (t) => {
@@ -213,7 +235,7 @@ t.test(
     t.notOk(users.authenticate(shop) instanceof Promise, 'both cached')
     await users.authenticate(basic('shop-1', 'wrong-1'))
     await users.authenticate(basic('shop-1', 'wrong-2'))
-    users.replace([
+    await users.replace([
       { username: 'shop-1', password: await hashPassword('rotated', CHEAP), entities: ['default', 'eu-tokens'] },
       { username: 'new', password: await hashPassword('n3w', CHEAP), entities: [] },
     ])
@@ -223,14 +245,37 @@ t.test(
     const old = users.authenticate(shop)
     t.ok(old instanceof Promise, 'changed password: the cached check is gone')
     t.equal(await old, ACCESS_DENIED, 'and the old password is refused')
-    t.equal(
-      users.authenticate(basic('shop-1', 'rotated')),
-      ACCESS_DENIED,
-      'the throttle kept its counts: that third failure locked the user',
+    t.ok(
+      isPrincipal(await users.authenticate(basic('shop-1', 'rotated'))),
+      'a changed user starts with no failures: the third is not counted against the new password',
     )
     t.ok(isPrincipal(zoePrincipal as Principal))
   },
 )
+
+t.test('replace: an unchanged user keeps its failures; an added or changed one starts with none', async (t) => {
+  const shopHash = await hashPassword('s3cret', CHEAP)
+  const zoeHash = await hashPassword('pässword', CHEAP)
+  const users = new CredentialStore(
+    [
+      { username: 'shop-1', password: shopHash, entities: ['default'] },
+      { username: 'zoë', password: zoeHash, entities: ['marketplace'] },
+    ],
+    { maxFailures: 2 },
+  )
+  for (const name of ['shop-1', 'zoë', 'later'])
+    for (const wrong of ['w1', 'w2']) await users.authenticate(basic(name, wrong))
+  for (const name of ['shop-1', 'zoë', 'later'])
+    t.equal(users.authenticate(basic(name, 'any')), ACCESS_DENIED, `${name} locked`)
+  await users.replace([
+    { username: 'shop-1', password: shopHash, entities: ['default'] },
+    { username: 'zoë', password: await hashPassword('pässword', CHEAP), entities: ['marketplace'] },
+    { username: 'later', password: await hashPassword('l8r', CHEAP), entities: [] },
+  ])
+  t.equal(users.authenticate(basic('shop-1', 's3cret')), ACCESS_DENIED, 'unchanged: still locked')
+  t.ok(isPrincipal(await users.authenticate(basic('zoë', 'pässword'))), 'a new hash: unlocked')
+  t.ok(isPrincipal(await users.authenticate(basic('later', 'l8r'))), 'added: unlocked')
+})
 
 t.test('replace: an unchanged user keeps its cached check; changed entities are a new principal', async (t) => {
   const shopHash = await hashPassword('s3cret', CHEAP)
@@ -241,7 +286,7 @@ t.test('replace: an unchanged user keeps its cached check; changed entities are 
   ])
   const shop = await users.authenticate(basic('shop-1', 's3cret'))
   await users.authenticate(basic('zoë', 'pässword'))
-  users.replace([
+  await users.replace([
     { username: 'zoë', password: zoeHash, entities: ['marketplace', 'default'] },
     { username: 'shop-1', password: shopHash, entities: ['default'] },
   ])
@@ -249,7 +294,7 @@ t.test('replace: an unchanged user keeps its cached check; changed entities are 
   const zoe = users.authenticate(basic('zoë', 'pässword'))
   t.ok(zoe instanceof Promise, 'entities changed: checked again')
   t.same([...((await zoe) as Principal).entities], ['marketplace', 'default'])
-  users.replace([{ username: 'zoë', password: zoeHash, entities: ['marketplace', 'eu-tokens'] }])
+  await users.replace([{ username: 'zoë', password: zoeHash, entities: ['marketplace', 'eu-tokens'] }])
   t.ok(users.authenticate(basic('zoë', 'pässword')) instanceof Promise, 'as many entities, other ones: checked again')
 })
 
@@ -275,9 +320,10 @@ t.test('a check running while the users are replaced answers as the users now in
   const old = users.authenticate(basic('shop-1', 's3cret'))
   const renewed = users.authenticate(basic('shop-1', 'rotated'))
   const gone = users.authenticate(basic('zoë', 'pässword'))
-  // One turn of the microtask queue: each check has taken its user and started hashing (on the thread pool).
-  await Promise.resolve()
-  users.replace([{ username: 'shop-1', password: rotated, entities: ['default'] }])
+  // A few turns of the microtask queue, never the event loop: each check has had its turn, taken its user and
+  // started hashing (on the thread pool), and no hash can have ended.
+  for (let turn = 0; turn < 10; turn++) await Promise.resolve()
+  await users.replace([{ username: 'shop-1', password: rotated, entities: ['default'] }])
   t.equal(
     await old,
     ACCESS_DENIED,
@@ -286,4 +332,85 @@ t.test('a check running while the users are replaced answers as the users now in
   t.ok(isPrincipal(await renewed), 'the new password, started before the switch, is accepted')
   t.equal(await gone, ACCESS_DENIED)
   t.notOk(users.authenticate(basic('shop-1', 'rotated')) instanceof Promise, 'and cached')
+})
+
+t.test(
+  'hashes are bounded: beyond the queue, 503 at once with Retry-After, known and unknown usernames alike',
+  async (t) => {
+    const users = await store({ hashConcurrency: 1, hashQueueMax: 2, maxFailures: 2 })
+    const admitted = [basic('shop-1', 'wrong'), basic('nobody', 'x'), basic('zoë', 'nope')].map((header) =>
+      users.authenticate(header),
+    )
+    t.ok(
+      admitted.every((check) => check instanceof Promise),
+      'one hashing, two waiting',
+    )
+    t.same(users.hashing, { running: 1, waiting: 2 })
+    for (const header of [basic('ghost', 'x'), basic('shop-1', 's3cret'), basic('ghost', 'y'), basic('ghost', 'z')])
+      t.equal(users.authenticate(header), HASHING_IS_BUSY, 'refused at once, known user or not')
+    t.equal(HASHING_IS_BUSY.status, 503)
+    t.equal(HASHING_IS_BUSY.body.errorName, 'serviceUnavailable')
+    t.equal(HASHING_IS_BUSY.headers?.['Retry-After'], '1')
+    t.same(await Promise.all(admitted), [ACCESS_DENIED, ACCESS_DENIED, ACCESS_DENIED])
+    t.same(users.hashing, { running: 0, waiting: 0 })
+    t.ok(users.authenticate(basic('ghost', 'x')) instanceof Promise, 'a refusal for want of room is not a failure')
+    t.ok(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'))))
+  },
+)
+
+t.test(
+  '150 made-up usernames in flight from one client: a real first login from another is not queued behind them',
+  async (t) => {
+    // One hash at a time, so that the order of turns is exact: the flood's first, then each address in turn.
+    const users = await store({ hashConcurrency: 1 })
+    let settled = 0
+    const flood = Array.from({ length: 150 }, (_, i) => users.authenticate(basic(`made-up-${i}`, 'x'), '203.0.113.7'))
+    const running = flood.filter((check) => check instanceof Promise)
+    for (const check of running) void (check as Promise<unknown>).then(() => settled++)
+    t.equal(running.length, 1 + 8, 'one hashing and the 8 waiting places one client may hold')
+    t.ok(
+      flood.every((check) => check instanceof Promise || check === HASHING_IS_BUSY),
+      'the other 141 answered 503 at once',
+    )
+    const real = users.authenticate(basic('shop-1', 's3cret'), '198.51.100.1')
+    t.ok(real instanceof Promise, 'the real login is admitted')
+    t.ok(isPrincipal(await real))
+    t.equal(settled, 2, 'served after the one hashing and one more of the flood: the turns alternate by address')
+    t.ok(users.hashing.waiting > 0, 'while the flood still waits')
+    await Promise.all(running)
+  },
+)
+
+t.test('without a client address, a flood fills the shared queue and every further check is 503 at once', async (t) => {
+  const users = await store({ hashConcurrency: 1 })
+  const flood = Array.from({ length: 150 }, (_, i) => users.authenticate(basic(`made-up-${i}`, 'x')))
+  const running = flood.filter((check) => check instanceof Promise)
+  t.equal(running.length, 1 + 32, 'one hashing, the 32 waiting places')
+  t.equal(
+    users.authenticate(basic('shop-1', 's3cret')),
+    HASHING_IS_BUSY,
+    'a real login is told to retry, not made to wait',
+  )
+  await Promise.all(running)
+  t.ok(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'))))
+})
+
+t.test('failures from one client address lock that address, not the others; cached checks keep working', async (t) => {
+  const users = await store({ addressMaxFailures: 3 })
+  const attacker = '203.0.113.7'
+  const shop = basic('shop-1', 's3cret')
+  const cached = await users.authenticate(shop, attacker)
+  t.ok(isPrincipal(cached))
+  t.ok(isPrincipal(await users.authenticate(basic('zoë', 'pässword'), attacker)), 'a success forgives nothing')
+  for (const name of ['a', 'b', 'c']) t.equal(await users.authenticate(basic(name, 'x'), attacker), ACCESS_DENIED)
+  t.equal(users.authenticate(basic('d', 'x'), attacker), ACCESS_DENIED, 'locked: refused without hashing')
+  t.equal(
+    users.authenticate(`basic ${basic('zoë', 'pässword').slice(6)}`, attacker),
+    users.authenticate(basic('zoë', 'pässword')),
+    'a cached check is answered whatever the address',
+  )
+  t.equal(users.authenticate(shop, attacker), cached, 'the cached check still answers from the locked address')
+  const other = users.authenticate(basic('d', 'x'), '198.51.100.1')
+  t.ok(other instanceof Promise, 'another address is still heard')
+  t.equal(await other, ACCESS_DENIED)
 })

@@ -161,3 +161,26 @@ t.test(
     users.close()
   },
 )
+
+t.test('watchCredentials: a file emptied of users is refused, its last good users stay in force', async (t) => {
+  const dir = t.testdir({ 'credentials.json': await credentialsText({ 'shop-1': 's3cret' }) })
+  const file = join(dir, 'credentials.json')
+  const log = watching()
+  const users = await watchCredentials(file, log.options)
+  t.teardown(() => users.close())
+  await writeFile(file, JSON.stringify({ users: [] }))
+  await users.reload()
+  t.equal(users.size, 1)
+  t.ok(await accepts(users, 'shop-1', 's3cret'), 'still let in')
+  t.match(log.outcomes.at(-1), { applied: false, refused: [{ file, reason: /^no users/ }], refusedNow: 1 })
+  t.match(log.lines.at(-1), { level: 'warn', message: 'credentials file refused, its last good users stay in force' })
+})
+
+t.test('watchCredentials: the caller-given client address reaches the store', async (t) => {
+  const dir = t.testdir({ 'credentials.json': await credentialsText({ 'shop-1': 's3cret' }) })
+  const users = await watchCredentials(join(dir, 'credentials.json'), { ...watching().options, addressMaxFailures: 1 })
+  t.teardown(() => users.close())
+  t.notOk(isPrincipal(await users.authenticate(basic('shop-1', 'wrong'), '203.0.113.7')))
+  t.notOk(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'), '203.0.113.7')), 'that address is locked')
+  t.ok(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'), '198.51.100.1')), 'another is not')
+})

@@ -56,12 +56,14 @@ t.test('an invalid file at start-up is an EPOLICY error naming the file and the 
     message: /a\.json: not JSON: .* \(and 1 more invalid files\)$/,
   })
   await t.rejects(watchPolicies(join(two, 'missing')), { code: 'ENOENT' })
+  const empty = t.testdir({ 'readme.txt': 'no policy here' })
+  await t.rejects(watchPolicies(empty), { code: 'EPOLICY', message: `${empty}: no policies: ` })
 })
 
 t.test('a changed, added or removed file takes effect without a restart', async (t) => {
   const dir = t.testdir({ 'a.json': policyJson('a') })
   const log = recorder()
-  const store = await open(t, dir, { logger: log.logger, onReload: log.onReload })
+  const store = await open(t, dir, { logger: log.logger, onReload: log.onReload, settleMs: 0 })
   await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['EUR'] }))
   await eventually(() => store.get('a')?.currencies.has('EUR') === true)
   await writeFile(join(dir, 'b.json'), policyJson('b'))
@@ -283,4 +285,49 @@ t.test('reload under traffic: every get() sees one whole version, never a mix', 
   t.equal(mixed, 0, 'no half-applied policy')
   t.ok(reads > 0)
   t.same([...seen].sort(), ['1111', '2222'], 'both versions were served')
+})
+
+t.test('a file deleted then copied back (a deploy that is not atomic) never removes its entity', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a'), 'b.json': policyJson('b') })
+  const log = recorder()
+  const store = await open(t, dir, { onReload: log.onReload, settleMs: 60_000, rescanMs: 60_000, debounceMs: 60_000 })
+  await unlink(join(dir, 'a.json'))
+  await store.reload()
+  t.equal(store.get('a')?.entity, 'a', 'kept while the folder has not settled')
+  await rm(join(dir, 'b.json'))
+  await store.reload()
+  t.same(store.entities, ['a', 'b'], 'a folder emptied for a moment empties nothing')
+  await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['EUR'] }))
+  await writeFile(join(dir, 'b.json'), policyJson('b'))
+  await store.reload()
+  t.ok(store.get('a')?.currencies.has('EUR'), 'the new version in force')
+  t.ok(
+    log.outcomes.every((outcome) => outcome.refused.length === 0 && outcome.refusedNow === 0),
+    'nothing refused',
+  )
+})
+
+t.test('a vanished file removes its entity once the folder has stayed the same for settleMs', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a'), 'b.json': policyJson('b') })
+  const store = await open(t, dir, { settleMs: 100, rescanMs: 20 })
+  await unlink(join(dir, 'a.json'))
+  await store.reload()
+  t.equal(store.get('a')?.entity, 'a', 'kept at first')
+  await eventually(() => store.get('a') === undefined)
+  t.same(store.entities, ['b'])
+})
+
+t.test('a folder that would configure no entity is refused; its last good policies stay in force', async (t) => {
+  const dir = t.testdir({ 'a.json': policyJson('a') })
+  const log = recorder()
+  const store = await open(t, dir, { logger: log.logger, onReload: log.onReload, settleMs: 0, rescanMs: 60_000 })
+  await unlink(join(dir, 'a.json'))
+  await store.reload()
+  t.equal(store.get('a')?.entity, 'a')
+  t.match(log.outcomes.at(-1), { applied: false, refused: [{ file: dir, reason: /^no policies: / }], refusedNow: 1 })
+  t.match(log.lines.at(-1), { level: 'warn', fields: { file: dir } })
+  await writeFile(join(dir, 'b.json'), policyJson('b'))
+  await store.reload()
+  t.same(store.entities, ['b'], 'a folder with a policy again is taken, the vanished file at last removes its entity')
+  t.match(log.outcomes.at(-1), { applied: true, refused: [], refusedNow: 0 })
 })

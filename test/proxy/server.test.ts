@@ -1,7 +1,19 @@
 import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
-import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
+import { hashPassword } from '../../lib/credentials/hash.js'
+import { CredentialStore } from '../../lib/credentials/store.js'
+import {
+  AUTH,
+  ENTITIES,
+  PASSWORD,
+  REQUEST_TYPE,
+  SALE_PATH,
+  saleBody,
+  TEST_COST,
+  USERNAME,
+  basic,
+} from '../helpers/fixtures.js'
 import { keepAliveAgent, paymentHeaders, raw, send, until } from '../helpers/http.js'
 import { captureLogger, loggedRequests, logLines, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
@@ -240,4 +252,26 @@ t.test("each request's path is looked up once, for the label and the checks, als
   t.equal((await send(url, { method: 'GET', path: '/health/' })).status, 201)
   t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201)
   t.same(looked, ['/health/', SALE_PATH])
+})
+
+t.test('behind --trust-proxy, failed logins lock the client address, not the username for everybody', async (t) => {
+  const user = { username: USERNAME, password: await hashPassword(PASSWORD, TEST_COST), entities: ENTITIES }
+  const login = (url: string, authorization: string, client: string) =>
+    send(url, { headers: paymentHeaders({ authorization, 'x-forwarded-for': client }), body: saleBody() })
+  const behind = await startGateway(t, {
+    trustProxy: 1,
+    gate: { credentials: new CredentialStore([user], { addressMaxFailures: 1 }) },
+  })
+  t.equal((await login(behind.url, basic(USERNAME, 'wrong'), '203.0.113.7')).status, 401)
+  t.equal(
+    (await login(behind.url, AUTH, '203.0.113.7')).status,
+    401,
+    'that address is locked, even for a right password',
+  )
+  t.equal((await login(behind.url, AUTH, '198.51.100.1')).status, 201, 'another client is let in')
+  const direct = await startGateway(t, {
+    gate: { credentials: new CredentialStore([user], { addressMaxFailures: 1 }) },
+  })
+  t.equal((await login(direct.url, basic(USERNAME, 'wrong'), '203.0.113.7')).status, 401)
+  t.equal((await login(direct.url, AUTH, '203.0.113.7')).status, 201, 'no proxy trusted: no address is counted')
 })
