@@ -278,7 +278,7 @@ const SERVE_FLAGS = {
   drainTimeout: option({
     value: 'SECONDS',
     summary: 'after the delay, how long requests in flight may take to finish before their connections are cut',
-    shown: '`--timeout` + 1 s',
+    shown: '3 × `--timeout` + 5 s: the in-flight window',
     parse: wholeNumber('seconds'),
     see: '[deployment](deployment.md#stopping)',
   }),

@@ -264,6 +264,15 @@ export interface PaymentsOptions extends RetryProtectionOptions {
 }
 
 /**
+ * How long a payment may take with backend timeout `timeout` (ms), and so how long its claim holds its key: the wait
+ * for a connection (never longer: payment-relay.ts), the headers, a gap in the body, and the margin to record the
+ * answer (docs/idempotency.md, the in-flight window). A drain waits as long (docs/deployment.md, stopping).
+ */
+export function inFlightWindowMs(timeout: number): number {
+  return 3 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs
+}
+
+/**
  * The store `idempotency` names, with the proxy's settings (undefined when
  * `off`), or the store given. Throws the one-line `EIDEMPOTENCY` error for a
  * store spec it does not take. `payments-gate serve` builds it before the
@@ -274,8 +283,7 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
   if (typeof idempotency !== 'string') return idempotency
   return createIdempotencyStore(idempotency, {
     ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-    // The wait for a connection (never longer: payment-relay.ts), the headers, a gap in the body, and the margin.
-    inFlightMs: 3 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
+    inFlightMs: inFlightWindowMs(options.timeout),
     oversizedAnswer: OVERSIZED_ANSWER,
     unknownAnswer: UNKNOWN_ANSWER,
     replicas: options.idempotencyReplicas,
