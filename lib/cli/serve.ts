@@ -4,6 +4,7 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
 import { isCoded } from '../coded-error.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
@@ -17,7 +18,7 @@ import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
 import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
-import { bind, unreadable } from './startup.js'
+import { bind, storePassword, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
@@ -28,6 +29,7 @@ type RetryProtectionFlags =
   | 'idempotencyReplicas'
   | 'idempotencyMaxEntries'
   | 'idempotencyMaxBytes'
+  | 'idempotencyPasswordFile'
 type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
 type DefaultedFlags =
   RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
@@ -93,7 +95,17 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       .then(async () => {
         // Built once, here, from `--idempotency` read once. A Redis store's client also carries the failed-login
         // throttle (docs/idempotency.md): the store owns it and the gateway's drain closes it; the gate borrows it.
-        const store = createRetryStore({ ...setup, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+        const idempotencyPassword = await storePassword(
+          setup.idempotencyPasswordFile,
+          setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store,
+          where,
+        )
+        const store = createRetryStore({
+          ...setup,
+          idempotencyPassword,
+          onStoreError,
+          idempotencyReport: evictionReporter(logger, metrics),
+        })
         try {
           const gate = await createGate({
             ...setup,

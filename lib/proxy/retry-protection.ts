@@ -22,6 +22,8 @@ export interface RetryProtectionOptions {
    * or your own store.
    */
   idempotency?: 'memory' | 'off' | string | IdempotencyStore
+  /** The Redis password, in place of one in the URL (`--idempotency-password-file`). */
+  idempotencyPassword?: string
   /** How long a recorded answer is replayed, in seconds. Default 86400. */
   idempotencyTtl?: number
   /** When the store cannot be reached: `closed` refuses with 503 (the default), `open` forwards unprotected. */
@@ -291,6 +293,7 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
     maxBytes: options.idempotencyMaxBytes,
     report: options.idempotencyReport,
     onError: options.onStoreError,
+    password: options.idempotencyPassword,
   })
 }
 
