@@ -3,29 +3,32 @@
 #   docker run -v "$PWD/policies:/etc/payments-gate/policies:ro" -v "$PWD/secrets:/etc/payments-gate/credentials:ro" \
 #     -e PAYMENTS_GATE_TARGET=http://backend:9000 -p 8080:8080 -p 9901:9901 payments-gate
 
-# Node 26 (active LTS): rebuilt with --pull on the schedule of docs/deployment.md (rebuilds), so the
-# image has the newest Node 26 release and Debian's security fixes.
+# Node 26 (active LTS), pinned by version and digest: moved to the newest Node 26 image on the schedule of
+# docs/deployment.md (rebuilds), so the image has the newest Node 26 release and Debian's security fixes.
 # Build stage: every dependency, TypeScript included, then dist/. --ignore-scripts: the image's own node
 # builds; the development dependency `node` (a Node binary for machines without Node 26) is not fetched.
-FROM node:26-slim AS build
+FROM node:26.10.0-slim@sha256:ec7758ee051e457b468b32bde57b0879010b325bb9862718e9615225ce4aaae1 AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY lib ./lib
 RUN npm ci --ignore-scripts --no-audit --no-fund && npm run build
 
-# Final stage: the production dependencies and dist/, nothing else.
-FROM node:26-slim
+# Final stage: the production dependencies and dist/, nothing else. --ignore-scripts: no dependency runs code at
+# install (none needs to), and the package's own `prepare` has nothing to build here.
+FROM node:26.10.0-slim@sha256:ec7758ee051e457b468b32bde57b0879010b325bb9862718e9615225ce4aaae1
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY scripts ./scripts
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY scripts/healthcheck.js ./scripts/
 COPY --from=build /app/dist ./dist
 # Policies (a ConfigMap) and credentials (a Secret: credentials.json, hashes only) are mounted here.
 VOLUME ["/etc/payments-gate/policies", "/etc/payments-gate/credentials"]
 # The node user of the base image: the code and the mounts are read, never written.
 USER 1000:1000
 EXPOSE 8080 9901
+# /healthz of the admin listener, wherever --admin (or PAYMENTS_GATE_ADMIN) puts it, asked by node: no curl here.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s CMD ["node", "scripts/healthcheck.js"]
 # Exec form: node is PID 1 and gets SIGTERM itself, so a stop drains (docs/deployment.md, stopping).
 ENTRYPOINT ["node", "dist/cli.js"]
 CMD ["serve", "--listen", "0.0.0.0:8080", "--admin", "0.0.0.0:9901", "--policies", "/etc/payments-gate/policies", "--credentials", "/etc/payments-gate/credentials/credentials.json"]

@@ -40,16 +40,17 @@ export const DEFAULTS = Object.freeze({
   backendKeepAliveMargin: 1000,
   /** Largest backend 5xx body read to see whether it is in the error format. */
   errorBodyLimit: 65536,
-  /** How long a drain waits for the requests in flight, in ms (`Gateway.drain`). */
-  graceMs: 10000,
   /** Proxies in front of the gateway whose `X-Forwarded-For` entries are believed (docs/logs-and-metrics.md). */
   trustProxy: 0,
   /** Refuse what the checks refuse (`enforce`), or pass it on and report it (`report`; docs/rollout.md). */
   mode: 'enforce' as 'enforce' | 'report',
   /** After `SIGTERM`, how long `serve` keeps serving before it drains, in seconds (docs/deployment.md, stopping). */
   shutdownDelaySeconds: 5,
-  /** `serve` drains for the backend timeout plus this, in seconds, so that no payment is cut by a drain. */
-  drainMarginSeconds: 1,
+  /**
+   * How long `serve`'s stop waits for the spans still queued to reach the collector, in ms (docs/tracing.md); the
+   * exporter's own `OTEL_EXPORTER_OTLP_TIMEOUT` defaults to the same.
+   */
+  traceFlushMs: 10000,
 })
 
 /**

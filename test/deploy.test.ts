@@ -1,14 +1,24 @@
 // The image and the manifests, short of building the image (no container engine runs on the machines
 // the tests run on: docs/deployment.md, the image). The Dockerfile's command line and the Deployment's
 // settings are run for real, against a local backend, with the mounts made into folders of the test.
-import { cpSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import t from 'tap'
+import { Redis } from 'ioredis'
+import t, { type Test } from 'tap'
 import { parseAllDocuments } from 'yaml'
+import { flagName } from '../lib/cli/flags.js'
+import { DEFAULTS } from '../lib/defaults.js'
+import { storePassword } from '../lib/cli/startup.js'
+import { CodedError } from '../lib/coded-error.js'
+import { createIdempotencyStore } from '../lib/idempotency/create-store.js'
+import { connectRedis, redisTarget } from '../lib/idempotency/redis-client.js'
+import type { RedisIdempotencyStore } from '../lib/idempotency/redis.js'
+import { RedisLoginThrottle } from '../lib/login-throttle-redis.js'
+import { inFlightWindowMs, UNKNOWN_ANSWER } from '../lib/proxy/retry-protection.js'
 import { spawnCli } from './helpers/cli.js'
 import { saleBody, writeCredentials, POLICIES_DIR } from './helpers/fixtures.js'
-import { paymentHeaders, send } from './helpers/http.js'
-import { startRedis } from './helpers/redis.js'
+import { paymentHeaders, send, until } from './helpers/http.js'
 import { freePort, poll, startBackend } from './helpers/servers.js'
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
@@ -73,6 +83,60 @@ const deployment = find('Deployment', 'payments')
 const pod = deployment.spec.template.spec
 const gateway = pod.containers.find((container: any) => container.name === 'payments-gate')
 const portNamed = (name: string) => gateway.ports.find((port: any) => port.name === name)?.containerPort
+const gatewayVariable = (name: string): string => gateway.env.find((variable: any) => variable.name === name).value
+const redisPod = find('Deployment', 'payments-gate-redis').spec.template.spec
+const redisContainer = redisPod.containers[0]
+
+interface ManifestRedis {
+  /** The Deployment's store URL, on the local Redis. */
+  readonly url: string
+  readonly port: number
+  /** The password of its Secret. */
+  readonly password: string
+}
+
+/**
+ * The Redis of deploy/redis.yaml as its container runs it: its command (the ACL file of the ConfigMap, the password of
+ * the Secret), with its mounts made folders of the test, on a free loopback port; ready once its readiness probe passes.
+ */
+async function startManifestRedis(t: Test): Promise<ManifestRedis> {
+  const root = t.testdir({})
+  const mounted = (path: string) => join(root, path)
+  const password = 'a password from the Secret'
+  for (const mount of redisContainer.volumeMounts) {
+    mkdirSync(mounted(mount.mountPath), { recursive: true })
+    const volume = redisPod.volumes.find((candidate: any) => candidate.name === mount.name)
+    if (volume.configMap !== undefined) {
+      const data = find('ConfigMap', volume.configMap.name).data
+      for (const [key, value] of Object.entries(data))
+        writeFileSync(join(mounted(mount.mountPath), key), value as string)
+    }
+    // A Secret made with --from-file may end with a newline.
+    if (volume.secret !== undefined) writeFileSync(join(mounted(mount.mountPath), 'password'), `${password}\n`)
+  }
+  const port = await freePort()
+  const local = (text: string) =>
+    redisContainer.volumeMounts.reduce(
+      (line: string, mount: any) => line.replaceAll(mount.mountPath, mounted(mount.mountPath)),
+      text,
+    )
+  const script = local(redisContainer.args[0]).replace(
+    'exec redis-server',
+    `exec redis-server --port ${port} --bind 127.0.0.1`,
+  )
+  t.equal(redisContainer.command.join(' '), 'sh -c')
+  const child = spawn('sh', ['-c', script], { stdio: 'ignore' })
+  t.teardown(() => void child.kill('SIGKILL'))
+  const env = Object.fromEntries(redisContainer.env.map(({ name, value }: any) => [name, local(value)]))
+  const probe = redisContainer.readinessProbe.exec.command.map((arg: string) =>
+    arg.replace('redis-cli', `redis-cli -p ${port}`),
+  )
+  t.ok(await until(() => spawnSync(probe[0], probe.slice(1), { env: { ...process.env, ...env } }).status === 0, 30_000))
+  const url = new URL(gatewayVariable('PAYMENTS_GATE_IDEMPOTENCY'))
+  url.hostname = '127.0.0.1'
+  url.port = String(port)
+  return { url: url.href, port, password }
+}
 
 t.test(
   'deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis, the PodDisruptionBudget, the alert rules and the TLS Certificate',
@@ -82,8 +146,11 @@ t.test(
     }
     t.same(objects.map((object) => `${object.kind} ${object.metadata.name}`).sort(), [
       'Certificate payments-gate-tls',
+      'ConfigMap payments-gate-redis-acl',
       'Deployment payments',
       'Deployment payments-gate-redis',
+      'NetworkPolicy payments',
+      'NetworkPolicy payments-gate-redis',
       'PodDisruptionBudget payments',
       'PrometheusRule payments-gate',
       'Service payments',
@@ -96,8 +163,9 @@ t.test(
   'Dockerfile: multi-stage on a slim Node 26, npm ci --omit=dev in the final stage, non-root, node as PID 1',
   async (t) => {
     t.ok(stages.length >= 2, 'a build stage and a final stage')
-    for (const stage of stages) t.match(stage[0]?.argument, /^node:26-slim( AS \w+)?$/)
-    t.ok(final.some((step) => step.keyword === 'RUN' && /\bnpm ci --omit=dev\b/.test(step.argument)))
+    // An exact Node 26 release and the digest of its image: the build never takes a base nobody chose.
+    for (const stage of stages) t.match(stage[0]?.argument, /^node:26\.\d+\.\d+-slim@sha256:[0-9a-f]{64}( AS \w+)?$/)
+    t.ok(final.some((step) => step.keyword === 'RUN' && /\bnpm ci --omit=dev --ignore-scripts\b/.test(step.argument)))
     t.notOk(
       final.some((step) => step.keyword === 'RUN' && /npm ci(?! --omit=dev)/.test(step.argument)),
       'no dev dependencies in the final stage',
@@ -160,8 +228,6 @@ t.test(
     })
     t.equal(flag(command, 'credentials').split('/').at(-1), 'credentials.json', 'the key of the Secret')
     for (const mount of gateway.volumeMounts) t.equal(mount.readOnly, true)
-    // Above the shutdown delay (5 s) plus the drain (--timeout + 1 s): docs/deployment.md, stopping.
-    t.equal(pod.terminationGracePeriodSeconds, 45)
     t.equal(gateway.securityContext.runAsNonRoot, true)
     const cli = read('docs/cli.md')
     for (const { name } of gateway.env)
@@ -186,7 +252,8 @@ t.test('the PodDisruptionBudget and the Redis select what they should', async (t
   const store = new URL(gateway.env.find((variable: any) => variable.name === 'PAYMENTS_GATE_IDEMPOTENCY').value)
   t.equal(store.hostname, 'payments-gate-redis')
   t.equal(Number(store.port), redisService.spec.ports[0].port)
-  t.equal(redisService.spec.ports[0].targetPort, redis.spec.template.spec.containers[0].ports[0].containerPort)
+  t.equal(redisService.spec.ports[0].targetPort, redis.spec.template.spec.containers[0].ports[0].name)
+  t.equal(redisService.spec.ports[0].port, redis.spec.template.spec.containers[0].ports[0].containerPort)
   t.match(redis.spec.template.spec.containers[0].args.join(' '), /--maxmemory-policy noeviction/)
 })
 
@@ -195,26 +262,35 @@ t.test(
   async (t) => {
     const backend = await startBackend()
     t.teardown(() => backend.close())
-    const redis = await startRedis(t)
-    // The mounts, as folders of the test: the policies of the repository, the test user's credentials.
+    const redis = await startManifestRedis(t)
+    // The mounts, as folders of the test: the policies of the repository, the test user's credentials, the Redis password.
     const root = t.testdir({})
     const mounted = (path: string) => join(root, path)
     mkdirSync(mounted(flag(command, 'policies')), { recursive: true })
     cpSync(POLICIES_DIR, mounted(flag(command, 'policies')), { recursive: true })
     mkdirSync(mounted(dirname(flag(command, 'credentials'))), { recursive: true })
     await writeCredentials(mounted(dirname(flag(command, 'credentials'))))
+    const passwordFile = gatewayVariable('PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE')
+    mkdirSync(mounted(dirname(passwordFile)), { recursive: true })
+    writeFileSync(mounted(passwordFile), redis.password)
     const [listen, admin] = [await freePort(), await freePort()]
     const args = command.map((arg) => (arg.startsWith('/') ? mounted(arg) : arg))
     args[args.indexOf(flag(command, 'listen'))] = `127.0.0.1:${listen}`
     args[args.indexOf(flag(command, 'admin'))] = `127.0.0.1:${admin}`
     const local: Record<string, string> = {
       PAYMENTS_GATE_TARGET: backend.url,
-      PAYMENTS_GATE_IDEMPOTENCY: redis?.url ?? 'memory',
+      PAYMENTS_GATE_IDEMPOTENCY: redis.url,
+      PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE: mounted(passwordFile),
     }
     const env = Object.fromEntries(
       gateway.env.map(({ name, value }: { name: string; value: string }) => [name, local[name] ?? value]),
     )
-    t.same(Object.keys(env).sort(), ['PAYMENTS_GATE_IDEMPOTENCY', 'PAYMENTS_GATE_TARGET', 'PAYMENTS_GATE_VENDOR'])
+    t.same(Object.keys(env).sort(), [
+      'PAYMENTS_GATE_IDEMPOTENCY',
+      'PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE',
+      'PAYMENTS_GATE_TARGET',
+      'PAYMENTS_GATE_VENDOR',
+    ])
     const run = spawnCli([...args, '--shutdown-delay', '0'], env)
     t.teardown(() => void run.child.kill('SIGKILL'))
     await poll(`http://127.0.0.1:${admin}${gateway.readinessProbe.httpGet.path}`, 200)
@@ -228,6 +304,12 @@ t.test(
     t.equal(refusal.status, 400)
     t.equal(refusal.json.errorName, 'bodyDoesNotMatchSchema')
     t.equal(backend.received.length, 1, 'the refusal never reached the backend')
+    const replay = await send(listen, {
+      headers: paymentHeaders(),
+      body: saleBody({ transactionReference: 'image-1' }),
+    })
+    t.equal(replay.headers['idempotent-replayed'], 'true', "replayed from the manifest's Redis, through its ACL user")
+    t.equal(backend.received.length, 1)
     run.child.kill('SIGTERM')
     t.equal(await run.exited, 0)
   },
@@ -238,6 +320,7 @@ t.test('docs/deployment.md: the base the Dockerfile names, and the rebuild that 
   const rebuilds = page.slice(page.indexOf('### Rebuilds'), page.indexOf('\n## ', page.indexOf('### Rebuilds')))
   const base = stages[0]?.[0]?.argument.split(' ')[0] as string
   t.ok(rebuilds.includes(`\`${base}\``), `the base, ${base}`)
+  t.match(rebuilds, /digest/, 'and how its digest is moved')
   t.match(rebuilds, /`docker build --pull`/, 'the base fetched again at each rebuild')
   t.match(rebuilds, /once a week/, 'a schedule')
   t.match(rebuilds, /security release/, 'and a rebuild on a security release')
@@ -256,5 +339,346 @@ t.test(
           `${page}: a block not quoted from deploy/:\n${block}`,
         )
     }
+  },
+)
+
+t.test(
+  "the manifest's Redis: the store and the throttle work through its ACL user, with the password from a file; the default user and anything else are refused",
+  async (t) => {
+    const redis = await startManifestRedis(t)
+    const file = join(t.testdir({ password: `${redis.password}\n` }), 'password')
+    const password = await storePassword(file, redis.url, flagName)
+    const errors: unknown[] = []
+    const store = createIdempotencyStore(redis.url, {
+      ttlMs: 60_000,
+      inFlightMs: 60_000,
+      oversizedAnswer: UNKNOWN_ANSWER,
+      unknownAnswer: UNKNOWN_ANSWER,
+      password,
+      onError: (error) => errors.push(error),
+    }) as RedisIdempotencyStore
+    t.teardown(() => store.close())
+    t.ok(await store.ready(10_000), 'connected as its user')
+    const claim = await store.claim('acl-1', 'fingerprint')
+    t.equal(claim.state, 'claimed')
+    const answer = { status: 201, headers: ['content-type', 'application/json'], body: Buffer.from('{}') }
+    await store.record('acl-1', (claim as { token: string }).token, answer)
+    t.match(await store.claim('acl-1', 'fingerprint'), { state: 'recorded', answer: { status: 201 } })
+    const released = await store.claim('acl-2', 'fingerprint')
+    await store.release('acl-2', (released as { token: string }).token)
+    t.equal((await store.claim('acl-2', 'fingerprint')).state, 'claimed', 'released, claimed again')
+    const throttle = new RedisLoginThrottle(store.redis, { maxFailures: 2, onError: (error) => errors.push(error) })
+    for (let i = 0; i < 2; i++) await (await throttle.admit('acl-user'))?.settle(false)
+    t.equal(await throttle.admit('acl-user'), undefined, 'locked out after two failures, counted in Redis')
+    await (await throttle.admit('acl-other'))?.settle(true)
+    t.same(errors, [], 'no command refused')
+    await t.rejects(store.redis.get('elsewhere'), /NOPERM/, 'no key outside payments-gate:*')
+    await t.rejects(store.redis.flushall(), /NOPERM/, 'no command the gateway does not send')
+    await t.rejects(store.redis.keys('payments-gate:*'), /NOPERM/, 'no listing of the keys')
+    const anonymous = new Redis({ port: redis.port, host: '127.0.0.1', lazyConnect: true, enableReadyCheck: false })
+    t.teardown(() => anonymous.disconnect())
+    await anonymous.connect()
+    await t.rejects(anonymous.ping(), /NOAUTH/, 'no connection without the user')
+    await t.rejects(anonymous.auth('default', redis.password), /WRONGPASS/, 'the default user is off')
+  },
+)
+
+t.test(
+  '--idempotency-password-file: read once, trailing newlines dropped; a URL with its own password, an empty or missing file, a store that is not Redis are refused',
+  async (t) => {
+    const dir = t.testdir({ password: 'secret\r\n\n', empty: '\n' })
+    t.equal(await storePassword(undefined, 'memory', flagName), undefined)
+    t.equal(await storePassword(join(dir, 'password'), 'redis://user@host:6379', flagName), 'secret')
+    await t.rejects(
+      storePassword(join(dir, 'empty'), 'redis://host', flagName),
+      new CodedError(
+        'EUSAGE',
+        `--idempotency-password-file: ${join(dir, 'empty')} is empty; give the file the Redis password is in`,
+      ),
+    )
+    await t.rejects(
+      storePassword(join(dir, 'missing'), 'redis://host', flagName),
+      new CodedError(
+        'EUSAGE',
+        `--idempotency-password-file: ${join(dir, 'missing')}: no such file or folder; give the file the Redis password is in`,
+      ),
+    )
+    await t.rejects(
+      storePassword(join(dir, 'password'), 'memory', flagName),
+      new CodedError('EUSAGE', '--idempotency-password-file: --idempotency is not a Redis URL'),
+    )
+    for (const url of ['redis://:own@host:6379', 'redis-sentinel://user:own@host:26379#primary'])
+      t.throws(
+        () => connectRedis(redisTarget(url) as Parameters<typeof connectRedis>[0], { password: 'secret' }),
+        new CodedError('EIDEMPOTENCY', '--idempotency: a password in the URL and a password file; give one'),
+      )
+    const sentinel = connectRedis(
+      redisTarget('redis-sentinel://user@127.0.0.1:9#primary') as Parameters<typeof connectRedis>[0],
+      {
+        password: 'secret',
+      },
+    )
+    t.teardown(() => sentinel.disconnect())
+    t.match(sentinel.options, { password: 'secret', username: 'user' }, 'through Sentinel: the primary gets it')
+    const plain = connectRedis('redis://user@127.0.0.1:9/0', { password: 'secret' })
+    t.teardown(() => plain.disconnect())
+    t.match(plain.options, { password: 'secret', username: 'user' })
+    plain.on('error', () => undefined)
+    sentinel.on('error', () => undefined)
+  },
+)
+
+t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_ADMIN put it, in node", async (t) => {
+  const found = final.filter((step) => step.keyword === 'HEALTHCHECK')
+  t.equal(found.length, 1)
+  const check = JSON.parse((found[0] as Instruction).argument.replace(/^(--\S+\s+)*CMD\s+/, '')) as string[]
+  t.equal(check[0], 'node', 'no curl in the image')
+  t.ok(
+    final.some((step) => step.keyword === 'COPY' && step.argument.split(/\s+/).includes(check[1] as string)),
+    'its script is in the image',
+  )
+  const healthy = (pid: number) =>
+    spawnSync(process.execPath, [...check.slice(1), String(pid)], { cwd: new URL('..', import.meta.url) }).status
+  const admin = await freePort()
+  const backend = await startBackend()
+  t.teardown(() => backend.close())
+  const credentials = await writeCredentials(t.testdir())
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
+    PAYMENTS_GATE_ADMIN: '127.0.0.1:1',
+  })
+  t.teardown(() => void run.child.kill('SIGKILL'))
+  await run.waitFor(/"msg":"gateway listening"/)
+  t.equal(healthy(run.child.pid as number), 1, 'nothing answers where the variable points')
+  const flagged = spawnCli(
+    [
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
+      `--admin=127.0.0.1:${admin}`,
+    ],
+    { PAYMENTS_GATE_ADMIN: '127.0.0.1:1', PAYMENTS_GATE_SHUTDOWN_DELAY: '0' },
+  )
+  t.teardown(() => void flagged.child.kill('SIGKILL'))
+  await poll(`http://127.0.0.1:${admin}/healthz`, 200)
+  t.equal(healthy(flagged.child.pid as number), 0, 'the flag wins over the variable')
+  // A process whose only setting is the variable, pointing at the listener above.
+  const variable = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+    env: { ...process.env, PAYMENTS_GATE_ADMIN: `0.0.0.0:${admin}` },
+  })
+  t.teardown(() => void variable.kill('SIGKILL'))
+  t.equal(healthy(variable.pid as number), 0, 'the variable; every interface asked on loopback')
+  flagged.child.kill('SIGTERM')
+  t.equal(await flagged.exited, 0)
+  t.equal(healthy(variable.pid as number), 1, 'unhealthy once nothing answers')
+})
+
+t.test('the packed JavaScript names no source map: the build emits none', async (t) => {
+  const build = JSON.parse(read('tsconfig.build.json'))
+  t.equal(build.compilerOptions.sourceMap, false)
+  t.notOk(build.compilerOptions.declarationMap, 'nor declaration maps')
+})
+
+/** Every pod template of deploy/, with the object it belongs to. */
+const pods = objects
+  .filter((object) => object.spec?.template?.spec !== undefined)
+  .map((object) => ({ name: `${object.kind} ${object.metadata.name}`, spec: object.spec.template.spec }))
+
+t.test(
+  'every pod of deploy/ meets Pod Security Standards "restricted", without a service account token or service links',
+  async (t) => {
+    t.ok(pods.length >= 2)
+    for (const { name, spec } of pods) {
+      t.equal(spec.automountServiceAccountToken, false, `${name}: no service account token`)
+      t.equal(spec.enableServiceLinks, false, `${name}: no service variables`)
+      for (const field of ['hostNetwork', 'hostPID', 'hostIPC']) t.notOk(spec[field], `${name}: no ${field}`)
+      t.notOk(
+        (spec.volumes ?? []).some((volume: any) => volume.hostPath !== undefined),
+        `${name}: no hostPath volume`,
+      )
+      const containers = [...(spec.initContainers ?? []), ...spec.containers]
+      for (const container of containers) {
+        const at = `${name}, container ${container.name}`
+        const own = container.securityContext ?? {}
+        const pod = spec.securityContext ?? {}
+        t.equal(own.runAsNonRoot ?? pod.runAsNonRoot, true, `${at}: runAsNonRoot`)
+        const user = own.runAsUser ?? pod.runAsUser
+        t.ok(Number.isInteger(user) && user > 0, `${at}: a numeric user, not root (${user})`)
+        t.equal(own.allowPrivilegeEscalation, false, `${at}: allowPrivilegeEscalation false`)
+        t.notOk(own.privileged, `${at}: not privileged`)
+        t.same(own.capabilities?.drop, ['ALL'], `${at}: every capability dropped`)
+        t.same(own.capabilities?.add ?? [], [], `${at}: none added`)
+        t.match((own.seccompProfile ?? pod.seccompProfile)?.type, /^(RuntimeDefault|Localhost)$/, `${at}: seccomp`)
+        t.notOk(
+          (container.ports ?? []).some((port: any) => port.hostPort !== undefined),
+          `${at}: no hostPort`,
+        )
+        t.equal(own.readOnlyRootFilesystem, true, `${at}: a read-only root`)
+        t.ok(container.resources?.limits?.memory, `${at}: a memory limit`)
+      }
+    }
+  },
+)
+
+t.test(
+  'the backend is a native sidecar: started first and ready before the gateway starts, stopped after it',
+  async (t) => {
+    const backend = pod.initContainers.find((container: any) => container.name === 'backend')
+    t.equal(backend.restartPolicy, 'Always')
+    t.ok(
+      backend.startupProbe.exec.command.length > 0,
+      "an exec probe: it listens on loopback, out of the kubelet's reach",
+    )
+    t.notOk(pod.containers.some((container: any) => container.name === 'backend'))
+    t.equal(new URL(gatewayVariable('PAYMENTS_GATE_TARGET')).hostname, '127.0.0.1')
+    for (const constraint of pod.topologySpreadConstraints)
+      t.same(constraint.labelSelector.matchLabels, deployment.spec.selector.matchLabels, constraint.topologyKey)
+    t.same(
+      pod.topologySpreadConstraints.map((constraint: any) => constraint.topologyKey),
+      ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'],
+    )
+  },
+)
+
+t.test(
+  'terminationGracePeriodSeconds covers the shutdown delay, the drain and the trace flush, and docs/deployment.md gives the same figures',
+  async (t) => {
+    const delay = DEFAULTS.shutdownDelaySeconds
+    const drain = Math.ceil(inFlightWindowMs(DEFAULTS.timeout) / 1000)
+    const flush = DEFAULTS.traceFlushMs / 1000
+    t.ok(pod.terminationGracePeriodSeconds > delay + drain + flush, `${pod.terminationGracePeriodSeconds} s`)
+    const page = read('docs/deployment.md')
+    t.ok(page.includes(`${delay} + ${drain} + ${flush} = ${delay + drain + flush} s`), 'the sum')
+    t.ok(page.includes(`\`terminationGracePeriodSeconds\`: ${pod.terminationGracePeriodSeconds}`), 'the figure')
+  },
+)
+
+t.test(
+  'the NetworkPolicies: clients on 8080 and Prometheus on the admin port reach the gateways; only the gateways reach Redis',
+  async (t) => {
+    const gatewayPolicy = find('NetworkPolicy', 'payments')
+    t.same(gatewayPolicy.spec.podSelector.matchLabels, deployment.spec.selector.matchLabels)
+    t.same(gatewayPolicy.spec.policyTypes, ['Ingress', 'Egress'])
+    t.same(
+      gatewayPolicy.spec.ingress.map((rule: any) => rule.ports.map((port: any) => port.port)),
+      [[portNamed('http')], [portNamed('admin')]],
+    )
+    for (const rule of gatewayPolicy.spec.ingress) t.ok(rule.from.length > 0, 'each from named sources only')
+    const redisPolicy = find('NetworkPolicy', 'payments-gate-redis')
+    t.same(
+      redisPolicy.spec.podSelector.matchLabels,
+      find('Deployment', 'payments-gate-redis').spec.selector.matchLabels,
+    )
+    t.same(redisPolicy.spec.ingress, [
+      {
+        ports: [{ port: 6379, protocol: 'TCP' }],
+        from: [{ podSelector: { matchLabels: deployment.spec.selector.matchLabels } }],
+      },
+    ])
+    t.same(redisPolicy.spec.egress, [], 'Redis reaches nothing')
+    for (const file of ['payments.yaml', 'redis.yaml'])
+      t.match(
+        read(`deploy/${file}`),
+        /Enforced only by a CNI that enforces\s+(# )?NetworkPolicy/,
+        `${file} says what enforces it`,
+      )
+  },
+)
+
+/**
+ * A backend in a process of its own: 201 to every payment, a second late to one whose reference starts with `slow-`
+ * (it says so on stdout when it has one). On SIGTERM it exits at once (node's default): a backend that does not drain.
+ */
+const BACKEND = `
+import { createServer } from 'node:http'
+const server = createServer((req, res) => {
+  const chunks = []
+  req.on('data', (chunk) => chunks.push(chunk))
+  req.on('end', () => {
+    const slow = Buffer.concat(chunks).toString().includes('"slow-')
+    if (slow) process.stdout.write('slow payment received\\n')
+    setTimeout(() => {
+      res.writeHead(201, { 'content-type': 'application/vnd.example.payments-v6.hal+json' })
+      res.end('{"outcome":"authorized"}')
+    }, slow ? 1000 : 0)
+  })
+})
+server.listen(0, '127.0.0.1', () => process.stdout.write('listening ' + server.address().port + '\\n'))
+`
+
+t.test(
+  'a pod stop as deploy/payments.yaml orders it (the gateway first, the backend once the gateway exited): no 503 during the delay, no unknown outcome',
+  async (t) => {
+    // The order the manifest gives: a native sidecar is stopped after every regular container has exited; a regular
+    // container with the gateway would be signalled with it.
+    const sidecar = pod.initContainers?.some(
+      (container: any) => container.name === 'backend' && container.restartPolicy === 'Always',
+    )
+    t.ok(sidecar, 'the backend outlives the gateway')
+    const backend = spawn(process.execPath, ['--input-type=module', '-e', BACKEND], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    t.teardown(() => void backend.kill('SIGKILL'))
+    let said = ''
+    const heard = (pattern: RegExp) =>
+      new Promise<RegExpExecArray>((resolve) => {
+        const look = () => {
+          const match = pattern.exec(said)
+          if (match === null) return false
+          backend.stdout.off('data', listen)
+          resolve(match)
+          return true
+        }
+        const listen = (chunk: Buffer) => {
+          said += chunk.toString()
+          look()
+        }
+        if (!look()) backend.stdout.on('data', listen)
+      })
+    const backendPort = (await heard(/listening (\d+)/))[1] as string
+    const backendExited = new Promise((resolve) => backend.once('exit', resolve))
+    const credentials = await writeCredentials(t.testdir())
+    const admin = await freePort()
+    const run = spawnCli(
+      ['serve', '--listen', '127.0.0.1:0', '--credentials', credentials, '--admin', `127.0.0.1:${admin}`],
+      {
+        PAYMENTS_GATE_TARGET: gatewayVariable('PAYMENTS_GATE_TARGET').replace(':9000', `:${backendPort}`),
+        PAYMENTS_GATE_IDEMPOTENCY: 'memory',
+        // Longer than the test: the delay is ended below, by a second SIGTERM, once the load has run through it.
+        PAYMENTS_GATE_SHUTDOWN_DELAY: '600',
+      },
+    )
+    t.teardown(() => void run.child.kill('SIGKILL'))
+    await run.waitFor(/"msg":"gateway listening"/)
+    const url = `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`
+    let reference = 0
+    const pay = (prefix = 'stop-') =>
+      send(url, { headers: paymentHeaders(), body: saleBody({ transactionReference: `${prefix}${++reference}` }) })
+    const stop = () => {
+      run.child.kill('SIGTERM')
+      if (!sidecar) backend.kill('SIGTERM')
+    }
+    t.equal((await pay()).status, 201)
+    stop()
+    await poll(`http://127.0.0.1:${admin}/readyz`, 503)
+    // The delay: new connections still arrive while the news spreads; each is served.
+    const during = await Promise.all(Array.from({ length: 40 }, () => pay()))
+    t.same(new Set(during.map((reply) => reply.status)), new Set([201]), 'every payment of the delay served')
+    // A payment in flight when the drain starts is answered, not cut.
+    const inFlight = pay('slow-')
+    await heard(/slow payment received/)
+    run.child.kill('SIGTERM')
+    const last = await inFlight
+    t.equal(last.status, 201, 'the payment in flight when the drain began')
+    t.equal(await run.exited, 0)
+    t.equal(backend.exitCode, null, 'the backend still runs after the gateway')
+    // The kubelet stops the sidecar once the gateway has exited.
+    if (sidecar) backend.kill('SIGTERM')
+    await backendExited
+    const unknown = [...during, last].filter((reply) => reply.status === 500)
+    t.same(unknown, [], 'no unknown outcome')
   },
 )

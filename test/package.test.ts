@@ -3,7 +3,7 @@
 // registry, through npm's cache when it holds them. It packs the dist/ that `npm ci` built (the
 // `prepare` script), as test/bench.test.ts runs it: rebuilding here would race the other tests reading it.
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -54,6 +54,9 @@ t.test(
       t.ok(files.includes(module.replace(/\.js$/, '.d.ts')), `${module}'s declarations`)
     }
     t.ok(files.includes('policies/default.json'))
+    // The maps are not packed, so no module may name one (tsconfig.build.json emits none).
+    for (const file of files.filter((name) => name.endsWith('.js')))
+      t.notMatch(readFileSync(join(repository, file), 'utf8'), /^\/\/# sourceMappingURL=/m, `${file} names no map`)
   },
 )
 

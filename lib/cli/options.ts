@@ -185,6 +185,14 @@ const SERVE_FLAGS = {
     parse: identity,
     see: '[retry protection](idempotency.md)',
   }),
+  idempotencyPasswordFile: option({
+    value: 'FILE',
+    summary:
+      'the Redis password, read from this file at start (a mounted Secret; trailing newlines dropped), for every URL form; the URL then carries none (its user, if any: `redis://USER@HOST...`)',
+    shown: "none, or the URL's",
+    parse: identity,
+    see: '[retry protection](idempotency.md#who-can-reach-the-store)',
+  }),
   idempotencyTtl: option({
     value: 'SECONDS',
     summary: 'how long a recorded answer is replayed, at least 1',
@@ -245,7 +253,7 @@ const SERVE_FLAGS = {
   drainTimeout: option({
     value: 'SECONDS',
     summary: 'after the delay, how long requests in flight may take to finish before their connections are cut',
-    shown: '`--timeout` + 1 s',
+    shown: '3 × `--timeout` + 5 s: the in-flight window',
     parse: wholeNumberIn(BOUNDS.drainTimeout),
     see: '[deployment](deployment.md#stopping)',
   }),

@@ -4,13 +4,13 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
 import { isCoded } from '../coded-error.js'
-import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
 import { createLogger, errorFacts, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
-import { createRetryStore } from '../proxy/retry-protection.js'
+import { createRetryStore, inFlightWindowMs } from '../proxy/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
 import { loadCertificates, type Certificates } from './certificates.js'
 import { flagName, hideUserinfo, type ConfigWarning } from './flags.js'
@@ -18,7 +18,7 @@ import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
 import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
-import { bind, unreadable } from './startup.js'
+import { bind, storePassword, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
@@ -29,6 +29,7 @@ type RetryProtectionFlags =
   | 'idempotencyReplicas'
   | 'idempotencyMaxEntries'
   | 'idempotencyMaxBytes'
+  | 'idempotencyPasswordFile'
 type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
 type DefaultedFlags =
   RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
@@ -98,7 +99,17 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       .then(async () => {
         // Built once, here, from `--idempotency` read once. A Redis store's client also carries the failed-login
         // throttle (docs/idempotency.md): the store owns it and the gateway's drain closes it; the gate borrows it.
-        const store = createRetryStore({ ...setup, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+        const idempotencyPassword = await storePassword(
+          setup.idempotencyPasswordFile,
+          setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store,
+          where,
+        )
+        const store = createRetryStore({
+          ...setup,
+          idempotencyPassword,
+          onStoreError,
+          idempotencyReport: evictionReporter(logger, metrics),
+        })
         try {
           const gate = await createGate({
             ...setup,
@@ -168,10 +179,14 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           started.withdraw()
           logger.info({ shutdownDelay: delay }, 'shutting down')
           await shutdownDelay(delay, hurry ?? new Promise(() => undefined))
-          const drainTimeout = setup.drainTimeout ?? Math.ceil(setup.timeout / 1000) + DEFAULTS.drainMarginSeconds
+          // No payment still in its in-flight window is cut (docs/deployment.md, stopping).
+          const drainTimeout = setup.drainTimeout ?? Math.ceil(inFlightWindowMs(setup.timeout) / 1000)
           logger.info({ drainTimeout }, 'draining')
           await started.drain(drainTimeout * 1000)
-          await tracing?.shutdown()
+          // A collector that is down or slow costs the stop at most this and never skips the rest (docs/tracing.md).
+          await tracing?.shutdown().catch((error: unknown) => {
+            logger.warn({ err: error }, 'spans not sent to the collector, dropped')
+          })
           watched.close()
           await gate.close()
           await admin?.close()
@@ -254,11 +269,30 @@ export const run: Command = async (args, io) => {
   const onReload = reloadSignal()
   if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, signals, onReload)
   if (cluster.isWorker) return runWorker(options, io, signals, onReload)
-  const serving = await startServing(options, io)
+  const serving = await startOrStop(startServing(options, io), signals.stop)
   onReload(reloader(serving))
   await signals.stop
   await serving.stop(signals.hurry)
   return EXIT_OK
+}
+
+/**
+ * A stop signal before start-up is done ends the process: nothing is served yet, and a read that never returns
+ * (a FIFO given as a file) would keep it alive, and a signal ignored, for as long as it blocks. The signal is
+ * raised again with its listeners gone, so the kernel ends the process whatever its threads are doing.
+ */
+async function startOrStop<T>(starting: Promise<T>, stop: Promise<NodeJS.Signals>): Promise<T> {
+  let started = false
+  void stop.then((signal) => {
+    if (started) return
+    /* c8 ignore start: the process ends here, by its signal, before V8 can write its coverage */
+    process.removeAllListeners(signal)
+    process.kill(process.pid, signal)
+    /* c8 ignore stop */
+  })
+  const serving = await starting
+  started = true
+  return serving
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
@@ -269,7 +303,7 @@ async function runWorker(
   onReload: (reload: () => void) => void,
 ): Promise<number> {
   try {
-    const serving = await startServing(options, io, false)
+    const serving = await startOrStop(startServing(options, io, false), signals.stop)
     onReload(reloader(serving))
     // The primary's /metrics asks every worker over IPC: constructing an AggregatorRegistry is what
     // makes prom-client answer those requests here, from this worker's own registry.

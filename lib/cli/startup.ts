@@ -1,6 +1,8 @@
+import { readFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { CodedError, type ErrorCode } from '../coded-error.js'
 import { readFailure } from '../file-error.js'
+import { redisTarget } from '../idempotency/redis-client.js'
 import type { Address } from './options.js'
 
 /** Why a port could not be bound, and what to do, by the listen error's code. */
@@ -51,4 +53,29 @@ export function unreadable(error: unknown, where: (key: string) => string): unkn
       `${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md)`,
     )
   return error
+}
+
+/**
+ * `--idempotency-password-file`: the Redis password, read once at start (a Secret mounted as a file), its trailing
+ * newlines dropped. A file that cannot be read, an empty one, or a store that is not a Redis is one line naming the flag.
+ */
+export async function storePassword(
+  file: string | undefined,
+  store: string,
+  where: (key: string) => string,
+): Promise<string | undefined> {
+  if (file === undefined) return undefined
+  const flag = where('idempotencyPasswordFile')
+  if (redisTarget(store) === undefined)
+    throw new CodedError('EUSAGE', `${flag}: ${where('idempotency')} is not a Redis URL`)
+  let password: string
+  try {
+    password = await readFile(file, 'utf8')
+  } catch (error) {
+    throw new CodedError('EUSAGE', `${flag}: ${file}: ${readFailure(error)}; give the file the Redis password is in`)
+  }
+  while (password.endsWith('\n') || password.endsWith('\r')) password = password.slice(0, -1)
+  if (password === '')
+    throw new CodedError('EUSAGE', `${flag}: ${file} is empty; give the file the Redis password is in`)
+  return password
 }

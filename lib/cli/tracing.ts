@@ -1,5 +1,6 @@
 import { context, propagation, trace } from '@opentelemetry/api'
 import { CodedError } from '../coded-error.js'
+import { DEFAULTS } from '../defaults.js'
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -15,9 +16,13 @@ export function tracingRequested(env: Env): boolean {
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT)
 }
 
-/** The registered SDK: `shutdown` sends the spans still waiting, then unregisters it. */
+/** The registered SDK. */
 export interface Tracing {
-  shutdown(): Promise<void>
+  /**
+   * Sends the spans still waiting, for at most `withinMs` (default `DEFAULTS.traceFlushMs`), then unregisters the SDK. Rejects when the collector
+   * refused them or did not take them in time: they are dropped, and the SDK is unregistered all the same.
+   */
+  shutdown(withinMs?: number): Promise<void>
 }
 
 /** The sampler the standard variables name (docs/tracing.md): its root, and whether a parent's decision wins. */
@@ -131,11 +136,22 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
     }),
   )
   return {
-    async shutdown() {
-      await provider.shutdown()
-      trace.disable()
-      context.disable()
-      propagation.disable()
+    async shutdown(withinMs = DEFAULTS.traceFlushMs) {
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`the spans still queued were not sent within ${withinMs} ms`)),
+          withinMs,
+        )
+      })
+      try {
+        await Promise.race([provider.shutdown(), late])
+      } finally {
+        clearTimeout(timer)
+        trace.disable()
+        context.disable()
+        propagation.disable()
+      }
     },
   }
 }

@@ -7,6 +7,8 @@ export interface RedisClientOptions {
   commandTimeoutMs?: number
   /** Told of every client error (a refused connection, a lost one), so it can be logged and counted; never thrown. */
   onError?: (error: Error) => void
+  /** The password (a file's, `--idempotency-password-file`), for a URL that carries none: one with its own is refused. */
+  password?: string
 }
 
 /** Longest pause between two reconnection attempts, in ms: a Redis back from a restart is used again within it. */
@@ -24,7 +26,7 @@ export const REDIS_URL_FORMS = 'redis://HOST:PORT[/DB], redis-sentinel://HOST:PO
 
 /**
  * Where a URL says to connect: `redis://` and `rediss://` as ioredis reads
- * them; `redis-sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...][/DB]#MASTER`
+ * them; `redis-sentinel://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][/DB]#MASTER`
  * (the form of Lettuce and other clients) as ioredis's Sentinel options, the
  * password being the primary's, as in `redis://`. Undefined for anything else.
  */
@@ -40,6 +42,7 @@ export function redisTarget(url: string): string | RedisOptions | undefined {
     string,
   ]
   const colon = userinfo?.indexOf(':') ?? -1
+  const user = colon < 0 ? userinfo : userinfo?.slice(0, colon)
   const sentinels = hosts.split(',').map((address) => {
     const [host, port] = address.split(':') as [string, string | undefined]
     return { host, port: port === undefined ? SENTINEL_PORT : Number(port) }
@@ -49,7 +52,7 @@ export function redisTarget(url: string): string | RedisOptions | undefined {
   try {
     decoded = {
       name: decodeURIComponent(name),
-      username: colon > 0 ? decodeURIComponent((userinfo as string).slice(0, colon)) : undefined,
+      username: user ? decodeURIComponent(user) : undefined,
       password: colon >= 0 ? decodeURIComponent((userinfo as string).slice(colon + 1)) : undefined,
     }
   } catch {
@@ -59,6 +62,7 @@ export function redisTarget(url: string): string | RedisOptions | undefined {
     sentinels,
     name: decoded.name,
     db: Number(db ?? 0),
+    // `USER@`, with the password from a file (`--idempotency-password-file`), or `USER:PASSWORD@`.
     username: decoded.username,
     password: decoded.password,
     // Reconnect as soon as Sentinel announces a new primary, not only when the old one's connection drops.
@@ -107,9 +111,31 @@ export function connectRedis(target: string | RedisOptions, options: RedisClient
     retryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
     sentinelRetryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
   }
-  const client = typeof target === 'string' ? new Redis(target, settings) : new Redis({ ...settings, ...target })
+  const client =
+    typeof target === 'string'
+      ? new Redis(withPassword(target, options.password), settings)
+      : new Redis({ ...settings, ...target, ...sentinelPassword(target, options.password) })
   reportErrors(client, options.onError)
   return client
+}
+
+const BOTH_PASSWORDS = '--idempotency: a password in the URL and a password file; give one'
+
+/** A `redis://` URL with the password of a file put in (ioredis takes a URL's password over its options'). */
+function withPassword(url: string, password: string | undefined): string {
+  if (password === undefined) return url
+  const parsed = new URL(url)
+  if (parsed.password !== '') throw new CodedError('EIDEMPOTENCY', BOTH_PASSWORDS)
+  // The setter leaves `%` as it is, and ioredis decodes what it reads.
+  parsed.password = encodeURIComponent(password)
+  return parsed.href
+}
+
+/** The primary's password of a file, for a Sentinel URL that names none. */
+function sentinelPassword(target: RedisOptions, password: string | undefined): RedisOptions {
+  if (password === undefined) return {}
+  if (target.password !== undefined) throw new CodedError('EIDEMPOTENCY', BOTH_PASSWORDS)
+  return { password }
 }
 
 /** Without a listener, ioredis prints each error on the console; with one, the caller decides. */

@@ -22,6 +22,8 @@ export interface RetryProtectionOptions {
    * or your own store.
    */
   idempotency?: 'memory' | 'off' | string | IdempotencyStore
+  /** The Redis password, in place of one in the URL (`--idempotency-password-file`). */
+  idempotencyPassword?: string
   /** How long a recorded answer is replayed, in seconds. Default 86400. */
   idempotencyTtl?: number
   /** When the store cannot be reached: `closed` refuses with 503 (the default), `open` forwards unprotected. */
@@ -264,6 +266,15 @@ export interface PaymentsOptions extends RetryProtectionOptions {
 }
 
 /**
+ * How long a payment may take with backend timeout `timeout` (ms), and so how long its claim holds its key: the wait
+ * for a connection (never longer: payment-relay.ts), the headers, a gap in the body, and the margin to record the
+ * answer (docs/idempotency.md, the in-flight window). A drain waits as long (docs/deployment.md, stopping).
+ */
+export function inFlightWindowMs(timeout: number): number {
+  return 3 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs
+}
+
+/**
  * The store `idempotency` names, with the proxy's settings (undefined when
  * `off`), or the store given. Throws the one-line `EIDEMPOTENCY` error for a
  * store spec it does not take. `payments-gate serve` builds it before the
@@ -274,8 +285,7 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
   if (typeof idempotency !== 'string') return idempotency
   return createIdempotencyStore(idempotency, {
     ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-    // The wait for a connection (never longer: payment-relay.ts), the headers, a gap in the body, and the margin.
-    inFlightMs: 3 * options.timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs,
+    inFlightMs: inFlightWindowMs(options.timeout),
     oversizedAnswer: OVERSIZED_ANSWER,
     unknownAnswer: UNKNOWN_ANSWER,
     replicas: options.idempotencyReplicas,
@@ -283,6 +293,7 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
     maxBytes: options.idempotencyMaxBytes,
     report: options.idempotencyReport,
     onError: options.onStoreError,
+    password: options.idempotencyPassword,
   })
 }
 

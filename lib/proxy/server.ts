@@ -23,7 +23,7 @@ import type { KeyPair } from '../tls/pem.js'
 import { registeredTracer, startServerSpan } from '../tracing.js'
 import { GatewayResponse, record, track, withOwnId, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
-import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
+import { createPayments, inFlightWindowMs, type RetryProtectionOptions } from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
 
 /**
@@ -85,7 +85,9 @@ export interface Gateway {
   /**
    * Withdraws, stops accepting, answers 503 to new requests on open
    * connections, lets the requests in flight finish, then closes. After
-   * `graceMs` the connections still open are cut. Retry protection's store is closed with it.
+   * `graceMs` the connections still open are cut: by default the in-flight window (three times `timeout` and a
+   * margin), so that no payment still in its window is cut (docs/deployment.md, stopping). Retry protection's
+   * store is closed with it.
    */
   drain(graceMs?: number): Promise<void>
 }
@@ -280,7 +282,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Answers not yet started will say `Connection: close` (GatewayResponse.writeHead), so their connections end with them.
       state.draining = true
     },
-    drain(graceMs = DEFAULTS.graceMs) {
+    drain(graceMs = inFlightWindowMs(timeout)) {
       state.draining = true
       closed = true
       return new Promise((resolve) => {

@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process'
 import { Agent } from 'node:http'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { reloadSignal } from '../../lib/cli/signals.js'
 import { spawnCli, type Running } from '../helpers/cli.js'
@@ -90,7 +92,7 @@ t.test(
     const { stdout } = run.output()
     t.match(
       stdout,
-      /"shutdownDelay":600,"msg":"shutting down"[^]*"drainTimeout":31,"msg":"draining"[^]*"msg":"stopped"/,
+      /"shutdownDelay":600,"msg":"shutting down"[^]*"drainTimeout":95,"msg":"draining"[^]*"msg":"stopped"/,
     )
   },
 )
@@ -120,6 +122,51 @@ t.test('a request still in flight when the drain timeout ends is cut, and the pr
   await t.rejects(reply, { code: 'ECONNRESET' })
   t.equal(await run.exited, 0)
 })
+
+t.test(
+  'the default drain lets a payment finish that takes longer than --timeout + 1 s, each of its steps within --timeout: no unknown outcome',
+  async (t) => {
+    // Headers, then two more pieces of body, each 1.5 s after the last: 4.5 s in all, under a 2 s --timeout.
+    const slow = await startBackend((_req, res) => {
+      const step = (then: () => void) => setTimeout(then, 1500)
+      step(() => {
+        res.writeHead(201, { 'content-type': 'application/vnd.example.payments-v6.hal+json' }).write('{"status"')
+        step(() => {
+          res.write(':"captured"')
+          step(() => res.end('}'))
+        })
+      })
+    })
+    t.teardown(() => slow.close())
+    const { run, url } = await serve(t, slow.url, ['--shutdown-delay', '0', '--timeout', '2000'])
+    const reply = pay(url)
+    t.ok(await until(() => slow.received.length === 1, 60_000))
+    run.child.kill('SIGTERM')
+    t.match(await reply, { status: 201, json: { status: 'captured' } })
+    t.equal(await run.exited, 0)
+    t.match(
+      run.output().stdout,
+      /"drainTimeout":11,"msg":"draining"/,
+      'three times --timeout and 5 s: its in-flight window',
+    )
+  },
+)
+
+t.test(
+  'SIGTERM during start-up ends the process, even with a read that never returns (a FIFO as --credentials)',
+  async (t) => {
+    const fifo = join(t.testdir(), 'credentials.json')
+    execFileSync('mkfifo', [fifo])
+    const admin = await freePort()
+    const run = spawnCli(['serve', '--target', backend.url, '--credentials', fifo, '--admin', `127.0.0.1:${admin}`])
+    t.teardown(() => run.child.kill('SIGKILL'))
+    // The admin listener answers "not yet" while the credentials are read.
+    await poll(`http://127.0.0.1:${admin}/readyz`, 503)
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, null)
+    t.equal(run.child.signalCode, 'SIGTERM', 'ended by the signal it was sent')
+  },
+)
 
 t.test('SIGHUP: ignored until a reload is given, then runs it each time; the process stays', async (t) => {
   const before = process.listenerCount('SIGHUP')

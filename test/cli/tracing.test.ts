@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { trace } from '@opentelemetry/api'
 import t from 'tap'
 import { batchSetting, samplerSetting, startTracing, tracingRequested } from '../../lib/cli/tracing.js'
 import { CodedError, isCoded } from '../../lib/coded-error.js'
@@ -8,7 +9,7 @@ import { spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send } from '../helpers/http.js'
 import { startReceiver } from '../helpers/otlp.js'
-import { startBackend } from '../helpers/servers.js'
+import { freePort, serveOnLoopback, startBackend } from '../helpers/servers.js'
 
 t.test('the standard variables that ask for traces over OTLP', async (t) => {
   const endpoint = 'http://collector:4318'
@@ -225,5 +226,39 @@ t.test(
       { parentSpanId: server?.spanId },
     )
     t.equal((backend.received[0]?.headers.traceparent as string | undefined)?.split('-')[1], server?.traceId)
+  },
+)
+
+t.test('the flush on stop is bounded: a collector that takes the spans and never answers is given up on', async (t) => {
+  // Holds every export open: only the bound ends the wait.
+  const { port } = await serveOnLoopback(t, () => undefined)
+  const tracing = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` })
+  trace.getTracer('test').startSpan('queued').end()
+  await t.rejects(tracing!.shutdown(50), /the spans still queued were not sent within 50 ms/)
+  t.equal(trace.getTracer('test').startSpan('after').isRecording(), false, 'the SDK is unregistered all the same')
+})
+
+t.test(
+  'the real process with its collector down: SIGTERM logs the spans it could not send, finishes the clean-up and exits 0',
+  async (t) => {
+    const backend = await startBackend()
+    t.teardown(() => backend.close())
+    const credentials = await writeCredentials(t.testdir())
+    const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
+      // Nothing listens there: every export is refused until the exporter's timeout.
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
+      OTEL_EXPORTER_OTLP_TIMEOUT: '500',
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
+      PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
+    })
+    t.teardown(() => void run.child.kill('SIGKILL'))
+    await run.waitFor(/"msg":"gateway listening"/)
+    const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+    t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, 0)
+    const { stdout, stderr } = run.output()
+    t.match(stdout, /"level":40,[^\n]*"msg":"spans not sent to the collector, dropped"[^]*"msg":"stopped"/)
+    t.notMatch(stderr, /at async/, 'no stack')
   },
 )
