@@ -282,15 +282,18 @@ t.test(
   'backend certificates that fail verification: 503 before the payment is written, nothing reaches the backend',
   async (t) => {
     const expired = await pki.issue('expired-backend', { days: -1 })
+    const notYetValid = await pki.issue('not-yet-valid-backend', { startsInDays: 1 })
     const wrongName = await pki.issue('wrong-name', { names: 'DNS:elsewhere.example' })
     const untrusted = await pki.issue('untrusted', { selfSigned: true })
     const codes = {
       expired: 'CERT_HAS_EXPIRED',
+      'not yet valid': 'CERT_NOT_YET_VALID',
       'wrong name': 'ERR_TLS_CERT_ALTNAME_INVALID',
       untrusted: 'DEPTH_ZERO_SELF_SIGNED_CERT',
     }
     for (const [name, files] of [
       ['expired', expired],
+      ['not yet valid', notYetValid],
       ['wrong name', wrongName],
       ['untrusted', untrusted],
     ] as const) {

@@ -29,6 +29,13 @@ export interface IssueOptions {
   readonly client?: boolean
   /** Self-signed rather than signed by the CA. */
   readonly selfSigned?: boolean
+  /** Valid only from this many days on (a certificate not yet valid), for a day; signed by the CA with `openssl ca`, which can set a start date. */
+  readonly startsInDays?: number
+}
+
+/** A time `days` from now as `openssl ca` takes it: YYYYMMDDHHMMSSZ. */
+function opensslTime(days: number): string {
+  return `${new Date(Date.now() + days * 86_400_000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`
 }
 
 export interface TestPki {
@@ -69,6 +76,36 @@ export async function makePki(dir: string): Promise<TestPki> {
     ]
     await writeFile(join(dir, `${name}.ext`), `${extensions.join('\n')}\n`)
     await openssl(dir, ['req', '-new', '-key', `${name}.key`, '-subj', `/CN=${name}`, '-out', `${name}.csr`])
+    if (options.startsInDays !== undefined) {
+      await writeFile(
+        join(dir, `${name}.cnf`),
+        '[ca]\ndefault_ca = test\n[test]\ndatabase = index.txt\nnew_certs_dir = .\nserial = serial\ndefault_md = sha256\npolicy = any\n[any]\ncommonName = supplied\n',
+      )
+      await writeFile(join(dir, 'index.txt'), '')
+      await writeFile(join(dir, 'serial'), `${Date.now().toString(16).padStart(12, '0')}\n`)
+      await openssl(dir, [
+        'ca',
+        '-batch',
+        '-notext',
+        '-config',
+        `${name}.cnf`,
+        '-cert',
+        'ca.pem',
+        '-keyfile',
+        'ca.key',
+        '-in',
+        `${name}.csr`,
+        '-startdate',
+        opensslTime(options.startsInDays),
+        '-enddate',
+        opensslTime(options.startsInDays + 1),
+        '-extfile',
+        `${name}.ext`,
+        '-out',
+        `${name}.pem`,
+      ])
+      return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) }
+    }
     const signer = options.selfSigned === true ? ['-signkey', `${name}.key`] : ['-CA', 'ca.pem', '-CAkey', 'ca.key']
     await openssl(dir, [
       'x509',
