@@ -1,12 +1,17 @@
 import t from 'tap'
+import { createGateway } from '../../lib/proxy/server.js'
 import { AUTH, REQUEST_TYPE, RESPONSE_TYPE, saleBody } from '../helpers/fixtures.js'
 import { paymentHeaders, raw, send } from '../helpers/http.js'
-import { startGateway } from '../helpers/surfaces.js'
+import { captureLogger } from '../helpers/logs.js'
+import { startBackend } from '../helpers/servers.js'
+import { startGateway, testGate } from '../helpers/surfaces.js'
 
 /**
  * Another spelling of a payment path is no way around the checks
  * (docs/checks.md, routes): refused as the operation would be, and a clean
- * payment on it is forwarded with its path as sent.
+ * payment on it is forwarded with its path as sent. An absolute-form target
+ * is routed on its path and sent in origin form; a fragment is refused; both
+ * engines send the path the router read.
  */
 const { url, port, backend } = await startGateway(t)
 const spellings = [
@@ -107,4 +112,25 @@ t.test('spellings that fold to an operation path beyond ASCII are checked', asyn
     t.equal(reply.status, 401, path)
   }
   t.equal(backend.received.length, before)
+})
+
+t.test("behind a target with its own path and query, both engines send the router's path after them", async (t) => {
+  const own = await startBackend()
+  t.teardown(() => own.close())
+  const gate = await testGate(t)
+  const gateway = createGateway({
+    checks: gate.checks,
+    target: `${own.url}/base/?k=1`,
+    logger: captureLogger(),
+    idempotency: 'off',
+  })
+  const { port: at } = await gateway.listen(0, '127.0.0.1')
+  t.teardown(() => gateway.drain(0))
+  const status = (bytes: string) => raw(at, bytes, { keepOpen: true }).then((answer) => Number(answer.split(' ')[1]))
+  const body = JSON.stringify(saleBody())
+  const payment = `POST http://h/payments/sales/migrateCardOnFile/?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n${checked}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  t.equal(await status(payment), 201)
+  t.equal(own.received.at(-1)?.url, '/base/payments/sales/migrateCardOnFile/?k=1&x=1', 'the payment engine')
+  t.equal(await status('GET http://h/a/..%2F/b\\c;d HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'), 201)
+  t.equal(own.received.at(-1)?.url, '/base/a/..%2F/b\\c;d?k=1', 'the pass-through engine')
 })
