@@ -7,7 +7,7 @@ import type { Server } from 'node:http'
 import { createAdaptorServer } from '@hono/node-server'
 import { Hono, type Context, type Env } from 'hono'
 import type { Test } from 'tap'
-import type { Gate, PaymentsGateInput } from '../../lib/index.js'
+import type { Gate, PaymentRequest, PaymentsGateInput } from '../../lib/index.js'
 import { OTHER_PATH, RECURRING_PATH, SALE_PATH } from './fixtures.js'
 import { closeServer, listenOnLoopback } from './servers.js'
 import type { Echo } from './surfaces.js'
@@ -23,7 +23,7 @@ export function honoApp(gate: Gate, onHandled: () => void = () => {}): Hono {
     onHandled()
     const context = c.get('paymentsGate')
     if (context === undefined) return c.text('not checked', 500)
-    const document = c.req.valid('json')
+    const document: PaymentRequest = c.req.valid('json')
     const body: Echo = {
       document,
       operation: context.operation,
