@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorRequestHandler, RequestHandler } from 'express'
 import type { FastifyPluginCallback } from 'fastify'
+import type { MiddlewareHandler } from 'hono'
 import type { Redis } from 'ioredis'
 import type { BackendErrorSource } from './backend-errors/rules.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
@@ -17,6 +18,7 @@ import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin, type FastifyGateOptions } from './surfaces/fastify.js'
+import { honoMiddleware } from './surfaces/hono.js'
 import { nodeHandler, type NodeNext } from './surfaces/node.js'
 import type { GateLogger } from './surfaces/shared.js'
 import type { ReloadOutcome } from './watch.js'
@@ -97,6 +99,12 @@ export interface Gate {
    * `request.paymentsGate` holds `{ operation, entity, principal }`.
    */
   readonly fastify: FastifyPluginCallback<FastifyGateOptions>
+  /**
+   * Hono middleware: `app.use('/payments/*', gate.hono())`. On a request that passed,
+   * `c.req.valid('json')` is the validated, rewritten document and
+   * `c.get('paymentsGate')` holds `{ operation, entity, principal, requestId }`.
+   */
+  hono(): MiddlewareHandler
   /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
   /** Re-reads the watched policy folder, credentials file and rules file now, as SIGHUP asks; resolves once what was read is in force. */
@@ -171,6 +179,7 @@ function assemble(options: GateOptions, authenticator: Authenticator, policies: 
     mode: options.mode,
   })
   const express = expressMiddleware(checks, logger)
+  const hono = honoMiddleware(checks, logger)
   return {
     checks,
     policies,
@@ -179,6 +188,7 @@ function assemble(options: GateOptions, authenticator: Authenticator, policies: 
     express: () => express,
     expressErrorHandler: () => expressErrorHandler(logger),
     fastify: fastifyPlugin(checks, logger),
+    hono: () => hono,
     errors: sendError,
     async reload() {
       await Promise.all([watched.policies?.reload(), watched.users?.reload(), watched.backendErrors?.reload()])

@@ -8,6 +8,7 @@ export { DEFAULTS, mediaTypes, type MediaTypes } from './defaults.js'
 export type { GateContext, GateLogger, GateReport } from './surfaces/shared.js'
 export type { NodeNext } from './surfaces/node.js'
 export type { FastifyGateOptions } from './surfaces/fastify.js'
+export type { PaymentsGateInput } from './surfaces/hono.js'
 export {
   buildChecks,
   type Checks,

@@ -1,0 +1,131 @@
+import type { IncomingMessage } from 'node:http'
+import { Readable } from 'node:stream'
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
+import type { Context, MiddlewareHandler } from 'hono'
+import type { Checks, Reported, Verdict } from '../checks/index.js'
+import type { Rejection } from '../errors.js'
+import { answerOf, type Answer } from '../http/answer.js'
+import { ABORTED } from '../http/read-body.js'
+import { screenBody, screenHead, type Admitted } from '../http/screen.js'
+import type { PaymentRequest } from '../schema/payment.js'
+import { registeredTracer } from '../tracing.js'
+import {
+  contextOf,
+  endScreening,
+  internalError,
+  passedAsItCame,
+  screeningOf,
+  type GateContext,
+  type GateLogger,
+  type GateReport,
+  type Screening,
+} from './shared.js'
+
+declare module 'hono' {
+  // Hono's own way to type `c.get` and `c.set` for every app, since a middleware given to `app.use` types no route.
+  interface ContextVariableMap {
+    /** Set by the payments-gate middleware on a request that passed every check. */
+    paymentsGate?: GateContext
+    /** In report mode, set on every request of the two operations that passed BasicAuth (docs/rollout.md). */
+    paymentsGateReport?: GateReport
+  }
+}
+
+/**
+ * The input of a handler behind the middleware, for `Context<Env, Path, PaymentsGateInput>`: Hono types
+ * `c.req.valid('json')` only from validators given on the route itself (docs/middleware.md, Hono).
+ */
+export interface PaymentsGateInput {
+  in: object
+  out: { json: PaymentRequest }
+}
+
+/**
+ * The request's head in the shape the shared checks read (method and lower-case headers, as node gives
+ * them); they read nothing else of it. A header sent twice arrives joined by ", ", as the Fetch API joins it.
+ */
+function headOf(request: Request): IncomingMessage {
+  return { method: request.method, headers: Object.fromEntries(request.headers) } as unknown as IncomingMessage
+}
+
+/**
+ * An answer as a `Response`: the same status, headers and bytes as every other surface. `Connection:
+ * close` goes with it: node's `Response` carries it and @hono/node-server closes the connection after an
+ * unread body as the proxy does; a runtime that cannot carry it (HTTP/2, RFC 9113 8.2.2) drops it.
+ */
+function responseOf(answer: Answer, screening: Screening): Response {
+  const headers = new Headers({ 'x-request-id': screening.requestId })
+  for (const name of Object.keys(answer.headers)) headers.set(name, String(answer.headers[name]))
+  return new Response(new Uint8Array(answer.body), { status: answer.status, headers })
+}
+
+/** The body as node reads it: one stream for the shared reader, whose limit keeps it from buffering past `bodyLimit`. */
+function bodyOf(request: Request): Readable {
+  return request.body === null ? Readable.from([]) : Readable.fromWeb(request.body as NodeReadableStream<Uint8Array>)
+}
+
+/**
+ * In report mode the application gets the request as it came (docs/rollout.md): a body that was read is
+ * put back, whole or, past the limit, what was read in front of the rest, for its own `c.req.json()`.
+ */
+function report(c: Context, reported: Reported, body: Readable | undefined, screening: Screening): void {
+  if (body !== undefined) {
+    const rest = reported.body ?? Readable.toWeb(body)
+    // A streamed body needs `duplex: 'half'` (the Fetch standard, RequestInit).
+    c.req.raw = new Request(c.req.raw, { body: rest, duplex: 'half' })
+  }
+  if (reported.received !== undefined) c.req.addValidatedData('json', reported.received as object)
+  c.set('paymentsGateReport', reported)
+  const passed = passedAsItCame(reported)
+  if (passed !== undefined) c.set('paymentsGate', contextOf(passed, screening))
+}
+
+/** What is returned when the client left mid-body: nobody reads it, but a Hono middleware that stops must return a `Response`. */
+function clientGone(): Response {
+  return new Response(null, { status: 400 })
+}
+
+/**
+ * Hono middleware on the Fetch API's `Request` and `Response`. A refusal is returned as a `Response`; a
+ * request that passed goes on with `c.req.valid('json')` set to the validated, rewritten document and
+ * `c.get('paymentsGate')` to its operation, entity, user and id; other paths go on untouched. The path
+ * is the request's whole path (`new URL(c.req.url).pathname`), which Hono keeps under `app.route()`:
+ * `basePath` is relative to the server's root (docs/middleware.md, Hono).
+ */
+export function honoMiddleware(checks: Checks, logger?: GateLogger): MiddlewareHandler {
+  const tracer = registeredTracer()
+  return async (c, next) => {
+    // A URL's path is always in origin form, so it is never a target refused.
+    const operation = checks.operationOf(new URL(c.req.url).pathname)
+    if (operation === undefined) return next()
+    const head = headOf(c.req.raw)
+    const screening = screeningOf(tracer, operation, head)
+    let body: Readable | undefined
+    let outcome: Verdict | typeof ABORTED
+    try {
+      // Never undefined: the path is an operation's.
+      const admitted = (await screenHead(checks, head, operation)) as Admitted | Reported | Rejection
+      if (admitted.ok === true) {
+        body = bodyOf(c.req.raw)
+        outcome = await screenBody(checks, body, admitted)
+      } else {
+        outcome = admitted
+      }
+    } catch (error) {
+      endScreening(screening, 500)
+      return responseOf(internalError(error, logger), screening)
+    }
+    endScreening(screening, outcome === ABORTED ? 0 : outcome)
+    if (outcome === ABORTED) return clientGone()
+    if (!outcome.ok) return responseOf(answerOf(outcome), screening)
+    // On the application's answer too, as Hono's own requestId middleware sets it.
+    c.header('x-request-id', screening.requestId)
+    if (outcome.ok === 'report') {
+      report(c, outcome, body, screening)
+    } else {
+      c.req.addValidatedData('json', outcome.document)
+      c.set('paymentsGate', contextOf(outcome, screening))
+    }
+    return next()
+  }
+}
