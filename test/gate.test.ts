@@ -8,7 +8,7 @@ import { LOGIN_KEY_PREFIX } from '../lib/login-throttle-redis.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES } from './helpers/cases.js'
 import { basic, OTHER_PATH, POLICIES_DIR, saleBody, TEST_PAN, USERNAME, writeCredentials } from './helpers/fixtures.js'
-import { paymentHeaders, type Reply, send } from './helpers/http.js'
+import { paymentHeaders, raw, type Reply, send } from './helpers/http.js'
 import { startRedis } from './helpers/redis.js'
 import { closeServer, listenOnLoopback } from './helpers/servers.js'
 import { scanLogsForCards } from './helpers/logs.js'
@@ -127,6 +127,25 @@ t.test(
         embedding.name === 'proxy' ? 'mine-3' : undefined,
         `${embedding.name}: other paths`,
       )
+    }
+  },
+)
+
+t.test(
+  'every surface reads a request target as the proxy does: absolute form routed, a fragment refused',
+  async (t) => {
+    const { embeddings } = await everyEmbedding(t)
+    const body = JSON.stringify({ made: 'up' })
+    const request = (target: string) =>
+      `POST ${target} HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+    for (const embedding of embeddings) {
+      const absolute = await raw(embedding.port, request('http://any-host/payments/sales/migrateCardOnFile'), {
+        keepOpen: true,
+      })
+      t.match(absolute, /^HTTP\/1\.1 401 /, `${embedding.name}: absolute form, no credentials`)
+      const fragment = await raw(embedding.port, request('/payments/sales/migrateCardOnFile#x'), { keepOpen: true })
+      t.match(fragment, /^HTTP\/1\.1 400 [^]*"errorName":"requestIsMalformed"/, `${embedding.name}: a fragment`)
+      t.equal(embedding.handled(), 0, `${embedding.name}: nothing handed to the application`)
     }
   },
 )
