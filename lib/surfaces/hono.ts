@@ -65,16 +65,13 @@ function bodyOf(request: Request): Readable {
 }
 
 /**
- * In report mode the application gets the request as it came (docs/rollout.md): a body that was read is
- * put back, whole or, past the limit, what was read in front of the rest, for its own `c.req.json()`.
+ * In report mode the application gets the request as it came (docs/rollout.md): the body the gate read,
+ * whole (report mode passes on only a body whose entity was read), is put back for its own `c.req.json()`.
  */
-function report(c: Context, reported: Reported, body: Readable | undefined, screening: Screening): void {
-  if (body !== undefined) {
-    const rest = reported.body ?? Readable.toWeb(body)
-    // A streamed body needs `duplex: 'half'` (the Fetch standard, RequestInit).
-    c.req.raw = new Request(c.req.raw, { body: rest, duplex: 'half' })
-  }
-  if (reported.received !== undefined) c.req.addValidatedData('json', reported.received as object)
+function report(c: Context, reported: Reported, screening: Screening): void {
+  // A streamed body needs `duplex: 'half'` (the Fetch standard, RequestInit).
+  c.req.raw = new Request(c.req.raw, { body: reported.body as Uint8Array<ArrayBuffer>, duplex: 'half' })
+  c.req.addValidatedData('json', reported.received as object)
   c.set('paymentsGateReport', reported)
   const passed = passedAsItCame(reported)
   if (passed !== undefined) c.set('paymentsGate', contextOf(passed, screening))
@@ -100,14 +97,12 @@ export function honoMiddleware(checks: Checks, logger?: GateLogger): MiddlewareH
     if (operation === undefined) return next()
     const head = headOf(c.req.raw)
     const screening = screeningOf(tracer, operation, head)
-    let body: Readable | undefined
     let outcome: Verdict | typeof ABORTED
     try {
       // Never undefined: the path is an operation's.
-      const admitted = (await screenHead(checks, head, operation)) as Admitted | Reported | Rejection
+      const admitted = (await screenHead(checks, head, operation)) as Admitted | Rejection
       if (admitted.ok === true) {
-        body = bodyOf(c.req.raw)
-        outcome = await screenBody(checks, body, admitted)
+        outcome = await screenBody(checks, bodyOf(c.req.raw), admitted)
       } else {
         outcome = admitted
       }
@@ -121,7 +116,7 @@ export function honoMiddleware(checks: Checks, logger?: GateLogger): MiddlewareH
     // On the application's answer too, as Hono's own requestId middleware sets it.
     c.header('x-request-id', screening.requestId)
     if (outcome.ok === 'report') {
-      report(c, outcome, body, screening)
+      report(c, outcome, screening)
     } else {
       c.req.addValidatedData('json', outcome.document)
       c.set('paymentsGate', contextOf(outcome, screening))

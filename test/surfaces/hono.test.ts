@@ -200,14 +200,14 @@ t.test(
       context: undefined,
       wouldRefuse: 'bodyDoesNotMatchSchema',
     })
+    // A body whose entity cannot be read gets enforce's answer (docs/rollout.md), as on every surface.
     const notJson = await send(port, { headers: paymentHeaders(), body: '{"merchant"' })
-    t.match(notJson.json, { valid: null, text: '{"merchant"', wouldRefuse: 'bodyIsNotJson' })
+    t.match(notJson, { status: 400, json: { errorName: 'bodyIsNotJson' } })
     const large = `{"pad":"${'z'.repeat(70_000)}"}`
     const past = await send(port, { headers: paymentHeaders(), body: large, chunked: true })
-    t.match(past.json, { valid: null, wouldRefuse: 'bodyIsTooLarge' })
-    t.equal(past.json.text, large, 'a body past the limit: handed on whole, what was read in front of the rest')
+    t.match(past, { status: 413, json: { errorName: 'bodyIsTooLarge' } })
     const get = await send(port, { method: 'GET', headers: { authorization: AUTH } })
-    t.match(get.json, { text: '', wouldRefuse: 'methodIsNotAllowed' }, 'a method enforce would refuse')
+    t.match(get, { status: 405, json: { errorName: 'methodIsNotAllowed' } }, 'a method enforce would refuse')
     const denied = await send(port, { headers: paymentHeaders({ authorization: 'Basic eDp5' }), body: rewritable })
     t.equal(denied.status, 401, 'BasicAuth still refuses')
     t.equal((await send(port, { method: 'GET', path: OTHER_PATH, headers: {} })).status, 404, 'other paths: Hono')
