@@ -63,9 +63,9 @@ export interface GateOptions {
    */
   backendErrors?: string | BackendErrorSource
   /**
-   * `enforce` (the default) refuses what the checks refuse. `report` passes every request that
-   * passed BasicAuth on as it came (the middleware calls your handler) and reports what enforce
-   * would have done; a policy's `mode` overrides it for its entity (docs/rollout.md).
+   * `enforce` (the default) refuses what the checks refuse. `report` passes every payment whose
+   * entity the user may act for on as it came (the middleware calls your handler) and reports what
+   * enforce would have done; a policy's `mode` overrides it for its entity (docs/rollout.md).
    */
   mode?: Mode
 }

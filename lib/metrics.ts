@@ -133,7 +133,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   // Counted only in report mode; `entity` is bounded by the credentials file, since report mode still refuses a user acting for an entity not theirs.
   const wouldRefuse = new Counter({
     name: 'payments_gate_would_refuse_total',
-    help: 'Report mode: requests passed on that enforce mode would have refused, by operation, error_name and entity (unknown when not read).',
+    help: 'Report mode: requests passed on that enforce mode would have refused, by operation, error_name and entity.',
     labelNames: ['operation', 'error_name', 'entity'] as const,
     registers: [registry],
   })

@@ -229,7 +229,7 @@ const SERVE_FLAGS = {
   mode: option({
     value: 'enforce|report',
     summary:
-      "`report` passes every request that passed BasicAuth on as it came and reports what `enforce` would have done; a policy's `mode` overrides it for its entity",
+      "`report` passes every payment whose entity the user may act for on as it came and reports what `enforce` would have done; a policy's `mode` overrides it for its entity",
     default: DEFAULTS.mode,
     parse: oneOf('enforce', 'report'),
     see: '[rollout](rollout.md)',

@@ -27,7 +27,7 @@ declare global {
     interface Request {
       /** Set by the payments-gate middleware on a request that passed every check. */
       paymentsGate?: GateContext
-      /** In report mode, set on every request of the two operations that passed BasicAuth (docs/rollout.md). */
+      /** In report mode, set on every payment passed on: its entity read, and the user's (docs/rollout.md). */
       paymentsGateReport?: GateReport
     }
   }

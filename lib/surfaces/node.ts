@@ -20,8 +20,9 @@ import {
  * with the passed request and its id for the two operations, with
  * `undefined` for any other path. The request's body has been read when
  * `passed` is given. In report mode (docs/rollout.md) `report` is given for
- * every request of the two operations that passed BasicAuth, and `passed`, its
- * document as it came, only when every check passed.
+ * every request of the two operations that passed BasicAuth and named an entity
+ * the user may act for, and `passed`, its document as it came, only when every
+ * check passed.
  */
 export type NodeNext = (
   req: IncomingMessage,
