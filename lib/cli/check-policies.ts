@@ -1,6 +1,7 @@
 import { CodedError } from '../coded-error.js'
 import { readFailure } from '../file-error.js'
 import { loadPolicyDir } from '../policy/load.js'
+import { NO_POLICIES } from '../policy/store.js'
 import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, type Command } from './io.js'
 
@@ -22,6 +23,11 @@ export const run: Command = async (args, io) => {
   })
   for (const { file, reason } of problems) io.stdout.write(`${file}: ${reason}\n`)
   if (problems.length > 0) return EXIT_NO
+  // The gateway refuses such a folder, at start and at reload (docs/policies.md).
+  if (policies.size === 0) {
+    io.stdout.write(`${dir}: ${NO_POLICIES}\n`)
+    return EXIT_NO
+  }
   const entities = [...policies.keys()]
   io.stdout.write(
     `${entities.length} valid ${entities.length === 1 ? 'policy' : 'policies'} in ${dir}: ${entities.join(', ')}\n`,

@@ -39,7 +39,8 @@ interface Snapshot {
 }
 
 /** Why a folder with no valid policy is refused: every payment would be 400 `entityIsNotConfigured`. */
-const NO_POLICIES = 'no policies: a folder that configures no entity is refused, the last good policies stay in force'
+export const NO_POLICIES =
+  'no policies: a folder that configures no entity is refused, the last good policies stay in force'
 
 function snapshotOf(policies: Map<string, Policy>): Snapshot {
   const entities = [...policies.keys()].sort()

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { join } from 'node:path'
+import { NO_POLICIES } from '../../lib/policy/store.js'
 import { runCli } from '../helpers/cli.js'
 
 const good = (entity: string) =>
@@ -23,6 +24,13 @@ t.test('one valid file: exit 0 and a summary', async (t) => {
   t.equal(result.code, 0)
   t.equal(result.stdout, `1 valid policy in ${dir}: shop\n`)
   t.equal(result.stderr, '')
+})
+
+t.test('a folder without any policy: exit 1, as the gateway refuses it', async (t) => {
+  const dir = t.testdir({ 'notes.txt': 'not a policy' })
+  const result = await runCli(['check-policies', dir])
+  t.equal(result.code, 1)
+  t.equal(result.stdout, `${dir}: ${NO_POLICIES}\n`)
 })
 
 t.test('invalid files: exit 1 and one "file: reason" line per bad file', async (t) => {
