@@ -622,9 +622,11 @@ t.test(
       stdio: ['ignore', 'pipe', 'inherit'],
     })
     t.teardown(() => void backend.kill('SIGKILL'))
+    const backendExited = new Promise((resolve) => backend.once('exit', resolve))
     let said = ''
     const heard = (pattern: RegExp) =>
-      new Promise<RegExpExecArray>((resolve) => {
+      new Promise<RegExpExecArray>((resolve, reject) => {
+        void backendExited.then(() => reject(new Error(`the backend exited before it said ${pattern}`)))
         const look = () => {
           const match = pattern.exec(said)
           if (match === null) return false
@@ -639,7 +641,6 @@ t.test(
         if (!look()) backend.stdout.on('data', listen)
       })
     const backendPort = (await heard(/listening (\d+)/))[1] as string
-    const backendExited = new Promise((resolve) => backend.once('exit', resolve))
     const credentials = await writeCredentials(t.testdir())
     const admin = await freePort()
     const run = spawnCli(
