@@ -88,7 +88,8 @@ export function startBackendSpan(
   const attributes = {
     'http.request.method': method,
     'server.address': target.hostname,
-    'server.port': Number(target.port || 80),
+    // A URL leaves out its scheme's default port: 443 for https, 80 for http (RFC 9110 4.2).
+    'server.port': Number(target.port || (target.protocol === 'https:' ? 443 : 80)),
   }
   const span = tracer.startSpan(method, { kind: SpanKind.CLIENT, attributes }, trace.setSpan(ROOT_CONTEXT, parent))
   propagation.inject(trace.setSpan(ROOT_CONTEXT, span), headers)

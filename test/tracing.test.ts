@@ -16,13 +16,17 @@ t.test('no tracer until an SDK is registered, and none once it is gone', async (
   const headers = {}
   const backend = startBackendSpan(tracer!, server, 'POST', new URL('http://backend.internal/base'), headers)
   backend.end()
+  startBackendSpan(tracer!, server, 'POST', new URL('https://backend.internal/base'), {}).end()
+  startBackendSpan(tracer!, server, 'POST', new URL('https://backend.internal:8443'), {}).end()
   server.end()
-  const [exported] = exporter.getFinishedSpans()
+  const [exported, secure, named] = exporter.getFinishedSpans()
   t.match(
     exported?.attributes,
     { 'server.address': 'backend.internal', 'server.port': 80 },
     "HTTP's default port when the URL names none",
   )
+  t.match(secure?.attributes, { 'server.port': 443 }, "HTTPS's default port when the URL names none")
+  t.match(named?.attributes, { 'server.port': 8443 }, 'the port the URL names')
   t.same(
     headers,
     { traceparent: `00-${backend.spanContext().traceId}-${backend.spanContext().spanId}-01` },

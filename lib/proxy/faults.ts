@@ -10,7 +10,8 @@ export type FaultKind = Exclude<BackendErrorKind, 'serverError'>
  * nothing was sent; a backend certificate that fails verification is one,
  * since node checks it before the request is written (docs/backend-faults.md,
  * TLS to the backend). `timeout`: the backend stayed silent past `--timeout`.
- * Any other code, once connected, is a `reset`.
+ * Any other code, once connected, is a `reset`, an unreachable host reported
+ * by an open connection included (CONNECT_ONLY).
  */
 const FAULTS = new Map<string, FaultKind>([
   ['ECONNREFUSED', 'refused'],
@@ -31,10 +32,18 @@ const FAULTS = new Map<string, FaultKind>([
   ['UND_ERR_BODY_TIMEOUT', 'timeout'],
 ])
 
+/**
+ * Codes that say nothing was sent only when connecting raised them (`syscall` `connect`): the same code
+ * from a read or a write on an open connection comes after the request may have gone out.
+ */
+const CONNECT_ONLY = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH'])
+
 /** Which failure it was on a path passed through (docs/backend-faults.md). */
 export function faultKind(error: Error): FaultKind {
-  const code = (error as NodeJS.ErrnoException).code
-  return (code === undefined ? undefined : FAULTS.get(code)) ?? 'reset'
+  const { code, syscall } = error as NodeJS.ErrnoException
+  if (code === undefined) return 'reset'
+  if (CONNECT_ONLY.has(code) && syscall !== 'connect') return 'reset'
+  return FAULTS.get(code) ?? 'reset'
 }
 
 /**

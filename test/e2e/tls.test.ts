@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { copyFile, rename } from 'node:fs/promises'
 import { createServer as createHttpsServer, request, Agent, type Server } from 'node:https'
 import type { IncomingHttpHeaders } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createConnection, type AddressInfo } from 'node:net'
 import { connect, type PeerCertificate, type TLSSocket } from 'node:tls'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -185,6 +185,15 @@ t.test('plain HTTP sent to the TLS port is never answered in clear; TLS 1.1 is r
     socket.on('error', resolve)
   })
   t.match(error.code, /^ERR_SSL_/, 'the handshake fails')
+})
+
+t.test("a connection silent before its handshake is closed within the header timeout, not node's 120 s", async (t) => {
+  const backend = await startHttpsBackend(t, pki.server)
+  const { port } = await startGateway(t, { target: backend.url, tls: fixed(pki.server), headersTimeout: 300 })
+  const socket = createConnection(port, '127.0.0.1')
+  socket.on('error', () => undefined)
+  await new Promise((resolve) => socket.on('close', resolve))
+  t.equal(socket.bytesRead, 0, 'closed without an answer')
 })
 
 /** The test CA as the backend's trust, as --target-ca gives it. */

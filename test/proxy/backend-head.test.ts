@@ -101,4 +101,24 @@ t.test('a status node refuses to write (below 100) is a broken answer: 500, neve
   t.equal((await send(url, { method: 'GET', path: OTHER_PATH })).text, 'ok', 'the gateway still answers')
 })
 
+t.test(
+  "a backend's unsolicited 100 Continue: dropped on a passed-through path; on a payment undici gives up, an unknown outcome",
+  async (t) => {
+    const backend = await startRawBackend(t, (socket) =>
+      socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}'),
+    )
+    const { url } = await startGateway(t, { target: backend.url, idempotency: 'memory' })
+    const other = await send(url, { method: 'GET', path: OTHER_PATH })
+    t.same([other.status, other.text], [201, '{}'], 'node skips the 100, the 201 relayed')
+    const body = saleBody({ transactionReference: 'continue-1' })
+    const payment = await send(url, { headers: paymentHeaders(), body })
+    t.equal(payment.status, 500, 'undici drops the connection on an unsolicited 100 (docs/backend-faults.md)')
+    t.equal(payment.json.errorName, 'internalErrorOccurred')
+    t.match(loggedRequests().at(-1), { status: 500, backendError: 'reset', backendErrorCode: 'UND_ERR_SOCKET' })
+    const retry = await send(url, { headers: paymentHeaders(), body })
+    t.same([retry.status, retry.headers['idempotent-replayed']], [500, 'true'], 'the outcome unknown, replayed')
+    t.equal(backend.requests.length, 2, 'the payment sent once, beside the other path')
+  },
+)
+
 noCrashes()

@@ -393,8 +393,13 @@ t.test("the target's path goes in front, its query before the request's", async 
 })
 
 t.test("undici's error codes: one table for both engines", async (t) => {
-  const failure = (code?: string) => Object.assign(new Error('x'), { code })
-  t.equal(faultKind(failure('ECONNREFUSED')), 'refused')
+  const failure = (code?: string, syscall?: string) => Object.assign(new Error('x'), { code, syscall })
+  t.equal(faultKind(failure('ECONNREFUSED', 'connect')), 'refused')
+  t.equal(faultKind(failure('EHOSTUNREACH', 'connect')), 'refused', 'raised by connecting: nothing sent')
+  t.equal(faultKind(failure('ENETUNREACH', 'connect')), 'refused')
+  t.equal(faultKind(failure('EHOSTUNREACH', 'read')), 'reset', 'on an open connection: it may have been sent')
+  t.equal(faultKind(failure('ENETUNREACH', 'write')), 'reset')
+  t.equal(faultKind(failure('ENOTFOUND', 'getaddrinfo')), 'refused')
   t.equal(faultKind(failure('UND_ERR_CONNECT_TIMEOUT')), 'refused', 'no connection was made: nothing sent')
   t.equal(faultKind(failure('UND_ERR_HEADERS_TIMEOUT')), 'timeout')
   t.equal(faultKind(failure('UND_ERR_BODY_TIMEOUT')), 'timeout')
