@@ -93,6 +93,12 @@ t.test(
   },
 )
 
+/** Written whole in one step (a rename), so that the watcher never reads a file half written, which a loaded machine shows. */
+async function replace(file: string, text: string): Promise<void> {
+  await writeFile(`${file}.next`, text)
+  await rename(`${file}.next`, file)
+}
+
 t.test(
   'onReload: a refused version once, again at each SIGHUP, a change or a SIGHUP ok, and the end of a refusal',
   async (t) => {
@@ -104,7 +110,7 @@ t.test(
     await store.reload()
     t.same(outcomes, [{ applied: true, refused: [], refusedNow: 0 }], 'SIGHUP: a reload, even when nothing changed')
     t.match(log.lines, [{ level: 'info', message: 'backend errors rules reloaded' }])
-    await writeFile(file, '{"rules": [1]}')
+    await replace(file, '{"rules": [1]}')
     await eventually(() => outcomes.length === 2)
     t.same(outcomes[1], { applied: false, refused: [{ file, reason: '$.rules[0]: must be an object' }], refusedNow: 1 })
     await store.reload()
@@ -113,14 +119,14 @@ t.test(
       [{ applied: false, refused: [{ file, reason: '$.rules[0]: must be an object' }], refusedNow: 1 }],
       'SIGHUP: refused again',
     )
-    await writeFile(file, rulesFile('firstName'))
+    await replace(file, rulesFile('firstName'))
     await eventually(() => outcomes.length === 4)
     t.same(
       outcomes[3],
       { applied: false, refused: [], refusedNow: 0 },
       'the same rules again: nothing applied, nothing refused any more',
     )
-    await writeFile(file, rulesFile('secondName'))
+    await replace(file, rulesFile('secondName'))
     await eventually(() => outcomes.length === 5)
     t.same(outcomes[4], { applied: true, refused: [], refusedNow: 0 })
     t.equal(nameOf(store), 'secondName')
