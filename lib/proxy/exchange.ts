@@ -197,7 +197,8 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
 /** Report mode's metrics: what enforce mode would have refused or rewritten (docs/rollout.md). */
 function recordReport(exchange: Exchange, metrics: Metrics | undefined): void {
   const { operation, wouldRefuse, wouldRewrite } = exchange
-  const entity = exchange.entity ?? 'unknown'
+  // Report mode passes on only a payment whose entity it read (docs/rollout.md).
+  const entity = exchange.entity as string
   if (wouldRefuse !== undefined) metrics?.wouldRefuse(operation, wouldRefuse, entity)
   if (wouldRewrite !== undefined) for (const rewrite of wouldRewrite) metrics?.wouldRewrite(operation, rewrite, entity)
 }
