@@ -514,7 +514,7 @@ t.test(
   async (t) => {
     const gatewayPolicy = find('NetworkPolicy', 'payments')
     t.same(gatewayPolicy.spec.podSelector.matchLabels, deployment.spec.selector.matchLabels)
-    t.same(gatewayPolicy.spec.policyTypes, ['Ingress', 'Egress'])
+    t.same(gatewayPolicy.spec.policyTypes, ['Ingress'])
     t.same(
       gatewayPolicy.spec.ingress.map((rule: any) => rule.ports.map((port: any) => port.port)),
       [[portNamed('http')], [portNamed('admin')]],
