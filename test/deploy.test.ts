@@ -10,9 +10,7 @@ import { parseAllDocuments } from 'yaml'
 import { flagName } from '../lib/cli/flags.js'
 import { DEFAULTS } from '../lib/defaults.js'
 import { storePassword } from '../lib/cli/startup.js'
-import { CodedError } from '../lib/coded-error.js'
 import { createIdempotencyStore } from '../lib/idempotency/create-store.js'
-import { connectRedis, redisTarget } from '../lib/idempotency/redis-client.js'
 import type { RedisIdempotencyStore } from '../lib/idempotency/redis.js'
 import { RedisLoginThrottle } from '../lib/login-throttle-redis.js'
 import { inFlightWindowMs, UNKNOWN_ANSWER } from '../lib/proxy/retry-protection.js'
@@ -383,51 +381,6 @@ t.test(
   },
 )
 
-t.test(
-  '--idempotency-password-file: read once, trailing newlines dropped; a URL with its own password, an empty or missing file, a store that is not Redis are refused',
-  async (t) => {
-    const dir = t.testdir({ password: 'secret\r\n\n', empty: '\n' })
-    t.equal(await storePassword(undefined, 'memory', flagName), undefined)
-    t.equal(await storePassword(join(dir, 'password'), 'redis://user@host:6379', flagName), 'secret')
-    await t.rejects(
-      storePassword(join(dir, 'empty'), 'redis://host', flagName),
-      new CodedError(
-        'EUSAGE',
-        `--idempotency-password-file: ${join(dir, 'empty')} is empty; give the file the Redis password is in`,
-      ),
-    )
-    await t.rejects(
-      storePassword(join(dir, 'missing'), 'redis://host', flagName),
-      new CodedError(
-        'EUSAGE',
-        `--idempotency-password-file: ${join(dir, 'missing')}: no such file or folder; give the file the Redis password is in`,
-      ),
-    )
-    await t.rejects(
-      storePassword(join(dir, 'password'), 'memory', flagName),
-      new CodedError('EUSAGE', '--idempotency-password-file: --idempotency is not a Redis URL'),
-    )
-    for (const url of ['redis://:own@host:6379', 'redis-sentinel://user:own@host:26379#primary'])
-      t.throws(
-        () => connectRedis(redisTarget(url) as Parameters<typeof connectRedis>[0], { password: 'secret' }),
-        new CodedError('EIDEMPOTENCY', '--idempotency: a password in the URL and a password file; give one'),
-      )
-    const sentinel = connectRedis(
-      redisTarget('redis-sentinel://user@127.0.0.1:9#primary') as Parameters<typeof connectRedis>[0],
-      {
-        password: 'secret',
-      },
-    )
-    t.teardown(() => sentinel.disconnect())
-    t.match(sentinel.options, { password: 'secret', username: 'user' }, 'through Sentinel: the primary gets it')
-    const plain = connectRedis('redis://user@127.0.0.1:9/0', { password: 'secret' })
-    t.teardown(() => plain.disconnect())
-    t.match(plain.options, { password: 'secret', username: 'user' })
-    plain.on('error', () => undefined)
-    sentinel.on('error', () => undefined)
-  },
-)
-
 t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_ADMIN put it, in node", async (t) => {
   const found = final.filter((step) => step.keyword === 'HEALTHCHECK')
   t.equal(found.length, 1)
@@ -565,7 +518,7 @@ t.test(
   async (t) => {
     const gatewayPolicy = find('NetworkPolicy', 'payments')
     t.same(gatewayPolicy.spec.podSelector.matchLabels, deployment.spec.selector.matchLabels)
-    t.same(gatewayPolicy.spec.policyTypes, ['Ingress', 'Egress'])
+    t.same(gatewayPolicy.spec.policyTypes, ['Ingress'])
     t.same(
       gatewayPolicy.spec.ingress.map((rule: any) => rule.ports.map((port: any) => port.port)),
       [[portNamed('http')], [portNamed('admin')]],

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { bind, unreadable } from '../../lib/cli/startup.js'
+import { flagName } from '../../lib/cli/flags.js'
+import { bind, storePassword, unreadable } from '../../lib/cli/startup.js'
 import { CodedError } from '../../lib/coded-error.js'
 import { readFailure } from '../../lib/file-error.js'
 import { spawnCli } from '../helpers/cli.js'
@@ -14,6 +15,7 @@ const dir = t.testdir({
   'fifo-policies': {},
   'not-json.json': '{"users": [',
   'not-json-lines.json': 'not\r\njson\n',
+  password: 'secret\n',
 })
 const credentials = await writeCredentials(dir)
 // A FIFO opened for reading waits for a writer: a start-up that read it as a file would never end (docs/cli.md, files read).
@@ -130,6 +132,16 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       'payments-gate serve: --target="http://***@127.0.0.1:1" must not hold a user or password (USER:PASSWORD@); the gateway sends none\n',
     ],
     [
+      [...serve, '--credentials', credentials, '--idempotency', 'redis://user@127.0.0.1:9'],
+      { PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE: join(dir, 'missing') },
+      `payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE: ${join(dir, 'missing')}: no such file or folder; give the file the Redis password is in\n`,
+    ],
+    [
+      [...serve, '--credentials', credentials, '--idempotency-password-file', join(dir, 'password')],
+      { PAYMENTS_GATE_IDEMPOTENCY: 'redis://:own@127.0.0.1:9' },
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY: a password in the URL and a password file; give one\n',
+    ],
+    [
       ['serve', '--credentials', credentials],
       {},
       'payments-gate serve: --target is required: give --target URL or set PAYMENTS_GATE_TARGET\n',
@@ -188,3 +200,30 @@ t.test('readFailure: a code it has no words for is "cannot be read"', async (t) 
   t.equal(readFailure(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })), 'cannot be read')
   t.equal(readFailure(Object.assign(new Error('EACCES'), { code: 'EACCES' })), 'permission denied')
 })
+
+t.test(
+  '--idempotency-password-file: read once, trailing newlines dropped; an empty or missing file, a store that is not Redis are refused',
+  async (t) => {
+    const dir = t.testdir({ password: 'secret\r\n\n', empty: '\n' })
+    t.equal(await storePassword(undefined, 'memory', flagName), undefined)
+    t.equal(await storePassword(join(dir, 'password'), 'redis://user@host:6379', flagName), 'secret')
+    await t.rejects(
+      storePassword(join(dir, 'empty'), 'redis://host', flagName),
+      new CodedError(
+        'EUSAGE',
+        `--idempotency-password-file: ${join(dir, 'empty')} is empty; give the file the Redis password is in`,
+      ),
+    )
+    await t.rejects(
+      storePassword(join(dir, 'missing'), 'redis://host', flagName),
+      new CodedError(
+        'EUSAGE',
+        `--idempotency-password-file: ${join(dir, 'missing')}: no such file or folder; give the file the Redis password is in`,
+      ),
+    )
+    await t.rejects(
+      storePassword(join(dir, 'password'), 'memory', flagName),
+      new CodedError('EUSAGE', '--idempotency-password-file: --idempotency is not a Redis URL'),
+    )
+  },
+)

@@ -2,7 +2,8 @@ import t from 'tap'
 import { checkIdempotencySpec, createIdempotencyStore } from '../../lib/idempotency/create-store.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
-import { redisTarget } from '../../lib/idempotency/redis-client.js'
+import { CodedError } from '../../lib/coded-error.js'
+import { connectRedis, redisTarget } from '../../lib/idempotency/redis-client.js'
 import { startRedis } from '../helpers/redis.js'
 import { OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
@@ -118,5 +119,29 @@ t.test(
     })
     t.ok(store instanceof RedisIdempotencyStore, 'a Sentinel spec is a Redis store')
     await store?.close()
+  },
+)
+
+t.test(
+  'a password from a file, for a URL that carries none, in every form; a URL with its own is refused',
+  async (t) => {
+    for (const url of ['redis://:own@host:6379', 'redis-sentinel://user:own@host:26379#primary'])
+      t.throws(
+        () => connectRedis(redisTarget(url) as Parameters<typeof connectRedis>[0], { password: 'secret' }),
+        new CodedError('EIDEMPOTENCY', '--idempotency: a password in the URL and a password file; give one'),
+      )
+    const sentinel = connectRedis(
+      redisTarget('redis-sentinel://user@127.0.0.1:9#primary') as Parameters<typeof connectRedis>[0],
+      {
+        password: 'secret',
+      },
+    )
+    t.teardown(() => sentinel.disconnect())
+    t.match(sentinel.options, { password: 'secret', username: 'user' }, 'through Sentinel: the primary gets it')
+    const plain = connectRedis('redis://user@127.0.0.1:9/0', { password: 'secret' })
+    t.teardown(() => plain.disconnect())
+    t.match(plain.options, { password: 'secret', username: 'user' })
+    plain.on('error', () => undefined)
+    sentinel.on('error', () => undefined)
   },
 )
