@@ -15,6 +15,8 @@ export type ErrorCode =
   | 'EBACKENDERRORS'
   /** An `--idempotency` store spec or Redis URL that is none of the forms taken. */
   | 'EIDEMPOTENCY'
+  /** No `--idempotency-fingerprint-key` for a shared store, or one that cannot be read or is too short. */
+  | 'EFINGERPRINTKEY'
   /** The backend did not answer within `--timeout` (the pass-through engine's own timer). */
   | 'EBACKENDTIMEOUT'
   /** Fewer replicas than asked acknowledged a write in time (docs/idempotency.md, replicas). */

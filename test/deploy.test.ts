@@ -1,7 +1,7 @@
 // The image and the manifests, short of building the image (no container engine runs on the machines
 // the tests run on: docs/deployment.md, the image). The Dockerfile's command line and the Deployment's
 // settings are run for real, against a local backend, with the mounts made into folders of the test.
-import { cpSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
+import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
@@ -207,14 +207,23 @@ t.test(
     const args = command.map((arg) => (arg.startsWith('/') ? mounted(arg) : arg))
     args[args.indexOf(flag(command, 'listen'))] = `127.0.0.1:${listen}`
     args[args.indexOf(flag(command, 'admin'))] = `127.0.0.1:${admin}`
+    const keyFile = gateway.env.find((variable: any) => variable.name === 'PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY')
+    mkdirSync(mounted(dirname(keyFile.value)), { recursive: true })
+    writeFileSync(mounted(keyFile.value), `${'k'.repeat(32)}\n`)
     const local: Record<string, string> = {
       PAYMENTS_GATE_TARGET: backend.url,
       PAYMENTS_GATE_IDEMPOTENCY: redis?.url ?? 'memory',
+      PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY: mounted(keyFile.value),
     }
     const env = Object.fromEntries(
       gateway.env.map(({ name, value }: { name: string; value: string }) => [name, local[name] ?? value]),
     )
-    t.same(Object.keys(env).sort(), ['PAYMENTS_GATE_IDEMPOTENCY', 'PAYMENTS_GATE_TARGET', 'PAYMENTS_GATE_VENDOR'])
+    t.same(Object.keys(env).sort(), [
+      'PAYMENTS_GATE_IDEMPOTENCY',
+      'PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY',
+      'PAYMENTS_GATE_TARGET',
+      'PAYMENTS_GATE_VENDOR',
+    ])
     const run = spawnCli([...args, '--shutdown-delay', '0'], env)
     t.teardown(() => void run.child.kill('SIGKILL'))
     await poll(`http://127.0.0.1:${admin}${gateway.readinessProbe.httpGet.path}`, 200)

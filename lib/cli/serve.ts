@@ -6,6 +6,7 @@ import type { Authenticator } from '../checks/auth.js'
 import { isCoded } from '../coded-error.js'
 import { DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
+import { readFingerprintKeys } from '../idempotency/fingerprint.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
 import { createLogger, type Logger } from '../log.js'
@@ -29,6 +30,7 @@ type RetryProtectionFlags =
   | 'idempotencyReplicas'
   | 'idempotencyMaxEntries'
   | 'idempotencyMaxBytes'
+  | 'idempotencyFingerprintKey'
 type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
 type DefaultedFlags =
   RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
@@ -90,11 +92,18 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       onReload: (side, outcome) => metrics.tlsReload(side, outcome),
     })
     const onStoreError = storeErrorReporter(logger, metrics)
-    const { store, gate } = await Promise.resolve()
+    const { store, gate, fingerprintKey } = await Promise.resolve()
       .then(async () => {
+        const keyFile = setup.idempotencyFingerprintKey
+        const fingerprintKey = keyFile === undefined ? undefined : await readFingerprintKeys(keyFile)
         // Built once, here, from `--idempotency` read once. A Redis store's client also carries the failed-login
         // throttle (docs/idempotency.md): the store owns it and the gateway's drain closes it; the gate borrows it.
-        const store = createRetryStore({ ...setup, onStoreError, idempotencyReport: evictionReporter(logger, metrics) })
+        const store = createRetryStore({
+          ...setup,
+          idempotencyFingerprintKey: fingerprintKey,
+          onStoreError,
+          idempotencyReport: evictionReporter(logger, metrics),
+        })
         try {
           const gate = await createGate({
             ...setup,
@@ -105,7 +114,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
             throttleRedis: store instanceof RedisIdempotencyStore ? store.redis : undefined,
             onStoreError,
           })
-          return { store, gate }
+          return { store, gate, fingerprintKey }
         } catch (error) {
           await store?.close()
           throw error
@@ -125,6 +134,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         checks,
         backendErrors,
         idempotency,
+        idempotencyFingerprintKey: fingerprintKey,
         logger,
         metrics,
         onStoreError,

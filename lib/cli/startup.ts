@@ -40,6 +40,10 @@ export function unreadable(error: unknown, where: (key: string) => string): unkn
     if (error.code === 'EIDEMPOTENCY') {
       return new CodedError('EUSAGE', error.message.replace('--idempotency', where('idempotency')))
     }
+    if (error.code === 'EFINGERPRINTKEY') {
+      const flag = '--idempotency-fingerprint-key'
+      return new CodedError('EUSAGE', error.message.replace(flag, where('idempotencyFingerprintKey')))
+    }
     const refused = REFUSED[error.code as ErrorCode]
     if (refused !== undefined) return new CodedError('EUSAGE', `${where(refused[0])}: ${error.message}; ${refused[1]}`)
   }

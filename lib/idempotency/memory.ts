@@ -209,6 +209,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return (age * this.#unit) / 1000
   }
 
+  // No `matches`: every fingerprint here is of this process's own key, and nothing outlives the process.
   claim(key: string, fingerprint: string): Claim {
     const time = this.#tick()
     const entry = this.#entries.get(key)

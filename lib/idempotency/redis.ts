@@ -185,6 +185,15 @@ const WRITE_CONNECTIONS = 8
 const IN_FLIGHT: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
 
+/**
+ * Whether a stored fingerprint is the payment's: its own form, or another the caller recognizes. A
+ * record made by a gateway of the fleet before an upgrade or a key rotation lives its TTL in the
+ * shared store (docs/idempotency.md, upgrading).
+ */
+function same(stored: string, fingerprint: string, matches: ((stored: string) => boolean) | undefined): boolean {
+  return stored === fingerprint || matches?.(stored) === true
+}
+
 /** A release that failed every attempt: the claim holds its key until it expires, although its payment was never forwarded. */
 function releaseFailed(attempts: number, cause: unknown): CodedError<'ERELEASE'> {
   return new CodedError(
@@ -235,7 +244,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return ready.every(Boolean)
   }
 
-  async claim(key: string, fingerprint: string): Promise<Claim> {
+  async claim(key: string, fingerprint: string, matches?: (stored: string) => boolean): Promise<Claim> {
     const token = randomUUID()
     const writers = this.#writers
     const found =
@@ -246,7 +255,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const stored = JSON.parse(found[0]) as Stored
     const unknown = stored.state === 'inFlight' && found[1] === 1
     if (stored.state === 'inFlight' && !unknown) return IN_FLIGHT
-    if (stored.fingerprint !== fingerprint) return MISMATCH
+    if (!same(stored.fingerprint, fingerprint, matches)) return MISMATCH
     if (stored.state === 'inFlight') return { state: 'recorded', answer: this.#options.unknownAnswer }
     const { status, headers, body } = stored.answer
     return { state: 'recorded', answer: { status, headers, body: Buffer.from(body, 'base64') } }
@@ -268,14 +277,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     await this.#release(this.#client, REDIS_KEY_PREFIX + key, token)
   }
 
-  async peek(key: string, fingerprint: string): Promise<Peek> {
+  async peek(key: string, fingerprint: string, matches?: (stored: string) => boolean): Promise<Peek> {
     // Safe to repeat: it only reads.
     const found = await this.#client.paymentsGateIdemPeek(REDIS_KEY_PREFIX + key)
     if (found === null) return 'free'
     const stored = JSON.parse(found[0]) as Stored
     // A claim past its window is an unknown outcome, replayed as recorded (docs/idempotency.md).
     if (stored.state === 'inFlight' && found[1] === 0) return 'inFlight'
-    return stored.fingerprint === fingerprint ? 'recorded' : 'mismatch'
+    return same(stored.fingerprint, fingerprint, matches) ? 'recorded' : 'mismatch'
   }
 
   /** Quits the connections; a release waiting for its next attempt gives up (`ERELEASE`). */

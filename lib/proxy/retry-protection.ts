@@ -5,9 +5,16 @@ import { reject, type Rejection } from '../errors.js'
 import { answerOf, flatHeaders, writeAnswer, type Answer } from '../http/answer.js'
 import { createIdempotencyStore } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
-import { fingerprint } from '../idempotency/fingerprint.js'
+import { CodedError } from '../coded-error.js'
+import {
+  checkFingerprintKeys,
+  createFingerprinter,
+  processFingerprintKeys,
+  type Fingerprinter,
+} from '../idempotency/fingerprint.js'
 import { idempotencyKey } from '../idempotency/key.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
+import { redisTarget } from '../idempotency/redis-client.js'
 import type { Claim, IdempotencyStore, Peek, RecordedAnswer } from '../idempotency/store.js'
 import type { Metrics, RetryProtectionOutcome } from '../metrics.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
@@ -35,6 +42,12 @@ export interface RetryProtectionOptions {
   idempotencyMaxBytes?: number
   /** Told of the memory store's evictions and how far back it remembers (the gateway logs and exports them). */
   idempotencyReport?: MemoryStoreReport
+  /**
+   * The fingerprints' HMAC key the fleet shares, at least 32 bytes; during a rotation two, the current one
+   * first (docs/idempotency.md). Required with a Redis store; without one, a store of this process gets a
+   * random key of its own.
+   */
+  idempotencyFingerprintKey?: Buffer | readonly Buffer[]
 }
 
 /** A claimed key: what `settle` needs to record or release it once the backend's outcome is known. */
@@ -162,10 +175,17 @@ const would = (peek: Peek) => WOULD[peek]
 
 export function createRetryProtection(
   store: IdempotencyStore,
-  options: Pick<RetryProtectionOptions, 'idempotencyFailure' | 'onStoreError'> = {},
+  options: Pick<RetryProtectionOptions, 'idempotencyFailure' | 'onStoreError' | 'idempotencyFingerprintKey'> = {},
 ): RetryProtection {
   const failOpen = options.idempotencyFailure === 'open'
   const onStoreError = options.onStoreError
+  const fingerprinter: Fingerprinter = createFingerprinter(
+    options.idempotencyFingerprintKey === undefined
+      ? processFingerprintKeys()
+      : checkFingerprintKeys(options.idempotencyFingerprintKey),
+  )
+  /** The payment's fingerprint; before keyed fingerprints a gateway took the SHA-256 of the same bytes. */
+  const fingerprintOf = (operation: string, payload: Buffer) => fingerprinter.of(operation, payload, () => [payload])
 
   function decide(key: string, claim: Claim): Guard {
     switch (claim.state) {
@@ -195,7 +215,8 @@ export function createRetryProtection(
       const key = idempotencyKey(passed.entity, passed.document.transactionReference)
       let claim: Claim | Promise<Claim>
       try {
-        claim = store.claim(key, fingerprint(passed.operation, payload))
+        const print = fingerprintOf(passed.operation, payload)
+        claim = store.claim(key, print.value, print.matches)
       } catch (error) {
         return failed(error)
       }
@@ -214,9 +235,11 @@ export function createRetryProtection(
       if (store.peek === undefined) return undefined
       let peek: Peek | Promise<Peek>
       try {
+        const print = fingerprintOf(passed.operation, payload)
         peek = store.peek(
           idempotencyKey(passed.entity, passed.document.transactionReference),
-          fingerprint(passed.operation, payload),
+          print.value,
+          print.matches,
         )
       } catch (error) {
         return failed(error).outcome
@@ -271,6 +294,15 @@ export interface PaymentsOptions extends RetryProtectionOptions {
  */
 export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): IdempotencyStore | undefined {
   const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+  const shared =
+    idempotency instanceof RedisIdempotencyStore ||
+    (typeof idempotency === 'string' && redisTarget(idempotency) !== undefined)
+  // Each gateway's own random key would make every retry that lands on another gateway a 422.
+  if (shared && options.idempotencyFingerprintKey === undefined)
+    throw new CodedError(
+      'EFINGERPRINTKEY',
+      '--idempotency-fingerprint-key must be given with a Redis store: every gateway sharing it fingerprints payments with the same key',
+    )
   if (typeof idempotency !== 'string') return idempotency
   return createIdempotencyStore(idempotency, {
     ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { request, type ServerResponse } from 'node:http'
 import { connect, createServer as createNetServer } from 'node:net'
 import { PassThrough } from 'node:stream'
@@ -8,7 +9,7 @@ import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
-import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { type Answer, created, listenOnLoopback, startBackend } from '../helpers/servers.js'
@@ -356,8 +357,20 @@ t.test('retry protection off: every copy is forwarded', async (t) => {
 
 /** `payments-gate serve` in a process of its own, on a free port, in front of `target`, with `args`; stopped when the test ends. */
 async function gatewayProcess(t: Test, target: string, args: string[]): Promise<string> {
-  const credentials = await writeCredentials(t.testdir())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, ...args])
+  const dir = t.testdir()
+  const credentials = await writeCredentials(dir)
+  const run = spawnCli([
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--target',
+    target,
+    '--credentials',
+    credentials,
+    '--idempotency-fingerprint-key',
+    await writeFingerprintKey(dir),
+    ...args,
+  ])
   t.teardown(async () => {
     run.child.kill('SIGINT')
     await run.exited
@@ -501,12 +514,14 @@ t.test('serve: a store failure is a log line and a metric', async (t) => {
   const lines: string[] = []
   stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)))
   const io = { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env: {} }
+  const dir = t.testdir()
   const serving = await startServing(
     {
       listen: { host: '127.0.0.1', port: 0 },
       target: new URL(backend.url),
       policies: 'policies',
-      credentials: await writeCredentials(t.testdir()),
+      credentials: await writeCredentials(dir),
+      idempotencyFingerprintKey: await writeFingerprintKey(dir),
       vendor: 'example',
       basePath: '',
       bodyLimit: 65536,
@@ -544,3 +559,93 @@ t.test(
     t.equal(a.backend.received.length, 0)
   },
 )
+
+t.test(
+  'keyed fingerprints in Redis: no digest of the document without the key; a rotation and the records of before the upgrade still replayed',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const client = createRedisClient(redis.url)
+    t.teardown(() => client.disconnect())
+    t.ok(await whenReady(client, 5000))
+    const [current, older] = [Buffer.alloc(32, 'c'), Buffer.alloc(32, 'o')]
+    const stored = async (reference: string) =>
+      JSON.parse((await client.get(`payments-gate:idem:${JSON.stringify(['default', reference])}`)) as string)
+
+    const before = await protectedGateway(t, { idempotency: redis.url, idempotencyFingerprintKey: older })
+    const charged = sale()
+    t.equal((await pay(before.url, charged)).status, 201)
+    const forwarded = (before.backend.received[0] as { body: Buffer }).body
+    const print: string = (await stored(charged.transactionReference)).fingerprint
+    t.match(print, /^hmac:[0-9a-f]{8} sale /, 'the stored fingerprint names its key')
+    t.not(print.split(' ')[2], createHash('sha256').update(forwarded).digest('base64'), 'not the plain SHA-256')
+
+    // A record as a gateway of before keyed fingerprints left it: the SHA-256 of the document it forwarded.
+    const old = sale()
+    t.equal((await pay(before.url, old)).status, 201)
+    const oldForwarded = (before.backend.received[1] as { body: Buffer }).body
+    const record = await stored(old.transactionReference)
+    record.fingerprint = `sale ${createHash('sha256').update(oldForwarded).digest('base64')}`
+    await client.set(
+      `payments-gate:idem:${JSON.stringify(['default', old.transactionReference])}`,
+      JSON.stringify(record),
+    )
+
+    const rotated = await protectedGateway(t, { idempotency: redis.url, idempotencyFingerprintKey: [current, older] })
+    const retried = await pay(rotated.url, charged)
+    t.equal(retried.status, 201, 'a record under the older key of a rotation is replayed')
+    t.equal(retried.headers['idempotent-replayed'], 'true')
+    const upgraded = await pay(rotated.url, old)
+    t.equal(upgraded.status, 201, 'a record of before the upgrade is replayed, not a 422')
+    t.equal(upgraded.headers['idempotent-replayed'], 'true')
+    const other = (payment: Record<string, any>) => ({
+      ...payment,
+      instruction: { ...payment.instruction, value: { amount: 1, currency: 'GBP' } },
+    })
+    t.equal((await pay(rotated.url, other(old))).status, 422, 'another payment under a record of before the upgrade')
+    t.equal((await pay(rotated.url, other(charged))).status, 422, 'another payment under a record of the older key')
+    const fresh = sale()
+    t.equal((await pay(rotated.url, fresh)).status, 201)
+    t.match((await stored(fresh.transactionReference)).fingerprint, /^hmac:/)
+    t.not(
+      (await stored(fresh.transactionReference)).fingerprint.split(' ')[0],
+      print.split(' ')[0],
+      'new claims under the current key',
+    )
+    t.equal(rotated.backend.received.length, 1, 'only the fresh payment forwarded')
+
+    const retired = await protectedGateway(t, { idempotency: redis.url, idempotencyFingerprintKey: current })
+    t.equal((await pay(retired.url, charged)).status, 422, 'a key no longer listed is not recognized')
+    t.equal(retired.backend.received.length, 0)
+  },
+)
+
+t.test('a Redis store without a fingerprint key is refused; a store of this process gets a random key', async (t) => {
+  await t.rejects(startGateway(t, { idempotency: 'redis://127.0.0.1:9/0', idempotencyFingerprintKey: undefined }), {
+    code: 'EFINGERPRINTKEY',
+    message: /^--idempotency-fingerprint-key must be given with a Redis store/,
+  })
+  await t.rejects(startGateway(t, { idempotency: 'memory', idempotencyFingerprintKey: Buffer.alloc(31) }), {
+    code: 'EFINGERPRINTKEY',
+  })
+  const own = new MemoryIdempotencyStore({
+    ttlMs: 60_000,
+    inFlightMs: 60_000,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+  })
+  const claims: string[] = []
+  const watched: IdempotencyStore = {
+    claim: (key, fingerprint) => (claims.push(fingerprint), own.claim(key, fingerprint)),
+    record: (key, token, answer) => own.record(key, token, answer),
+    release: (key, token) => own.release(key, token),
+    close: () => own.close(),
+  }
+  const first = await protectedGateway(t, { idempotency: watched, idempotencyFingerprintKey: undefined })
+  const second = await protectedGateway(t, { idempotency: watched, idempotencyFingerprintKey: undefined })
+  const payment = sale()
+  await pay(first.url, payment)
+  await pay(second.url, payment)
+  t.equal(claims.length, 2)
+  t.not(claims[0]?.split(' ')[0], claims[1]?.split(' ')[0], 'each gateway its own random key')
+})
