@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Principal } from '../checks/auth.js'
-import { NO_REWRITE, type Checks, type Reported, type Verdict } from '../checks/index.js'
+import { NO_REWRITE, type Checks, type Entitled, type Reported, type Verdict } from '../checks/index.js'
 import { routeFor } from '../checks/route.js'
 import { closing, type Rejection } from '../errors.js'
 import type { Mode } from '../policy/policy.js'
@@ -37,17 +37,37 @@ export interface Admitted {
  * path (`checks.operationOf(req.url)`), looked up once by the caller: the
  * proxy labels its logs and metrics with it too.
  */
+export function screen(
+  checks: Checks,
+  req: IncomingMessage,
+  operation: Operation | undefined,
+  beforeBody?: () => void,
+  mode?: Mode,
+): Promise<Screened>
+/**
+ * With `upTo` `entitled`, an enforce-mode request that passed check 9 comes back `Entitled`, its policy
+ * not yet applied: the proxy looks its key up first (docs/idempotency.md), then runs `checks.checkPolicy`.
+ */
+export function screen(
+  checks: Checks,
+  req: IncomingMessage,
+  operation: Operation | undefined,
+  beforeBody: (() => void) | undefined,
+  mode: Mode,
+  upTo: 'entitled',
+): Promise<Entitled | Reported | Rejection | typeof ABORTED | undefined>
 export async function screen(
   checks: Checks,
   req: IncomingMessage,
   operation: Operation | undefined,
   beforeBody?: () => void,
   mode = checks.mode,
-): Promise<Screened> {
+  upTo?: 'entitled',
+): Promise<Screened | Entitled> {
   const head = await screenHead(checks, req, operation, mode)
   if (head === undefined || head.ok !== true) return head
   beforeBody?.()
-  return screenBody(checks, req, head)
+  return screenBody(checks, req, head, upTo)
 }
 
 /**
@@ -96,17 +116,27 @@ export function unreadReport(operation: Operation, principal: Principal, refusal
 }
 
 /** The second half of `screen`: reads the body of an admitted request and runs checks 5 to 13 on it. */
+export function screenBody(checks: Checks, body: Readable, admitted: Admitted): Promise<Verdict | typeof ABORTED>
+/** With `upTo` `entitled`, checks 5 to 9 only, as `screen` says. */
+export function screenBody(
+  checks: Checks,
+  body: Readable,
+  admitted: Admitted,
+  upTo: 'entitled' | undefined,
+): Promise<Verdict | Entitled | typeof ABORTED>
 export async function screenBody(
   checks: Checks,
   body: Readable,
   admitted: Admitted,
-): Promise<Verdict | typeof ABORTED> {
+  upTo?: 'entitled',
+): Promise<Verdict | Entitled | typeof ABORTED> {
   const report = admitted.mode === 'report'
   const bytes = await readBody(body, checks.bodyLimit, report)
   if (bytes === ABORTED) return ABORTED
   if (!Buffer.isBuffer(bytes))
     return report ? unreadReport(admitted.operation, admitted.principal, admitted.refused ?? bytes) : closing(bytes)
-  return checks.checkBody(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
+  const check = upTo === 'entitled' ? checks.checkEntitled : checks.checkBody
+  return check(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
 }
 
 function refused(rejection: Rejection, unread: boolean): Rejection {

@@ -23,7 +23,7 @@ import type { KeyPair } from '../tls/pem.js'
 import { registeredTracer, startServerSpan } from '../tracing.js'
 import { GatewayResponse, record, track, withOwnId, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
-import { createPayments, type RetryProtectionOptions } from './retry-protection.js'
+import { createPayments, protectedPayment, type RetryProtectionOptions } from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
 
 /**
@@ -155,7 +155,15 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, DRAINING)
       return
     }
-    const screened = await screen(checks, req, operation, expectsContinue ? () => res.writeContinue() : undefined, mode)
+    const screened = await screen(
+      checks,
+      req,
+      operation,
+      expectsContinue ? () => res.writeContinue() : undefined,
+      mode,
+      // Retry protection looks the key up before the policy (docs/idempotency.md): payments.forward runs it.
+      'entitled',
+    )
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()
@@ -172,7 +180,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     exchange.entity = screened.entity
     exchange.user = screened.principal?.username
-    return payments.forward(req, res, exchange, screened, Buffer.from(JSON.stringify(screened.document)))
+    return payments.forward(req, res, exchange, screened, checks.checkPolicy)
   }
 
   /**
@@ -195,8 +203,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const { document, body } = reported
     if (document !== undefined) {
       let would = payments.inspect(
-        { operation: reported.operation, entity: reported.entity as string, document },
-        Buffer.from(JSON.stringify(document)),
+        protectedPayment(reported.operation, reported.entity as string, reported.received, document),
       )
       if (would instanceof Promise) would = await would
       exchange.wouldRetryProtection = would

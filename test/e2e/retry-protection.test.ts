@@ -4,12 +4,27 @@ import { connect, createServer as createNetServer } from 'node:net'
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing } from '../../lib/cli/serve.js'
+import { hashPassword } from '../../lib/credentials/hash.js'
+import { CredentialStore } from '../../lib/credentials/store.js'
+import type { GateOptions } from '../../lib/gate.js'
+import { staticPolicies, type PolicyFile } from '../../lib/policy/policy.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
-import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
+import {
+  basic,
+  ENTITIES,
+  PASSWORD,
+  policies,
+  policy,
+  saleBody,
+  TEST_COST,
+  USERNAME,
+  writeCredentials,
+  writeFingerprintKey,
+} from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { type Answer, created, listenOnLoopback, startBackend } from '../helpers/servers.js'
@@ -35,9 +50,10 @@ async function protectedGateway(
   t: Test,
   options: RetryProtectionOptions & { timeout?: number } = {},
   answer?: Answer,
+  gate?: Partial<GateOptions>,
 ): Promise<Started> {
   const { timeout, ...protection } = options
-  return startGateway(t, { idempotency: 'memory', ...protection, timeout, answer })
+  return startGateway(t, { idempotency: 'memory', ...protection, timeout, answer, gate })
 }
 
 const slowly =
@@ -648,4 +664,82 @@ t.test('a Redis store without a fingerprint key is refused; a store of this proc
   await pay(second.url, payment)
   t.equal(claims.length, 2)
   t.not(claims[0]?.split(' ')[0], claims[1]?.split(' ')[0], 'each gateway its own random key')
+})
+
+t.test('replay before policy: a retry of a charged payment is replayed whatever its policy says now', async (t) => {
+  let source = policies()
+  const { url, backend } = await protectedGateway(t, {}, undefined, {
+    policies: { get: (entity) => source.get(entity) },
+  })
+  // A line1 the policy truncates (docs/checks.md, rewrites) and no mcc: the policy fills it in.
+  const charged = sale()
+  charged.instruction.narrative.line1 = 'Mind Palace Ltd, 221B Baker Street, London'
+  const first = await pay(url, charged)
+  t.equal(first.status, 201)
+  const changes: [string, Partial<PolicyFile>][] = [
+    ['the mcc', { mcc: '4829' }],
+    ['line1 truncate to reject', { narrative: { line1: 'reject' } }],
+    ['the currency withdrawn', { currencies: ['EUR'] }],
+  ]
+  for (const [change, overrides] of changes) {
+    source = staticPolicies([policy(overrides)])
+    const retry = await pay(url, charged)
+    t.equal(retry.status, 201, `${change}: replayed`)
+    t.equal(retry.headers['idempotent-replayed'], 'true', change)
+    t.equal(retry.text, first.text, change)
+  }
+  t.equal(backend.received.length, 1, 'forwarded once')
+  // A new payment under that policy is refused, and its key is free again for the corrected one.
+  const refused = sale()
+  t.equal((await pay(url, refused)).status, 400, 'the currency the policy withdrew')
+  source = policies()
+  t.equal((await pay(url, refused)).status, 201, 'the refusal claimed nothing that stays')
+  t.equal(backend.received.length, 2)
+})
+
+t.test('replay before policy: members in another order are the same payment', async (t) => {
+  const { url, backend } = await protectedGateway(t)
+  const charged = sale()
+  const first = await pay(url, charged)
+  // Every object's members reversed, at every level.
+  const reversed = (value: unknown): unknown =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(
+          Object.entries(value)
+            .reverse()
+            .map(([name, member]) => [name, reversed(member)]),
+        )
+      : value
+  const retried = reversed(charged) as Record<string, any>
+  t.not(JSON.stringify(retried), JSON.stringify(charged), 'another byte order')
+  const retry = await pay(url, retried)
+  t.equal(retry.status, 201)
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.equal(retry.text, first.text)
+  t.equal(
+    (await pay(url, { ...retried, instruction: { ...retried.instruction, value: { currency: 'GBP', amount: 1 } } }))
+      .status,
+    422,
+  )
+  t.equal(backend.received.length, 1)
+})
+
+t.test("replay before policy: another entity's user gets 401, never the recorded answer", async (t) => {
+  const other = {
+    username: 'shop-2',
+    password: await hashPassword('another password', TEST_COST),
+    entities: ['collections'],
+  }
+  const mine = { username: USERNAME, password: await hashPassword(PASSWORD, TEST_COST), entities: ENTITIES }
+  const { url, backend } = await protectedGateway(t, {}, undefined, { credentials: new CredentialStore([mine, other]) })
+  const charged = sale()
+  t.equal((await pay(url, charged)).status, 201)
+  const stranger = await send(url, {
+    headers: paymentHeaders({ authorization: basic('shop-2', 'another password') }),
+    body: charged,
+  })
+  t.equal(stranger.status, 401)
+  t.equal(stranger.json.errorName, 'accessDenied')
+  t.equal(stranger.headers['idempotent-replayed'], undefined)
+  t.equal(backend.received.length, 1)
 })
