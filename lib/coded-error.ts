@@ -25,6 +25,8 @@ export type ErrorCode =
   | 'ESTOREFULL'
   /** A release of a Redis claim failed every attempt: its key stays held until the claim expires (docs/idempotency.md). */
   | 'ERELEASE'
+  /** A record of a Redis claim's answer failed every attempt: past its window the key answers as the unknown outcome (docs/idempotency.md). */
+  | 'ERECORD'
   /** A Redis command not sent, because the connection is not up: it certainly did not run. */
   | 'ENOTCONNECTED'
 

@@ -206,6 +206,7 @@ export function storeErrorReporter(
   return (error) => {
     metrics.storeError()
     if (isCoded(error, 'ERELEASE')) metrics.releaseFailure()
+    if (isCoded(error, 'ERECORD')) metrics.recordFailure()
     const time = now()
     if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
     logged = time

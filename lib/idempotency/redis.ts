@@ -16,11 +16,11 @@ export interface RedisIdempotencyStoreOptions extends IdempotencyStoreOptions {
   commandTimeoutMs?: number
   /** Told of the errors of the connections this store opens for acknowledged writes, of each failed attempt of a release, and of a release given up. */
   onError?: (error: Error) => void
-  /** How a release that failed is tried again. Default: 40 attempts, 100 ms apart at first, doubling up to 10 s. */
+  /** How a release or a record that failed is tried again. Default: 40 attempts, 100 ms apart at first, doubling up to 10 s. */
   releaseRetry?: ReleaseRetry
 }
 
-/** How a release that failed (Redis unreachable, a timeout) is tried again, until it lands or the claim expires. */
+/** How a release or a record that failed (Redis unreachable, a timeout) is tried again, until it lands or the claim expires. */
 export interface ReleaseRetry {
   /** Most attempts, the first included. */
   readonly attempts: number
@@ -202,6 +202,14 @@ function releaseFailed(attempts: number, cause: unknown): CodedError<'ERELEASE'>
   )
 }
 
+/** A record that failed every attempt: past its window the claim answers as the unknown outcome, never the answer. */
+function recordFailed(attempts: number, cause: unknown): CodedError<'ERECORD'> {
+  return new CodedError(
+    'ERECORD',
+    `a record failed ${attempts} times, so its key answers as the unknown outcome once its window ends: ${(cause as Error).message}`,
+  )
+}
+
 /**
  * The store shared by every gateway on one Redis, so a retry that lands on
  * another replica is still replayed. It owns its client: `close()` quits it.
@@ -269,12 +277,18 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       if ((await connection.paymentsGateIdemRecord(REDIS_KEY_PREFIX + key, token, json, this.#options.ttlMs)) === 1)
         await this.#acknowledged(connection)
     }
-    await (this.#writers === undefined ? record(this.#client) : this.#writers.with(record))
+    const writers = this.#writers
+    await this.#retried(this.#client, writers === undefined ? record : () => writers.with(record), recordFailed)
   }
 
   /** Resolves once the release landed (or the claim expired); rejects with an `ERELEASE` error when every attempt failed or the store closed first. */
   async release(key: string, token: string): Promise<void> {
     await this.#release(this.#client, REDIS_KEY_PREFIX + key, token)
+  }
+
+  /** Deletes only a claim in flight holding this token, which no one else has: safe to repeat. */
+  #release(first: Connection, key: string, token: string): Promise<void> {
+    return this.#retried(first, (connection) => connection.paymentsGateIdemRelease(key, token), releaseFailed)
   }
 
   async peek(key: string, fingerprint: string, matches?: (stored: string) => boolean): Promise<Peek> {
@@ -328,31 +342,39 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * store closes; the first attempt on `first` (after a claim on it), the next
    * ones on the client of releases. Each failed attempt but the last goes to `onError`.
    */
-  async #release(first: Connection, key: string, token: string): Promise<void> {
+  /**
+   * Runs `attempt`, safe to repeat, until it lands: tried again after each failure (reported), with
+   * `releaseRetry`'s backoff, on the store's client, until the attempts run out (`failed`'s error), the
+   * store closes (the same), or the claim has expired (nothing left to do).
+   */
+  async #retried(
+    first: Connection,
+    attempt: (connection: Connection) => Promise<unknown>,
+    failed: (attempts: number, cause: unknown) => Error,
+  ): Promise<void> {
     const { attempts, firstDelayMs, maxDelayMs } = this.#retry
     // The claim was written before this call, so it is gone by then at the latest.
     const expires = performance.now() + this.#options.inFlightMs + this.#options.ttlMs
     let connection = first
     let delayMs = firstDelayMs
     let failure: unknown
-    let attempt = 0
+    let tries = 0
     do {
-      attempt++
+      tries++
       try {
-        // Safe to repeat: it deletes only a claim in flight holding this token, which no one else has.
-        await connection.paymentsGateIdemRelease(key, token)
+        await attempt(connection)
         return
       } catch (error) {
         failure = error
       }
-      if (attempt === attempts || this.#closed) break
+      if (tries === attempts || this.#closed) break
       this.#options.onError?.(failure as Error)
       await this.#pause(delayMs)
       if (!this.#closed && performance.now() >= expires) return
       connection = this.#client
       delayMs = Math.min(2 * delayMs, maxDelayMs)
     } while (!this.#closed)
-    throw releaseFailed(attempt, failure)
+    throw failed(tries, failure)
   }
 
   /** Waits `ms`, or until the store closes. */
