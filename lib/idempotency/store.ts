@@ -36,7 +36,10 @@ export interface IdempotencyStore {
   /**
    * Only the claim's owner (its token) can record or release, while no real
    * answer is recorded, also once the claim turned unknown (a late answer
-   * replaces the unknown one); a stale token is a no-op.
+   * replaces the unknown one); a stale token is a no-op. Until its owner does
+   * one or the other, the claim's holder is at work (its relay still reading
+   * the answer): a store that evicts never evicts that claim, past its window
+   * too (memory.ts, whose holders are all in its process).
    */
   record(key: string, token: string, answer: RecordedAnswer): void | Promise<void>
   release(key: string, token: string): void | Promise<void>
