@@ -743,3 +743,13 @@ t.test("replay before policy: another entity's user gets 401, never the recorded
   t.equal(stranger.headers['idempotent-replayed'], undefined)
   t.equal(backend.received.length, 1)
 })
+
+t.test('with retry protection off, the policy still refuses, after check 9, and nothing is forwarded', async (t) => {
+  const { url, backend } = await startGateway(t, {
+    gate: { policies: staticPolicies([policy({ currencies: ['EUR'] })]) },
+  })
+  const refused = await pay(url, sale())
+  t.equal(refused.status, 400)
+  t.equal(refused.json.errorName, 'currencyIsNotSupported')
+  t.equal(backend.received.length, 0)
+})
