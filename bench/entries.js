@@ -12,7 +12,7 @@ const load = (path) => import(pathToFileURL(resolve(dist, path)).href)
 const { startDemoBackend } = await load('demo/backend.js')
 const { relayedHeaders } = await load('proxy/hop-by-hop.js')
 const { MemoryIdempotencyStore } = await load('idempotency/memory.js')
-const { fingerprint } = await load('idempotency/fingerprint.js')
+const { createFingerprinter, processFingerprintKeys } = await load('idempotency/fingerprint.js')
 const { idempotencyKey } = await load('idempotency/key.js')
 const { IDEMPOTENCY_DEFAULTS } = await load('defaults.js')
 if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc')
@@ -52,12 +52,14 @@ const store = new MemoryIdempotencyStore({
 })
 let sequence = 0
 
+const fingerprinter = createFingerprinter(processFingerprintKeys())
+
 /** One payment as the gateway keeps it: claimed with its key and fingerprint, then recorded with the demo's answer. */
 function pay() {
   sale.transactionReference = `order-${String(++sequence).padStart(12, '0')}`
   const forwarded = bytesOf(sale)
   const key = idempotencyKey(sale.merchant.entity, sale.transactionReference)
-  const claim = store.claim(key, fingerprint('sale', forwarded))
+  const claim = store.claim(key, fingerprinter.of('sale', forwarded, () => []).value)
   if (claim.state !== 'claimed') throw new Error(`a fresh reference was ${claim.state}`)
   store.record(key, claim.token, answer)
 }

@@ -15,6 +15,8 @@ export type ErrorCode =
   | 'EBACKENDERRORS'
   /** An `--idempotency` store spec or Redis URL that is none of the forms taken. */
   | 'EIDEMPOTENCY'
+  /** No `--idempotency-fingerprint-key` for a shared store, or one that cannot be read or is too short. */
+  | 'EFINGERPRINTKEY'
   /** The backend did not answer within `--timeout` (the pass-through engine's own timer). */
   | 'EBACKENDTIMEOUT'
   /** Fewer replicas than asked acknowledged a write in time (docs/idempotency.md, replicas). */
@@ -23,6 +25,8 @@ export type ErrorCode =
   | 'ESTOREFULL'
   /** A release of a Redis claim failed every attempt: its key stays held until the claim expires (docs/idempotency.md). */
   | 'ERELEASE'
+  /** A record of a Redis claim's answer failed every attempt: past its window the key answers as the unknown outcome (docs/idempotency.md). */
+  | 'ERECORD'
   /** A Redis command not sent, because the connection is not up: it certainly did not run. */
   | 'ENOTCONNECTED'
 

@@ -23,6 +23,8 @@ export interface Metrics {
   storeError(): void
   /** A release of a claim given up after every attempt failed: its key stays held (docs/idempotency.md). */
   releaseFailure(): void
+  /** A record of an answer given up after every attempt failed: past its window the key answers as the unknown outcome. */
+  recordFailure(): void
   /** An entry of the memory store evicted before its TTL (docs/idempotency.md). */
   retryProtectionEviction(): void
   /** A claim the memory store refused because claims in flight fill it (docs/idempotency.md). */
@@ -113,6 +115,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Releases of a claim whose payment was never forwarded, given up after every attempt failed: the key stays held until the claim expires.',
     registers: [registry],
   })
+  const recordFailures = new Counter({
+    name: 'payments_gate_retry_protection_record_failures_total',
+    help: "Records of a payment's answer given up after every attempt failed: past its window the key answers as the unknown outcome.",
+    registers: [registry],
+  })
   const evictions = new SingleCount()
   registry.registerMetric(
     new PlainCounter(
@@ -154,6 +161,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
     releaseFailure: () => releaseFailures.inc(),
+    recordFailure: () => recordFailures.inc(),
     retryProtectionEviction: () => evictions.count.count++,
     retryProtectionStoreFull: () => full.count.count++,
     retryProtectionWindow(read) {

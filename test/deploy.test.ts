@@ -275,16 +275,21 @@ t.test(
     const args = command.map((arg) => (arg.startsWith('/') ? mounted(arg) : arg))
     args[args.indexOf(flag(command, 'listen'))] = `127.0.0.1:${listen}`
     args[args.indexOf(flag(command, 'admin'))] = `127.0.0.1:${admin}`
+    const keyFile = gateway.env.find((variable: any) => variable.name === 'PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY')
+    mkdirSync(mounted(dirname(keyFile.value)), { recursive: true })
+    writeFileSync(mounted(keyFile.value), `${'k'.repeat(32)}\n`)
     const local: Record<string, string> = {
       PAYMENTS_GATE_TARGET: backend.url,
       PAYMENTS_GATE_IDEMPOTENCY: redis.url,
       PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE: mounted(passwordFile),
+      PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY: mounted(keyFile.value),
     }
     const env = Object.fromEntries(
       gateway.env.map(({ name, value }: { name: string; value: string }) => [name, local[name] ?? value]),
     )
     t.same(Object.keys(env).sort(), [
       'PAYMENTS_GATE_IDEMPOTENCY',
+      'PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY',
       'PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE',
       'PAYMENTS_GATE_TARGET',
       'PAYMENTS_GATE_VENDOR',

@@ -58,6 +58,9 @@ function logDestination() {
   return createLogDestination ? createLogDestination('/dev/null') : pino.destination({ dest: '/dev/null', sync: false })
 }
 
+/** Not a secret: the bench's payments are made up. */
+const BENCH_FINGERPRINT_KEY = Buffer.from('payments-gate bench fingerprint key, 32 bytes+')
+
 /** A gateway (not yet listening) in front of `target`, built as `payments-gate serve` builds it. */
 export async function startGateway({
   target,
@@ -78,6 +81,8 @@ export async function startGateway({
     logger,
     metrics: metrics ? createMetrics() : undefined,
     idempotency,
+    // The key every bench gateway on one Redis shares (docs/idempotency.md, keyed fingerprints); ignored by older builds.
+    idempotencyFingerprintKey: BENCH_FINGERPRINT_KEY,
     tls,
     targetTls,
   })

@@ -1,6 +1,6 @@
 import { DEFAULTS, mediaTypes, type MediaTypes } from '../defaults.js'
 import { reject, schemaRejection, type Rejection } from '../errors.js'
-import type { Mode, PolicySource } from '../policy/policy.js'
+import type { Mode, Policy, PolicySource } from '../policy/policy.js'
 import { compileSchema, type CompiledSchema } from '../schema/compile.js'
 import { REQUEST_NAMES } from '../schema/names.js'
 import { OPERATIONS, REQUEST_SCHEMAS, type Operation, type PaymentRequest } from '../schema/payment.js'
@@ -35,6 +35,21 @@ export interface Passed {
   readonly document: PaymentRequest
   /** The authenticated user; undefined only where no credentials were checked (`payments-gate validate`). */
   readonly principal: Principal | undefined
+}
+
+/**
+ * A request that passed checks 1 to 9 in enforce mode, before its entity's policy (checks 10 to 13) and
+ * rewrites: retry protection looks its key up here, so that a retry is replayed whatever the policy
+ * says now (docs/idempotency.md). `checkPolicy` finishes it.
+ */
+export interface Entitled {
+  readonly ok: 'entitled'
+  readonly operation: Operation
+  readonly entity: string
+  /** As parsed, not yet rewritten: `checkPolicy` rewrites this very document. */
+  readonly document: PaymentRequest
+  readonly principal: Principal | undefined
+  readonly policy: Policy
 }
 
 /**
@@ -110,6 +125,16 @@ export interface Checks {
    * `refusal`, the head's, unless the document names an entity whose mode is report, and check 9 then.
    */
   checkParsed(operation: Operation, document: unknown, principal: Principal, mode: Mode, refusal: Rejection): Verdict
+  /** `checkBody` up to check 9: an enforce-mode request that passed it is `Entitled`, for `checkPolicy` to finish. */
+  checkEntitled(
+    operation: Operation,
+    body: Uint8Array,
+    principal?: Principal,
+    mode?: Mode,
+    earlier?: Rejection,
+  ): Entitled | Reported | Rejection
+  /** Checks 10 to 13 and the rewrites, on the document itself: the rest of `checkBody`. */
+  checkPolicy(entitled: Entitled): Passed | Rejection
   /** Checks 2 to 13 in one call, for callers that hold the whole request. */
   check(operation: Operation, headers: Headers, body: Uint8Array, principal?: Principal, mode?: Mode): Verdict
 }
@@ -132,13 +157,13 @@ export function buildChecks(options: ChecksOptions): Checks {
     return declared === undefined ? undefined : checkSize(Number(declared), bodyLimit)
   }
 
-  function checkBody(
+  function checkEntitled(
     operation: Operation,
     body: Uint8Array,
     principal?: Principal,
     mode = defaultMode,
     earlier?: Rejection,
-  ): Verdict {
+  ): Entitled | Reported | Rejection {
     const parsed = parseBody(body, bodyLimit, REQUEST_NAMES[operation])
     // A body that names no entity cannot be let through in report mode either (docs/rollout.md).
     if (!parsed.ok) return earlier ?? parsed
@@ -162,7 +187,7 @@ export function buildChecks(options: ChecksOptions): Checks {
     if (policy === undefined)
       return refusedInMode(operation, principal, body, document, earlier ?? reject('entityIsNotConfigured'), mode)
     if ((policy.mode ?? mode) === 'enforce')
-      return earlier ?? applyPolicy(document, policy) ?? { ok: true, operation, entity, document, principal }
+      return earlier ?? { ok: 'entitled', operation, entity, document, principal, policy }
     // The bytes that came are what report mode forwards: the policy rewrites a copy, to tell what would change.
     const forwarded = structuredClone(document)
     const refused = earlier ?? applyPolicy(forwarded, policy)
@@ -181,6 +206,21 @@ export function buildChecks(options: ChecksOptions): Checks {
     }
   }
 
+  function checkPolicy({ operation, entity, document, principal, policy }: Entitled): Passed | Rejection {
+    return applyPolicy(document, policy) ?? { ok: true, operation, entity, document, principal }
+  }
+
+  function checkBody(
+    operation: Operation,
+    body: Uint8Array,
+    principal?: Principal,
+    mode?: Mode,
+    earlier?: Rejection,
+  ): Verdict {
+    const verdict = checkEntitled(operation, body, principal, mode, earlier)
+    return verdict.ok === 'entitled' ? checkPolicy(verdict) : verdict
+  }
+
   /**
    * A refusal found before the entity's policy was read: its mode is the entity's, when the document
    * names an entity (docs/rollout.md), and report mode still refuses a user check 9 would refuse. A
@@ -194,7 +234,7 @@ export function buildChecks(options: ChecksOptions): Checks {
     document: unknown,
     refusal: Rejection,
     mode: Mode,
-  ): Verdict {
+  ): Rejection | Reported {
     const entity = entityOf(document)
     if (entity === undefined || (policies.get(entity)?.mode ?? mode) === 'enforce') return refusal
     const denied = principal === undefined ? undefined : checkEntityAccess(principal, entity)
@@ -223,6 +263,8 @@ export function buildChecks(options: ChecksOptions): Checks {
       hasFoldedSibling(document, REQUEST_NAMES[operation])
         ? refusal
         : refusedInMode(operation, principal, undefined, document, refusal, mode),
+    checkEntitled,
+    checkPolicy,
     check(operation, headers, body, principal, mode = defaultMode) {
       const head = checkHead(headers)
       return head !== undefined && mode === 'enforce' ? head : checkBody(operation, body, principal, mode, head)

@@ -193,6 +193,14 @@ const SERVE_FLAGS = {
     parse: identity,
     see: '[retry protection](idempotency.md#who-can-reach-the-store)',
   }),
+  idempotencyFingerprintKey: option({
+    value: 'FILE',
+    summary:
+      "the fingerprints' HMAC key, shared by every gateway on a Redis store (required with one): a line of at least 32 bytes, and during a rotation the older key on a second line",
+    shown: 'a random key per process (memory store)',
+    parse: identity,
+    see: '[keyed fingerprints](idempotency.md#keyed-fingerprints)',
+  }),
   idempotencyTtl: option({
     value: 'SECONDS',
     summary: 'how long a recorded answer is replayed, at least 1',

@@ -6,6 +6,7 @@ import type { Authenticator } from '../checks/auth.js'
 import { isCoded } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
+import { readFingerprintKeys } from '../idempotency/fingerprint.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
 import { createLogger, errorFacts, type Logger } from '../log.js'
@@ -30,6 +31,7 @@ type RetryProtectionFlags =
   | 'idempotencyMaxEntries'
   | 'idempotencyMaxBytes'
   | 'idempotencyPasswordFile'
+  | 'idempotencyFingerprintKey'
 type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
 type DefaultedFlags =
   RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
@@ -95,8 +97,10 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       onReload: (side, outcome) => metrics.tlsReload(side, outcome),
     })
     const onStoreError = storeErrorReporter(logger, metrics)
-    const { store, gate } = await Promise.resolve()
+    const { store, gate, fingerprintKey } = await Promise.resolve()
       .then(async () => {
+        const keyFile = setup.idempotencyFingerprintKey
+        const fingerprintKey = keyFile === undefined ? undefined : await readFingerprintKeys(keyFile)
         // Built once, here, from `--idempotency` read once. A Redis store's client also carries the failed-login
         // throttle (docs/idempotency.md): the store owns it and the gateway's drain closes it; the gate borrows it.
         const idempotencyPassword = await storePassword(
@@ -107,6 +111,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         const store = createRetryStore({
           ...setup,
           idempotencyPassword,
+          idempotencyFingerprintKey: fingerprintKey,
           onStoreError,
           idempotencyReport: evictionReporter(logger, metrics),
         })
@@ -120,7 +125,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
             throttleRedis: store instanceof RedisIdempotencyStore ? store.redis : undefined,
             onStoreError,
           })
-          return { store, gate }
+          return { store, gate, fingerprintKey }
         } catch (error) {
           await store?.close()
           throw error
@@ -140,6 +145,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         checks,
         backendErrors,
         idempotency,
+        idempotencyFingerprintKey: fingerprintKey,
         logger,
         metrics,
         onStoreError,
@@ -227,6 +233,7 @@ export function storeErrorReporter(
   return (error) => {
     metrics.storeError()
     if (isCoded(error, 'ERELEASE')) metrics.releaseFailure()
+    if (isCoded(error, 'ERECORD')) metrics.recordFailure()
     const time = now()
     if (time - logged < STORE_ERROR_LOG_INTERVAL_MS) return
     logged = time

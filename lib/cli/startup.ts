@@ -1,8 +1,9 @@
-import { readFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { CodedError, type ErrorCode } from '../coded-error.js'
+import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
 import { redisTarget } from '../idempotency/redis-client.js'
+import { readLimitedText } from '../read-file.js'
 import type { Address } from './options.js'
 
 /** Why a port could not be bound, and what to do, by the listen error's code. */
@@ -42,6 +43,10 @@ export function unreadable(error: unknown, where: (key: string) => string): unkn
     if (error.code === 'EIDEMPOTENCY') {
       return new CodedError('EUSAGE', error.message.replace('--idempotency', where('idempotency')))
     }
+    if (error.code === 'EFINGERPRINTKEY') {
+      const flag = '--idempotency-fingerprint-key'
+      return new CodedError('EUSAGE', error.message.replace(flag, where('idempotencyFingerprintKey')))
+    }
     const refused = REFUSED[error.code as ErrorCode]
     if (refused !== undefined) return new CodedError('EUSAGE', `${where(refused[0])}: ${error.message}; ${refused[1]}`)
   }
@@ -70,7 +75,7 @@ export async function storePassword(
     throw new CodedError('EUSAGE', `${flag}: ${where('idempotency')} is not a Redis URL`)
   let password: string
   try {
-    password = await readFile(file, 'utf8')
+    password = await readLimitedText(file, FILE_LIMITS.secret)
   } catch (error) {
     throw new CodedError('EUSAGE', `${flag}: ${file}: ${readFailure(error)}; give the file the Redis password is in`)
   }

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { Principal } from '../checks/auth.js'
-import type { Checks, Verdict } from '../checks/index.js'
+import type { Checks, Entitled, Reported, Verdict } from '../checks/index.js'
 import { routeFor } from '../checks/route.js'
 import { closing, type Rejection } from '../errors.js'
 import type { Mode } from '../policy/policy.js'
@@ -38,6 +38,27 @@ export interface Admitted {
  * caller: the proxy labels its logs and metrics with it too.
  * `client` is the client's address where the caller can trust it, for check 1 (`Authenticator`).
  */
+export function screen(
+  checks: Checks,
+  req: IncomingMessage,
+  operation: Operation | Rejection | undefined,
+  beforeBody?: () => void,
+  mode?: Mode,
+  client?: string,
+): Promise<Screened>
+/**
+ * With `upTo` `entitled`, an enforce-mode request that passed check 9 comes back `Entitled`, its policy
+ * not yet applied: the proxy looks its key up first (docs/idempotency.md), then runs `checks.checkPolicy`.
+ */
+export function screen(
+  checks: Checks,
+  req: IncomingMessage,
+  operation: Operation | Rejection | undefined,
+  beforeBody: (() => void) | undefined,
+  mode: Mode,
+  client: string | undefined,
+  upTo: 'entitled',
+): Promise<Entitled | Reported | Rejection | typeof ABORTED | undefined>
 export async function screen(
   checks: Checks,
   req: IncomingMessage,
@@ -45,11 +66,12 @@ export async function screen(
   beforeBody?: () => void,
   mode = checks.mode,
   client?: string,
-): Promise<Screened> {
+  upTo?: 'entitled',
+): Promise<Screened | Entitled> {
   const head = await screenHead(checks, req, operation, mode, client)
   if (head === undefined || head.ok !== true) return head
   beforeBody?.()
-  return screenBody(checks, req, head)
+  return screenBody(checks, req, head, upTo)
 }
 
 /**
@@ -83,16 +105,26 @@ export async function screenHead(
 }
 
 /** The second half of `screen`: reads the body of an admitted request and runs checks 5 to 13 on it. */
+export function screenBody(checks: Checks, body: Readable, admitted: Admitted): Promise<Verdict | typeof ABORTED>
+/** With `upTo` `entitled`, checks 5 to 9 only, as `screen` says. */
+export function screenBody(
+  checks: Checks,
+  body: Readable,
+  admitted: Admitted,
+  upTo: 'entitled' | undefined,
+): Promise<Verdict | Entitled | typeof ABORTED>
 export async function screenBody(
   checks: Checks,
   body: Readable,
   admitted: Admitted,
-): Promise<Verdict | typeof ABORTED> {
+  upTo?: 'entitled',
+): Promise<Verdict | Entitled | typeof ABORTED> {
   const bytes = await readBody(body, checks.bodyLimit)
   if (bytes === ABORTED) return ABORTED
   // Enforce's answer in both modes: a body past the limit names no entity (docs/rollout.md).
   if (!Buffer.isBuffer(bytes)) return closing(admitted.refused ?? bytes)
-  return checks.checkBody(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
+  const check = upTo === 'entitled' ? checks.checkEntitled : checks.checkBody
+  return check(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
 }
 
 function refused(rejection: Rejection, unread: boolean): Rejection {

@@ -1,11 +1,110 @@
-import { hash } from 'node:crypto'
+import { createHmac, hash, randomBytes } from 'node:crypto'
+import { CodedError } from '../coded-error.js'
+import { FILE_LIMITS } from '../defaults.js'
+import { readFailure } from '../file-error.js'
+import { readLimitedFile } from '../read-file.js'
+
+/** A key's least length: HMAC-SHA-256's own output size (RFC 2104 section 3: a key shorter than it weakens the MAC). */
+export const MIN_FINGERPRINT_KEY_BYTES = 32
+
+/** The current key and, during a rotation, the one before it (PCI DSS v4 3.6, 3.7). */
+const MOST_KEYS = 2
+
+/** The text a stored fingerprint starts with before its key id: no operation name holds a colon, so no unkeyed one does. */
+const KEYED = 'hmac:'
 
 /**
- * What makes two requests with one key "the same payment": a SHA-256 digest
- * of the validated document as forwarded, under its operation's name. A
- * digest, so no card number is kept (docs/idempotency.md, what is stored).
- * One-shot `hash`: half the cost of a streaming digest for a payment's size.
+ * What makes two requests with one key "the same payment": an HMAC-SHA-256,
+ * under a key the fleet shares, of the document, under its operation's name.
+ * Keyed, because the document of a `card/plain` payment holds a card number
+ * and a digest of it must be a keyed one (PCI DSS v4 3.5.1.1; docs/idempotency.md,
+ * what is stored). The value names its key (an id derived from the key), so
+ * that a record made under the key before a rotation is still recognized.
  */
-export function fingerprint(operation: string, forwardedBytes: Uint8Array): string {
-  return `${operation} ${hash('sha256', forwardedBytes, 'base64')}`
+export interface Fingerprint {
+  /** What a new claim stores: `hmac:KEYID OPERATION DIGEST`. */
+  readonly value: string
+  /**
+   * Whether a stored fingerprint of another form is this payment's: one made under the older key, or an
+   * unkeyed SHA-256 made before keyed fingerprints, still live for its TTL after an upgrade.
+   */
+  readonly matches: (stored: string) => boolean
+}
+
+export interface Fingerprinter {
+  /**
+   * The fingerprint of `bytes` under `operation`; `legacy` gives, only when a stored fingerprint is
+   * unkeyed, the documents an older gateway may have fingerprinted for this payment.
+   */
+  of(operation: string, bytes: Uint8Array, legacy: () => readonly Uint8Array[]): Fingerprint
+}
+
+/** The fingerprint's form before keyed fingerprints: a SHA-256 digest, kept to compare the records made then. */
+export function unkeyedFingerprint(operation: string, bytes: Uint8Array): string {
+  return `${operation} ${hash('sha256', bytes, 'base64')}`
+}
+
+/** A key's id: the start of its HMAC of a fixed text, as a key check value is, so it says nothing of the key. */
+function keyId(key: Buffer): string {
+  return KEYED + createHmac('sha256', key).update('payments-gate fingerprint key id').digest('hex').slice(0, 8)
+}
+
+/** The keys as `createGateway` takes them, checked: one or two, each at least 32 bytes. Throws `EFINGERPRINTKEY`. */
+export function checkFingerprintKeys(keys: Buffer | readonly Buffer[]): readonly Buffer[] {
+  const all = Buffer.isBuffer(keys) ? [keys] : keys
+  if (all.length === 0 || all.length > MOST_KEYS || all.some((key) => key.length < MIN_FINGERPRINT_KEY_BYTES))
+    throw new CodedError(
+      'EFINGERPRINTKEY',
+      `--idempotency-fingerprint-key must hold one key, or two during a rotation (the current one first), each at least ${MIN_FINGERPRINT_KEY_BYTES} bytes`,
+    )
+  return all
+}
+
+/**
+ * The keys of `--idempotency-fingerprint-key FILE`: one key a line, the current one first and, during
+ * a rotation, the older one on the second line; a line's bytes are its key (a trailing CR dropped,
+ * blank lines skipped). Throws `EFINGERPRINTKEY` with one line that never shows a key.
+ */
+export async function readFingerprintKeys(file: string): Promise<readonly Buffer[]> {
+  let text: Buffer
+  try {
+    text = await readLimitedFile(file, FILE_LIMITS.secret)
+  } catch (error) {
+    throw new CodedError('EFINGERPRINTKEY', `--idempotency-fingerprint-key ${file}: ${readFailure(error)}`)
+  }
+  // latin1 maps each byte to one character and back, so a key's bytes are kept whatever they are.
+  const lines = text.toString('latin1').split('\n')
+  return checkFingerprintKeys(
+    lines.map((line) => Buffer.from(line.replace(/\r$/, ''), 'latin1')).filter((key) => key.length > 0),
+  )
+}
+
+/** A key of this process alone, for a store no other process reads (the memory store). */
+export function processFingerprintKeys(): readonly Buffer[] {
+  return [randomBytes(MIN_FINGERPRINT_KEY_BYTES)]
+}
+
+/** Fingerprints under `keys[0]`, recognizing those of every key given and the unkeyed ones. */
+export function createFingerprinter(keys: readonly Buffer[]): Fingerprinter {
+  const ids = new Map(keys.map((key) => [keyId(key), key]))
+  const current = keys[0] as Buffer
+  const currentId = keyId(current)
+  const keyed = (id: string, key: Buffer, operation: string, bytes: Uint8Array) =>
+    `${id} ${operation} ${createHmac('sha256', key).update(bytes).digest('base64')}`
+  return {
+    of(operation, bytes, legacy) {
+      const value = keyed(currentId, current, operation, bytes)
+      return {
+        value,
+        matches(stored) {
+          if (stored.startsWith(KEYED)) {
+            const id = stored.slice(0, stored.indexOf(' '))
+            const key = ids.get(id)
+            return key !== undefined && stored === keyed(id, key, operation, bytes)
+          }
+          return legacy().some((document) => stored === unkeyedFingerprint(operation, document))
+        },
+      }
+    },
+  }
 }

@@ -40,16 +40,16 @@ class Entry {
   readonly fingerprint: string
   /** The claim's number, counted modulo `TICKS`: its token is this number's decimal. */
   readonly owner: number
-  /** In ticks modulo `TICKS`: the claim's time while in flight; once answered, when it was recorded or became unknown. */
+  /** In ticks modulo `TICKS`: the claim's time while in flight; once answered, when it was recorded. */
   start: number
-  /** Undefined while the claim is in flight, `UNKNOWN` once its window ended without an answer. */
+  /** Undefined while the claim is in flight, `UNKNOWN` once its window ended with its holder still at work. */
   head: string | undefined = undefined
   /** The body's bytes as latin1, or written against `reference` (body-delta.ts). */
   body: string | undefined = undefined
   reference: Reference | undefined = undefined
   /** What the entry is counted as against `maxBytes`. */
   bytes: number
-  /** Its neighbours in its line: the claims in flight, or the answers. */
+  /** Its neighbours in its line: the claims in flight, the late ones, or the answers. */
   previous: Entry | undefined = undefined
   next: Entry | undefined = undefined
 
@@ -99,6 +99,14 @@ const referenceBytes = (reference: Reference) => REFERENCE_OVERHEAD + reference.
 /** Room always kept beside the claims in flight, so the largest reference can be made whatever is in flight. */
 const REFERENCE_ROOM = REFERENCE_OVERHEAD + MAX_REFERENCE
 
+/**
+ * What a claim in flight holds for its answer, counted from its claim to its record: a typical answer
+ * kept (its head shared, its body written against a reference), not the largest. An answer larger
+ * than what it finds at its record makes room by evicting older answers; with none left, it is kept
+ * as the stand-in `oversizedAnswer`, which fits in this (docs/idempotency.md, memory store).
+ */
+export const ANSWER_ROOM = 512
+
 /** The least `maxBytes` (`--idempotency-max-bytes`): the largest reference, and beside it room for twice the largest answer. */
 export const MIN_MAX_BYTES = REFERENCE_ROOM + 2 * IDEMPOTENCY_DEFAULTS.maxAnswerBytes
 
@@ -111,7 +119,7 @@ const TICKS = 2 ** 30
 const MASK = TICKS - 1
 const HALF = TICKS / 2
 
-/** The head of a claim past its window with neither a record nor a release. */
+/** The head of a claim past its window whose holder has neither recorded nor released it yet. */
 const UNKNOWN = ''
 
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
@@ -136,17 +144,21 @@ const ADOPT_AFTER = 8
 
 /**
  * The store of one process: synchronous, so a payment pays no promise for it.
- * Claims in flight are never evicted: a payment may be at the backend. Answers
- * (the unknown ones included) are kept in the order they were recorded, and
- * under pressure the oldest go first, so the age of the oldest kept answer is
- * the window in which a retry is still recognized; when claims in flight
- * leave no room, a new claim fails (docs/idempotency.md, memory store).
+ * Claims in flight are never evicted: a payment may be at the backend. Nor is
+ * a claim past its window: its holder is in this process, and until it
+ * records or releases the claim its relay is still at work (a retry gets the
+ * unknown outcome meanwhile). Answers are kept in the order they were
+ * recorded, and under pressure the oldest go first, so the age of the oldest
+ * kept answer is the window in which a retry is still recognized; when
+ * claims leave no room, a new claim fails (docs/idempotency.md, memory store).
  */
 export class MemoryIdempotencyStore implements IdempotencyStore {
   readonly #entries = new Map<string, Entry>()
-  /** Claims in the order of their claims, and answers in the order of their records: each line's oldest first. */
+  /** Claims in the order of their claims, claims past their window, answers in the order of their records: each line's oldest first. */
   readonly #flying = new Line()
+  readonly #late = new Line()
   readonly #answers = new Line()
+  /** Claims in flight and late ones, and what they hold with their answers' room: never evicted. */
   #flyingCount = 0
   #flyingBytes = 0
   #bytes = 0
@@ -163,6 +175,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   readonly #unit: number
   readonly #ttl: number
   readonly #inFlight: number
+  /** What each claim holds for its answer: `ANSWER_ROOM`, or the stand-in's size when larger. */
+  readonly #answerRoom: number
   readonly #maxEntries: number
   readonly #maxBytes: number
   readonly #now: () => number
@@ -174,6 +188,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.#maxBytes = options.maxBytes ?? IDEMPOTENCY_DEFAULTS.maxBytes
     if (!(this.#maxBytes >= MIN_MAX_BYTES)) throw new RangeError(`maxBytes must be at least ${MIN_MAX_BYTES}`)
     this.#now = options.now ?? (() => performance.now())
+    this.#answerRoom = Math.max(
+      ANSWER_ROOM,
+      headOf(options.oversizedAnswer).length + options.oversizedAnswer.body.length,
+    )
     this.#sequence = (options.claims ?? 0) & MASK
     const longest = Math.max(options.ttlMs, options.inFlightMs)
     let unit = 1
@@ -197,25 +215,23 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return this.#bytes
   }
 
-  /** The age of the oldest entry kept, in seconds (0 when there is none): a claim's from its claim, an answer's from its record. */
+  /** The age of the oldest entry kept, in seconds (0 when there is none): a claim's from its claim (a late one's too), an answer's from its record. */
   get window(): number {
     const time = this.#tick()
-    const flying = this.#flying.first
-    const answer = this.#answers.first
-    const age = Math.max(
-      flying === undefined ? 0 : (time - flying.start) & MASK,
-      answer === undefined ? 0 : (time - answer.start) & MASK,
-    )
+    let age = 0
+    for (const oldest of [this.#late.first, this.#flying.first, this.#answers.first])
+      if (oldest !== undefined) age = Math.max(age, (time - oldest.start) & MASK)
     return (age * this.#unit) / 1000
   }
 
+  // No `matches`: every fingerprint here is of this process's own key, and nothing outlives the process.
   claim(key: string, fingerprint: string): Claim {
     const time = this.#tick()
     const entry = this.#entries.get(key)
     if (entry === undefined) return this.#claimed(key, fingerprint, time)
     if (entry.head === undefined) return CLAIMED_ELSEWHERE
     if (entry.fingerprint !== fingerprint) return MISMATCH
-    // No answer past the in-flight window: the outcome is unknown, and a retry is never forwarded again (docs/idempotency.md).
+    // No answer by the end of the in-flight window: the outcome is unknown, and a retry is never forwarded again (docs/idempotency.md).
     return { state: 'recorded', answer: entry.head === UNKNOWN ? this.#options.unknownAnswer : this.#decode(entry) }
   }
 
@@ -242,7 +258,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     entry.bytes = ENTRY_OVERHEAD + key.length + entry.fingerprint.length + headBytes + body.length
     this.#bytes += entry.bytes
     this.#answers.push(entry)
-    this.#bound()
+    this.#bound(entry)
   }
 
   release(key: string, token: string): void {
@@ -264,7 +280,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   async close(): Promise<void> {
     this.#entries.clear()
-    this.#flying.first = this.#flying.last = this.#answers.first = this.#answers.last = undefined
+    for (const line of [this.#flying, this.#late, this.#answers]) line.first = line.last = undefined
     this.#flyingCount = this.#flyingBytes = this.#bytes = this.#misses = 0
     this.#reference = this.#with = undefined
     this.#lastHead = UNKNOWN
@@ -272,9 +288,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   /**
    * The time now, in ticks modulo `TICKS`, with every entry that ended by now
-   * gone: a claim past its window turns unknown and joins the answers (in the
-   * order of their ends, since any record came after those before it ended),
-   * an answer past its TTL leaves. So what the map holds is alive.
+   * gone: a claim past its window turns unknown, still held until its holder
+   * records or releases it; an answer past its TTL leaves. So what the map
+   * holds is alive.
    */
   #tick(): number {
     const ticks = Math.floor(this.#now() / this.#unit)
@@ -286,11 +302,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       entry !== undefined && ((time - entry.start) & MASK) >= this.#inFlight;
       entry = this.#flying.first
     ) {
-      this.#leave(entry)
+      this.#flying.remove(entry)
       entry.head = UNKNOWN
-      entry.start = (entry.start + this.#inFlight) & MASK
-      this.#bytes += entry.bytes
-      this.#answers.push(entry)
+      this.#late.push(entry)
     }
     for (
       let entry = this.#answers.first;
@@ -356,13 +370,13 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * A new claim, when the claims in flight leave room for it and for the
-   * largest reference; answers are evicted, oldest first, to make it. Else
-   * the store fails, as one that cannot be reached: its claims in flight are
-   * payments that may be at the backend now, never evicted.
+   * A new claim, when the claims in flight leave room for it, its answer's
+   * room and the largest reference; answers are evicted, oldest first, to
+   * make it. Else the store fails, as one that cannot be reached: its claims
+   * are payments that may be at the backend now, never evicted.
    */
   #claimed(key: string, fingerprint: string, time: number): Claim {
-    const bytes = ENTRY_OVERHEAD + key.length + fingerprint.length
+    const bytes = ENTRY_OVERHEAD + key.length + fingerprint.length + this.#answerRoom
     if (this.#flyingCount >= this.#maxEntries || this.#flyingBytes + bytes + REFERENCE_ROOM > this.#maxBytes) {
       this.#options.report?.full()
       throw FULL
@@ -389,8 +403,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   /** Takes the entry out of its line and out of the count, and its answer's reference with it; the map is the caller's. */
   #leave(entry: Entry): void {
-    if (entry.head === undefined) {
-      this.#flying.remove(entry)
+    if (entry.head === undefined || entry.head === UNKNOWN) {
+      ;(entry.head === undefined ? this.#flying : this.#late).remove(entry)
       this.#flyingCount--
       this.#flyingBytes -= entry.bytes
     } else this.#answers.remove(entry)
@@ -402,16 +416,33 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * Evicts answers, oldest first, while the store is over a bound. There is
-   * always one while it is: the claims in flight leave room for the largest
-   * reference, and retired references are held by answers only.
+   * Evicts answers, oldest first, while the store is over a bound, never
+   * `recorded`, the answer being recorded: with no other answer left, it is
+   * kept as the stand-in instead, which its claim's room holds. There is
+   * always one or the other while the store is over: the claims leave room
+   * for the largest reference, and retired references are held by answers only.
    */
-  #bound(): void {
+  #bound(recorded?: Entry): void {
     while (this.#entries.size > this.#maxEntries || this.#bytes > this.#maxBytes) {
       const oldest = this.#answers.first as Entry
+      if (oldest === recorded) {
+        this.#standIn(oldest)
+        return
+      }
       this.#leave(oldest)
       this.#entries.delete(oldest.key)
       this.#options.report?.evicted()
     }
+  }
+
+  /** The answer of `entry` replaced by `oversizedAnswer`, kept whole: the payment happened, its answer is not replayed. */
+  #standIn(entry: Entry): void {
+    this.#leave(entry)
+    const { oversizedAnswer } = this.#options
+    entry.head = headOf(oversizedAnswer)
+    entry.body = oversizedAnswer.body.toString('latin1')
+    entry.bytes = ENTRY_OVERHEAD + entry.key.length + entry.fingerprint.length + entry.head.length + entry.body.length
+    this.#bytes += entry.bytes
+    this.#answers.push(entry)
   }
 }

@@ -16,11 +16,11 @@ export interface RedisIdempotencyStoreOptions extends IdempotencyStoreOptions {
   commandTimeoutMs?: number
   /** Told of the errors of the connections this store opens for acknowledged writes, of each failed attempt of a release, and of a release given up. */
   onError?: (error: Error) => void
-  /** How a release that failed is tried again. Default: 40 attempts, 100 ms apart at first, doubling up to 10 s. */
+  /** How a release or a record that failed is tried again. Default: 40 attempts, 100 ms apart at first, doubling up to 10 s. */
   releaseRetry?: ReleaseRetry
 }
 
-/** How a release that failed (Redis unreachable, a timeout) is tried again, until it lands or the claim expires. */
+/** How a release or a record that failed (Redis unreachable, a timeout) is tried again, until it lands or the claim expires. */
 export interface ReleaseRetry {
   /** Most attempts, the first included. */
   readonly attempts: number
@@ -185,11 +185,28 @@ const WRITE_CONNECTIONS = 8
 const IN_FLIGHT: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
 
+/**
+ * Whether a stored fingerprint is the payment's: its own form, or another the caller recognizes. A
+ * record made by a gateway of the fleet before an upgrade or a key rotation lives its TTL in the
+ * shared store (docs/idempotency.md, upgrading).
+ */
+function same(stored: string, fingerprint: string, matches: ((stored: string) => boolean) | undefined): boolean {
+  return stored === fingerprint || matches?.(stored) === true
+}
+
 /** A release that failed every attempt: the claim holds its key until it expires, although its payment was never forwarded. */
 function releaseFailed(attempts: number, cause: unknown): CodedError<'ERELEASE'> {
   return new CodedError(
     'ERELEASE',
     `a release failed ${attempts} times, so its key stays held until the claim expires: ${(cause as Error).message}`,
+  )
+}
+
+/** A record that failed every attempt: past its window the claim answers as the unknown outcome, never the answer. */
+function recordFailed(attempts: number, cause: unknown): CodedError<'ERECORD'> {
+  return new CodedError(
+    'ERECORD',
+    `a record failed ${attempts} times, so its key answers as the unknown outcome once its window ends: ${(cause as Error).message}`,
   )
 }
 
@@ -235,7 +252,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return ready.every(Boolean)
   }
 
-  async claim(key: string, fingerprint: string): Promise<Claim> {
+  async claim(key: string, fingerprint: string, matches?: (stored: string) => boolean): Promise<Claim> {
     const token = randomUUID()
     const writers = this.#writers
     const found =
@@ -246,7 +263,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const stored = JSON.parse(found[0]) as Stored
     const unknown = stored.state === 'inFlight' && found[1] === 1
     if (stored.state === 'inFlight' && !unknown) return IN_FLIGHT
-    if (stored.fingerprint !== fingerprint) return MISMATCH
+    if (!same(stored.fingerprint, fingerprint, matches)) return MISMATCH
     if (stored.state === 'inFlight') return { state: 'recorded', answer: this.#options.unknownAnswer }
     const { status, headers, body } = stored.answer
     return { state: 'recorded', answer: { status, headers, body: Buffer.from(body, 'base64') } }
@@ -260,7 +277,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       if ((await connection.paymentsGateIdemRecord(REDIS_KEY_PREFIX + key, token, json, this.#options.ttlMs)) === 1)
         await this.#acknowledged(connection)
     }
-    await (this.#writers === undefined ? record(this.#client) : this.#writers.with(record))
+    const writers = this.#writers
+    await this.#retried(this.#client, writers === undefined ? record : () => writers.with(record), recordFailed)
   }
 
   /** Resolves once the release landed (or the claim expired); rejects with an `ERELEASE` error when every attempt failed or the store closed first. */
@@ -268,14 +286,19 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     await this.#release(this.#client, REDIS_KEY_PREFIX + key, token)
   }
 
-  async peek(key: string, fingerprint: string): Promise<Peek> {
+  /** Deletes only a claim in flight holding this token, which no one else has: safe to repeat. */
+  #release(first: Connection, key: string, token: string): Promise<void> {
+    return this.#retried(first, (connection) => connection.paymentsGateIdemRelease(key, token), releaseFailed)
+  }
+
+  async peek(key: string, fingerprint: string, matches?: (stored: string) => boolean): Promise<Peek> {
     // Safe to repeat: it only reads.
     const found = await this.#client.paymentsGateIdemPeek(REDIS_KEY_PREFIX + key)
     if (found === null) return 'free'
     const stored = JSON.parse(found[0]) as Stored
     // A claim past its window is an unknown outcome, replayed as recorded (docs/idempotency.md).
     if (stored.state === 'inFlight' && found[1] === 0) return 'inFlight'
-    return stored.fingerprint === fingerprint ? 'recorded' : 'mismatch'
+    return same(stored.fingerprint, fingerprint, matches) ? 'recorded' : 'mismatch'
   }
 
   /** Quits the connections; a release waiting for its next attempt gives up (`ERELEASE`). */
@@ -319,31 +342,39 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * store closes; the first attempt on `first` (after a claim on it), the next
    * ones on the client of releases. Each failed attempt but the last goes to `onError`.
    */
-  async #release(first: Connection, key: string, token: string): Promise<void> {
+  /**
+   * Runs `attempt`, safe to repeat, until it lands: tried again after each failure (reported), with
+   * `releaseRetry`'s backoff, on the store's client, until the attempts run out (`failed`'s error), the
+   * store closes (the same), or the claim has expired (nothing left to do).
+   */
+  async #retried(
+    first: Connection,
+    attempt: (connection: Connection) => Promise<unknown>,
+    failed: (attempts: number, cause: unknown) => Error,
+  ): Promise<void> {
     const { attempts, firstDelayMs, maxDelayMs } = this.#retry
     // The claim was written before this call, so it is gone by then at the latest.
     const expires = performance.now() + this.#options.inFlightMs + this.#options.ttlMs
     let connection = first
     let delayMs = firstDelayMs
     let failure: unknown
-    let attempt = 0
+    let tries = 0
     do {
-      attempt++
+      tries++
       try {
-        // Safe to repeat: it deletes only a claim in flight holding this token, which no one else has.
-        await connection.paymentsGateIdemRelease(key, token)
+        await attempt(connection)
         return
       } catch (error) {
         failure = error
       }
-      if (attempt === attempts || this.#closed) break
+      if (tries === attempts || this.#closed) break
       this.#options.onError?.(failure as Error)
       await this.#pause(delayMs)
       if (!this.#closed && performance.now() >= expires) return
       connection = this.#client
       delayMs = Math.min(2 * delayMs, maxDelayMs)
     } while (!this.#closed)
-    throw releaseFailed(attempt, failure)
+    throw failed(tries, failure)
   }
 
   /** Waits `ms`, or until the store closes. */

@@ -29,17 +29,22 @@ export interface IdempotencyStore {
    * Atomic. A claim past its in-flight window with neither a record nor a
    * release answers as recorded with `unknownAnswer`. Rejects (throws / rejected
    * promise) when the store cannot be reached; never hangs (bounded by a command timeout).
+   * A new claim stores `fingerprint`; a stored one that differs is this payment's too when `matches`
+   * says so (one made under an older key, or before keyed fingerprints: fingerprint.ts).
    */
-  claim(key: string, fingerprint: string): Claim | Promise<Claim>
+  claim(key: string, fingerprint: string, matches?: (stored: string) => boolean): Claim | Promise<Claim>
   /**
    * Only the claim's owner (its token) can record or release, while no real
    * answer is recorded, also once the claim turned unknown (a late answer
-   * replaces the unknown one); a stale token is a no-op.
+   * replaces the unknown one); a stale token is a no-op. Until its owner does
+   * one or the other, the claim's holder is at work (its relay still reading
+   * the answer): a store that evicts never evicts that claim, past its window
+   * too (memory.ts, whose holders are all in its process).
    */
   record(key: string, token: string, answer: RecordedAnswer): void | Promise<void>
   release(key: string, token: string): void | Promise<void>
   /** Report mode's read-only look (docs/rollout.md): never claims, writes or refreshes a key. Without it, report mode does not say what retry protection would do. */
-  peek?(key: string, fingerprint: string): Peek | Promise<Peek>
+  peek?(key: string, fingerprint: string, matches?: (stored: string) => boolean): Peek | Promise<Peek>
   close(): Promise<void>
 }
 

@@ -1,15 +1,24 @@
 import type { IncomingMessage } from 'node:http'
-import type { Passed } from '../checks/index.js'
+import type { Entitled, Passed } from '../checks/index.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { reject, type Rejection } from '../errors.js'
 import { answerOf, flatHeaders, writeAnswer, type Answer } from '../http/answer.js'
+import { canonicalJson } from '../idempotency/canonical.js'
 import { createIdempotencyStore } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
-import { fingerprint } from '../idempotency/fingerprint.js'
+import { CodedError } from '../coded-error.js'
+import {
+  checkFingerprintKeys,
+  createFingerprinter,
+  processFingerprintKeys,
+  type Fingerprinter,
+} from '../idempotency/fingerprint.js'
 import { idempotencyKey } from '../idempotency/key.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
+import { redisTarget } from '../idempotency/redis-client.js'
 import type { Claim, IdempotencyStore, Peek, RecordedAnswer } from '../idempotency/store.js'
 import type { Metrics, RetryProtectionOutcome } from '../metrics.js'
+import type { PaymentRequest } from '../schema/payment.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
 import { faultAnswer } from './faults.js'
 import type { BackendOutcome, Forwarder } from './forward.js'
@@ -37,6 +46,12 @@ export interface RetryProtectionOptions {
   idempotencyMaxBytes?: number
   /** Told of the memory store's evictions and how far back it remembers (the gateway logs and exports them). */
   idempotencyReport?: MemoryStoreReport
+  /**
+   * The fingerprints' HMAC key the fleet shares, at least 32 bytes; during a rotation two, the current one
+   * first (docs/idempotency.md). Required with a Redis store; without one, a store of this process gets a
+   * random key of its own.
+   */
+  idempotencyFingerprintKey?: Buffer | readonly Buffer[]
 }
 
 /** A claimed key: what `settle` needs to record or release it once the backend's outcome is known. */
@@ -45,7 +60,24 @@ export interface Ticket {
   readonly token: string
 }
 
-/** What retry protection decided for one payment that passed every check (docs/idempotency.md). */
+/**
+ * A payment as retry protection sees it: a request that passed checks 1 to 9, its key, and the bytes
+ * its fingerprint is of (docs/idempotency.md, the key and the fingerprint).
+ */
+export interface ProtectedPayment {
+  readonly operation: string
+  readonly entity: string
+  readonly transactionReference: string
+  /** The document as received, in its canonical form (member order not counted). */
+  readonly received: Uint8Array
+  /**
+   * The document as forwarded, what a gateway of before this fingerprint took: asked only for a record of
+   * before the upgrade, still live for its TTL.
+   */
+  readonly asForwarded: () => Uint8Array
+}
+
+/** What retry protection decided for one payment that passed checks 1 to 9 (docs/idempotency.md). */
 export type Guard =
   /** Forward it; settle the ticket with the outcome. No ticket: forward unprotected (the store failed, failure `open`). */
   (
@@ -61,17 +93,14 @@ export type Guard =
 
 /** Retry protection around one store: guard before forwarding, settle after. */
 export interface RetryProtection {
-  guard(passed: Passed, payload: Buffer): Guard | Promise<Guard>
+  guard(payment: ProtectedPayment): Guard | Promise<Guard>
   /** Records or releases the ticket's key as the outcome says; store failures go to `onStoreError`, never thrown. */
   settle(ticket: Ticket, outcome: BackendOutcome): void
   /**
    * What `guard` would decide, from a read-only look at the store (report mode, docs/rollout.md);
    * undefined when the store cannot look without claiming.
    */
-  inspect(
-    passed: Pick<Passed, 'operation' | 'entity' | 'document'>,
-    payload: Buffer,
-  ): RetryProtectionOutcome | Promise<RetryProtectionOutcome> | undefined
+  inspect(payment: ProtectedPayment): RetryProtectionOutcome | Promise<RetryProtectionOutcome> | undefined
   close(): Promise<void>
 }
 
@@ -110,6 +139,9 @@ export const OVERSIZED_ANSWER = recorded(
     }),
   ),
 )
+
+/** A payment its policy refused after its claim: never forwarded, so its key is released. */
+const NOT_FORWARDED: BackendOutcome = Object.freeze({ kind: 'refused' })
 
 /** What the client got when the backend timed out or reset: the outcome is unknown, so this is what a retry gets. */
 const TIMED_OUT = recorded(answerOf(faultAnswer('timeout')))
@@ -164,10 +196,19 @@ const would = (peek: Peek) => WOULD[peek]
 
 export function createRetryProtection(
   store: IdempotencyStore,
-  options: Pick<RetryProtectionOptions, 'idempotencyFailure' | 'onStoreError'> = {},
+  options: Pick<RetryProtectionOptions, 'idempotencyFailure' | 'onStoreError' | 'idempotencyFingerprintKey'> = {},
 ): RetryProtection {
   const failOpen = options.idempotencyFailure === 'open'
   const onStoreError = options.onStoreError
+  const fingerprinter: Fingerprinter = createFingerprinter(
+    options.idempotencyFingerprintKey === undefined
+      ? processFingerprintKeys()
+      : checkFingerprintKeys(options.idempotencyFingerprintKey),
+  )
+  /** The payment's fingerprint; before keyed fingerprints a gateway took the SHA-256 of the document it forwarded. */
+  const fingerprintOf = (payment: ProtectedPayment) =>
+    fingerprinter.of(payment.operation, payment.received, () => [payment.asForwarded()])
+  const keyOf = (payment: ProtectedPayment) => idempotencyKey(payment.entity, payment.transactionReference)
 
   function decide(key: string, claim: Claim): Guard {
     switch (claim.state) {
@@ -193,11 +234,12 @@ export function createRetryProtection(
   const failedQuietly = (error: unknown) => onStoreError?.(error)
 
   return {
-    guard(passed, payload) {
-      const key = idempotencyKey(passed.entity, passed.document.transactionReference)
+    guard(payment) {
+      const key = keyOf(payment)
       let claim: Claim | Promise<Claim>
       try {
-        claim = store.claim(key, fingerprint(passed.operation, payload))
+        const print = fingerprintOf(payment)
+        claim = store.claim(key, print.value, print.matches)
       } catch (error) {
         return failed(error)
       }
@@ -212,14 +254,12 @@ export function createRetryProtection(
         failedQuietly(error)
       }
     },
-    inspect(passed, payload) {
+    inspect(payment) {
       if (store.peek === undefined) return undefined
       let peek: Peek | Promise<Peek>
       try {
-        peek = store.peek(
-          idempotencyKey(passed.entity, passed.document.transactionReference),
-          fingerprint(passed.operation, payload),
-        )
+        const print = fingerprintOf(payment)
+        peek = store.peek(keyOf(payment), print.value, print.matches)
       } catch (error) {
         return failed(error).outcome
       }
@@ -238,18 +278,47 @@ function replay(res: GatewayResponse, answer: RecordedAnswer): void {
   res.end(answer.body)
 }
 
+/** The rest of the checks on a payment that passed check 9: its entity's policy and the rewrites (`Checks.checkPolicy`). */
+export type PolicyCheck = (entitled: Entitled) => Passed | Rejection
+
+/** The document a payment that passed every check forwards: the rewritten one. */
+const payloadOf = (passed: Passed) => Buffer.from(JSON.stringify(passed.document))
+
+/**
+ * A payment as retry protection sees it, from the document as it came (parsed) and the document as
+ * forwarded: the canonical form of the first is taken now, before the policy rewrites the document in
+ * place; the second is read only for a record of before the upgrade.
+ */
+export function protectedPayment(
+  operation: string,
+  entity: string,
+  received: unknown,
+  forwarded: PaymentRequest,
+): ProtectedPayment {
+  return {
+    operation,
+    entity,
+    transactionReference: forwarded.transactionReference,
+    received: Buffer.from(canonicalJson(received)),
+    asForwarded: () => Buffer.from(JSON.stringify(forwarded)),
+  }
+}
+
 /** The proxy's payments: each forwarded once, under retry protection unless it is off. */
 export interface Payments {
-  /** Forwards a payment that passed every check, or answers it from retry protection. */
+  /**
+   * Answers a payment that passed check 9 from retry protection (a replay, whatever its policy says now),
+   * or runs `checkPolicy` on it and forwards it or answers the refusal.
+   */
   forward(
     req: IncomingMessage,
     res: GatewayResponse,
     exchange: Exchange,
-    passed: Passed,
-    payload: Buffer,
+    entitled: Entitled,
+    checkPolicy: PolicyCheck,
   ): void | Promise<void>
   /** What retry protection would do with the payment (report mode); undefined when it is off or cannot look. */
-  inspect: RetryProtection['inspect']
+  inspect(payment: ProtectedPayment): ReturnType<RetryProtection['inspect']>
   /** Resolves true once the store answers (at once for memory), false after `timeoutMs`; never rejects. */
   ready(timeoutMs?: number): Promise<boolean>
   /** Closes the store. */
@@ -282,6 +351,15 @@ export function inFlightWindowMs(timeout: number): number {
  */
 export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): IdempotencyStore | undefined {
   const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+  const shared =
+    idempotency instanceof RedisIdempotencyStore ||
+    (typeof idempotency === 'string' && redisTarget(idempotency) !== undefined)
+  // Each gateway's own random key would make every retry that lands on another gateway a 422.
+  if (shared && options.idempotencyFingerprintKey === undefined)
+    throw new CodedError(
+      'EFINGERPRINTKEY',
+      '--idempotency-fingerprint-key must be given with a Redis store: every gateway sharing it fingerprints payments with the same key',
+    )
   if (typeof idempotency !== 'string') return idempotency
   return createIdempotencyStore(idempotency, {
     ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
@@ -313,12 +391,29 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
     res: GatewayResponse,
     exchange: Exchange,
     pending: Promise<Guard>,
-    payload: Buffer,
+    verdict: Passed | Rejection,
   ): Promise<void> {
-    act(req, res, exchange, await pending, payload)
+    act(req, res, exchange, await pending, verdict)
   }
 
-  function act(req: IncomingMessage, res: GatewayResponse, exchange: Exchange, guard: Guard, payload: Buffer): void {
+  function refuse(res: GatewayResponse, exchange: Exchange, rejection: Rejection): void {
+    exchange.errorName = rejection.body.errorName
+    writeAnswer(res, answerOf(rejection))
+  }
+
+  function act(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    guard: Guard,
+    verdict: Passed | Rejection,
+  ): void {
+    if (guard.kind === 'forward' && verdict.ok !== true) {
+      // Its policy refuses it, and nothing is recorded under its key: the claim made to look is freed at once.
+      if (guard.ticket !== undefined) (protection as RetryProtection).settle(guard.ticket, NOT_FORWARDED)
+      refuse(res, exchange, verdict)
+      return
+    }
     exchange.retryProtection = guard.outcome
     metrics?.retryProtection(guard.outcome)
     if (guard.kind === 'forward') {
@@ -326,30 +421,35 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
       forwarder.forward(
         req,
         res,
-        payload,
+        payloadOf(verdict as Passed),
         ticket && ((outcome) => (protection as RetryProtection).settle(ticket, outcome)),
       )
     } else if (guard.kind === 'replay') {
       replay(res, guard.answer)
     } else {
-      exchange.errorName = guard.rejection.body.errorName
-      writeAnswer(res, answerOf(guard.rejection))
+      refuse(res, exchange, guard.rejection)
     }
   }
 
   return {
-    forward(req, res, exchange, passed, payload) {
+    forward(req, res, exchange, entitled, checkPolicy) {
       // Taken before the claim, so that a claim's window covers the whole wait for a connection.
       exchange.sendBy = performance.now() + options.timeout
       if (protection === undefined) {
-        forwarder.forward(req, res, payload)
+        const verdict = checkPolicy(entitled)
+        if (verdict.ok) forwarder.forward(req, res, payloadOf(verdict))
+        else refuse(res, exchange, verdict)
         return
       }
-      const guard = protection.guard(passed, payload)
-      if (guard instanceof Promise) return guarded(req, res, exchange, guard, payload)
-      act(req, res, exchange, guard, payload)
+      const { operation, entity, document } = entitled
+      // Before the policy, which rewrites the document in place.
+      const payment = protectedPayment(operation, entity, document, document)
+      const verdict = checkPolicy(entitled)
+      const guard = protection.guard(payment)
+      if (guard instanceof Promise) return guarded(req, res, exchange, guard, verdict)
+      act(req, res, exchange, guard, verdict)
     },
-    inspect: (passed, payload) => protection?.inspect(passed, payload),
+    inspect: (payment) => protection?.inspect(payment),
     async ready(timeoutMs) {
       return store instanceof RedisIdempotencyStore ? store.ready(timeoutMs) : true
     },

@@ -23,7 +23,7 @@ import type { KeyPair } from '../tls/pem.js'
 import { registeredTracer, startServerSpan } from '../tracing.js'
 import { GatewayResponse, record, track, withOwnId, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
-import { createPayments, inFlightWindowMs, type RetryProtectionOptions } from './retry-protection.js'
+import { createPayments, inFlightWindowMs, protectedPayment, type RetryProtectionOptions } from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
 
 /**
@@ -160,7 +160,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     // The address counts towards the login throttle only where the proxies before it are known (docs/credentials.md).
     const client = trustProxy > 0 ? exchange.remoteAddress : undefined
     const continued = expectsContinue ? () => res.writeContinue() : undefined
-    const screened = await screen(checks, req, operation, continued, mode, client)
+    // Retry protection looks the key up before the policy (docs/idempotency.md): payments.forward runs it.
+    const screened = await screen(checks, req, operation, continued, mode, client, 'entitled')
     if (screened === ABORTED) return
     if (screened === undefined) {
       if (expectsContinue) res.writeContinue()
@@ -177,7 +178,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     exchange.entity = screened.entity
     exchange.user = screened.principal?.username
-    return payments.forward(req, res, exchange, screened, Buffer.from(JSON.stringify(screened.document)))
+    return payments.forward(req, res, exchange, screened, checks.checkPolicy)
   }
 
   /**
@@ -198,10 +199,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (reported.wouldRewrite.length > 0) exchange.wouldRewrite = reported.wouldRewrite
     const { document, body } = reported
     if (document !== undefined) {
-      let would = payments.inspect(
-        { operation: reported.operation, entity: reported.entity, document },
-        Buffer.from(JSON.stringify(document)),
-      )
+      let would = payments.inspect(protectedPayment(reported.operation, reported.entity, reported.received, document))
       if (would instanceof Promise) would = await would
       exchange.wouldRetryProtection = would
     }

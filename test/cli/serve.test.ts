@@ -8,7 +8,7 @@ import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { createMetrics } from '../../lib/metrics.js'
 import { luhnValid } from '../../lib/luhn.js'
 import { spawnCli } from '../helpers/cli.js'
-import { basic, saleBody, USERNAME, writeCredentials } from '../helpers/fixtures.js'
+import { basic, saleBody, USERNAME, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, send, until } from '../helpers/http.js'
 import { captureLogger, logLines, secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from '../helpers/logs.js'
 import { startRedis } from '../helpers/redis.js'
@@ -16,6 +16,7 @@ import { created, startBackend, takenPort } from '../helpers/servers.js'
 
 const dir = t.testdir({ 'bad-policies': { 'default.json': '{"entity": "default"}' }, 'bad.json': '{"users": 1}' })
 const credentials = await writeCredentials(dir)
+const fingerprintKey = await writeFingerprintKey(dir)
 const backend = await startBackend()
 t.teardown(() => backend.close())
 
@@ -207,7 +208,10 @@ t.test(
       return connections()
     }
 
-    const serving = await startServing(setup({ idempotency: redis.url, shutdownDelay: 0 }), io().io)
+    const serving = await startServing(
+      setup({ idempotency: redis.url, idempotencyFingerprintKey: fingerprintKey, shutdownDelay: 0 }),
+      io().io,
+    )
     t.equal(await connections(), 1, "one connection: the store's client, which the throttle shares")
     const url = `http://127.0.0.1:${serving.address.port}`
     const wrong = paymentHeaders({ authorization: basic(USERNAME, 'wrong') })
@@ -224,7 +228,12 @@ t.test(
     t.equal(await allClosed(), 0, 'stop closed it')
 
     // Writes that wait for replicas take connections of their own (docs/idempotency.md, replicas): eight.
-    const replicated = setup({ idempotency: redis.url, idempotencyReplicas: 1, shutdownDelay: 0 })
+    const replicated = setup({
+      idempotency: redis.url,
+      idempotencyFingerprintKey: fingerprintKey,
+      idempotencyReplicas: 1,
+      shutdownDelay: 0,
+    })
     const waiting = await startServing(replicated, io().io)
     t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
     await waiting.stop()

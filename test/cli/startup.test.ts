@@ -142,6 +142,21 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY: a password in the URL and a password file; give one\n',
     ],
     [
+      [...serve, '--credentials', credentials, '--idempotency', 'redis://127.0.0.1:1/0'],
+      {},
+      'payments-gate serve: --idempotency-fingerprint-key must be given with a Redis store: every gateway sharing it fingerprints payments with the same key\n',
+    ],
+    [
+      [...serve, '--credentials', credentials, '--idempotency', 'redis://127.0.0.1:1/0'],
+      { PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY: join(dir, 'not-json.json') },
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY must hold one key, or two during a rotation (the current one first), each at least 32 bytes\n',
+    ],
+    [
+      [...serve, '--credentials', credentials, '--idempotency-fingerprint-key', join(dir, 'nowhere')],
+      {},
+      `payments-gate serve: --idempotency-fingerprint-key ${join(dir, 'nowhere')}: no such file or folder\n`,
+    ],
+    [
       ['serve', '--credentials', credentials],
       {},
       'payments-gate serve: --target is required: give --target URL or set PAYMENTS_GATE_TARGET\n',

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { spawnCli, type Running } from '../helpers/cli.js'
-import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { startBackend } from '../helpers/servers.js'
@@ -15,7 +15,8 @@ import { startBackend } from '../helpers/servers.js'
 
 /** `payments-gate serve` in a process of its own, on a free port, in front of `target`; stopped when the test ends. */
 async function gatewayProcess(t: Test, target: string, args: string[]): Promise<{ url: string; run: Running }> {
-  const credentials = await writeCredentials(t.testdir())
+  const dir = t.testdir()
+  const credentials = await writeCredentials(dir)
   const run = spawnCli([
     'serve',
     '--listen',
@@ -24,6 +25,8 @@ async function gatewayProcess(t: Test, target: string, args: string[]): Promise<
     target,
     '--credentials',
     credentials,
+    '--idempotency-fingerprint-key',
+    await writeFingerprintKey(dir),
     '--shutdown-delay',
     '0',
     ...args,

@@ -1,14 +1,30 @@
+import { createHash } from 'node:crypto'
 import { request, type ServerResponse } from 'node:http'
 import { connect, createServer as createNetServer } from 'node:net'
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing } from '../../lib/cli/serve.js'
+import { hashPassword } from '../../lib/credentials/hash.js'
+import { CredentialStore } from '../../lib/credentials/store.js'
+import type { GateOptions } from '../../lib/gate.js'
+import { staticPolicies, type PolicyFile } from '../../lib/policy/policy.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
-import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import {
+  basic,
+  ENTITIES,
+  PASSWORD,
+  policies,
+  policy,
+  saleBody,
+  TEST_COST,
+  USERNAME,
+  writeCredentials,
+  writeFingerprintKey,
+} from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { type Answer, created, listenOnLoopback, startBackend } from '../helpers/servers.js'
@@ -34,9 +50,10 @@ async function protectedGateway(
   t: Test,
   options: RetryProtectionOptions & { timeout?: number } = {},
   answer?: Answer,
+  gate?: Partial<GateOptions>,
 ): Promise<Started> {
   const { timeout, ...protection } = options
-  return startGateway(t, { idempotency: 'memory', ...protection, timeout, answer })
+  return startGateway(t, { idempotency: 'memory', ...protection, timeout, answer, gate })
 }
 
 const slowly =
@@ -356,8 +373,20 @@ t.test('retry protection off: every copy is forwarded', async (t) => {
 
 /** `payments-gate serve` in a process of its own, on a free port, in front of `target`, with `args`; stopped when the test ends. */
 async function gatewayProcess(t: Test, target: string, args: string[]): Promise<string> {
-  const credentials = await writeCredentials(t.testdir())
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', target, '--credentials', credentials, ...args])
+  const dir = t.testdir()
+  const credentials = await writeCredentials(dir)
+  const run = spawnCli([
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--target',
+    target,
+    '--credentials',
+    credentials,
+    '--idempotency-fingerprint-key',
+    await writeFingerprintKey(dir),
+    ...args,
+  ])
   t.teardown(async () => {
     run.child.kill('SIGINT')
     await run.exited
@@ -501,12 +530,14 @@ t.test('serve: a store failure is a log line and a metric', async (t) => {
   const lines: string[] = []
   stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)))
   const io = { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env: {} }
+  const dir = t.testdir()
   const serving = await startServing(
     {
       listen: { host: '127.0.0.1', port: 0 },
       target: new URL(backend.url),
       policies: 'policies',
-      credentials: await writeCredentials(t.testdir()),
+      credentials: await writeCredentials(dir),
+      idempotencyFingerprintKey: await writeFingerprintKey(dir),
       vendor: 'example',
       basePath: '',
       bodyLimit: 65536,
@@ -544,3 +575,181 @@ t.test(
     t.equal(a.backend.received.length, 0)
   },
 )
+
+t.test(
+  'keyed fingerprints in Redis: no digest of the document without the key; a rotation and the records of before the upgrade still replayed',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const client = createRedisClient(redis.url)
+    t.teardown(() => client.disconnect())
+    t.ok(await whenReady(client, 5000))
+    const [current, older] = [Buffer.alloc(32, 'c'), Buffer.alloc(32, 'o')]
+    const stored = async (reference: string) =>
+      JSON.parse((await client.get(`payments-gate:idem:${JSON.stringify(['default', reference])}`)) as string)
+
+    const before = await protectedGateway(t, { idempotency: redis.url, idempotencyFingerprintKey: older })
+    const charged = sale()
+    t.equal((await pay(before.url, charged)).status, 201)
+    const forwarded = (before.backend.received[0] as { body: Buffer }).body
+    const print: string = (await stored(charged.transactionReference)).fingerprint
+    t.match(print, /^hmac:[0-9a-f]{8} sale /, 'the stored fingerprint names its key')
+    t.not(print.split(' ')[2], createHash('sha256').update(forwarded).digest('base64'), 'not the plain SHA-256')
+
+    // A record as a gateway of before keyed fingerprints left it: the SHA-256 of the document it forwarded.
+    const old = sale()
+    t.equal((await pay(before.url, old)).status, 201)
+    const oldForwarded = (before.backend.received[1] as { body: Buffer }).body
+    const record = await stored(old.transactionReference)
+    record.fingerprint = `sale ${createHash('sha256').update(oldForwarded).digest('base64')}`
+    await client.set(
+      `payments-gate:idem:${JSON.stringify(['default', old.transactionReference])}`,
+      JSON.stringify(record),
+    )
+
+    const rotated = await protectedGateway(t, { idempotency: redis.url, idempotencyFingerprintKey: [current, older] })
+    const retried = await pay(rotated.url, charged)
+    t.equal(retried.status, 201, 'a record under the older key of a rotation is replayed')
+    t.equal(retried.headers['idempotent-replayed'], 'true')
+    const upgraded = await pay(rotated.url, old)
+    t.equal(upgraded.status, 201, 'a record of before the upgrade is replayed, not a 422')
+    t.equal(upgraded.headers['idempotent-replayed'], 'true')
+    const other = (payment: Record<string, any>) => ({
+      ...payment,
+      instruction: { ...payment.instruction, value: { amount: 1, currency: 'GBP' } },
+    })
+    t.equal((await pay(rotated.url, other(old))).status, 422, 'another payment under a record of before the upgrade')
+    t.equal((await pay(rotated.url, other(charged))).status, 422, 'another payment under a record of the older key')
+    const fresh = sale()
+    t.equal((await pay(rotated.url, fresh)).status, 201)
+    t.match((await stored(fresh.transactionReference)).fingerprint, /^hmac:/)
+    t.not(
+      (await stored(fresh.transactionReference)).fingerprint.split(' ')[0],
+      print.split(' ')[0],
+      'new claims under the current key',
+    )
+    t.equal(rotated.backend.received.length, 1, 'only the fresh payment forwarded')
+
+    const retired = await protectedGateway(t, { idempotency: redis.url, idempotencyFingerprintKey: current })
+    t.equal((await pay(retired.url, charged)).status, 422, 'a key no longer listed is not recognized')
+    t.equal(retired.backend.received.length, 0)
+  },
+)
+
+t.test('a Redis store without a fingerprint key is refused; a store of this process gets a random key', async (t) => {
+  await t.rejects(startGateway(t, { idempotency: 'redis://127.0.0.1:9/0', idempotencyFingerprintKey: undefined }), {
+    code: 'EFINGERPRINTKEY',
+    message: /^--idempotency-fingerprint-key must be given with a Redis store/,
+  })
+  await t.rejects(startGateway(t, { idempotency: 'memory', idempotencyFingerprintKey: Buffer.alloc(31) }), {
+    code: 'EFINGERPRINTKEY',
+  })
+  const own = new MemoryIdempotencyStore({
+    ttlMs: 60_000,
+    inFlightMs: 60_000,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+  })
+  const claims: string[] = []
+  const watched: IdempotencyStore = {
+    claim: (key, fingerprint) => (claims.push(fingerprint), own.claim(key, fingerprint)),
+    record: (key, token, answer) => own.record(key, token, answer),
+    release: (key, token) => own.release(key, token),
+    close: () => own.close(),
+  }
+  const first = await protectedGateway(t, { idempotency: watched, idempotencyFingerprintKey: undefined })
+  const second = await protectedGateway(t, { idempotency: watched, idempotencyFingerprintKey: undefined })
+  const payment = sale()
+  await pay(first.url, payment)
+  await pay(second.url, payment)
+  t.equal(claims.length, 2)
+  t.not(claims[0]?.split(' ')[0], claims[1]?.split(' ')[0], 'each gateway its own random key')
+})
+
+t.test('replay before policy: a retry of a charged payment is replayed whatever its policy says now', async (t) => {
+  let source = policies()
+  const { url, backend } = await protectedGateway(t, {}, undefined, {
+    policies: { get: (entity) => source.get(entity) },
+  })
+  // A line1 the policy truncates (docs/checks.md, rewrites) and no mcc: the policy fills it in.
+  const charged = sale()
+  charged.instruction.narrative.line1 = 'Mind Palace Ltd, 221B Baker Street, London'
+  const first = await pay(url, charged)
+  t.equal(first.status, 201)
+  const changes: [string, Partial<PolicyFile>][] = [
+    ['the mcc', { mcc: '4829' }],
+    ['line1 truncate to reject', { narrative: { line1: 'reject' } }],
+    ['the currency withdrawn', { currencies: ['EUR'] }],
+  ]
+  for (const [change, overrides] of changes) {
+    source = staticPolicies([policy(overrides)])
+    const retry = await pay(url, charged)
+    t.equal(retry.status, 201, `${change}: replayed`)
+    t.equal(retry.headers['idempotent-replayed'], 'true', change)
+    t.equal(retry.text, first.text, change)
+  }
+  t.equal(backend.received.length, 1, 'forwarded once')
+  // A new payment under that policy is refused, and its key is free again for the corrected one.
+  const refused = sale()
+  t.equal((await pay(url, refused)).status, 400, 'the currency the policy withdrew')
+  source = policies()
+  t.equal((await pay(url, refused)).status, 201, 'the refusal claimed nothing that stays')
+  t.equal(backend.received.length, 2)
+})
+
+t.test('replay before policy: members in another order are the same payment', async (t) => {
+  const { url, backend } = await protectedGateway(t)
+  const charged = sale()
+  const first = await pay(url, charged)
+  // Every object's members reversed, at every level.
+  const reversed = (value: unknown): unknown =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(
+          Object.entries(value)
+            .reverse()
+            .map(([name, member]) => [name, reversed(member)]),
+        )
+      : value
+  const retried = reversed(charged) as Record<string, any>
+  t.not(JSON.stringify(retried), JSON.stringify(charged), 'another byte order')
+  const retry = await pay(url, retried)
+  t.equal(retry.status, 201)
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.equal(retry.text, first.text)
+  t.equal(
+    (await pay(url, { ...retried, instruction: { ...retried.instruction, value: { currency: 'GBP', amount: 1 } } }))
+      .status,
+    422,
+  )
+  t.equal(backend.received.length, 1)
+})
+
+t.test("replay before policy: another entity's user gets 401, never the recorded answer", async (t) => {
+  const other = {
+    username: 'shop-2',
+    password: await hashPassword('another password', TEST_COST),
+    entities: ['collections'],
+  }
+  const mine = { username: USERNAME, password: await hashPassword(PASSWORD, TEST_COST), entities: ENTITIES }
+  const { url, backend } = await protectedGateway(t, {}, undefined, { credentials: new CredentialStore([mine, other]) })
+  const charged = sale()
+  t.equal((await pay(url, charged)).status, 201)
+  const stranger = await send(url, {
+    headers: paymentHeaders({ authorization: basic('shop-2', 'another password') }),
+    body: charged,
+  })
+  t.equal(stranger.status, 401)
+  t.equal(stranger.json.errorName, 'accessDenied')
+  t.equal(stranger.headers['idempotent-replayed'], undefined)
+  t.equal(backend.received.length, 1)
+})
+
+t.test('with retry protection off, the policy still refuses, after check 9, and nothing is forwarded', async (t) => {
+  const { url, backend } = await startGateway(t, {
+    gate: { policies: staticPolicies([policy({ currencies: ['EUR'] })]) },
+  })
+  const refused = await pay(url, sale())
+  t.equal(refused.status, 400)
+  t.equal(refused.json.errorName, 'currencyIsNotSupported')
+  t.equal(backend.received.length, 0)
+})

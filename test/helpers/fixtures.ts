@@ -73,6 +73,16 @@ export const BODY_LIMIT = 2048
 /** The gate options of the shared case table and of `testGate`. */
 export const GATE_OPTIONS = { bodyLimit: BODY_LIMIT, vendor: VENDOR } as const
 
+/** The fingerprints' HMAC key of every test gateway, so that gateways sharing a Redis share it (docs/idempotency.md). */
+export const FINGERPRINT_KEY = Buffer.from('the test fleet fingerprint key, 32 bytes and more')
+
+/** `FINGERPRINT_KEY` as `--idempotency-fingerprint-key` reads it: written in `dir`, its path returned. */
+export async function writeFingerprintKey(dir: string): Promise<string> {
+  const path = join(dir, 'fingerprint-key')
+  await writeFile(path, Buffer.concat([FINGERPRINT_KEY, Buffer.from('\n')]))
+  return path
+}
+
 /** The repository's sample policies: default, collections (line1 reject), eu-tokens, marketplace (Payment Facilitator). */
 export const POLICIES_DIR = fileURLToPath(new URL('../../policies', import.meta.url))
 

@@ -10,7 +10,9 @@
  *   otherwise: a claim is `claimed` only where the model holds nothing;
  * - every replay is byte for byte the answer recorded (or the stand-ins);
  * - a store that may evict (`evictions`) forgets only answers, oldest first,
- *   as many as it reports; a claim fails only with `capacity` claims in flight.
+ *   as many as it reports; a claim fails only with `capacity` claims in flight;
+ * - a store whose claims' holders live in its process (`holdsLate`) keeps a
+ *   claim past its window until its holder records or releases it.
  *
  * Generic over the store: the memory store runs it with its injected clock
  * (test/idempotency/memory-model.test.ts); a store without one (Redis) leaves
@@ -28,6 +30,11 @@ export interface ModelSettings {
   readonly unknownAnswer: RecordedAnswer
   /** How many claims in flight the store must take: a claim of a free key may fail only with this many. Infinity: never. */
   readonly capacity: number
+  /**
+   * A claim past its window answers as unknown but is held, never evicted nor ended by a TTL, until its holder
+   * records or releases it, and counts as in flight (the memory store: every holder is in its process).
+   */
+  readonly holdsLate?: boolean
 }
 
 /** The real side of a run: the store, and what the model needs to know of it. */
@@ -62,6 +69,8 @@ export class StoreModel {
   readonly slots = new Map<string, Slot>()
   /** Claims in flight in the order of their claims, answers in the order they were recorded or became unknown. */
   flying: Slot[] = []
+  /** Claims past their window still held (`holdsLate`), in the order their windows ended. */
+  late: Slot[] = []
   answers: Slot[] = []
   /** Every token the store gave for a key, oldest first. */
   readonly tokens = new Map<string, string[]>()
@@ -79,6 +88,10 @@ export class StoreModel {
     while (this.flying.length > 0 && this.now - (this.flying[0] as Slot).start >= inFlightMs) {
       const slot = this.flying.shift() as Slot
       slot.answer = unknownAnswer
+      if (this.settings.holdsLate === true) {
+        this.late.push(slot)
+        continue
+      }
       slot.start += inFlightMs
       let at = this.answers.length
       while (at > 0 && (this.answers[at - 1] as Slot).start > slot.start) at--
@@ -115,10 +128,16 @@ export class StoreModel {
     return slot !== undefined && slot.token === token && !slot.recorded ? slot : undefined
   }
 
-  /** Takes an answered or flying slot out of its line. */
+  /** Takes a flying, late or answered slot out of its line. */
   unlink(slot: Slot): void {
-    if (slot.answer === undefined) this.flying = this.flying.filter((other) => other !== slot)
-    else this.answers = this.answers.filter((other) => other !== slot)
+    this.flying = this.flying.filter((other) => other !== slot)
+    this.late = this.late.filter((other) => other !== slot)
+    this.answers = this.answers.filter((other) => other !== slot)
+  }
+
+  /** The claims the store holds as in flight. */
+  get claims(): number {
+    return this.flying.length + this.late.length
   }
 }
 
@@ -162,8 +181,8 @@ class ClaimCommand implements Command {
     const got = typeof claim === 'string' ? claim : claim.state
     if (slot === undefined) {
       if (claim === 'failed') {
-        if (model.flying.length < model.settings.capacity)
-          throw new Error(`claim ${this.key} failed with ${model.flying.length} claims in flight`)
+        if (model.claims < model.settings.capacity)
+          throw new Error(`claim ${this.key} failed with ${model.claims} claims in flight`)
       } else if (claim.state !== 'claimed') throw new Error(`claim ${this.key}: ${got}, where nothing is held`)
       else {
         const claimed: Slot = {

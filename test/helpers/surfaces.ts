@@ -21,6 +21,7 @@ import {
   SALE_PATH,
   testCredentials,
   writeCredentials,
+  FINGERPRINT_KEY,
 } from './fixtures.js'
 import { keepAliveAgent } from './http.js'
 import { captureLogger } from './logs.js'
@@ -61,6 +62,7 @@ export async function startGateway(t: Test, options: StartOptions = {}): Promise
     target: backend.url,
     logger: captureLogger(),
     idempotency: 'off',
+    idempotencyFingerprintKey: FINGERPRINT_KEY,
     checks,
     backendErrors,
     ...options,

@@ -1,22 +1,95 @@
 import t from 'tap'
-import { fingerprint } from '../../lib/idempotency/fingerprint.js'
+import {
+  checkFingerprintKeys,
+  createFingerprinter,
+  processFingerprintKeys,
+  readFingerprintKeys,
+  unkeyedFingerprint,
+} from '../../lib/idempotency/fingerprint.js'
 import { idempotencyKey } from '../../lib/idempotency/key.js'
 
-t.test('fingerprint: a SHA-256 digest that differs by operation and by byte', async (t) => {
-  const body = Buffer.from('{"transactionReference":"t-1","amount":100}')
-  const print = fingerprint('authorize', body)
-  t.match(print, /^authorize [A-Za-z0-9+/]{43}=$/, 'the operation, then 32 bytes in base64')
-  t.equal(fingerprint('authorize', Buffer.from(body)), print, 'stable')
-  t.not(fingerprint('sale', body), print, 'by operation')
-  const changed = Buffer.from(body)
-  changed[changed.length - 2] = 0x31
-  t.not(fingerprint('authorize', changed), print, 'by byte')
-  t.not(
-    fingerprint('ab', Buffer.from('c')),
-    fingerprint('a', Buffer.from('bc')),
-    'the operation ends before the bytes start',
-  )
-  t.notMatch(fingerprint('authorize', Buffer.from('4444333322221111')), /4444333322221111/)
+const KEY = Buffer.alloc(32, 'k')
+const OLD = Buffer.alloc(32, 'o')
+const none = () => []
+
+t.test(
+  'fingerprint: an HMAC-SHA-256 under the key, naming the key, differing by operation, byte and key',
+  async (t) => {
+    const body = Buffer.from('{"transactionReference":"t-1","amount":100}')
+    const print = createFingerprinter([KEY]).of('authorize', body, none).value
+    t.match(
+      print,
+      /^hmac:[0-9a-f]{8} authorize [A-Za-z0-9+/]{43}=$/,
+      'the key id, the operation, then 32 bytes in base64',
+    )
+    t.equal(createFingerprinter([KEY]).of('authorize', Buffer.from(body), none).value, print, 'stable')
+    t.not(createFingerprinter([KEY]).of('sale', body, none).value, print, 'by operation')
+    const changed = Buffer.from(body)
+    changed[changed.length - 2] = 0x31
+    t.not(createFingerprinter([KEY]).of('authorize', changed, none).value, print, 'by byte')
+    const other = createFingerprinter([OLD]).of('authorize', body, none).value
+    t.not(other.split(' ')[0], print.split(' ')[0], 'another key has another id')
+    t.not(other.split(' ')[2], print.split(' ')[2], 'and another digest')
+    t.not(
+      createFingerprinter([KEY]).of('authorize', body, none).value.split(' ')[2],
+      unkeyedFingerprint('authorize', body).split(' ')[1],
+      'keyed: not the SHA-256 of the document',
+    )
+    t.not(unkeyedFingerprint('ab', Buffer.from('c')), unkeyedFingerprint('a', Buffer.from('bc')))
+    t.notMatch(
+      createFingerprinter([KEY]).of('authorize', Buffer.from('4444333322221111'), none).value,
+      /4444333322221111/,
+    )
+  },
+)
+
+t.test('matches: the older key of a rotation and the unkeyed form before the upgrade, nothing else', async (t) => {
+  const body = Buffer.from('{"a":1}')
+  const rotated = createFingerprinter([KEY, OLD])
+  const print = rotated.of('sale', body, () => [body])
+  t.equal(print.value, createFingerprinter([KEY]).of('sale', body, none).value, 'the first key signs')
+  t.ok(print.matches(createFingerprinter([OLD]).of('sale', body, none).value), 'made under the older key')
+  t.notOk(print.matches(createFingerprinter([OLD]).of('sale', Buffer.from('{"a":2}'), none).value), 'another document')
+  t.notOk(print.matches(createFingerprinter([OLD]).of('authorize', body, none).value), 'another operation')
+  const retired = createFingerprinter([Buffer.alloc(32, 'r')]).of('sale', body, none).value
+  t.notOk(print.matches(retired), 'a key no longer listed')
+  t.ok(print.matches(unkeyedFingerprint('sale', body)), 'the unkeyed form of before the upgrade')
+  t.notOk(print.matches(unkeyedFingerprint('sale', Buffer.from('{"a":2}'))), 'the unkeyed form of another document')
+  let asked = 0
+  const lazy = rotated.of('sale', body, () => {
+    asked++
+    return [Buffer.from('x'), body]
+  })
+  t.ok(lazy.matches(unkeyedFingerprint('sale', body)), 'any of the legacy documents')
+  lazy.matches(createFingerprinter([OLD]).of('sale', body, none).value)
+  t.equal(asked, 1, 'the legacy documents are made only for an unkeyed stored form')
+})
+
+t.test('keys: one or two, each at least 32 bytes', async (t) => {
+  t.same(checkFingerprintKeys(KEY), [KEY])
+  t.same(checkFingerprintKeys([KEY, OLD]), [KEY, OLD])
+  for (const keys of [[], [KEY, OLD, KEY], [Buffer.alloc(31)], [KEY, Buffer.alloc(31)]])
+    t.throws(() => checkFingerprintKeys(keys), { code: 'EFINGERPRINTKEY', message: /at least 32 bytes/ })
+  t.equal(processFingerprintKeys()[0]?.length, 32)
+  t.not(processFingerprintKeys()[0]?.toString('hex'), processFingerprintKeys()[0]?.toString('hex'), 'random')
+})
+
+t.test('readFingerprintKeys: a line a key, the current first, CRLF and blank lines taken', async (t) => {
+  const dir = t.testdir({
+    one: `${'a'.repeat(32)}\n`,
+    two: `${'a'.repeat(32)}\r\n\n${'b'.repeat(40)}`,
+    short: 'short\n',
+    three: `${'a'.repeat(32)}\n${'b'.repeat(32)}\n${'c'.repeat(32)}\n`,
+  })
+  t.same(await readFingerprintKeys(`${dir}/one`), [Buffer.from('a'.repeat(32))])
+  t.same(await readFingerprintKeys(`${dir}/two`), [Buffer.from('a'.repeat(32)), Buffer.from('b'.repeat(40))])
+  await t.rejects(readFingerprintKeys(`${dir}/short`), { code: 'EFINGERPRINTKEY' })
+  await t.rejects(readFingerprintKeys(`${dir}/three`), { code: 'EFINGERPRINTKEY' })
+  const missing = readFingerprintKeys(`${dir}/missing`)
+  await t.rejects(missing, {
+    code: 'EFINGERPRINTKEY',
+    message: `--idempotency-fingerprint-key ${dir}/missing: no such file or folder`,
+  })
 })
 
 t.test('idempotencyKey: no two pairs spell one key', async (t) => {

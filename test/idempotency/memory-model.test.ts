@@ -28,6 +28,7 @@ t.test('the memory store keeps the contract of the plain model, under random bou
           oversizedAnswer: OVERSIZED,
           unknownAnswer: UNKNOWN,
           capacity: options.maxEntries,
+          holdsLate: true,
         }
         let time = options.clock
         let evictions = 0

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import {
+  ANSWER_ROOM,
   MIN_MAX_BYTES,
   MemoryIdempotencyStore,
   type MemoryIdempotencyStoreOptions,
@@ -8,6 +9,8 @@ import {
 import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
 const OPTIONS = { ttlMs: 600_000, inFlightMs: 600_000, oversizedAnswer: OVERSIZED, unknownAnswer: UNKNOWN }
+
+const headOf = (answer: typeof OVERSIZED) => JSON.stringify([answer.status, answer.headers]).length
 
 function record(store: MemoryIdempotencyStore, key: string, body: Buffer): void {
   const claim = store.claim(key, 'f')
@@ -79,23 +82,55 @@ t.test(
   },
 )
 
-t.test('an unknown outcome is an answer: evicted oldest first like the recorded ones', async (t) => {
-  const { store, clock, seen } = watched({ maxEntries: 2, inFlightMs: 100 })
-  store.claim('lost', 'f')
-  clock.time += 100
-  t.same(store.claim('lost', 'f'), { state: 'recorded', answer: UNKNOWN })
-  store.claim('a', 'f')
-  store.claim('b', 'f')
-  t.equal(seen.evicted, 1)
-  t.equal(store.peek('lost', 'f'), 'free', 'the unknown outcome made room')
-})
+t.test(
+  'a claim past its window whose relay is still at work: unknown to a retry, never evicted, its answer recorded',
+  async (t) => {
+    const { store, clock, seen } = watched({ maxEntries: 2, inFlightMs: 100, ttlMs: 100 })
+    const late = token(store, 'late')
+    clock.time += 100
+    t.same(store.claim('late', 'f'), { state: 'recorded', answer: UNKNOWN }, 'a retry: the outcome is unknown')
+    const other = token(store, 'a')
+    t.throws(() => store.claim('b', 'f'), { code: 'ESTOREFULL' }, 'it counts as in flight')
+    t.equal(seen.evicted, 0, 'and is never evicted')
+    clock.time += 1000
+    t.same(store.claim('late', 'f'), { state: 'recorded', answer: UNKNOWN }, 'nor ended by a TTL while held')
+    store.record('late', late, ANSWER)
+    t.same(store.claim('late', 'f'), { state: 'recorded', answer: ANSWER }, 'the late answer, recorded')
+    store.claim('b', 'f')
+    t.equal(seen.evicted, 1, 'once answered, an answer like the others')
+    store.release('a', other)
+    t.equal(store.peek('a', 'f'), 'free', 'a late claim released is free')
+  },
+)
+
+t.test(
+  'an answer with no room left beside the claims is kept as the stand-in, never evicted as it is recorded',
+  async (t) => {
+    const { store, seen } = watched({ maxBytes: MIN_MAX_BYTES })
+    const key = (i: number) => String(i).padEnd(16_384 - 224 - 1 - ANSWER_ROOM, 'k')
+    const tokens: string[] = []
+    for (let i = 0; i < 8; i++) tokens.push(token(store, key(i)))
+    store.record(key(0), tokens[0] as string, { ...ANSWER, body: randomBytes(60_000) })
+    t.equal(store.peek(key(0), 'f'), 'recorded', 'the first big answer fits: it became the reference')
+    const body = randomBytes(60_000)
+    store.record(key(1), tokens[1] as string, { ...ANSWER, body })
+    t.equal(seen.evicted, 1, 'the older answer made room')
+    t.same(
+      store.claim(key(1), 'f'),
+      { state: 'recorded', answer: OVERSIZED },
+      'kept as the stand-in: not forwarded again',
+    )
+    t.ok(store.bytes <= MIN_MAX_BYTES, `${store.bytes} bytes held`)
+    t.ok(headOf(OVERSIZED) + OVERSIZED.body.length <= ANSWER_ROOM, "the stand-in fits in a claim's room")
+  },
+)
 
 t.test(
   'the byte bound: claims in flight always leave room for the largest reference, and a claim past that fails',
   async (t) => {
     const { store, seen } = watched({ maxBytes: MIN_MAX_BYTES })
-    // Long keys fill the bytes with a few claims: eight of 16,384 bytes counted fill what the reference leaves exactly.
-    const key = (i: number) => String(i).padEnd(16_384 - 224 - 1, 'k')
+    // Long keys fill the bytes with a few claims: eight of 16,384 bytes counted (their answers' room with them) fill what the reference leaves exactly.
+    const key = (i: number) => String(i).padEnd(16_384 - 224 - 1 - ANSWER_ROOM, 'k')
     let claims = 0
     for (; claims < 100; claims++) {
       try {
@@ -196,13 +231,16 @@ t.test('released and expired entries stop counting at once', async (t) => {
   clock.time += 999
   t.equal(store.bytes, recorded, 'alive, counted')
   clock.time += 1
-  t.equal(store.claim('old', 'f').state, 'claimed', 'an expired key is free')
+  const again = token(store, 'old')
+  t.pass('an expired key is free')
   t.equal(store.size, 1, 'both expired answers left at once')
-  store.claim('new', 'f')
+  const fresh = token(store, 'new')
   t.equal(seen.evicted, 0, 'room without an eviction')
   t.equal(seen.full, 0)
   clock.time += 2000
-  t.equal(store.peek('new', 'f'), 'free', 'claims past their window and TTL leave too')
+  t.equal(store.peek('new', 'f'), 'recorded', 'a claim past its window and TTL is held while its holder is at work')
+  store.release('new', fresh)
+  store.release('old', again)
   t.equal(store.bytes, 0)
 })
 
@@ -219,7 +257,7 @@ t.test(
     t.equal(seen.read(), 0.5, 'a recorded entry, from its record')
     const second = token(store, 'b')
     clock.time += 9_500
-    t.equal(seen.read(), 5.5, 'a has expired: b, unknown since the end of its window, is the oldest')
+    t.equal(seen.read(), 9.5, 'a has expired: b, held past its window, from its claim, is the oldest')
     store.release('b', second)
     t.equal(seen.read(), 0, 'released')
     t.equal(store.window, seen.read())
@@ -372,10 +410,12 @@ t.test('past 2^31 ms of uptime and past 2^31 claims: windows to the ms, tokens a
     t.equal(store.peek('b', 'f'), 'free', 'gone at its end')
     t.equal(store.peek('a', 'f'), 'recorded')
     clock.time += 1
-    t.equal(store.peek('a', 'f'), 'free', 'the unknown outcome a TTL after its window')
-    t.equal(store.bytes, 0)
+    t.equal(store.peek('a', 'f'), 'recorded', 'the unknown outcome held while its holder is at work')
     store.release('a', a)
-    t.equal(store.claim('a', 'f').state, 'claimed', "a stale token from before the counter's turn does nothing")
+    t.equal(store.bytes, 0, 'until it releases it')
+    t.equal(store.claim('a', 'f').state, 'claimed')
+    store.release('a', a)
+    t.equal(store.peek('a', 'f'), 'inFlight', "a stale token from before the counter's turn does nothing")
     t.equal(seen.evicted + seen.full, 0)
   }
 })

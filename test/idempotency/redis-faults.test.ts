@@ -14,7 +14,7 @@ import { type FaultyProxy, startFaultyProxy } from '../helpers/faulty-proxy.js'
 import { saleBody } from '../helpers/fixtures.js'
 import { paymentHeaders, send } from '../helpers/http.js'
 import { type RedisServer, startRedis } from '../helpers/redis.js'
-import { OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
+import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /**
@@ -170,6 +170,30 @@ t.test('a release that never reached Redis is tried again until it lands', async
   t.equal((await store.claim('dropped-release', 'f')).state, 'claimed')
 })
 
+t.test('a record that failed is tried again, as a release is, until it lands (issue 33 item 11)', async (t) => {
+  const setup = await faulty(t)
+  if (setup === undefined) return
+  const { redis, proxy } = setup
+  const errors: Error[] = []
+  const store = await open(t, proxy.url, errors)
+  const claim = await store.claim('dropped-record', 'f')
+  if (claim.state !== 'claimed') return t.fail('not claimed')
+  const dropped = proxy.dropCommand('dropped-record')
+  await store.record('dropped-record', claim.token, ANSWER)
+  await dropped
+  t.ok(errors.length >= 1, 'the failed attempt was reported')
+  const replayed = await store.claim('dropped-record', 'f')
+  t.equal(replayed.state === 'recorded' && replayed.answer.body.equals(ANSWER.body), true, 'a later attempt landed')
+
+  const held = await store.claim('never-recorded', 'f')
+  if (held.state !== 'claimed') return t.fail('not claimed')
+  await redis.stop()
+  await t.rejects(store.record('never-recorded', held.token, ANSWER), {
+    code: 'ERECORD',
+    message: /^a record failed 5 times/,
+  })
+})
+
 t.test('a release whose reply was cut is tried again, harmlessly: it runs once more and finds nothing', async (t) => {
   const setup = await faulty(t)
   if (setup === undefined) return
@@ -249,7 +273,7 @@ t.test('a claim not sent, because the connection is down, is not released', asyn
   )
 })
 
-t.test('serve counts a release given up in a metric of its own, and as a store error', async (t) => {
+t.test('serve counts a release or a record given up in a metric of its own, and as a store error', async (t) => {
   const metrics = createMetrics({ defaultMetrics: false })
   const lines: { object: object; message: string }[] = []
   const logger = { warn: (object: object, message: string) => lines.push({ object, message }) }
@@ -260,11 +284,13 @@ t.test('serve counts a release given up in a metric of its own, and as a store e
       'a release failed 40 times, so its key stays held until the claim expires: Connection is closed.',
     ),
   )
+  report(new CodedError('ERECORD', 'a record failed 40 times, so its key answers as the unknown outcome'))
   report(new Error('Command timed out'))
   report(undefined)
   const text = await metrics.registry.metrics()
   t.match(text, /payments_gate_retry_protection_release_failures_total 1\n/)
-  t.match(text, /payments_gate_store_errors_total 3\n/)
+  t.match(text, /payments_gate_retry_protection_record_failures_total 1\n/)
+  t.match(text, /payments_gate_store_errors_total 4\n/)
   t.equal(lines.length, 1, 'one line a second at most')
   t.match(lines[0], { object: { err: { code: 'ERELEASE' } }, message: 'retry-protection store failed' })
 })

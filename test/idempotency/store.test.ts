@@ -24,7 +24,7 @@ t.test('memory store', async (t) => {
       now: () => time,
     })
     t.teardown(() => store.close())
-    return { store, exact: true, advance: async (ms) => void (time += ms) }
+    return { store, exact: true, holdsLate: true, advance: async (ms) => void (time += ms) }
   }
   storeContract(t, make)
   unknownOutcomeContract(t, make)

@@ -1,5 +1,4 @@
 import t from 'tap'
-import type { Passed } from '../../lib/checks/index.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import type { PaymentRequest } from '../../lib/schema/payment.js'
@@ -7,21 +6,20 @@ import type { BackendOutcome } from '../../lib/proxy/forward.js'
 import {
   createRetryProtection,
   OVERSIZED_ANSWER,
+  protectedPayment,
   UNKNOWN_ANSWER,
   type Guard,
+  type ProtectedPayment,
   type Ticket,
 } from '../../lib/proxy/retry-protection.js'
 import { saleBody } from '../helpers/fixtures.js'
 
-function passed(reference = 'order-1', entity = 'default', amount = 250): { passed: Passed; payload: Buffer } {
+function passed(reference = 'order-1', entity = 'default', amount = 250): ProtectedPayment {
   const document = saleBody() as PaymentRequest
   document.transactionReference = reference
   document.merchant.entity = entity
   document.instruction.value.amount = amount
-  return {
-    passed: { ok: true, operation: 'sale', entity, document, principal: undefined },
-    payload: Buffer.from(JSON.stringify(document)),
-  }
+  return protectedPayment('sale', entity, document, document)
 }
 
 function memory(): MemoryIdempotencyStore {
@@ -34,7 +32,7 @@ function memory(): MemoryIdempotencyStore {
 }
 
 async function guard(protection: ReturnType<typeof createRetryProtection>, request = passed()): Promise<Guard> {
-  return protection.guard(request.passed, request.payload)
+  return protection.guard(request)
 }
 
 function ticketOf(guarded: Guard): Ticket {
@@ -166,34 +164,27 @@ t.test(
 
 t.test("inspect says what guard would decide, from the store's peek, without claiming", async (t) => {
   const protection = createRetryProtection(memory())
-  t.equal(protection.inspect(passed().passed, passed().payload), 'claimed')
-  t.equal(protection.inspect(passed().passed, passed().payload), 'claimed', 'still free: nothing was claimed')
+  t.equal(protection.inspect(passed()), 'claimed')
+  t.equal(protection.inspect(passed()), 'claimed', 'still free: nothing was claimed')
   const ticket = ticketOf(await guard(protection))
-  t.equal(protection.inspect(passed().passed, passed().payload), 'inProgress')
+  t.equal(protection.inspect(passed()), 'inProgress')
   protection.settle(ticket, CREATED)
-  t.equal(protection.inspect(passed().passed, passed().payload), 'replayed')
+  t.equal(protection.inspect(passed()), 'replayed')
   const other = passed('order-1', 'default', 999)
-  t.equal(protection.inspect(other.passed, other.payload), 'alreadyUsed')
+  t.equal(protection.inspect(other), 'alreadyUsed')
   const errors: unknown[] = []
   for (const how of ['throw', 'reject'] as const) {
     const store: IdempotencyStore = { ...unreachable(how), peek: unreachable(how).claim as never }
     t.equal(
-      await createRetryProtection(store, { onStoreError: (error) => errors.push(error) }).inspect(
-        passed().passed,
-        passed().payload,
-      ),
+      await createRetryProtection(store, { onStoreError: (error) => errors.push(error) }).inspect(passed()),
       'storeUnavailable',
       how,
     )
-    t.equal(
-      await createRetryProtection(store, { idempotencyFailure: 'open' }).inspect(passed().passed, passed().payload),
-      'unprotected',
-      how,
-    )
+    t.equal(await createRetryProtection(store, { idempotencyFailure: 'open' }).inspect(passed()), 'unprotected', how)
   }
   t.equal(errors.length, 2, 'a failed peek is reported as a store failure')
   t.equal(
-    createRetryProtection(unreachable('throw')).inspect(passed().passed, passed().payload),
+    createRetryProtection(unreachable('throw')).inspect(passed()),
     undefined,
     'a store without peek: nothing to say',
   )
