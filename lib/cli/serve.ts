@@ -289,6 +289,7 @@ export const run: Command = async (args, io) => {
  * raised again with its listeners gone, so the kernel ends the process whatever its threads are doing.
  */
 async function startOrStop<T>(starting: Promise<T>, stop: Promise<NodeJS.Signals>): Promise<T> {
+  // Over once start-up has ended either way: a start-up that failed has its own way out (exit 2).
   let started = false
   void stop.then((signal) => {
     if (started) return
@@ -297,9 +298,11 @@ async function startOrStop<T>(starting: Promise<T>, stop: Promise<NodeJS.Signals
     process.kill(process.pid, signal)
     /* c8 ignore stop */
   })
-  const serving = await starting
-  started = true
-  return serving
+  try {
+    return await starting
+  } finally {
+    started = true
+  }
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */

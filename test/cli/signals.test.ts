@@ -1,10 +1,9 @@
-import { execFileSync } from 'node:child_process'
 import { Agent } from 'node:http'
-import { join } from 'node:path'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
 import { reloadSignal } from '../../lib/cli/signals.js'
 import { spawnCli, type Running } from '../helpers/cli.js'
-import { saleBody, writeCredentials } from '../helpers/fixtures.js'
+import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
 
@@ -153,14 +152,33 @@ t.test(
 )
 
 t.test(
-  'SIGTERM during start-up ends the process, even with a read that never returns (a FIFO as --credentials)',
+  'SIGTERM during start-up ends the process, even while start-up waits on a store that never answers',
   async (t) => {
-    const fifo = join(t.testdir(), 'credentials.json')
-    execFileSync('mkfifo', [fifo])
+    // A FIFO named as a file is refused at once (test/cli/startup.test.ts): a Redis that accepts and stays
+    // silent is what keeps a start-up waiting now, for its command timeout (docs/idempotency.md).
+    const silent = createServer(() => undefined)
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => silent.close())
+    const sockets: Socket[] = []
+    silent.on('connection', (socket) => sockets.push(socket))
+    t.teardown(() => sockets.forEach((socket) => socket.destroy()))
+    const key = await writeFingerprintKey(t.testdir())
     const admin = await freePort()
-    const run = spawnCli(['serve', '--target', backend.url, '--credentials', fifo, '--admin', `127.0.0.1:${admin}`])
+    const run = spawnCli([
+      'serve',
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
+      '--admin',
+      `127.0.0.1:${admin}`,
+      '--idempotency',
+      `redis://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      '--idempotency-fingerprint-key',
+      key,
+    ])
     t.teardown(() => run.child.kill('SIGKILL'))
-    // The admin listener answers "not yet" while the credentials are read.
+    // The admin listener answers "not yet" while the store is awaited.
     await poll(`http://127.0.0.1:${admin}/readyz`, 503)
     run.child.kill('SIGTERM')
     t.equal(await run.exited, null)

@@ -6,7 +6,7 @@ import { bind, storePassword, unreadable } from '../../lib/cli/startup.js'
 import { CodedError } from '../../lib/coded-error.js'
 import { readFailure } from '../../lib/file-error.js'
 import { spawnCli } from '../helpers/cli.js'
-import { writeCredentials } from '../helpers/fixtures.js'
+import { writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { takenPort } from '../helpers/servers.js'
 
 const dir = t.testdir({
@@ -18,6 +18,7 @@ const dir = t.testdir({
   password: 'secret\n',
 })
 const credentials = await writeCredentials(dir)
+const fingerprintKey = await writeFingerprintKey(dir)
 // A FIFO opened for reading waits for a writer: a start-up that read it as a file would never end (docs/cli.md, files read).
 execFileSync('mkfifo', [join(dir, 'fifo'), join(dir, 'fifo-policies', 'default.json')])
 const target = 'http://127.0.0.1:9'
@@ -137,7 +138,15 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       `payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE: ${join(dir, 'missing')}: no such file or folder; give the file the Redis password is in\n`,
     ],
     [
-      [...serve, '--credentials', credentials, '--idempotency-password-file', join(dir, 'password')],
+      [
+        ...serve,
+        '--credentials',
+        credentials,
+        '--idempotency-password-file',
+        join(dir, 'password'),
+        '--idempotency-fingerprint-key',
+        fingerprintKey,
+      ],
       { PAYMENTS_GATE_IDEMPOTENCY: 'redis://:own@127.0.0.1:9' },
       'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY: a password in the URL and a password file; give one\n',
     ],

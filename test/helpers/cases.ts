@@ -5,8 +5,9 @@
  * plus 405, a clean pass of each operation and an untouched path, and the
  * answer every surface must give. test/gate.test.ts runs it against the node
  * handler, Express, Fastify and the proxy (`everyEmbedding`), so the answers
- * cannot drift; the proxy runs with retry protection on, so a row that passes
- * with another body than an earlier row has its own transactionReference.
+ * cannot drift; the proxy runs with retry protection on and looks a payment's
+ * key up before the policy checks (docs/idempotency.md), so a row that passes
+ * check 9 with another body than an earlier row has its own transactionReference.
  *
  * FIELD_RULE_CASES and VALID_EDGE_CASES: docs/checks.md's "Field rules" as
  * bodies and the validation items they must produce, shared by the core's
@@ -407,7 +408,10 @@ export const CASES: readonly Case[] = [
     method: 'POST',
     path: SALE_PATH,
     headers: GOOD,
-    body: tableSale({ instruction: instruction({ paymentInstrument: { type: 'wallet/x' } }) }),
+    body: tableSale({
+      transactionReference: 'policy-11',
+      instruction: instruction({ paymentInstrument: { type: 'wallet/x' } }),
+    }),
     status: 400,
     errorName: 'paymentInstrumentIsNotSupported',
     rejection: reject('paymentInstrumentIsNotSupported'),
@@ -417,7 +421,10 @@ export const CASES: readonly Case[] = [
     method: 'POST',
     path: SALE_PATH,
     headers: GOOD,
-    body: tableSale({ instruction: instruction({ value: { amount: 1, currency: 'JPY' } }) }),
+    body: tableSale({
+      transactionReference: 'policy-12',
+      instruction: instruction({ value: { amount: 1, currency: 'JPY' } }),
+    }),
     status: 400,
     errorName: 'currencyIsNotSupported',
     rejection: reject('currencyIsNotSupported'),
@@ -428,6 +435,7 @@ export const CASES: readonly Case[] = [
     path: SALE_PATH,
     headers: GOOD,
     body: tableSale({
+      transactionReference: 'policy-13a',
       merchant: {
         entity: 'default',
         paymentFacilitator: {
@@ -444,7 +452,7 @@ export const CASES: readonly Case[] = [
     method: 'POST',
     path: SALE_PATH,
     headers: GOOD,
-    body: tableSale({ instruction: instruction({ debtRepayment: true }) }),
+    body: tableSale({ transactionReference: 'policy-13b', instruction: instruction({ debtRepayment: true }) }),
     status: 400,
     errorName: 'merchantIsNotConfigured',
   },
