@@ -155,10 +155,10 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     this.controller = controller
     // Its deadline passed while it waited (the timer may not have run yet): it is never written.
     if (performance.now() > this.sendBy) this.withdraw()
-    if (this.withdrawn) {
-      controller.abort(WITHDRAWN)
-      return
-    }
+    // Thrown, not `controller.abort()`: undici's abort destroys the socket it handed over, a healthy
+    // connection the next payment would use. A throw here fails this request alone (undici's HTTP/1.1
+    // writer catches it before writing anything) and the connection stays in the pool.
+    if (this.withdrawn) throw WITHDRAWN
     this.written = true
     clearTimeout(this.timer)
   }

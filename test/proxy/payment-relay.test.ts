@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage } from 'node:http'
 import { createServer as createTlsServer } from 'node:https'
+import type { Socket } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { Pool, type Dispatcher } from 'undici'
@@ -10,7 +11,7 @@ import { GatewayResponse, track, type Exchange } from '../../lib/proxy/exchange.
 import { paymentFault } from '../../lib/proxy/faults.js'
 import { PaymentRelay, type BackendOutcome } from '../../lib/proxy/payment-relay.js'
 import { send, until, type Reply } from '../helpers/http.js'
-import { listenOnLoopback } from '../helpers/servers.js'
+import { createdBytes, listenOnLoopback, startRawBackend } from '../helpers/servers.js'
 
 /**
  * The payment relay under undici's controller API, and the rule it keeps
@@ -129,9 +130,13 @@ t.test('a payment past its deadline when undici hands it a socket: never written
   }
   const late = {
     dispatch(_call: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
-      handler.onRequestStart?.(controller, {})
-      // undici reports the abort as the request's error, as it does after controller.abort().
-      setImmediate(() => handler.onResponseError?.(controller, aborted as Error))
+      // undici's HTTP/1.1 writer catches a throw from onRequestStart and reports it as the request's error.
+      try {
+        handler.onRequestStart?.(controller, {})
+      } catch (error) {
+        aborted = error as Error
+        setImmediate(() => handler.onResponseError?.(controller, aborted as Error))
+      }
       return true
     },
   } as unknown as Dispatcher
@@ -143,6 +148,33 @@ t.test('a payment past its deadline when undici hands it a socket: never written
   t.ok(await until(() => host.outcomes.length === 1))
   t.same(host.outcomes, [{ kind: 'refused' }], 'settled once, as refused')
 })
+
+t.test(
+  'a queued payment dropped at its deadline leaves the connection undici then hands it open for the next',
+  async (t) => {
+    const held: Socket[] = []
+    const backend = await startRawBackend(t, (socket, request) => {
+      if (request.index === 0) held.push(socket)
+      else socket.write(createdBytes())
+    })
+    const pool = new Pool(backend.url, { connections: 1, pipelining: 1, allowH2: false })
+    t.teardown(() => pool.destroy())
+    const host = await startHost(t, () => pool, 300)
+    const first = send(host.url, { path: '/pay', body: '{}' })
+    t.ok(await until(() => held.length === 1), 'the one connection is busy')
+    const queued = await send(host.url, { path: '/pay', body: '{}' })
+    t.equal(queued.status, 503, 'dropped at its deadline, never written')
+    ;(held[0] as Socket).write(createdBytes())
+    t.equal((await first).status, 201)
+    t.equal((await send(host.url, { path: '/pay', body: '{}' })).status, 201)
+    t.equal(backend.connections, 1, 'the connection the dropped payment was handed served the next one')
+    t.equal(backend.requests.length, 2, 'the dropped payment never reached the backend')
+    t.same(
+      host.outcomes.map((outcome) => outcome.kind),
+      ['refused', 'answered', 'answered'],
+    )
+  },
+)
 
 /** A certificate for 127.0.0.1 made with openssl, and its key; undefined when openssl is missing (the test says so). */
 function certificate(dir: string, name: string): { key: Buffer; cert: Buffer } | undefined {
