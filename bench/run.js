@@ -6,6 +6,7 @@ import { runBaseline } from './e2e/baseline.js'
 import { runFastify } from './e2e/fastify.js'
 import { runE2E, runLadder, runPairs } from './e2e/run.js'
 import { runMicro } from './micro/stages.js'
+import { runStartup, startupSection } from './startup.js'
 import { chartData, chartFigures, renderChart } from './lib/chart.js'
 import { cpuBreakdown } from './lib/profile.js'
 import {
@@ -65,6 +66,7 @@ const machine = `node ${process.version}, ${cpu[0]?.model.trim() ?? 'unknown CPU
 const only = values['ladder-only'] || values['pairs-only'] || values['fastify-only'] || (versus && !values.ladder)
 if (!only) log(`micro benchmarks${quick ? ' (quick)' : ''}`)
 const micro = only ? undefined : await runMicro({ quick })
+const startup = only || values['micro-only'] ? undefined : await runStartup({ log })
 const profileDir = values.profile ? new URL('profiles/', results) : undefined
 if (profileDir !== undefined) rmSync(profileDir, { recursive: true, force: true })
 const e2e = values['micro-only'] || only ? undefined : await runE2E({ quick, rounds, pairs, log, profileDir })
@@ -104,6 +106,7 @@ const report = [
   ...(against ? [baselineSection(against), ''] : []),
   ...(againstBreakdowns ? [baselineProfileSection(againstBreakdowns, against.profiled), ''] : []),
   ...(micro ? [microSection(micro), ''] : []),
+  ...(startup ? [startupSection(startup), ''] : []),
   e2e
     ? e2eSection(e2e)
     : `(end to end skipped: ${values['ladder-only'] ? '--ladder-only' : values['pairs-only'] ? '--pairs-only' : versus ? '--baseline' : values['fastify-only'] ? '--fastify-only' : '--micro-only'})`,

@@ -1,4 +1,5 @@
-import { Redis, type RedisOptions } from 'ioredis'
+import { createRequire } from 'node:module'
+import type { Redis, RedisOptions } from 'ioredis'
 import { CodedError } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 
@@ -16,6 +17,14 @@ const RECONNECT_MAX_MS = 1000
 
 /** The port of a Sentinel named without one (Redis's own default for Sentinel). */
 const SENTINEL_PORT = 26379
+
+/**
+ * ioredis, loaded by the first client made rather than imported: a gateway on the memory store never
+ * uses it, and loading it is a large part of `serve`'s start (docs/performance.md, Start-up).
+ */
+function ioredis(): { Redis: typeof Redis } {
+  return createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis }
+}
 
 const REDIS_URL = /^rediss?:\/\/(?:[^@/]*@)?[^:@/]+(?::[1-9][0-9]{0,4})?(?:\/(?:0|[1-9][0-9]?))?$/
 const SENTINEL_URL =
@@ -111,6 +120,7 @@ export function connectRedis(target: string | RedisOptions, options: RedisClient
     retryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
     sentinelRetryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
   }
+  const { Redis } = ioredis()
   const client =
     typeof target === 'string'
       ? new Redis(withPassword(target, options.password), settings)

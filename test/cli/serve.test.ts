@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -279,6 +280,23 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
     env.output().stderr,
     /^payments-gate serve: PAYMENTS_GATE_TARGET="ftp:\/\/x" must be an http:\/\/ or https:\/\/ URL/,
   )
+})
+
+t.test('the real process on the memory store loads no Redis client: ioredis waits for a Redis store', async (t) => {
+  const loads = join(t.testdir(), 'loads.txt')
+  writeFileSync(loads, '')
+  const report = new URL('../helpers/report-loads.mjs', import.meta.url).href
+  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${report}`,
+    PAYMENTS_GATE_TEST_LOADS: loads,
+  })
+  await run.waitFor(/"msg":"gateway listening"/)
+  run.child.kill('SIGTERM')
+  await run.exited
+  const loaded = readFileSync(loads, 'utf8')
+  // The report sees the packages serve does load, so its silence on ioredis means something.
+  t.match(loaded, /^package loaded: pino$/m)
+  t.notMatch(loaded, /ioredis/)
 })
 
 t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {
