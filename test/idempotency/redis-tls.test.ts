@@ -13,7 +13,7 @@ import { spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { paymentHeaders, send, type Reply } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
-import { startTlsRedis } from '../helpers/redis-tls.js'
+import { startTlsRedis, startTlsSentinel } from '../helpers/redis-tls.js'
 import { startBackend } from '../helpers/servers.js'
 import { startGateway } from '../helpers/surfaces.js'
 
@@ -104,6 +104,24 @@ t.test('a payment claimed, recorded and replayed through rediss:// with the CA b
   t.ok(await whenReady(client, 5000))
   t.ok((await client.keys('*')).length > 0, 'the record is in that Redis')
 })
+
+t.test(
+  'rediss-sentinel://: TLS to the Sentinel and to the primary it names, verified against the CA bundle',
+  async (t) => {
+    const { ca, server } = await pki
+    const primary = await startTlsRedis(t, server, ca)
+    const sentinel = await startTlsSentinel(t, server, ca, primary)
+    const { url, backend } = await startGateway(t, { idempotency: sentinel, idempotencyCaBundle: await readFile(ca) })
+    const payment = sale()
+    t.equal((await pay(url, payment)).status, 201)
+    const retry = await pay(url, payment)
+    t.equal(retry.headers['idempotent-replayed'], 'true', 'replayed from the primary the Sentinel named')
+    t.equal(backend.received.length, 1)
+    const other = await makePki(t.testdir())
+    const { answer } = await refusedPayment(t, sentinel, await readFile(other.ca))
+    t.equal(answer.status, 503, 'a Sentinel whose certificate the CA bundle does not verify is never asked')
+  },
+)
 
 /** A gateway on `idempotency` (failing closed), its store errors counted; resolves with the first payment's answer. */
 async function refusedPayment(t: Test, idempotency: string, ca?: Buffer) {
