@@ -10,8 +10,8 @@ import {
 } from '../../lib/idempotency/redis-client.js'
 import { makePki } from '../helpers/certificates.js'
 import { spawnCli } from '../helpers/cli.js'
-import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
-import { paymentHeaders, send, type Reply } from '../helpers/http.js'
+import { basic, saleBody, USERNAME, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
+import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { startTlsRedis, startTlsSentinel } from '../helpers/redis-tls.js'
 import { startBackend } from '../helpers/servers.js'
@@ -120,6 +120,30 @@ t.test(
     const other = await makePki(t.testdir())
     const { answer } = await refusedPayment(t, sentinel, await readFile(other.ca))
     t.equal(answer.status, 503, 'a Sentinel whose certificate the CA bundle does not verify is never asked')
+  },
+)
+
+t.test(
+  'createGate: throttleRedis as a rediss:// URL with its CA bundle counts wrong passwords in that Redis',
+  async (t) => {
+    const { ca, server } = await pki
+    const redis = await startTlsRedis(t, server, ca)
+    const bundle = await readFile(ca)
+    const { url } = await startGateway(t, {
+      gate: { credentials: await writeCredentials(t.testdir()), throttleRedis: redis.url, throttleRedisCa: bundle },
+    })
+    const wrong = await send(url, {
+      headers: paymentHeaders({ authorization: basic(USERNAME, 'wrong') }),
+      body: sale(),
+    })
+    t.equal(wrong.status, 401)
+    const client = createRedisClient(redis.url, { ca: bundle })
+    t.teardown(() => closeRedisClient(client))
+    t.ok(await whenReady(client, 5000))
+    t.ok(
+      await until(async () => (await client.keys('payments-gate:*failures:*')).length === 1),
+      'the failed login is counted in the TLS Redis',
+    )
   },
 )
 
