@@ -49,11 +49,13 @@ export interface GateOptions {
   /**
    * The Redis that shares the failed-login throttle among every replica
    * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
-   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL, whose client
-   * the gate opens and closes, or an ioredis client of yours. Default: each
-   * process counts alone.
+   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL (`rediss://`,
+   * `rediss-sentinel://`: over TLS), whose client the gate opens and closes,
+   * or an ioredis client of yours. Default: each process counts alone.
    */
   throttleRedis?: string | Redis
+  /** A PEM bundle the certificate of a TLS `throttleRedis` URL is verified against, in place of the system's roots. */
+  throttleRedisCa?: Buffer
   /** Told of every failure of the shared throttle's Redis (the gateway logs and counts them). */
   onStoreError?: (error: unknown) => void
   /**
@@ -127,7 +129,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
   // A URL's client is the gate's to close; a client given is the caller's.
   const owned =
     typeof options.throttleRedis === 'string'
-      ? createRedisClient(options.throttleRedis, { onError: onStoreError })
+      ? createRedisClient(options.throttleRedis, { onError: onStoreError, ca: options.throttleRedisCa })
       : undefined
   const redis = owned ?? (options.throttleRedis as Redis | undefined)
   let users: WatchedCredentials | undefined

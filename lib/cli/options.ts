@@ -180,7 +180,7 @@ const SERVE_FLAGS = {
   idempotency: option({
     value: 'memory|off|URL',
     summary:
-      "retry protection's store: `memory`, `off`, a `redis://HOST:PORT[/DB]` URL or a `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL; Redis is shared by every replica and also shares the failed-login throttle",
+      "retry protection's store: `memory`, `off`, a `redis://HOST:PORT[/DB]` URL or a `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL (`rediss://`, `rediss-sentinel://`: over TLS); Redis is shared by every replica and also shares the failed-login throttle",
     default: IDEMPOTENCY_DEFAULTS.store,
     parse: identity,
     see: '[retry protection](idempotency.md)',
@@ -192,6 +192,14 @@ const SERVE_FLAGS = {
     shown: "none, or the URL's",
     parse: identity,
     see: '[retry protection](idempotency.md#who-can-reach-the-store)',
+  }),
+  idempotencyCa: option({
+    value: 'FILE',
+    summary:
+      "a PEM bundle of CA certificates the TLS Redis's certificate is verified against (`rediss://`, `rediss-sentinel://` only), read at start, for a store with a CA of its own",
+    shown: "the system's roots",
+    parse: identity,
+    see: '[TLS to the store](idempotency.md#tls-to-the-store)',
   }),
   idempotencyFingerprintKey: option({
     value: 'FILE',

@@ -19,7 +19,7 @@ import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
 import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
-import { bind, storePassword, unreadable } from './startup.js'
+import { bind, storeCa, storePassword, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
@@ -32,6 +32,7 @@ type RetryProtectionFlags =
   | 'idempotencyMaxBytes'
   | 'idempotencyPasswordFile'
   | 'idempotencyFingerprintKey'
+  | 'idempotencyCa'
 type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
 type DefaultedFlags =
   RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
@@ -108,9 +109,15 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store,
           where,
         )
+        const idempotencyCaBundle = await storeCa(
+          setup.idempotencyCa,
+          setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store,
+          where,
+        )
         const store = createRetryStore({
           ...setup,
           idempotencyPassword,
+          idempotencyCaBundle,
           idempotencyFingerprintKey: fingerprintKey,
           onStoreError,
           idempotencyReport: evictionReporter(logger, metrics),

@@ -2,8 +2,9 @@ import type { AddressInfo } from 'node:net'
 import { CodedError, type ErrorCode } from '../coded-error.js'
 import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
-import { redisTarget } from '../idempotency/redis-client.js'
-import { readLimitedText } from '../read-file.js'
+import { redisTarget, redisTls } from '../idempotency/redis-client.js'
+import { readLimitedFile, readLimitedText } from '../read-file.js'
+import { checkBundle, PemRefusal } from '../tls/pem.js'
 import type { Address } from './options.js'
 
 /** Why a port could not be bound, and what to do, by the listen error's code. */
@@ -83,4 +84,32 @@ export async function storePassword(
   if (password === '')
     throw new CodedError('EUSAGE', `${flag}: ${file} is empty; give the file the Redis password is in`)
   return password
+}
+
+/**
+ * `--idempotency-ca`: the PEM bundle a TLS Redis's certificate is verified against, read once at start. A store that
+ * is not a TLS URL, a file that cannot be read, or one whose first certificate does not parse is one line naming the flag.
+ */
+export async function storeCa(
+  file: string | undefined,
+  store: string,
+  where: (key: string) => string,
+): Promise<Buffer | undefined> {
+  if (file === undefined) return undefined
+  const flag = where('idempotencyCa')
+  if (!redisTls(store))
+    throw new CodedError(
+      'EUSAGE',
+      `${flag}: ${where('idempotency')} is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER`,
+    )
+  const advice = 'give the PEM bundle of the CA that issued the Redis certificate'
+  let pem: Buffer
+  try {
+    pem = await readLimitedFile(file, FILE_LIMITS.tls)
+    checkBundle(pem, 0)
+  } catch (error) {
+    const reason = error instanceof PemRefusal ? error.message : readFailure(error)
+    throw new CodedError('EUSAGE', `${flag}: ${file}: ${reason}; ${advice}`)
+  }
+  return pem
 }

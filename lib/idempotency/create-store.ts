@@ -22,7 +22,8 @@ export function checkIdempotencySpec(spec: string): void {
  * The store `--idempotency` names: `memory` (this process), `off` (no
  * protection: undefined), or a Redis shared by every gateway on it:
  * `redis://HOST[:PORT][/DB]` (`rediss://` for TLS, `redis://:PASSWORD@HOST...`
- * for a password) or `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER`.
+ * for a password) or `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER`
+ * (`rediss-sentinel://` for TLS).
  * Throws a one-line Error for anything else.
  */
 export function createIdempotencyStore(

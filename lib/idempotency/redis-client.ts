@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module'
+import { isIP } from 'node:net'
 import type { Redis, RedisOptions } from 'ioredis'
 import { CodedError } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
@@ -10,6 +11,11 @@ export interface RedisClientOptions {
   onError?: (error: Error) => void
   /** The password (a file's, `--idempotency-password-file`), for a URL that carries none: one with its own is refused. */
   password?: string
+  /**
+   * A PEM bundle of CA certificates the store's certificate is verified against in place of the system's roots
+   * (`--idempotency-ca`), for a TLS URL only: a URL without TLS with one is refused.
+   */
+  ca?: Buffer
 }
 
 /** Longest pause between two reconnection attempts, in ms: a Redis back from a restart is used again within it. */
@@ -28,16 +34,26 @@ function ioredis(): { Redis: typeof Redis } {
 
 const REDIS_URL = /^rediss?:\/\/(?:[^@/]*@)?[^:@/]+(?::[1-9][0-9]{0,4})?(?:\/(?:0|[1-9][0-9]?))?$/
 const SENTINEL_URL =
-  /^redis-sentinel:\/\/(?:([^@/]*)@)?([^:@/,#]+(?::[1-9][0-9]{0,4})?(?:,[^:@/,#]+(?::[1-9][0-9]{0,4})?)*)(?:\/(0|[1-9][0-9]?))?#([^\s#/]+)$/
+  /^rediss?-sentinel:\/\/(?:([^@/]*)@)?([^:@/,#]+(?::[1-9][0-9]{0,4})?(?:,[^:@/,#]+(?::[1-9][0-9]{0,4})?)*)(?:\/(0|[1-9][0-9]?))?#([^\s#/]+)$/
 
 /** The URL forms the Redis store and the shared throttle take (docs/idempotency.md). */
-export const REDIS_URL_FORMS = 'redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER'
+export const REDIS_URL_FORMS =
+  'redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER'
+
+/** The forms that connect over TLS. */
+const TLS_URL_FORMS = 'rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER'
+
+/** Whether a URL `redisTarget` reads connects over TLS: `rediss://` and `rediss-sentinel://`. */
+export function redisTls(url: string): boolean {
+  return /^rediss(?:-sentinel)?:\/\//.test(url) && redisTarget(url) !== undefined
+}
 
 /**
  * Where a URL says to connect: `redis://` and `rediss://` as ioredis reads
  * them; `redis-sentinel://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][/DB]#MASTER`
  * (the form of Lettuce and other clients) as ioredis's Sentinel options, the
- * password being the primary's, as in `redis://`. Undefined for anything else.
+ * password being the primary's, as in `redis://`; `rediss-sentinel://` alike,
+ * with TLS to the Sentinels and to the primary. Undefined for anything else.
  */
 export function redisTarget(url: string): string | RedisOptions | undefined {
   if (REDIS_URL.test(url)) return url
@@ -76,6 +92,8 @@ export function redisTarget(url: string): string | RedisOptions | undefined {
     password: decoded.password,
     // Reconnect as soon as Sentinel announces a new primary, not only when the old one's connection drops.
     failoverDetector: true,
+    // ioredis's switch for TLS to the primary it is told of; `connectRedis` gives the Sentinels and the primary `tls`.
+    enableTLSForSentinelMode: url.startsWith('rediss-'),
   }
 }
 
@@ -123,10 +141,36 @@ export function connectRedis(target: string | RedisOptions, options: RedisClient
   const { Redis } = ioredis()
   const client =
     typeof target === 'string'
-      ? new Redis(withPassword(target, options.password), settings)
-      : new Redis({ ...settings, ...target, ...sentinelPassword(target, options.password) })
+      ? new Redis(withPassword(target, options.password), { ...settings, ...tlsOf(target, options.ca) })
+      : new Redis({
+          ...settings,
+          ...target,
+          ...sentinelPassword(target, options.password),
+          ...tlsOf(target, options.ca),
+        })
   reportErrors(client, options.onError)
   return client
+}
+
+/**
+ * The TLS options of a target: none without TLS (and no CA bundle), else the CA bundle given or the system's roots.
+ * node verifies every certificate, against the host the client connects to (its name, or an IP address the
+ * certificate must list), and nothing here turns that off (docs/idempotency.md, TLS to the store).
+ */
+function tlsOf(target: string | RedisOptions, ca: Buffer | undefined): RedisOptions {
+  const tls = typeof target === 'string' ? target.startsWith('rediss:') : target.enableTLSForSentinelMode === true
+  if (!tls) {
+    if (ca === undefined) return {}
+    throw new CodedError(
+      'EIDEMPOTENCY',
+      `--idempotency is not a TLS URL, and a CA bundle (--idempotency-ca) is only for one of ${TLS_URL_FORMS}`,
+    )
+  }
+  const options = ca === undefined ? {} : { ca }
+  if (typeof target !== 'string') return { tls: options, sentinelTLS: options }
+  // The host named, sent as SNI too, which managed offerings that route by name expect; an IP address is never sent so (RFC 6066, 3).
+  const host = new URL(target).hostname
+  return { tls: isIP(host) === 0 ? { ...options, servername: host } : options }
 }
 
 const BOTH_PASSWORDS = '--idempotency: a password in the URL and a password file; give one'

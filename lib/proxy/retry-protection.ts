@@ -27,12 +27,14 @@ import type { BackendOutcome, Forwarder } from './forward.js'
 export interface RetryProtectionOptions {
   /**
    * `memory` (this process, the default), `off`, a Redis shared by every
-   * replica (`redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,...][/DB]#MASTER`),
-   * or your own store.
+   * replica (`redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,...][/DB]#MASTER`;
+   * `rediss://`, `rediss-sentinel://` over TLS), or your own store.
    */
   idempotency?: 'memory' | 'off' | string | IdempotencyStore
   /** The Redis password, in place of one in the URL (`--idempotency-password-file`). */
   idempotencyPassword?: string
+  /** A PEM bundle the certificate of a TLS Redis (`rediss://`, `rediss-sentinel://`) is verified against (`--idempotency-ca`). */
+  idempotencyCaBundle?: Buffer
   /** How long a recorded answer is replayed, in seconds. Default 86400. */
   idempotencyTtl?: number
   /** When the store cannot be reached: `closed` refuses with 503 (the default), `open` forwards unprotected. */
@@ -372,6 +374,7 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
     report: options.idempotencyReport,
     onError: options.onStoreError,
     password: options.idempotencyPassword,
+    ca: options.idempotencyCaBundle,
   })
 }
 

@@ -115,12 +115,12 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY: 'mongodb://x' },
-      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY: 'redis-sentinel://:hunter2%zz@127.0.0.1:26379#m' },
-      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "redis-sentinel://***@127.0.0.1:26379#m" is none of memory, off, redis://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "redis-sentinel://***@127.0.0.1:26379#m" is none of memory, off, redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
     ],
     [
       [...serve, '--credentials', credentials, '--timeout', '1', '--timeout', '2'],
@@ -164,6 +164,55 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       [...serve, '--credentials', credentials, '--idempotency-fingerprint-key', join(dir, 'nowhere')],
       {},
       `payments-gate serve: --idempotency-fingerprint-key ${join(dir, 'nowhere')}: no such file or folder\n`,
+    ],
+    [
+      [
+        ...serve,
+        '--credentials',
+        credentials,
+        '--idempotency',
+        'redis://127.0.0.1:1/0',
+        '--idempotency-ca',
+        credentials,
+      ],
+      {},
+      'payments-gate serve: --idempotency-ca: --idempotency is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+    ],
+    [
+      [...serve, '--credentials', credentials],
+      { PAYMENTS_GATE_IDEMPOTENCY_CA: credentials },
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_CA: --idempotency is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+    ],
+    [
+      [...serve, '--credentials', credentials, '--idempotency-ca', join(dir, 'nowhere')],
+      { PAYMENTS_GATE_IDEMPOTENCY: 'rediss://:hunter2@127.0.0.1:1/0' },
+      `payments-gate serve: --idempotency-ca: ${join(dir, 'nowhere')}: no such file or folder; give the PEM bundle of the CA that issued the Redis certificate\n`,
+    ],
+    [
+      [
+        ...serve,
+        '--credentials',
+        credentials,
+        '--idempotency',
+        'rediss-sentinel://127.0.0.1:1#m',
+        '--idempotency-ca',
+        credentials,
+      ],
+      {},
+      `payments-gate serve: --idempotency-ca: ${credentials}: not a PEM certificate; give the PEM bundle of the CA that issued the Redis certificate\n`,
+    ],
+    [
+      [
+        ...serve,
+        '--credentials',
+        credentials,
+        '--idempotency-ca',
+        '/dev/zero',
+        '--idempotency',
+        'rediss://127.0.0.1:1/0',
+      ],
+      {},
+      'payments-gate serve: --idempotency-ca: /dev/zero: a device, where a regular file is expected; give the PEM bundle of the CA that issued the Redis certificate\n',
     ],
     [
       ['serve', '--credentials', credentials],

@@ -56,11 +56,13 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis-sentinel://u%:p@host:26379#mymaster',
     'redis-sentinel://host:26379#my%master',
     'redis://:pass/word@host:6379',
+    'rediss-sentinel://host:26379',
+    'redis-sentinels://host:26379#m',
   ]
   for (const spec of bad) {
     const refusal = {
       message:
-        /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/,
+        /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], rediss:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER, rediss-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/,
       code: 'EIDEMPOTENCY',
     }
     t.throws(() => createIdempotencyStore(spec, OPTIONS), refusal, spec)
@@ -70,7 +72,13 @@ t.test('anything else is refused with one line that hides a password', async (t)
       `${spec}: checked alike without a store (serve --workers, in the primary)`,
     )
   }
-  for (const spec of ['memory', 'off', 'redis://127.0.0.1:6379/0', 'redis-sentinel://s1:26379#m'])
+  for (const spec of [
+    'memory',
+    'off',
+    'redis://127.0.0.1:6379/0',
+    'redis-sentinel://s1:26379#m',
+    'rediss-sentinel://s1:26379#m',
+  ])
     t.doesNotThrow(() => checkIdempotencySpec(spec), spec)
   t.throws(() => createIdempotencyStore('redis://:hunter2@host:port', OPTIONS), {
     message: /^(?!.*hunter2).*\*\*\*@host:port/,

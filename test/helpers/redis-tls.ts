@@ -1,0 +1,102 @@
+/** A real `redis-server` that speaks only TLS, on loopback, with certificates made for the test. */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { connect } from 'node:tls'
+import type { Test } from 'tap'
+import type { PemFiles } from './certificates.js'
+import { freePort } from './servers.js'
+
+export interface TlsRedisServer {
+  readonly port: number
+  /** `rediss://127.0.0.1:PORT/0` */
+  readonly url: string
+}
+
+/** Whether a TLS Redis on the port, verified against `ca` (and `servername`, when given), answers PING with PONG. */
+function pong(port: number, ca: Buffer, servername: string | undefined): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1', ca, servername })
+    let reply = ''
+    const done = (ok: boolean) => {
+      socket.destroy()
+      resolve(ok)
+    }
+    socket.setTimeout(500, () => done(false))
+    socket.on('error', () => done(false))
+    socket.on('secureConnect', () => socket.write('PING\r\n'))
+    socket.on('data', (chunk) => {
+      reply += chunk.toString()
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'))
+    })
+  })
+}
+
+/** Runs `redis-server ARGS` (TLS only), stopped when the test ends; resolves once it answers PING over TLS on `port`. */
+async function runTls(t: Test, args: readonly string[], port: number, ca: string, name?: string): Promise<void> {
+  const child = spawn('redis-server', args, { stdio: 'ignore' })
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  t.teardown(async () => {
+    if (child.exitCode === null) child.kill('SIGTERM')
+    await exited
+  })
+  const trusted = readFileSync(ca)
+  // Up to 30 s: a loaded machine starts a process slowly.
+  for (let attempt = 0; attempt < 1500; attempt++) {
+    if (child.exitCode !== null) throw new Error(`redis-server (TLS) on port ${port} exited with ${child.exitCode}`)
+    if (await pong(port, trusted, name)) return
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  throw new Error(`redis-server (TLS) on port ${port} did not answer PING`)
+}
+
+function scratch(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'payments-gate-redis-tls-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/**
+ * `redis-server` with no plain port (`--port 0`), TLS on a free loopback port with `server`'s certificate, clients
+ * not asked for one; stopped when the test ends. `ca` is the CA that issued `server` (Redis needs one to start);
+ * `name`, one of the certificate's names, when 127.0.0.1 is not.
+ */
+export async function startTlsRedis(t: Test, server: PemFiles, ca: string, name?: string): Promise<TlsRedisServer> {
+  const port = await freePort()
+  // A TLS port only, no persistence, as test/helpers/redis.ts starts a plain one.
+  const args = ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
+  const tls = ['--tls-cert-file', server.cert, '--tls-key-file', server.key, '--tls-ca-cert-file', ca]
+  await runTls(t, [...args, ...tls, '--tls-auth-clients', 'no', '--dir', scratch(t)], port, ca, name)
+  return { port, url: `rediss://127.0.0.1:${port}/0` }
+}
+
+/**
+ * One Sentinel, TLS only, watching `primary` over TLS (`tls-replication yes`), quorum 1; resolves with its
+ * `rediss-sentinel://127.0.0.1:PORT/0#payments` URL. Stopped when the test ends.
+ */
+export async function startTlsSentinel(
+  t: Test,
+  server: PemFiles,
+  ca: string,
+  primary: TlsRedisServer,
+): Promise<string> {
+  const port = await freePort()
+  const dir = scratch(t)
+  const config = join(dir, 'sentinel.conf')
+  const lines = [
+    'port 0',
+    `tls-port ${port}`,
+    'bind 127.0.0.1',
+    `dir ${dir}`,
+    `tls-cert-file ${server.cert}`,
+    `tls-key-file ${server.key}`,
+    `tls-ca-cert-file ${ca}`,
+    'tls-auth-clients no',
+    'tls-replication yes',
+    `sentinel monitor payments 127.0.0.1 ${primary.port} 1`,
+  ]
+  writeFileSync(config, `${lines.join('\n')}\n`)
+  await runTls(t, [config, '--sentinel'], port, ca)
+  return `rediss-sentinel://127.0.0.1:${port}/0#payments`
+}
