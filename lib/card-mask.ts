@@ -119,6 +119,17 @@ function starRun(run: Run, starred: Starred): void {
   }
 }
 
+/** Ends the run being read: its digits starred as `starRun` says, and the state made ready for the next one. */
+function finish(run: Run, starred: Starred): void {
+  starRun(run, starred)
+  run.values.length = 0
+  run.starts.length = 0
+  run.ends.length = 0
+  run.plain = true
+  run.separators = 0
+  run.lastSeparator = -1
+}
+
 /**
  * Masks every card number in a text to its first six and last four digits,
  * however it is written: digits with any separators between them (spaces,
@@ -133,15 +144,6 @@ export function maskCardNumbers(text: string): string {
   const length = text.length
   const starred: Starred = []
   const run: Run = { values: [], starts: [], ends: [], plain: true, separators: 0, lastSeparator: -1 }
-  const finish = () => {
-    starRun(run, starred)
-    run.values.length = 0
-    run.starts.length = 0
-    run.ends.length = 0
-    run.plain = true
-    run.separators = 0
-    run.lastSeparator = -1
-  }
   let i = 0
   while (i < length) {
     const code = text.charCodeAt(i)
@@ -170,7 +172,7 @@ export function maskCardNumbers(text: string): string {
       } else if (isLetter(next)) end = i + 2
     }
     if (kind === DIGIT) {
-      if (run.separators > MOST_SEPARATORS) finish()
+      if (run.separators > MOST_SEPARATORS) finish(run, starred)
       if (run.values.length > 0 && !(run.separators === 1 && (run.lastSeparator === 32 || run.lastSeparator === 45)))
         run.plain = run.plain && run.separators === 0
       run.values.push(value)
@@ -181,10 +183,13 @@ export function maskCardNumbers(text: string): string {
     } else if (kind === SEPARATOR) {
       run.separators++
       run.lastSeparator = end === i + 1 ? code : -1
-    } else finish()
+    } else if (run.values.length > 0) {
+      // A letter ends a number; one with no digit before it has nothing to end (most of a log line).
+      finish(run, starred)
+    }
     i = end
   }
-  finish()
+  finish(run, starred)
   if (starred.length === 0) return text
   let masked = ''
   let from = 0
