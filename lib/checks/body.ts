@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import { fieldError, reject, schemaRejection, type Rejection } from '../errors.js'
 import { appendKey } from '../schema/json-path.js'
 import type { Names } from '../schema/names.js'
+import { BACKSLASH, CR, LF, OPEN_BRACE, OPEN_BRACKET, QUOTE, SPACE, TAB } from './json-chars.js'
 import { checkSpelling } from './spelling.js'
 
 /**
@@ -11,14 +12,6 @@ import { checkSpelling } from './spelling.js'
  */
 export const MAX_DEPTH = 64
 
-const SPACE = 0x20
-const TAB = 0x09
-const LF = 0x0a
-const CR = 0x0d
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const OPEN_BRACE = 0x7b
-const OPEN_BRACKET = 0x5b
 const OPENERS = [OPEN_BRACE, OPEN_BRACKET] as const
 
 /** True when the bytes hold only JSON white space (or nothing). */

@@ -1,6 +1,7 @@
 import { fieldError, schemaRejection, type FieldError, type Rejection } from '../errors.js'
 import { appendKey } from '../schema/json-path.js'
 import { fold, type Names } from '../schema/names.js'
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE } from './json-chars.js'
 
 /**
  * One spelling of every member the schema names (docs/checks.md, choices): in an object whose
@@ -24,15 +25,6 @@ export function checkSpelling(text: string, document: unknown, names: Names): Re
 
 const FOLDED = 'Only the spelling the schema gives this member is allowed, not another letter case of it.'
 const REPEATED = 'A member the schema names must appear once.'
-
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COLON = 0x3a
-const COMMA = 0x2c
-const OPEN_BRACE = 0x7b
-const CLOSE_BRACE = 0x7d
-const OPEN_BRACKET = 0x5b
-const CLOSE_BRACKET = 0x5d
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
