@@ -297,6 +297,32 @@ t.test(
   },
 )
 
+t.test(
+  'an answer too large to keep: the client gets it whole, its retry a 500 saying so, never the 422 another payment gets',
+  async (t) => {
+    // Past the 64 KiB an answer may take in the store (docs/idempotency.md, what is stored).
+    const large = JSON.stringify({ outcome: 'authorized', note: 'n'.repeat(70_000) })
+    const { url, backend } = await protectedGateway(t, {}, (_req, res) =>
+      res.writeHead(201, { 'content-type': 'application/json' }).end(large),
+    )
+    const payment = sale()
+    const first = await pay(url, payment)
+    t.equal(first.status, 201)
+    t.equal(first.text, large, 'the first answer, whole')
+    const retry = await pay(url, payment)
+    t.equal(retry.status, 500)
+    t.equal(retry.json.errorName, 'internalErrorOccurred')
+    t.match(retry.json.message, /^The backend answered this payment, but its answer was too large to keep/)
+    t.match(retry.json.message, /ask the backend for the payment's status/)
+    t.equal(retry.headers['idempotent-replayed'], 'true')
+    const other = { ...payment, instruction: { ...payment.instruction, value: { amount: 1, currency: 'GBP' } } }
+    const reused = await pay(url, other)
+    t.equal(reused.status, 422, 'another payment under the reference')
+    t.equal(reused.json.errorName, 'transactionReferenceIsAlreadyUsed')
+    t.equal(backend.received.length, 1)
+  },
+)
+
 t.test('a client that leaves mid-payment: the answer is still recorded, and its retry gets it', async (t) => {
   const { url, backend } = await protectedGateway(t, {}, slowly(150))
   const payment = sale()
