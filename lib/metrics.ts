@@ -40,9 +40,12 @@ export interface Metrics {
 /** Whose certificate files: the listener's (`--tls-cert`, `--tls-key`) or those towards the backend (`--target-ca`, `--target-cert`, `--target-key`). */
 export type TlsSide = 'listener' | 'target'
 
-/** Forwarded under a claim, replayed, refused as in flight or as another payment's reference, refused or forwarded unprotected for a store failure. */
+/**
+ * Forwarded under a claim, replayed, refused as in flight or as another payment's reference, refused or forwarded
+ * unprotected for a store failure, refused for a record under a fingerprint key this gateway does not hold.
+ */
 export type RetryProtectionOutcome =
-  'claimed' | 'replayed' | 'inProgress' | 'alreadyUsed' | 'storeUnavailable' | 'unprotected'
+  'claimed' | 'replayed' | 'inProgress' | 'alreadyUsed' | 'storeUnavailable' | 'unprotected' | 'unknownKey'
 
 /**
  * The gateway's Prometheus metrics, on a registry of their own so that an

@@ -3,6 +3,7 @@ import { CodedError } from '../coded-error.js'
 import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
 import { readLimitedFile } from '../read-file.js'
+import type { Matches } from './store.js'
 
 /** A key's least length: HMAC-SHA-256's own output size (RFC 2104 section 3: a key shorter than it weakens the MAC). */
 export const MIN_FINGERPRINT_KEY_BYTES = 32
@@ -26,9 +27,11 @@ export interface Fingerprint {
   readonly value: string
   /**
    * Whether a stored fingerprint of another form is this payment's: one made under the older key, or an
-   * unkeyed SHA-256 made before keyed fingerprints, still live for its TTL after an upgrade.
+   * unkeyed SHA-256 made before keyed fingerprints, still live for its TTL after an upgrade. Undefined for
+   * one made under a key this gateway does not hold (during a rotation): it cannot tell, and a 422 would
+   * tell the client of a charged payment to pay again (docs/idempotency.md, keyed fingerprints).
    */
-  readonly matches: (stored: string) => boolean
+  readonly matches: Matches
 }
 
 export interface Fingerprinter {
@@ -100,7 +103,7 @@ export function createFingerprinter(keys: readonly Buffer[]): Fingerprinter {
           if (stored.startsWith(KEYED)) {
             const id = stored.slice(0, stored.indexOf(' '))
             const key = ids.get(id)
-            return key !== undefined && stored === keyed(id, key, operation, bytes)
+            return key === undefined ? undefined : stored === keyed(id, key, operation, bytes)
           }
           return legacy().some((document) => stored === unkeyedFingerprint(operation, document))
         },

@@ -2,7 +2,16 @@ import { keptAnswer } from './answer-size.js'
 import { decode as decodeBody, encode, MAX_REFERENCE, Reference } from './body-delta.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { CodedError } from '../coded-error.js'
-import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
+import {
+  recordedPeek,
+  sameFingerprint,
+  type Claim,
+  type IdempotencyStore,
+  type IdempotencyStoreOptions,
+  type Matches,
+  type Peek,
+  type RecordedAnswer,
+} from './store.js'
 
 /** What the memory store tells its owner about how long it remembers (docs/idempotency.md, the memory store). */
 export interface MemoryStoreReport {
@@ -124,6 +133,7 @@ const UNKNOWN = ''
 
 const CLAIMED_ELSEWHERE: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
+const UNKNOWN_KEY: Claim = Object.freeze({ state: 'unknownKey' })
 /** One error for every refused claim: nothing about it differs from one to the next. */
 const FULL = new CodedError('ESTOREFULL', 'the retry-protection memory store is full of payments in flight')
 
@@ -224,13 +234,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return (age * this.#unit) / 1000
   }
 
-  // No `matches`: every fingerprint here is of this process's own key, and nothing outlives the process.
-  claim(key: string, fingerprint: string): Claim {
+  // `matches` is asked only when the fingerprints differ: a store given to gateways with keys of their own.
+  claim(key: string, fingerprint: string, matches?: Matches): Claim {
     const time = this.#tick()
     const entry = this.#entries.get(key)
     if (entry === undefined) return this.#claimed(key, fingerprint, time)
     if (entry.head === undefined) return CLAIMED_ELSEWHERE
-    if (entry.fingerprint !== fingerprint) return MISMATCH
+    const same = sameFingerprint(entry.fingerprint, fingerprint, matches)
+    if (same !== true) return same === false ? MISMATCH : UNKNOWN_KEY
     // No answer by the end of the in-flight window: the outcome is unknown, and a retry is never forwarded again (docs/idempotency.md).
     return { state: 'recorded', answer: entry.head === UNKNOWN ? this.#options.unknownAnswer : this.#decode(entry) }
   }
@@ -269,13 +280,13 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.#entries.delete(key)
   }
 
-  peek(key: string, fingerprint: string): Peek {
+  peek(key: string, fingerprint: string, matches?: Matches): Peek {
     // What claim would answer, without its write.
     this.#tick()
     const entry = this.#entries.get(key)
     if (entry === undefined) return 'free'
     if (entry.head === undefined) return 'inFlight'
-    return entry.fingerprint === fingerprint ? 'recorded' : 'mismatch'
+    return recordedPeek(sameFingerprint(entry.fingerprint, fingerprint, matches))
   }
 
   async close(): Promise<void> {

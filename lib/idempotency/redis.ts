@@ -4,7 +4,16 @@ import { CodedError } from '../coded-error.js'
 import { keptAnswer } from './answer-size.js'
 import { closeRedisClient, reportErrors, whenReady } from './redis-client.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
-import type { Claim, IdempotencyStore, IdempotencyStoreOptions, Peek, RecordedAnswer } from './store.js'
+import {
+  recordedPeek,
+  sameFingerprint,
+  type Claim,
+  type IdempotencyStore,
+  type IdempotencyStoreOptions,
+  type Matches,
+  type Peek,
+  type RecordedAnswer,
+} from './store.js'
 
 /** Every key this store writes starts so, to share a Redis with other uses. */
 export const REDIS_KEY_PREFIX = 'payments-gate:idem:'
@@ -184,15 +193,7 @@ const WRITE_CONNECTIONS = 8
 
 const IN_FLIGHT: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
-
-/**
- * Whether a stored fingerprint is the payment's: its own form, or another the caller recognizes. A
- * record made by a gateway of the fleet before an upgrade or a key rotation lives its TTL in the
- * shared store (docs/idempotency.md, upgrading).
- */
-function same(stored: string, fingerprint: string, matches: ((stored: string) => boolean) | undefined): boolean {
-  return stored === fingerprint || matches?.(stored) === true
-}
+const UNKNOWN_KEY: Claim = Object.freeze({ state: 'unknownKey' })
 
 /** A release that failed every attempt: the claim holds its key until it expires, although its payment was never forwarded. */
 function releaseFailed(attempts: number, cause: unknown): CodedError<'ERELEASE'> {
@@ -252,7 +253,11 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return ready.every(Boolean)
   }
 
-  async claim(key: string, fingerprint: string, matches?: (stored: string) => boolean): Promise<Claim> {
+  /**
+   * A stored fingerprint of another form may be the payment's: a record made by a gateway of the fleet before
+   * an upgrade or a key rotation lives its TTL in the shared store (docs/idempotency.md, keyed fingerprints).
+   */
+  async claim(key: string, fingerprint: string, matches?: Matches): Promise<Claim> {
     const token = randomUUID()
     const writers = this.#writers
     const found =
@@ -263,7 +268,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const stored = JSON.parse(found[0]) as Stored
     const unknown = stored.state === 'inFlight' && found[1] === 1
     if (stored.state === 'inFlight' && !unknown) return IN_FLIGHT
-    if (!same(stored.fingerprint, fingerprint, matches)) return MISMATCH
+    const same = sameFingerprint(stored.fingerprint, fingerprint, matches)
+    if (same !== true) return same === false ? MISMATCH : UNKNOWN_KEY
     if (stored.state === 'inFlight') return { state: 'recorded', answer: this.#options.unknownAnswer }
     const { status, headers, body } = stored.answer
     return { state: 'recorded', answer: { status, headers, body: Buffer.from(body, 'base64') } }
@@ -291,14 +297,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return this.#retried(first, (connection) => connection.paymentsGateIdemRelease(key, token), releaseFailed)
   }
 
-  async peek(key: string, fingerprint: string, matches?: (stored: string) => boolean): Promise<Peek> {
+  async peek(key: string, fingerprint: string, matches?: Matches): Promise<Peek> {
     // Safe to repeat: it only reads.
     const found = await this.#client.paymentsGateIdemPeek(REDIS_KEY_PREFIX + key)
     if (found === null) return 'free'
     const stored = JSON.parse(found[0]) as Stored
     // A claim past its window is an unknown outcome, replayed as recorded (docs/idempotency.md).
     if (stored.state === 'inFlight' && found[1] === 0) return 'inFlight'
-    return same(stored.fingerprint, fingerprint, matches) ? 'recorded' : 'mismatch'
+    return recordedPeek(sameFingerprint(stored.fingerprint, fingerprint, matches))
   }
 
   /** Quits the connections; a release waiting for its next attempt gives up (`ERELEASE`). */

@@ -1,19 +1,21 @@
 import type { ServerResponse } from 'node:http'
 import { sendRejection } from '../http/answer.js'
 import { backendCallDone, type Exchange } from './exchange.js'
-import { faultAnswer, type FaultKind } from './faults.js'
+import { faultAnswer, retriesOf, type FaultKind } from './faults.js'
 
 /**
  * Tells the client that the backend failed, and the record why: 503 or 500
- * (docs/backend-faults.md) while nothing of an answer has gone out, else a
- * cut connection (sendRejection), the only honest end of a truncated answer.
+ * (docs/backend-faults.md; a payment's 500 says its outcome is unknown) while
+ * nothing of an answer has gone out, else a cut connection (sendRejection),
+ * the only honest end of a truncated answer.
  * `error`: what failed, its code logged (docs/logs-and-metrics.md).
  */
 export function answerFault(res: ServerResponse, exchange: Exchange, kind: FaultKind, error?: Error): void {
   exchange.backendError = kind
   exchange.backendErrorCode = (error as NodeJS.ErrnoException | undefined)?.code
   backendCallDone(exchange, 0, kind)
-  const answer = faultAnswer(kind)
+  // A path passed through is no payment: the table's 500.
+  const answer = faultAnswer(kind, exchange.operation === 'other' ? undefined : retriesOf(exchange))
   if (!res.headersSent) exchange.errorName = answer.body.errorName
   sendRejection(res, answer)
 }

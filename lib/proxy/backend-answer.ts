@@ -35,13 +35,16 @@ export function inspected(status: number, onOperation: boolean): boolean {
  * body (`undefined` when it went past the read limit). A body in the error
  * format goes on with card numbers masked; any other becomes the standard
  * body with the backend's status, named by the first matching rule or by
- * status, keeping the headers that status needs.
+ * status, keeping the headers that status needs. `serverError`: the message
+ * of a body named `internalErrorOccurred` by status (a payment's 5xx, whose
+ * outcome is unknown: faults.ts); a rule's message is never replaced.
  */
 export function clientAnswer(
   status: number,
   raw: readonly string[],
   body: Buffer | undefined,
   rules: BackendErrorRules,
+  serverError?: string,
 ): ClientAnswer {
   const document = body === undefined ? undefined : parsed(body)
   if (isErrorFormat(document)) {
@@ -50,7 +53,7 @@ export function clientAnswer(
     const passed = masked === text ? (body as Buffer) : Buffer.from(masked)
     return { status, headers: relayedHeaders(raw, passed.length), body: passed, errorName: undefined }
   }
-  const rejection = replacement(status, raw, document, rules)
+  const rejection = replacement(status, raw, document, rules, serverError)
   const answer = answerOf(rejection)
   return { status, headers: flatHeaders(answer), body: answer.body, errorName: rejection.body.errorName }
 }
@@ -71,10 +74,19 @@ function isErrorFormat(document: unknown): boolean {
   return typeof errorName === 'string' && typeof message === 'string'
 }
 
-function replacement(status: number, raw: readonly string[], document: unknown, rules: BackendErrorRules): Rejection {
+function replacement(
+  status: number,
+  raw: readonly string[],
+  document: unknown,
+  rules: BackendErrorRules,
+  serverError: string | undefined,
+): Rejection {
   const headers = neededHeaders(status, raw)
   const rule = firstMatch(rules.rules, status, document)
-  if (rule === undefined) return reject(defaultName(status), { status, headers })
+  if (rule === undefined) {
+    const name = defaultName(status)
+    return reject(name, { status, headers, message: name === 'internalErrorOccurred' ? serverError : undefined })
+  }
   const copied = rule.messageFrom === undefined ? undefined : valueAt(document, rule.messageFrom)
   const message = typeof copied === 'string' && copied !== '' ? maskCardNumbers(copied) : rule.message
   return definedRejection(rule.errorName, message, status, headers)

@@ -1,5 +1,6 @@
-import { INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
+import { INTERNAL_ERROR, reject, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
 import type { BackendErrorKind } from '../metrics.js'
+import type { Exchange } from './exchange.js'
 
 /** How a call to the backend failed. */
 export type FaultKind = Exclude<BackendErrorKind, 'serverError'>
@@ -61,10 +62,70 @@ export function paymentFault(error: Error, written: boolean): FaultKind {
 }
 
 /**
+ * What a retry of a payment gets: this answer again (`replayed`: retry protection recorded it), or a
+ * second forward (`forwarded`: report mode, `--idempotency off`, a store that failed with failure `open`).
+ */
+export type Retries = 'replayed' | 'forwarded'
+
+/** What a retry of this payment gets: its answer is recorded only under a claim. */
+export function retriesOf(exchange: Pick<Exchange, 'retryProtection'>): Retries {
+  return exchange.retryProtection === 'claimed' ? 'replayed' : 'forwarded'
+}
+
+/** An end after the payment was written: the backend may have processed it. */
+type Unknown = Exclude<BackendErrorKind, 'refused'>
+
+const LOST: Readonly<Record<Unknown, string>> = {
+  timeout:
+    'The outcome of this payment is unknown: it was sent to the backend, which did not answer in time, so it may have been processed.',
+  reset:
+    'The outcome of this payment is unknown: it was sent to the backend, and the connection broke before its answer came, so it may have been processed.',
+  serverError:
+    'The outcome of this payment is unknown: the backend answered it with a server error, so it may have been processed.',
+}
+
+const NEXT: Readonly<Record<Retries, string>> = {
+  replayed:
+    "It is not sent again: retries with this transactionReference get this answer while retry protection keeps it. Ask the backend for the payment's status, and pay again under a new transactionReference only if it says the payment did not happen.",
+  forwarded:
+    "Ask the backend for the payment's status before sending it again: this gateway forwards a retry to the backend again, and a new transactionReference makes a new payment.",
+}
+
+/**
+ * The messages of a payment whose outcome is unknown, by how it ended and by what a retry gets: each
+ * says so and how to learn the outcome (docs/backend-faults.md), where "Retry later" would send the
+ * client to a new transactionReference once its retries kept getting the same 500.
+ */
+const UNKNOWN_OUTCOME: Readonly<Record<Unknown, Readonly<Record<Retries, string>>>> = {
+  timeout: { replayed: `${LOST.timeout} ${NEXT.replayed}`, forwarded: `${LOST.timeout} ${NEXT.forwarded}` },
+  reset: { replayed: `${LOST.reset} ${NEXT.replayed}`, forwarded: `${LOST.reset} ${NEXT.forwarded}` },
+  serverError: { replayed: `${LOST.serverError} ${NEXT.replayed}`, forwarded: `${LOST.serverError} ${NEXT.forwarded}` },
+}
+
+const unknownOutcome = (kind: 'timeout' | 'reset', retries: Retries) =>
+  Object.freeze(reject('internalErrorOccurred', { message: UNKNOWN_OUTCOME[kind][retries] }))
+
+const UNKNOWN_FAULT: Readonly<Record<'timeout' | 'reset', Readonly<Record<Retries, Rejection>>>> = {
+  timeout: { replayed: unknownOutcome('timeout', 'replayed'), forwarded: unknownOutcome('timeout', 'forwarded') },
+  reset: { replayed: unknownOutcome('reset', 'replayed'), forwarded: unknownOutcome('reset', 'forwarded') },
+}
+
+/**
  * The answer to a failed backend: 503 when it could not be reached (the
  * payment certainly did not happen, the client may retry), 500 when it may
  * have been received (timeout, reset), so the client must not assume either.
+ * For a payment (`retries` given) that 500 says its outcome is unknown and
+ * what a retry gets; a path passed through gets the table's.
  */
-export function faultAnswer(kind: FaultKind): Rejection {
-  return kind === 'refused' ? SERVICE_UNAVAILABLE : INTERNAL_ERROR
+export function faultAnswer(kind: FaultKind, retries?: Retries): Rejection {
+  if (kind === 'refused') return SERVICE_UNAVAILABLE
+  return retries === undefined ? INTERNAL_ERROR : UNKNOWN_FAULT[kind][retries]
+}
+
+/**
+ * The message of a payment's 5xx answer whose body is replaced by the standard one under
+ * `internalErrorOccurred` (backend-answer.ts, no rule naming it): its outcome is unknown too.
+ */
+export function serverErrorMessage(retries: Retries): string {
+  return UNKNOWN_OUTCOME.serverError[retries]
 }

@@ -6,7 +6,7 @@ import { clientAnswer, inspected, type ClientAnswer } from './backend-answer.js'
 import { acceptedHeaders, reasonPhrase } from './backend-head.js'
 import { BoundedBody } from './bounded-body.js'
 import { backendCallDone, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
-import { paymentFault, type FaultKind } from './faults.js'
+import { paymentFault, retriesOf, serverErrorMessage, type FaultKind } from './faults.js'
 import { relayedHeaders } from './hop-by-hop.js'
 
 /**
@@ -222,7 +222,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
   }
 
   private endInspected(body: Buffer | undefined): void {
-    const answer = clientAnswer(this.status, this.raw, body, this.settings.backendErrors.rules)
+    const serverError = serverErrorMessage(retriesOf(this.exchange))
+    const answer = clientAnswer(this.status, this.raw, body, this.settings.backendErrors.rules, serverError)
     if (answer.errorName !== undefined) this.exchange.errorName = answer.errorName
     this.res.writeHead(answer.status, this.statusText, answer.headers)
     this.res.end(answer.body)

@@ -84,7 +84,7 @@ export type Guard =
   /** Forward it; settle the ticket with the outcome. No ticket: forward unprotected (the store failed, failure `open`). */
   (
     | { readonly kind: 'forward'; readonly ticket: Ticket | undefined }
-    /** Answer this refusal: 409 in flight, 422 another payment, 503 the store failed (failure `closed`). */
+    /** Answer this refusal: 409 in flight, 422 another payment, 503 the store failed (failure `closed`) or holds a key this gateway does not. */
     | { readonly kind: 'refuse'; readonly rejection: Rejection }
     /** Replay the recorded answer. */
     | { readonly kind: 'replay'; readonly answer: RecordedAnswer }
@@ -126,18 +126,37 @@ const STORE_UNAVAILABLE: Guard = Object.freeze({
   }),
   outcome: 'storeUnavailable',
 })
+/**
+ * A record under a fingerprint key this gateway does not hold (a rotation under way): neither the same
+ * payment nor another as far as it can tell. A 422 would tell the client of a charged payment to pay
+ * again, a forward would charge it twice; a 503 with `Retry-After` is what clients already retry with the
+ * same reference, and a gateway that holds the key answers the retry (docs/idempotency.md, keyed fingerprints).
+ */
+const UNKNOWN_KEY: Guard = Object.freeze({
+  kind: 'refuse',
+  rejection: reject('serviceUnavailable', {
+    message:
+      'This transactionReference was recorded under a fingerprint key this gateway does not hold (a key rotation is under way), so it cannot tell whether this is the same payment. Nothing was forwarded. Retry with the same transactionReference after the time given in Retry-After.',
+    headers: { 'Retry-After': String(IDEMPOTENCY_DEFAULTS.retryAfterSeconds) },
+  }),
+  outcome: 'unknownKey',
+})
 
 /** A refusal as an answer to record: what the client got. */
 function recorded(answer: Answer): RecordedAnswer {
   return { status: answer.status, headers: flatHeaders(answer), body: answer.body }
 }
 
-/** Recorded instead of a backend answer too large to keep: the payment happened, its answer cannot be replayed. */
+/**
+ * Recorded instead of a backend answer too large to keep: the backend answered, and the answer cannot be
+ * replayed, so the retry of that payment gets a 500 that says so (its outcome is unknown to the client, as
+ * after a timeout), never a 422 that would send it to a new reference; another payment still gets the 422.
+ */
 export const OVERSIZED_ANSWER = recorded(
   answerOf(
-    reject('transactionReferenceIsAlreadyUsed', {
+    reject('internalErrorOccurred', {
       message:
-        'This transactionReference was already used: its payment was processed, but the answer was too large to keep for replay.',
+        "The backend answered this payment, but its answer was too large to keep, so it cannot be replayed. It is not sent again: ask the backend for the payment's status, and pay again under a new transactionReference only if it says the payment did not happen.",
     }),
   ),
 )
@@ -145,8 +164,11 @@ export const OVERSIZED_ANSWER = recorded(
 /** A payment its policy refused after its claim: never forwarded, so its key is released. */
 const NOT_FORWARDED: BackendOutcome = Object.freeze({ kind: 'refused' })
 
-/** What the client got when the backend timed out or reset: the outcome is unknown, so this is what a retry gets. */
-const TIMED_OUT = recorded(answerOf(faultAnswer('timeout')))
+/** What the client got when the backend timed out or reset after the write (answer-fault.ts): what its retries get. */
+const UNKNOWN_OUTCOME: Readonly<Record<'timeout' | 'reset', RecordedAnswer>> = {
+  timeout: recorded(answerOf(faultAnswer('timeout', 'replayed'))),
+  reset: recorded(answerOf(faultAnswer('reset', 'replayed'))),
+}
 
 /**
  * What a claim past its in-flight window answers: the gateway that forwarded
@@ -157,34 +179,30 @@ export const UNKNOWN_ANSWER = recorded(
   answerOf(
     reject('internalErrorOccurred', {
       message:
-        'The outcome of this payment is unknown: it may have reached the backend, so it is not forwarded again. Check its status with the backend.',
+        'The outcome of this payment is unknown: it may have reached the backend, so it is not forwarded again. Check its status with the backend, and pay again under a new transactionReference only if it says the payment did not happen.',
     }),
   ),
 )
 
 /**
- * Whether an outcome frees the key for a retry: the backend refused the
- * request (4xx: the client fixes it and retries), said it is unavailable
- * (503), or was never reached. Anything else may have moved money, so it is
- * recorded and replayed, never forwarded again.
+ * What a retry gets after this outcome, or undefined when the outcome frees the key: the backend
+ * refused the request (4xx: the client fixes it and retries), said it is unavailable (503), or was
+ * never reached. Anything else may have moved money, so it is recorded and replayed, never forwarded
+ * again: the backend's answer as the client got it (the stand-in when the forwarder did not keep its
+ * body), or the unknown outcome of a timeout or a reset.
  */
-function releases(outcome: BackendOutcome): boolean {
-  if (outcome.kind === 'refused') return true
-  if (outcome.kind !== 'answered') return false
-  return (outcome.status >= 400 && outcome.status < 500) || outcome.status === 503
-}
-
-/** The backend's answer as the client got it, or the stand-in when the forwarder did not keep its body. */
-function answerToKeep({
-  status,
-  headers,
-  body,
-}: {
-  status: number
-  headers: readonly string[]
-  body: Buffer | undefined
-}): RecordedAnswer {
-  return body === undefined ? OVERSIZED_ANSWER : { status, headers, body }
+function retryAnswer(outcome: BackendOutcome): RecordedAnswer | undefined {
+  switch (outcome.kind) {
+    case 'refused':
+      return undefined
+    case 'answered': {
+      const { status, headers, body } = outcome
+      if ((status >= 400 && status < 500) || status === 503) return undefined
+      return body === undefined ? OVERSIZED_ANSWER : { status, headers, body }
+    }
+    default:
+      return UNKNOWN_OUTCOME[outcome.kind]
+  }
 }
 
 /** What `guard` decides on each answer of the store, as `peek` gives it. */
@@ -193,6 +211,7 @@ const WOULD: Readonly<Record<Peek, RetryProtectionOutcome>> = {
   inFlight: 'inProgress',
   recorded: 'replayed',
   mismatch: 'alreadyUsed',
+  unknownKey: 'unknownKey',
 }
 const would = (peek: Peek) => WOULD[peek]
 
@@ -220,6 +239,8 @@ export function createRetryProtection(
         return IN_PROGRESS
       case 'mismatch':
         return ALREADY_USED
+      case 'unknownKey':
+        return UNKNOWN_KEY
       default:
         return { kind: 'replay', answer: claim.answer, outcome: 'replayed' }
     }
@@ -249,9 +270,10 @@ export function createRetryProtection(
     },
     settle(ticket, outcome) {
       try {
-        if (releases(outcome)) settled(store.release(ticket.key, ticket.token))
-        else if (outcome.kind !== 'answered') settled(store.record(ticket.key, ticket.token, TIMED_OUT))
-        else settled(store.record(ticket.key, ticket.token, answerToKeep(outcome)))
+        const kept = retryAnswer(outcome)
+        settled(
+          kept === undefined ? store.release(ticket.key, ticket.token) : store.record(ticket.key, ticket.token, kept),
+        )
       } catch (error) {
         failedQuietly(error)
       }

@@ -10,6 +10,7 @@ import type { GateOptions } from '../../lib/gate.js'
 import { staticPolicies, type PolicyFile } from '../../lib/policy/policy.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import type { IdempotencyStore } from '../../lib/idempotency/store.js'
+import { compileBackendErrors } from '../../lib/backend-errors/rules.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/proxy/retry-protection.js'
 import { spawnCli } from '../helpers/cli.js'
@@ -168,20 +169,157 @@ t.test(
     const payment = sale()
     const first = await pay(timedOut.url, payment)
     t.equal(first.status, 500)
+    t.match(
+      first.json.message,
+      /^The outcome of this payment is unknown: it was sent to the backend, which did not answer in time/,
+    )
+    t.match(first.json.message, RETRIES_GET_IT, 'retries get it again, and it says so')
     const retry = await pay(timedOut.url, payment)
     t.equal(retry.status, 500)
     t.equal(retry.json.errorName, 'internalErrorOccurred')
+    t.equal(retry.text, first.text, 'the same words')
     t.equal(retry.headers['idempotent-replayed'], 'true')
     t.ok(await until(() => timedOut.backend.received.length === 1))
     for (const status of [500, 502]) {
       const failing = await protectedGateway(t, {}, (_req, res) => res.writeHead(status).end('<h1>oops</h1>'))
       const again = sale()
-      t.equal((await pay(failing.url, again)).status, status)
+      const answered = await pay(failing.url, again)
+      t.equal(answered.status, status)
+      t.match(
+        answered.json.message,
+        /^The outcome of this payment is unknown: the backend answered it with a server error/,
+      )
+      t.match(answered.json.message, RETRIES_GET_IT)
       const replayed = await pay(failing.url, again)
       t.equal(replayed.status, status)
       t.equal(replayed.json.errorName, 'internalErrorOccurred', 'the standard body the client got the first time')
+      t.equal(replayed.text, answered.text)
       t.equal(failing.backend.received.length, 1)
     }
+  },
+)
+
+/** The words of a payment's unknown outcome when its retries get the same answer. */
+const RETRIES_GET_IT =
+  /It is not sent again: retries with this transactionReference get this answer .*Ask the backend for the payment's status/
+
+/** A backend that breaks the connection once it has the payment: a reset after the write, an unknown outcome. */
+const cut: Answer = (req) => req.socket.destroy()
+
+t.test(
+  'a reset payment, first and replayed, says its outcome is unknown and how to learn it; the generic words only where nothing was forwarded',
+  async (t) => {
+    const { url, backend } = await protectedGateway(t, {}, cut)
+    const payment = sale()
+    const first = await pay(url, payment)
+    t.equal(first.status, 500)
+    t.equal(
+      first.json.errorName,
+      'internalErrorOccurred',
+      'the status and name clients decide on: as the contract says',
+    )
+    t.match(
+      first.json.message,
+      /^The outcome of this payment is unknown: it was sent to the backend, and the connection broke/,
+    )
+    t.match(first.json.message, RETRIES_GET_IT)
+    t.notMatch(first.json.message, /Retry later/)
+    const retry = await pay(url, payment)
+    t.equal(retry.text, first.text)
+    t.equal(retry.headers['idempotent-replayed'], 'true')
+    t.equal(backend.received.length, 1)
+
+    await backend.close()
+    const unreachable = await pay(url, sale())
+    t.equal(unreachable.status, 503, 'nothing forwarded: the backend cannot be reached')
+    t.equal(unreachable.json.message, 'The service is unavailable. Retry later.', 'the generic words stay')
+  },
+)
+
+t.test(
+  'where retries are forwarded again (--idempotency off, report mode, a store down with failure open), the words say so',
+  async (t) => {
+    const down: IdempotencyStore = {
+      claim: () => Promise.reject(new Error('store down')),
+      record: () => {},
+      release: () => {},
+      close: async () => {},
+    }
+    const gateways = {
+      off: await startGateway(t, { answer: cut }),
+      report: await startGateway(t, { answer: cut, idempotency: 'memory', gate: { mode: 'report' } }),
+      open: await startGateway(t, { answer: cut, idempotency: down, idempotencyFailure: 'open' }),
+    }
+    for (const [mode, { url, backend }] of Object.entries(gateways)) {
+      const payment = sale()
+      const first = await pay(url, payment)
+      t.equal(first.status, 500, mode)
+      t.equal(first.json.errorName, 'internalErrorOccurred', mode)
+      t.match(
+        first.json.message,
+        /^The outcome of this payment is unknown: it was sent to the backend, and the connection broke/,
+        mode,
+      )
+      t.match(
+        first.json.message,
+        /Ask the backend for the payment's status before sending it again: this gateway forwards a retry to the backend again/,
+        mode,
+      )
+      t.notMatch(first.json.message, /get this answer/, `${mode}: never "retries get this answer"`)
+      const retry = await pay(url, payment)
+      t.equal(retry.headers['idempotent-replayed'], undefined, mode)
+      t.equal(backend.received.length, 2, `${mode}: the retry was forwarded again, as the words said`)
+    }
+  },
+)
+
+t.test(
+  "an operator's rule message, and a backend's own error body, are never overwritten, first or replayed",
+  async (t) => {
+    const rules = compileBackendErrors({
+      rules: [{ status: 502, errorName: 'ledgerIsDown', message: 'The ledger did not answer. Ask it what happened.' }],
+    })
+    if (Array.isArray(rules)) throw new Error(rules.join('; '))
+    const answer: Answer = (_req, res, body) => {
+      if (!body.includes('"own-body')) return void res.writeHead(502).end('<h1>bad gateway</h1>')
+      res.writeHead(500, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ errorName: 'ledgerFailed', message: 'the ledger said so' }))
+    }
+    const { url, backend } = await startGateway(t, { idempotency: 'memory', answer, backendErrors: { rules } })
+    const named = sale()
+    const first = await pay(url, named)
+    t.same(first.json, { errorName: 'ledgerIsDown', message: 'The ledger did not answer. Ask it what happened.' })
+    t.equal((await pay(url, named)).text, first.text, 'replayed as it was')
+    const own = sale('own-body-1')
+    t.same((await pay(url, own)).json, { errorName: 'ledgerFailed', message: 'the ledger said so' })
+    t.same((await pay(url, own)).json, { errorName: 'ledgerFailed', message: 'the ledger said so' })
+    t.equal(backend.received.length, 2)
+  },
+)
+
+t.test(
+  'an answer too large to keep: the client gets it whole, its retry a 500 saying so, never the 422 another payment gets',
+  async (t) => {
+    // Past the 64 KiB an answer may take in the store (docs/idempotency.md, what is stored).
+    const large = JSON.stringify({ outcome: 'authorized', note: 'n'.repeat(70_000) })
+    const { url, backend } = await protectedGateway(t, {}, (_req, res) =>
+      res.writeHead(201, { 'content-type': 'application/json' }).end(large),
+    )
+    const payment = sale()
+    const first = await pay(url, payment)
+    t.equal(first.status, 201)
+    t.equal(first.text, large, 'the first answer, whole')
+    const retry = await pay(url, payment)
+    t.equal(retry.status, 500)
+    t.equal(retry.json.errorName, 'internalErrorOccurred')
+    t.match(retry.json.message, /^The backend answered this payment, but its answer was too large to keep/)
+    t.match(retry.json.message, /ask the backend for the payment's status/)
+    t.equal(retry.headers['idempotent-replayed'], 'true')
+    const other = { ...payment, instruction: { ...payment.instruction, value: { amount: 1, currency: 'GBP' } } }
+    const reused = await pay(url, other)
+    t.equal(reused.status, 422, 'another payment under the reference')
+    t.equal(reused.json.errorName, 'transactionReferenceIsAlreadyUsed')
+    t.equal(backend.received.length, 1)
   },
 )
 
@@ -214,15 +352,42 @@ async function pollUntilDone(url: string, payment: object): Promise<Reply> {
   throw new Error('still in flight')
 }
 
-t.test('a recorded answer expires with its TTL: then the reference is free again', async (t) => {
-  const { url, backend } = await protectedGateway(t, { idempotencyTtl: 1 })
+t.test(
+  'a recorded answer expires with its TTL, on a clock the test moves: then the reference is free again',
+  async (t) => {
+    let now = 0
+    const store = new MemoryIdempotencyStore({
+      ttlMs: 1000,
+      inFlightMs: 95_000,
+      oversizedAnswer: OVERSIZED_ANSWER,
+      unknownAnswer: UNKNOWN_ANSWER,
+      now: () => now,
+    })
+    const { url, backend } = await startGateway(t, { idempotency: store })
+    const payment = sale()
+    t.equal((await pay(url, payment)).status, 201)
+    now = 999
+    t.equal((await pay(url, payment)).headers['idempotent-replayed'], 'true', 'replayed until the TTL ends')
+    now = 1000
+    const later = await pay(url, payment)
+    t.equal(later.status, 201)
+    t.equal(later.headers['idempotent-replayed'], undefined, 'forwarded as a first request once it ended')
+    t.equal(backend.received.length, 2)
+  },
+)
+
+t.test('--idempotency-ttl is how long a recorded answer lives in the store', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const client = createRedisClient(redis.url)
+  t.teardown(() => client.disconnect())
+  t.ok(await whenReady(client, 5000))
+  const { url } = await protectedGateway(t, { idempotency: redis.url, idempotencyTtl: 3600 })
   const payment = sale()
   t.equal((await pay(url, payment)).status, 201)
-  t.equal((await pay(url, payment)).headers['idempotent-replayed'], 'true')
-  await waitFor(1100)
-  const later = await pay(url, payment)
-  t.equal(later.headers['idempotent-replayed'], undefined)
-  t.equal(backend.received.length, 2)
+  const left = await client.pttl(`payments-gate:idem:${JSON.stringify(['default', payment.transactionReference])}`)
+  // A minute of margin for a loaded machine between the record and this look; the default is a day.
+  t.ok(left > 3_540_000 && left <= 3_600_000, `an hour, in ms: ${left}`)
 })
 
 t.test('a store of your own: used for every payment, and closed when the gateway drains', async (t) => {
@@ -631,7 +796,13 @@ t.test(
     t.equal(rotated.backend.received.length, 1, 'only the fresh payment forwarded')
 
     const retired = await protectedGateway(t, { idempotency: redis.url, idempotencyFingerprintKey: current })
-    t.equal((await pay(retired.url, charged)).status, 422, 'a key no longer listed is not recognized')
+    const cannotTell = await pay(retired.url, charged)
+    t.equal(cannotTell.status, 503, 'a key no longer listed: it cannot tell, never a 422')
+    t.equal(cannotTell.json.errorName, 'serviceUnavailable')
+    t.equal(cannotTell.headers['retry-after'], '1')
+    t.equal((await pay(retired.url, other(charged))).status, 503, 'whatever the body')
+    t.equal((await pay(retired.url, old)).status, 201, 'a record of before the upgrade is still compared')
+    t.equal((await pay(retired.url, other(old))).status, 422)
     t.equal(retired.backend.received.length, 0)
   },
 )
@@ -743,6 +914,36 @@ t.test("replay before policy: another entity's user gets 401, never the recorded
   t.equal(stranger.headers['idempotent-replayed'], undefined)
   t.equal(backend.received.length, 1)
 })
+
+t.test(
+  "a store that fails under --idempotency-failure open, and a payment its policy refuses: the policy's 400, nothing forwarded",
+  async (t) => {
+    for (const how of ['throws', 'rejects'] as const) {
+      const down: IdempotencyStore = {
+        claim: () => {
+          if (how === 'throws') throw new Error('store down')
+          return Promise.reject(new Error('store down'))
+        },
+        record: () => {},
+        release: () => {},
+        close: async () => {},
+      }
+      const { url, backend } = await startGateway(t, {
+        idempotency: down,
+        idempotencyFailure: 'open',
+        gate: { policies: staticPolicies([policy({ currencies: ['EUR'] })]) },
+      })
+      const refused = await pay(url, sale())
+      t.equal(refused.status, 400, `a claim that ${how}`)
+      t.equal(refused.json.errorName, 'currencyIsNotSupported', how)
+      t.equal(backend.received.length, 0, how)
+      const euro = sale()
+      euro.instruction.value.currency = 'EUR'
+      t.equal((await pay(url, euro)).status, 201, `${how}: one it accepts is forwarded unprotected`)
+      t.equal(backend.received.length, 1, how)
+    }
+  },
+)
 
 t.test('with retry protection off, the policy still refuses, after check 9, and nothing is forwarded', async (t) => {
   const { url, backend } = await startGateway(t, {

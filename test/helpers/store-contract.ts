@@ -103,6 +103,26 @@ export function storeContract(t: Test, make: MakeStore): void {
     same(t, await store.claim('fits', 'f'), fits, 'exactly at the bound is kept')
   })
 
+  t.test(
+    'a stored fingerprint of another form: `matches` decides, and one it cannot tell (a key not held) is unknownKey',
+    async (t) => {
+      const { store } = await make(t, LONG)
+      await store.record('k', await claimed(t, store, 'k', 'hmac:old f1'), ANSWER)
+      const asked: string[] = []
+      const holds = (stored: string) => (asked.push(stored), stored === 'hmac:old f1')
+      same(t, await store.claim('k', 'hmac:new f1', holds), ANSWER, 'the same payment under the older key: replayed')
+      t.same(asked, ['hmac:old f1'], 'asked with the stored fingerprint')
+      t.same(await store.claim('k', 'hmac:new f2', () => false), { state: 'mismatch' }, 'another payment')
+      t.same(await store.claim('k', 'hmac:new f1', () => undefined), { state: 'unknownKey' }, 'cannot tell')
+      t.same(await store.claim('k', 'hmac:new f1'), { state: 'mismatch' }, 'no matches: another payment')
+      same(t, await store.claim('k', 'hmac:old f1', () => undefined), ANSWER, 'the same fingerprint needs no matches')
+      t.same(await store.claim('k', 'hmac:new f1', () => undefined), { state: 'unknownKey' }, 'changed nothing')
+      const token = await claimed(t, store, 'flying', 'hmac:old f1')
+      t.same(await store.claim('flying', 'hmac:new f1', () => undefined), { state: 'inFlight' }, 'in flight: 409')
+      await store.release('flying', token)
+    },
+  )
+
   t.test('release frees the key: the next claim is claimed', async (t) => {
     const { store } = await make(t, LONG)
     await store.release('k', await claimed(t, store, 'k', 'f1'))
@@ -168,6 +188,8 @@ export function unknownOutcomeContract(t: Test, make: MakeStore): void {
       } else await advance(200)
       same(t, await store.claim('k', 'f'), UNKNOWN, 'unknown, never a free key')
       t.same(await store.claim('k', 'other'), { state: 'mismatch' })
+      t.same(await store.claim('k', 'other', () => undefined), { state: 'unknownKey' }, 'a key not held: cannot tell')
+      same(t, await store.claim('k', 'other', () => true), UNKNOWN, 'one `matches` recognizes')
       if (holdsLate === true) {
         await advance(300)
         same(t, await store.claim('k', 'f'), UNKNOWN, 'held past a TTL while its holder is at work')
@@ -212,6 +234,9 @@ export function peekContract(t: Test, make: MakeStore): void {
     await store.record('k', token, ANSWER)
     t.equal(await peek('k', 'f'), 'recorded')
     t.equal(await peek('k', 'other'), 'mismatch')
+    t.equal(await peek('k', 'other', () => undefined), 'unknownKey')
+    t.equal(await peek('k', 'other', () => true), 'recorded')
+    t.equal(await peek('k', 'other', () => false), 'mismatch')
     same(t, await store.claim('k', 'f'), ANSWER, 'the recorded answer is still there')
     await claimed(t, store, 'held', 'f')
     await advance(150)

@@ -8,7 +8,8 @@
  *
  * - never two forwards for one key while a record or a claim could still say
  *   otherwise: a claim is `claimed` only where the model holds nothing;
- * - every replay is byte for byte the answer recorded (or the stand-ins);
+ * - every replay is byte for byte the answer recorded (or the stand-ins), and a stored fingerprint
+ *   under a key the claiming gateway does not hold is `unknownKey`, never a replay nor a mismatch;
  * - a store that may evict (`evictions`) forgets only answers, oldest first,
  *   as many as it reports; a claim fails only with `capacity` claims in flight;
  * - a store whose claims' holders live in its process (`holdsLate`) keeps a
@@ -19,7 +20,7 @@
  * `advance` out, and no command lets time pass.
  */
 import fc from 'fast-check'
-import type { Claim, IdempotencyStore, RecordedAnswer } from '../../lib/idempotency/store.js'
+import type { Claim, IdempotencyStore, Matches, RecordedAnswer } from '../../lib/idempotency/store.js'
 
 export interface ModelSettings {
   readonly ttlMs: number
@@ -143,6 +144,40 @@ export class StoreModel {
 
 type Command = fc.AsyncCommand<StoreModel, StoreRun>
 
+/**
+ * A request's fingerprint as the store sees it: `KEY DOCUMENT`, made under one of two fingerprint keys,
+ * and the keys its gateway holds: `matches` compares a stored one under a held key by its document, and
+ * cannot tell (undefined) for one under a key not held; no `matches` at all when `holds` is undefined.
+ */
+export interface Print {
+  readonly key: 'k1' | 'k2'
+  readonly document: 'f1' | 'f2'
+  readonly holds: readonly string[] | undefined
+}
+
+const valueOf = (print: Print) => `${print.key} ${print.document}`
+
+function matchesOf(print: Print): Matches | undefined {
+  const { holds, document } = print
+  if (holds === undefined) return undefined
+  return (stored) => {
+    const [key, storedDocument] = stored.split(' ')
+    return holds.includes(key as string) ? storedDocument === document : undefined
+  }
+}
+
+/** What the store must answer for an answer held under `stored`: a replay, a mismatch, or unknownKey. */
+function expectedFor(stored: string, print: Print): 'recorded' | 'mismatch' | 'unknownKey' {
+  if (stored === valueOf(print)) return 'recorded'
+  const [key, document] = stored.split(' ')
+  if (print.holds === undefined) return 'mismatch'
+  if (!print.holds.includes(key as string)) return 'unknownKey'
+  return document === print.document ? 'recorded' : 'mismatch'
+}
+
+const printText = (print: Print) =>
+  `${valueOf(print)}${print.holds === undefined ? '' : ` holding ${print.holds.join('+')}`}`
+
 function differs(replayed: RecordedAnswer, answer: RecordedAnswer): string | undefined {
   if (replayed.status !== answer.status) return `status ${replayed.status}, recorded ${answer.status}`
   if (JSON.stringify(replayed.headers) !== JSON.stringify(answer.headers))
@@ -160,20 +195,21 @@ function synced(model: StoreModel, real: StoreRun): void {
 
 class ClaimCommand implements Command {
   readonly key: string
-  readonly fingerprint: string
+  readonly print: Print
 
-  constructor(key: string, fingerprint: string) {
+  constructor(key: string, print: Print) {
     this.key = key
-    this.fingerprint = fingerprint
+    this.print = print
   }
 
   check = () => true
 
   async run(model: StoreModel, real: StoreRun): Promise<void> {
     model.settle()
+    const fingerprint = valueOf(this.print)
     let claim: Claim | 'failed'
     try {
-      claim = await real.store.claim(this.key, this.fingerprint)
+      claim = await real.store.claim(this.key, fingerprint, matchesOf(this.print))
     } catch {
       claim = 'failed'
     }
@@ -187,7 +223,7 @@ class ClaimCommand implements Command {
       else {
         const claimed: Slot = {
           key: this.key,
-          fingerprint: this.fingerprint,
+          fingerprint,
           token: claim.token,
           answer: undefined,
           recorded: false,
@@ -203,8 +239,9 @@ class ClaimCommand implements Command {
       )
     else if (slot.answer === undefined) {
       if (got !== 'inFlight') throw new Error(`claim ${this.key}: ${got}, while its claim is in flight`)
-    } else if (slot.fingerprint !== this.fingerprint) {
-      if (got !== 'mismatch') throw new Error(`claim ${this.key} with another fingerprint: ${got}`)
+    } else if (expectedFor(slot.fingerprint, this.print) !== 'recorded') {
+      const expected = expectedFor(slot.fingerprint, this.print)
+      if (got !== expected) throw new Error(`claim ${this.key} over ${slot.fingerprint}: ${got}, expected ${expected}`)
     } else {
       if (claim === 'failed' || claim.state !== 'recorded')
         throw new Error(`claim ${this.key}: ${got}, where an answer is held`)
@@ -214,7 +251,7 @@ class ClaimCommand implements Command {
     synced(model, real)
   }
 
-  toString = () => `claim(${this.key}, ${this.fingerprint})`
+  toString = () => `claim(${this.key}, ${printText(this.print)})`
 }
 
 /** Which token a record or a release uses: the latest the key got, an earlier one, or one never issued. */
@@ -352,11 +389,11 @@ class ReleaseCommand implements Command {
 
 class PeekCommand implements Command {
   readonly key: string
-  readonly fingerprint: string
+  readonly print: Print
 
-  constructor(key: string, fingerprint: string) {
+  constructor(key: string, print: Print) {
     this.key = key
-    this.fingerprint = fingerprint
+    this.print = print
   }
 
   check = () => true
@@ -364,21 +401,15 @@ class PeekCommand implements Command {
   async run(model: StoreModel, real: StoreRun): Promise<void> {
     if (real.store.peek === undefined) return
     model.settle()
-    const got = await real.store.peek(this.key, this.fingerprint)
+    const got = await real.store.peek(this.key, valueOf(this.print), matchesOf(this.print))
     const slot = model.slots.get(this.key)
     const expected =
-      slot === undefined
-        ? 'free'
-        : slot.answer === undefined
-          ? 'inFlight'
-          : slot.fingerprint === this.fingerprint
-            ? 'recorded'
-            : 'mismatch'
+      slot === undefined ? 'free' : slot.answer === undefined ? 'inFlight' : expectedFor(slot.fingerprint, this.print)
     if (got !== expected) throw new Error(`peek ${this.key}: ${got}, expected ${expected}`)
     synced(model, real)
   }
 
-  toString = () => `peek(${this.key}, ${this.fingerprint})`
+  toString = () => `peek(${this.key}, ${printText(this.print)})`
 }
 
 class AdvanceCommand implements Command {
@@ -422,7 +453,12 @@ export function storeCommands(
   options: CommandOptions = {},
 ): fc.Arbitrary<Iterable<Command>> {
   const key = fc.nat({ max: (options.keys ?? 5) - 1 }).map((i) => `key-${i}`)
-  const fingerprint = fc.constantFrom('sale f1', 'sale f2')
+  // Two fingerprint keys, held by the claiming gateway or not, as during a rotation (docs/idempotency.md).
+  const fingerprint: fc.Arbitrary<Print> = fc.record({
+    key: fc.constantFrom('k1', 'k2'),
+    document: fc.constantFrom('f1', 'f2'),
+    holds: fc.constantFrom(undefined, ['k1'], ['k2'], ['k1', 'k2']),
+  })
   const body: fc.Arbitrary<BodySpec> = fc.oneof(
     fc.uint8Array({ maxLength: 90 }).map((bytes) => ({ kind: 'small', bytes }) as const),
     fc.record({ seed: fc.nat(), pad: fc.nat({ max: 2000 }) }).map((spec) => ({ kind: 'like', ...spec }) as const),

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis'
 import t from 'tap'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
-import type { Claim, IdempotencyStore, Peek, RecordedAnswer } from '../../lib/idempotency/store.js'
+import type { Claim, IdempotencyStore, Matches, Peek, RecordedAnswer } from '../../lib/idempotency/store.js'
 import { type FaultyProxy, startFaultyProxy } from '../helpers/faulty-proxy.js'
 import { runs } from '../helpers/fuzz.js'
 import { startRedis } from '../helpers/redis.js'
@@ -73,10 +73,10 @@ class RetryingStore implements IdempotencyStore {
     this.#failed = failed
   }
 
-  async claim(key: string, fingerprint: string): Promise<Claim> {
+  async claim(key: string, fingerprint: string, matches?: Matches): Promise<Claim> {
     const claim = await this.#retried(
       key,
-      () => this.#store.claim(key, fingerprint),
+      () => this.#store.claim(key, fingerprint, matches),
       () => this.#released(key),
     )
     if (claim.state === 'claimed') this.#tokens.add(claim.token)
@@ -93,8 +93,8 @@ class RetryingStore implements IdempotencyStore {
     return this.#retried(key, () => this.#store.release(key, token))
   }
 
-  peek(key: string, fingerprint: string): Promise<Peek> {
-    return this.#retried(key, () => this.#store.peek(key, fingerprint))
+  peek(key: string, fingerprint: string, matches?: Matches): Promise<Peek> {
+    return this.#retried(key, () => this.#store.peek(key, fingerprint, matches))
   }
 
   close(): Promise<void> {

@@ -174,3 +174,26 @@ t.test('rules: the first match wins, by status and by values in the JSON body', 
   )
   t.equal(clientAnswer(400, [], undefined, RULES).errorName, 'requestIsInvalid', 'nor a body past the read limit')
 })
+
+t.test(
+  "a payment's 5xx named internalErrorOccurred by status takes the message given; a rule's, a 503's, a 4xx's and a backend's own never",
+  async (t) => {
+    const unknown = 'The outcome of this payment is unknown.'
+    const named = compileBackendErrors({
+      rules: [{ status: 504, errorName: 'ledgerIsSlow', message: 'The ledger is slow.' }],
+    }) as BackendErrorRules
+    const message = (status: number, body: Buffer = Buffer.from('<h1>oops</h1>')) =>
+      JSON.parse(clientAnswer(status, [], body, named, unknown).body.toString()).message
+    t.equal(message(500), unknown)
+    t.equal(message(502), unknown)
+    t.equal(message(504), 'The ledger is slow.', "a rule's message")
+    t.equal(message(503), ERRORS.serviceUnavailable.message, 'a 503: the payment did not happen')
+    t.equal(message(400), ERRORS.requestIsInvalid.message)
+    t.equal(message(500, json({ errorName: 'ledgerFailed', message: 'the ledger said so' })), 'the ledger said so')
+    t.equal(
+      JSON.parse(clientAnswer(500, [], undefined, NO_RULES).body.toString()).message,
+      ERRORS.internalErrorOccurred.message,
+      'none given: the table',
+    )
+  },
+)

@@ -88,13 +88,26 @@ t.test('what releases a key and what records it', async (t) => {
     { outcome: { kind: 'answered', status: 500, headers: [], body: Buffer.from('{}') }, released: false, status: 500 },
     { outcome: { kind: 'answered', status: 502, headers: [], body: Buffer.from('{}') }, released: false, status: 502 },
     { outcome: { kind: 'answered', status: 504, headers: [], body: Buffer.from('{}') }, released: false, status: 504 },
-    { outcome: { kind: 'timeout' }, released: false, status: 500, errorName: 'internalErrorOccurred' },
-    { outcome: { kind: 'reset' }, released: false, status: 500, errorName: 'internalErrorOccurred' },
+    {
+      outcome: { kind: 'timeout' },
+      released: false,
+      status: 500,
+      errorName: 'internalErrorOccurred',
+      message: /^The outcome of this payment is unknown: it was sent to the backend, which did not answer in time/,
+    },
+    {
+      outcome: { kind: 'reset' },
+      released: false,
+      status: 500,
+      errorName: 'internalErrorOccurred',
+      message: /^The outcome of this payment is unknown: it was sent to the backend, and the connection broke/,
+    },
     {
       outcome: { kind: 'answered', status: 201, headers: [], body: undefined },
       released: false,
-      status: 422,
-      errorName: 'transactionReferenceIsAlreadyUsed',
+      status: 500,
+      errorName: 'internalErrorOccurred',
+      message: /^The backend answered this payment, but its answer was too large to keep, so it cannot be replayed/,
     },
   ] as const
   for (const { outcome, released, ...recorded } of outcomes as readonly {
@@ -102,6 +115,7 @@ t.test('what releases a key and what records it', async (t) => {
     released: boolean
     status?: number
     errorName?: string
+    message?: RegExp
   }[]) {
     const protection = createRetryProtection(memory())
     protection.settle(ticketOf(await guard(protection)), outcome)
@@ -113,9 +127,35 @@ t.test('what releases a key and what records it', async (t) => {
     t.equal(next.kind, 'replay', `${JSON.stringify(outcome)}: a retry is replayed`)
     if (next.kind !== 'replay') continue
     t.equal(next.answer.status, recorded.status)
-    if (recorded.errorName !== undefined) t.equal(JSON.parse(next.answer.body.toString()).errorName, recorded.errorName)
+    if (recorded.errorName === undefined) continue
+    const body = JSON.parse(next.answer.body.toString())
+    t.equal(body.errorName, recorded.errorName)
+    t.match(body.message, recorded.message)
+    t.notMatch(body.message, /Retry later/, 'never "Retry later": the payment may have been charged')
+    t.match(body.message, /ask the backend for the payment's status/i, 'says how to learn the outcome')
   }
 })
+
+t.test(
+  "an answer too large to keep: the same payment's retry is told so (500), another payment with the reference 422",
+  async (t) => {
+    const protection = createRetryProtection(memory())
+    protection.settle(ticketOf(await guard(protection)), {
+      kind: 'answered',
+      status: 201,
+      headers: [],
+      body: undefined,
+    })
+    const retry = await guard(protection)
+    t.match(retry, { kind: 'replay', outcome: 'replayed', answer: { status: 500 } })
+    t.same(retry.kind === 'replay' && retry.answer, OVERSIZED_ANSWER)
+    t.match(await guard(protection, passed('order-1', 'default', 999)), {
+      kind: 'refuse',
+      outcome: 'alreadyUsed',
+      rejection: { status: 422, body: { errorName: 'transactionReferenceIsAlreadyUsed' } },
+    })
+  },
+)
 
 /** A store that cannot be reached, failing the way the caller asks: a thrown error or a rejected promise. */
 function unreachable(how: 'throw' | 'reject'): IdempotencyStore & { closed: boolean } {
@@ -189,6 +229,63 @@ t.test("inspect says what guard would decide, from the store's peek, without cla
     'a store without peek: nothing to say',
   )
 })
+
+/** A memory store that several protections share, as gateways share a Redis: each may hold other fingerprint keys. */
+function shared() {
+  const store = memory()
+  return (keys: Buffer[]) => createRetryProtection(store, { idempotencyFingerprintKey: keys })
+}
+
+t.test(
+  'a record under a fingerprint key this gateway does not hold: 503 with Retry-After, never 422, never forwarded',
+  async (t) => {
+    const [older, newer] = [Buffer.alloc(32, 'o'), Buffer.alloc(32, 'n')]
+    const on = shared()
+    const rolled = on([newer, older])
+    rolled.settle(ticketOf(await guard(rolled)), CREATED)
+    const notYet = on([older])
+    const refused = await guard(notYet)
+    t.match(refused, {
+      kind: 'refuse',
+      outcome: 'unknownKey',
+      rejection: {
+        status: 503,
+        headers: { 'Retry-After': '1' },
+        body: {
+          errorName: 'serviceUnavailable',
+          message:
+            /fingerprint key this gateway does not hold.*Nothing was forwarded\. Retry with the same transactionReference after the time given in Retry-After\.$/,
+        },
+      },
+    })
+    t.match(await guard(notYet, passed('order-1', 'default', 999)), { outcome: 'unknownKey' }, 'whatever the body')
+    t.equal(notYet.inspect(passed()), 'unknownKey', "report mode's look says so")
+    t.match(
+      await guard(on([older, newer])),
+      { kind: 'replay', outcome: 'replayed' },
+      'a gateway holding the key replays',
+    )
+    t.match(await guard(on([newer])), { kind: 'replay' })
+    t.match(await guard(on([newer]), passed('order-1', 'default', 999)), { kind: 'refuse', outcome: 'alreadyUsed' })
+
+    // The unknown outcome of a claim past its window is compared as a recorded answer is.
+    let now = 0
+    const late = new MemoryIdempotencyStore({
+      ttlMs: 60_000,
+      inFlightMs: 1000,
+      oversizedAnswer: OVERSIZED_ANSWER,
+      unknownAnswer: UNKNOWN_ANSWER,
+      now: () => now,
+    })
+    await guard(createRetryProtection(late, { idempotencyFingerprintKey: [newer] }))
+    now = 1000
+    t.match(await guard(createRetryProtection(late, { idempotencyFingerprintKey: [older] })), { outcome: 'unknownKey' })
+    t.match(await guard(createRetryProtection(late, { idempotencyFingerprintKey: [older, newer] })), {
+      kind: 'replay',
+      answer: UNKNOWN_ANSWER,
+    })
+  },
+)
 
 t.test('close closes the store', async (t) => {
   const store = unreachable('throw')
