@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { Redis } from 'ioredis'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { flagName } from '../lib/cli/flags.js'
 import { DEFAULTS } from '../lib/defaults.js'
@@ -16,7 +16,8 @@ import { RedisLoginThrottle } from '../lib/login-throttle-redis.js'
 import { inFlightWindowMs, UNKNOWN_ANSWER } from '../lib/proxy/retry-protection.js'
 import { spawnCli } from './helpers/cli.js'
 import { saleBody, writeCredentials, POLICIES_DIR } from './helpers/fixtures.js'
-import { paymentHeaders, send, until } from './helpers/http.js'
+import { paymentHeaders, send } from './helpers/http.js'
+import { startManifestRedis } from './helpers/manifest-redis.js'
 import { freePort, poll, startBackend } from './helpers/servers.js'
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
@@ -82,60 +83,6 @@ const pod = deployment.spec.template.spec
 const gateway = pod.containers.find((container: any) => container.name === 'payments-gate')
 const portNamed = (name: string) => gateway.ports.find((port: any) => port.name === name)?.containerPort
 const gatewayVariable = (name: string): string => gateway.env.find((variable: any) => variable.name === name).value
-const redisPod = find('Deployment', 'payments-gate-redis').spec.template.spec
-const redisContainer = redisPod.containers[0]
-
-interface ManifestRedis {
-  /** The Deployment's store URL, on the local Redis. */
-  readonly url: string
-  readonly port: number
-  /** The password of its Secret. */
-  readonly password: string
-}
-
-/**
- * The Redis of deploy/redis.yaml as its container runs it: its command (the ACL file of the ConfigMap, the password of
- * the Secret), with its mounts made folders of the test, on a free loopback port; ready once its readiness probe passes.
- */
-async function startManifestRedis(t: Test): Promise<ManifestRedis> {
-  const root = t.testdir({})
-  const mounted = (path: string) => join(root, path)
-  const password = 'a password from the Secret'
-  for (const mount of redisContainer.volumeMounts) {
-    mkdirSync(mounted(mount.mountPath), { recursive: true })
-    const volume = redisPod.volumes.find((candidate: any) => candidate.name === mount.name)
-    if (volume.configMap !== undefined) {
-      const data = find('ConfigMap', volume.configMap.name).data
-      for (const [key, value] of Object.entries(data))
-        writeFileSync(join(mounted(mount.mountPath), key), value as string)
-    }
-    // A Secret made with --from-file may end with a newline.
-    if (volume.secret !== undefined) writeFileSync(join(mounted(mount.mountPath), 'password'), `${password}\n`)
-  }
-  const port = await freePort()
-  const local = (text: string) =>
-    redisContainer.volumeMounts.reduce(
-      (line: string, mount: any) => line.replaceAll(mount.mountPath, mounted(mount.mountPath)),
-      text,
-    )
-  const script = local(redisContainer.args[0]).replace(
-    'exec redis-server',
-    `exec redis-server --port ${port} --bind 127.0.0.1`,
-  )
-  t.equal(redisContainer.command.join(' '), 'sh -c')
-  const child = spawn('sh', ['-c', script], { stdio: 'ignore' })
-  t.teardown(() => void child.kill('SIGKILL'))
-  const env = Object.fromEntries(redisContainer.env.map(({ name, value }: any) => [name, local(value)]))
-  const probe = redisContainer.readinessProbe.exec.command.map((arg: string) =>
-    arg.replace('redis-cli', `redis-cli -p ${port}`),
-  )
-  t.ok(await until(() => spawnSync(probe[0], probe.slice(1), { env: { ...process.env, ...env } }).status === 0, 30_000))
-  const url = new URL(gatewayVariable('PAYMENTS_GATE_IDEMPOTENCY'))
-  url.hostname = '127.0.0.1'
-  url.port = String(port)
-  return { url: url.href, port, password }
-}
-
 t.test(
   'deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis, the PodDisruptionBudget, the alert rules and the TLS Certificate',
   async (t) => {
