@@ -2,6 +2,7 @@ import t from 'tap'
 import { ACCESS_DENIED, type Principal } from '../../lib/checks/auth.js'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import { CredentialStore, HASHING_IS_BUSY, type CredentialStoreOptions } from '../../lib/credentials/store.js'
+import { MemoryLoginThrottle } from '../../lib/login-throttle.js'
 import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
 import { until } from '../helpers/http.js'
 
@@ -351,6 +352,10 @@ t.test(
       t.equal(users.authenticate(header), HASHING_IS_BUSY, 'refused at once, known user or not')
     t.equal(HASHING_IS_BUSY.status, 503)
     t.equal(HASHING_IS_BUSY.body.errorName, 'serviceUnavailable')
+    t.equal(
+      HASHING_IS_BUSY.body.message,
+      'Too many logins are being verified. Retry after the time given in Retry-After.',
+    )
     t.equal(HASHING_IS_BUSY.headers?.['Retry-After'], '1')
     t.same(await Promise.all(admitted), [ACCESS_DENIED, ACCESS_DENIED, ACCESS_DENIED])
     t.same(users.hashing, { running: 0, waiting: 0 })
@@ -610,4 +615,104 @@ t.test('a failure at a cheaper cost, on the real clock, is answered once its pad
   const users = await mixed({})
   t.equal(await users.authenticate(basic('cheap', 'wrong')), ACCESS_DENIED)
   t.same(users.hashing, { running: 0, waiting: 0 })
+})
+
+t.test('costs that differ in p alone, or r alone, are other costs, and each counts in the work', async (t) => {
+  const time = clock()
+  const pad = pads()
+  const byP = new CredentialStore(
+    [
+      { username: 'one', password: await hashPassword('1', { N: 16, r: 1, p: 1 }), entities: [] },
+      { username: 'two', password: await hashPassword('2', { N: 16, r: 1, p: 2 }), entities: [] },
+    ],
+    { now: time.now, wait: pad.wait },
+  )
+  const ghost = byP.authenticate(basic('ghost', 'x'))
+  await hashTakes(time, 100)
+  await ghost
+  t.same(pad.asked, [], 'hashed at p=2, the dearer')
+  const one = byP.authenticate(basic('one', 'wrong'))
+  await hashTakes(time, 30)
+  t.ok(await until(() => pad.asked.length === 1))
+  t.equal(pad.asked[0]?.ms, 70, 'p=1 is cheaper: padded')
+  pad.asked[0]?.end()
+  await one
+  const byR = new CredentialStore(
+    [
+      { username: 'one', password: await hashPassword('1', { N: 16, r: 1, p: 1 }), entities: [] },
+      { username: 'two', password: await hashPassword('2', { N: 16, r: 2, p: 1 }), entities: [] },
+    ],
+    { now: time.now, wait: pad.wait },
+  )
+  const cheaper = byR.authenticate(basic('one', 'wrong'))
+  await hashTakes(time, 3)
+  t.ok(await until(() => pad.asked.length === 2))
+  t.equal(pad.asked[1]?.ms, 3, 'r=2 is twice the work: estimated at twice the time')
+  pad.asked[1]?.end()
+  await cheaper
+})
+
+t.test('replace: entities taken away are a new principal too, checked again', async (t) => {
+  const hash = await hashPassword('s3cret', CHEAP)
+  const users = new CredentialStore([{ username: 'shop-1', password: hash, entities: ['default', 'eu-tokens'] }])
+  await users.authenticate(basic('shop-1', 's3cret'))
+  await users.replace([{ username: 'shop-1', password: hash, entities: ['default'] }])
+  const narrowed = users.authenticate(basic('shop-1', 's3cret'))
+  t.ok(narrowed instanceof Promise, 'not answered from the cache')
+  t.same([...((await narrowed) as Principal).entities], ['default'])
+})
+
+t.test('replace clears the throttle of the users it added or changed, and of no one else', async (t) => {
+  const memory = new MemoryLoginThrottle()
+  const cleared: string[] = []
+  const throttle = {
+    admit: (username: string) => memory.admit(username),
+    clear: (username: string) => void cleared.push(username),
+  }
+  const hash = await hashPassword('s3cret', CHEAP)
+  const users = new CredentialStore(
+    [
+      { username: 'kept', password: hash, entities: ['default'] },
+      { username: 'changed', password: hash, entities: ['default'] },
+    ],
+    { throttle },
+  )
+  await users.replace([
+    { username: 'kept', password: hash, entities: ['default'] },
+    { username: 'changed', password: hash, entities: ['eu-tokens'] },
+    { username: 'added', password: hash, entities: [] },
+  ])
+  t.same(cleared, ['changed', 'added'])
+})
+
+t.test('without a client address nothing is counted per address', async (t) => {
+  const users = await store({ addressMaxFailures: 2 })
+  for (const name of ['a', 'b', 'c']) {
+    const answer = users.authenticate(basic(name, 'x'))
+    t.ok(answer instanceof Promise, `${name}: verified, no address locked`)
+    t.equal(await answer, ACCESS_DENIED)
+  }
+})
+
+t.test('a throttle that answers later: its refusal is 401, even for the right password', async (t) => {
+  const memory = new MemoryLoginThrottle({ maxFailures: 1 })
+  const users = await store({
+    throttle: { admit: async (username: string) => memory.admit(username), clear: () => {} },
+  })
+  t.equal(await users.authenticate(basic('shop-1', 'wrong')), ACCESS_DENIED)
+  const refused = users.authenticate(basic('shop-1', 's3cret'))
+  t.ok(refused instanceof Promise, 'a promise: the throttle answers later')
+  t.equal(await refused, ACCESS_DENIED, 'locked: even the right password')
+})
+
+t.test('a refusal by a throttle that answers later is no failure of the client address', async (t) => {
+  const memory = new MemoryLoginThrottle({ maxFailures: 1 })
+  const users = await store({
+    addressMaxFailures: 2,
+    throttle: { admit: async (username: string) => memory.admit(username), clear: () => {} },
+  })
+  const address = '203.0.113.7'
+  t.equal(await users.authenticate(basic('shop-1', 'wrong'), address), ACCESS_DENIED, 'one failure of the address')
+  for (const guess of ['x', 'y']) t.equal(await users.authenticate(basic('shop-1', guess), address), ACCESS_DENIED)
+  t.ok(isPrincipal(await users.authenticate(basic('zoë', 'pässword'), address)), 'the address is not locked')
 })
