@@ -139,7 +139,7 @@ export class CredentialStore implements Authenticator {
     return this.#users.size
   }
 
-  /** Password hashes running now, and checks waiting for one to start. */
+  /** Checks hashing (or, failed, waiting out the time a failure takes), and checks waiting for a turn. */
   get hashing(): { running: number; waiting: number } {
     return { running: this.#hashes.running, waiting: this.#hashes.waiting }
   }
