@@ -318,6 +318,10 @@ t.test(
     await store.release('acl-2', (released as { token: string }).token)
     t.equal((await store.claim('acl-2', 'fingerprint')).state, 'claimed', 'released, claimed again')
     const throttle = new RedisLoginThrottle(store.redis, { maxFailures: 2, onError: (error) => errors.push(error) })
+    // Every path of the throttle's two scripts: reserve, refuse while reserved, give back, fail, lock, succeed.
+    const reserved = [await throttle.admit('acl-user'), await throttle.admit('acl-user')]
+    t.equal(await throttle.admit('acl-user'), undefined, 'two reservations: the limit, reserved in Redis')
+    for (const attempt of reserved) await attempt?.settle(undefined)
     for (let i = 0; i < 2; i++) await (await throttle.admit('acl-user'))?.settle(false)
     t.equal(await throttle.admit('acl-user'), undefined, 'locked out after two failures, counted in Redis')
     await (await throttle.admit('acl-other'))?.settle(true)

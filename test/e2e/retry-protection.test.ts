@@ -510,8 +510,8 @@ t.test('Redis: a client that leaves while its claim is answered: never forwarded
 })
 
 t.test('a client that leaves during its password check (a cache miss): never forwarded', async (t) => {
-  // A slow hash, so that the check outlasts the client.
-  const credentials = await writeCredentials(t.testdir(), { N: 65_536, r: 8, p: 1 })
+  // A slow hash, so that the check outlasts the client: twice the work of N=32768 (p=2), in the memory bound.
+  const credentials = await writeCredentials(t.testdir(), { N: 32_768, r: 8, p: 2 })
   const { url, backend, gateway } = await startGateway(t, { idempotency: 'memory', gate: { credentials } })
   const payment = sale()
   let [requests, closes] = [0, 0]
