@@ -7,6 +7,7 @@ import type { BackendErrorSource } from './backend-errors/rules.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
+import { renamed } from './coded-error.js'
 import { watchCredentials, type WatchedCredentials } from './credentials/watch.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
@@ -127,10 +128,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
   checkGateOptions(options)
   const { logger, onStoreError } = options
   // A URL's client is the gate's to close; a client given is the caller's.
-  const owned =
-    typeof options.throttleRedis === 'string'
-      ? createRedisClient(options.throttleRedis, { onError: onStoreError, ca: options.throttleRedisCa })
-      : undefined
+  const owned = typeof options.throttleRedis === 'string' ? throttleClient(options.throttleRedis, options) : undefined
   const redis = owned ?? (options.throttleRedis as Redis | undefined)
   let users: WatchedCredentials | undefined
   let store: PolicyStore | undefined
@@ -158,6 +156,16 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     store?.close()
     if (owned !== undefined) await closeRedisClient(owned)
     throw error
+  }
+}
+
+/** The throttle's own Redis client, made by the store's code: its errors name the gate's options. */
+function throttleClient(url: string, options: GateOptions): Redis {
+  try {
+    return createRedisClient(url, { onError: options.onStoreError, ca: options.throttleRedisCa })
+  } catch (error) {
+    // The client's messages name the store's URL or its CA bundle (the gate gives no password): here, the gate's options.
+    throw renamed(error, (option) => (option === 'idempotency' ? 'throttleRedis' : 'throttleRedisCa'))
   }
 }
 

@@ -27,6 +27,12 @@ export async function bind(where: string, address: Address, listen: () => Promis
   }
 }
 
+/** The library's options that `serve` reads through a flag of another name: the flag's key (what it reads, a file). */
+const FLAG_KEYS: Readonly<Record<string, string>> = {
+  idempotencyPassword: 'idempotencyPasswordFile',
+  idempotencyCaBundle: 'idempotencyCa',
+}
+
 /** What start-up says of each refused input: the key of the flag or variable that named it, and what to do. */
 const REFUSED: Partial<Readonly<Record<ErrorCode, readonly [key: string, advice: string]>>> = {
   ECREDENTIALS: ['credentials', 'give a credentials file as docs/credentials.md describes'],
@@ -40,14 +46,12 @@ const REFUSED: Partial<Readonly<Record<ErrorCode, readonly [key: string, advice:
  */
 export function unreadable(error: unknown, where: (key: string) => string): unknown {
   if (error instanceof CodedError) {
-    // The store's own message names the flag; the value may have come from its variable.
-    if (error.code === 'EIDEMPOTENCY') {
-      return new CodedError('EUSAGE', error.message.replace('--idempotency', where('idempotency')))
-    }
-    if (error.code === 'EFINGERPRINTKEY') {
-      const flag = '--idempotency-fingerprint-key'
-      return new CodedError('EUSAGE', error.message.replace(flag, where('idempotencyFingerprintKey')))
-    }
+    // The library's message names its options; here each is the flag or variable its value came from.
+    if (error.worded !== undefined)
+      return new CodedError(
+        'EUSAGE',
+        error.worded((option) => where(FLAG_KEYS[option] ?? option)),
+      )
     const refused = REFUSED[error.code as ErrorCode]
     if (refused !== undefined) return new CodedError('EUSAGE', `${where(refused[0])}: ${error.message}; ${refused[1]}`)
   }

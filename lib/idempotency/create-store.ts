@@ -9,7 +9,10 @@ export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions &
 
 /** The one-line error (code `EIDEMPOTENCY`, exit 2 in the CLI) for a spec `createIdempotencyStore` does not take. */
 function unknownSpec(spec: string): CodedError<'EIDEMPOTENCY'> {
-  return new CodedError('EIDEMPOTENCY', `--idempotency ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}`)
+  return new CodedError(
+    'EIDEMPOTENCY',
+    (name) => `${name('idempotency')} ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}`,
+  )
 }
 
 /** Throws the one-line `EIDEMPOTENCY` error for a spec `createIdempotencyStore` does not take. */

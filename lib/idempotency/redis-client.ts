@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 import { isIP } from 'node:net'
 import type { Redis, RedisOptions } from 'ioredis'
-import { CodedError } from '../coded-error.js'
+import { CodedError, type Wording } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 
 export interface RedisClientOptions {
@@ -119,7 +119,10 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
   const target = redisTarget(url)
   if (target === undefined) {
     // The code makes it a start-up failure of the CLI: one line, exit 2.
-    throw new CodedError('EIDEMPOTENCY', `${shownUrl(url)} is none of ${REDIS_URL_FORMS}`)
+    throw new CodedError(
+      'EIDEMPOTENCY',
+      (name) => `${name('idempotency')} ${shownUrl(url)} is none of ${REDIS_URL_FORMS}`,
+    )
   }
   return connectRedis(target, options)
 }
@@ -163,7 +166,8 @@ function tlsOf(target: string | RedisOptions, ca: Buffer | undefined): RedisOpti
     if (ca === undefined) return {}
     throw new CodedError(
       'EIDEMPOTENCY',
-      `--idempotency is not a TLS URL, and a CA bundle (--idempotency-ca) is only for one of ${TLS_URL_FORMS}`,
+      (name) =>
+        `${name('idempotency')} is not a TLS URL, and a CA bundle (${name('idempotencyCaBundle')}) is only for one of ${TLS_URL_FORMS}`,
     )
   }
   const options = ca === undefined ? {} : { ca }
@@ -173,7 +177,8 @@ function tlsOf(target: string | RedisOptions, ca: Buffer | undefined): RedisOpti
   return { tls: isIP(host) === 0 ? { ...options, servername: host } : options }
 }
 
-const BOTH_PASSWORDS = '--idempotency: a password in the URL and a password file; give one'
+const BOTH_PASSWORDS: Wording = (name) =>
+  `${name('idempotency')}: a password in the URL and another in ${name('idempotencyPassword')}; give one`
 
 /** A `redis://` URL with the password of a file put in (ioredis takes a URL's password over its options'). */
 function withPassword(url: string, password: string | undefined): string {

@@ -148,7 +148,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
         fingerprintKey,
       ],
       { PAYMENTS_GATE_IDEMPOTENCY: 'redis://:own@127.0.0.1:9' },
-      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY: a password in the URL and a password file; give one\n',
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY: a password in the URL and another in --idempotency-password-file; give one\n',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency', 'redis://127.0.0.1:1/0'],
