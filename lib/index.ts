@@ -2,6 +2,8 @@
  * The public API of payments-gate as a library. Everything here is the same
  * code the proxy runs: one set of checks, one error table, one serializer.
  */
+// First: on a Node not served it throws one line before any other module loads (node-version.ts).
+import './supported-node.js'
 export { createGate, type Gate, type GateOptions } from './gate.js'
 export { createGateway, type Gateway, type GatewayOptions } from './proxy/server.js'
 export { DEFAULTS, mediaTypes, type MediaTypes } from './defaults.js'

@@ -37,6 +37,8 @@ const LAYERS: readonly (readonly string[])[] = [
     'luhn.ts',
     'card-mask.ts',
     'option-values.ts',
+    'node-version.ts',
+    'supported-node.ts',
   ],
 ]
 
