@@ -6,6 +6,7 @@ import { redisTarget, redisTls } from '../idempotency/redis-client.js'
 import { readLimitedFile, readLimitedText } from '../read-file.js'
 import { checkBundle, PemRefusal } from '../tls/pem.js'
 import type { Address } from './options.js'
+import { SAMPLE_POLICIES } from './samples.js'
 
 /** Why a port could not be bound, and what to do, by the listen error's code. */
 const LISTEN_FAILURES: Readonly<Record<string, string>> = {
@@ -60,7 +61,7 @@ export function unreadable(error: unknown, where: (key: string) => string): unkn
   if (syscall !== undefined)
     return new CodedError(
       'EUSAGE',
-      `${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md)`,
+      `${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${SAMPLE_POLICIES}`,
     )
   return error
 }
