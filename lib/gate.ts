@@ -1,7 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { ErrorRequestHandler, RequestHandler } from 'express'
-import type { FastifyPluginCallback } from 'fastify'
-import type { MiddlewareHandler } from 'hono'
 import type { Redis } from 'ioredis'
 import type { BackendErrorSource } from './backend-errors/rules.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
@@ -18,10 +15,16 @@ import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
-import { fastifyPlugin, type FastifyGateOptions } from './surfaces/fastify.js'
+import { fastifyPlugin } from './surfaces/fastify.js'
 import { honoMiddleware } from './surfaces/hono.js'
 import { nodeHandler, type NodeNext } from './surfaces/node.js'
 import type { GateLogger } from './surfaces/shared.js'
+import type {
+  ExpressErrorMiddleware,
+  ExpressMiddleware,
+  FastifyGatePlugin,
+  HonoGateMiddleware,
+} from './surfaces/types.js'
 import type { ReloadOutcome } from './watch.js'
 
 /**
@@ -73,7 +76,10 @@ export interface GateOptions {
   mode?: Mode
 }
 
-/** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
+/**
+ * The checks of docs/checks.md, built once, in the shapes a Node service can mount. Typed without any
+ * framework's types (surfaces/types.ts); `payments-gate/fastify` and `payments-gate/hono` add theirs.
+ */
 export interface Gate {
   /** The checks themselves, for callers that hold a whole request (e.g. a queue consumer). */
   readonly checks: Checks
@@ -91,23 +97,23 @@ export interface Gate {
   /**
    * Connect/Express middleware, mounted before any body parser. On a request
    * that passed, `req.body` is the validated, rewritten document and
-   * `req.paymentsGate` holds `{ operation, entity, principal }`.
+   * `req.paymentsGate` holds `{ operation, entity, principal, requestId }` (typed through Express's `Request`).
    */
-  express(): RequestHandler
+  express(): ExpressMiddleware
   /** Express error-handling middleware, mounted last: thrown errors become the standard 500 body. */
-  expressErrorHandler(): ErrorRequestHandler
+  expressErrorHandler(): ExpressErrorMiddleware
   /**
    * The Fastify plugin: `app.register(gate.fastify)`. On a request that passed,
    * `request.body` is the validated, rewritten document and
-   * `request.paymentsGate` holds `{ operation, entity, principal }`.
+   * `request.paymentsGate` holds `{ operation, entity, principal, requestId }` (typed by `payments-gate/fastify`).
    */
-  readonly fastify: FastifyPluginCallback<FastifyGateOptions>
+  readonly fastify: FastifyGatePlugin
   /**
    * Hono middleware: `app.use('/payments/*', gate.hono())`. On a request that passed,
    * `c.req.valid('json')` is the validated, rewritten document and
-   * `c.get('paymentsGate')` holds `{ operation, entity, principal, requestId }`.
+   * `c.get('paymentsGate')` holds `{ operation, entity, principal, requestId }` (typed by `payments-gate/hono`).
    */
-  hono(): MiddlewareHandler
+  hono(): HonoGateMiddleware
   /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
   /** Re-reads the watched policy folder, credentials file and rules file now, as SIGHUP asks; resolves once what was read is in force. */

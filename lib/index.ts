@@ -9,8 +9,16 @@ export { createGateway, type Gateway, type GatewayOptions } from './proxy/server
 export { DEFAULTS, mediaTypes, type MediaTypes } from './defaults.js'
 export type { GateContext, GateLogger, GateReport } from './surfaces/shared.js'
 export type { NodeNext } from './surfaces/node.js'
-export type { FastifyGateOptions } from './surfaces/fastify.js'
-export type { PaymentsGateInput } from './surfaces/hono.js'
+export type {
+  ExpressErrorMiddleware,
+  ExpressMiddleware,
+  ExpressNext,
+  ExpressRequest,
+  FastifyGateOptions,
+  FastifyGatePlugin,
+  HonoGateMiddleware,
+  PaymentsGateInput,
+} from './surfaces/types.js'
 export {
   buildChecks,
   type Checks,
