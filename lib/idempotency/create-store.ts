@@ -12,7 +12,7 @@ export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions &
 function unknownSpec(spec: string): CodedError<'EIDEMPOTENCY'> {
   return new CodedError(
     'EIDEMPOTENCY',
-    `--idempotency ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}${redisUrlProblem(spec)}`,
+    (name) => `${name('idempotency')} ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}${redisUrlProblem(spec)}`,
   )
 }
 

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 import { isIP } from 'node:net'
 import type { Redis, RedisOptions } from 'ioredis'
-import { CodedError } from '../coded-error.js'
+import { CodedError, type Wording } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { shownUrl } from '../shown-url.js'
 
@@ -161,7 +161,10 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
   const target = redisTarget(url)
   if (target === undefined) {
     // The code makes it a start-up failure of the CLI: one line, exit 2.
-    throw new CodedError('EIDEMPOTENCY', `${shownUrl(url)} is none of ${REDIS_URL_FORMS}${redisUrlProblem(url)}`)
+    throw new CodedError(
+      'EIDEMPOTENCY',
+      (name) => `${name('idempotency')} ${shownUrl(url)} is none of ${REDIS_URL_FORMS}${redisUrlProblem(url)}`,
+    )
   }
   return connectRedis(target, options)
 }
@@ -199,7 +202,8 @@ function tlsOf(target: RedisOptions, ca: Buffer | undefined): RedisOptions {
     if (ca === undefined) return {}
     throw new CodedError(
       'EIDEMPOTENCY',
-      `--idempotency is not a TLS URL, and a CA bundle (--idempotency-ca) is only for one of ${TLS_URL_FORMS}`,
+      (name) =>
+        `${name('idempotency')} is not a TLS URL, and a CA bundle (${name('idempotencyCaBundle')}) is only for one of ${TLS_URL_FORMS}`,
     )
   }
   const options = ca === undefined ? {} : { ca }
@@ -209,11 +213,13 @@ function tlsOf(target: RedisOptions, ca: Buffer | undefined): RedisOptions {
   return { tls: isIP(host) === 0 ? { ...options, servername: host } : options }
 }
 
+const BOTH_PASSWORDS: Wording = (name) =>
+  `${name('idempotency')}: a password in the URL and another in ${name('idempotencyPassword')}; give one`
+
 /** The password of a file, for a URL that names none. */
 function filePassword(target: RedisOptions, password: string | undefined): RedisOptions {
   if (password === undefined) return {}
-  if (target.password !== undefined)
-    throw new CodedError('EIDEMPOTENCY', '--idempotency: a password in the URL and a password file; give one')
+  if (target.password !== undefined) throw new CodedError('EIDEMPOTENCY', BOTH_PASSWORDS)
   return { password }
 }
 

@@ -7,6 +7,7 @@ import { answerOf, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
+import type { Operation, RecurringRequest, SaleRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
 import {
   contextOf,
@@ -21,7 +22,9 @@ import {
   type GateReport,
   type Screening,
 } from './shared.js'
+import type { FastifyGateOptions, FastifyGatePlugin } from './types.js'
 
+// Fastify's own way to type decorations; loaded through `payments-gate/fastify`, since it needs Fastify's types.
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the payments-gate plugin on a request that passed every check. */
@@ -31,15 +34,19 @@ declare module 'fastify' {
   }
 }
 
-export interface FastifyGateOptions {
-  /**
-   * Also install an error handler that answers errors thrown by route
-   * handlers with the standard 500 `internalErrorOccurred` body (errors with a
-   * 4xx status go on to Fastify's default handler). It applies to the
-   * instance the plugin is registered on and its children, unless they set
-   * their own. Default false.
-   */
-  errorHandler?: boolean
+/** The document each operation's route gets. */
+interface Documents {
+  sale: SaleRequest
+  recurring: RecurringRequest
+}
+
+/**
+ * A route behind the plugin, as Fastify's route generic: `app.post<PaymentsGateRoute<'sale'>>(path, handler)`
+ * types `request.body` as the operation's document, which it is wherever `request.paymentsGate` is set (in
+ * report mode a body enforce would refuse comes as it came, with `request.paymentsGate` undefined).
+ */
+export interface PaymentsGateRoute<O extends Operation = Operation> {
+  Body: Documents[O]
 }
 
 /** Writes an answer through Fastify: the same status, headers and bytes as every other surface. */
@@ -91,7 +98,7 @@ type Parsed = (error: Error | null, body?: unknown) => void
  * promise, a closure or a weak-map entry per request and hook is what made the
  * plugin dearer than the schema route it replaces (docs/performance.md).
  */
-export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPluginCallback<FastifyGateOptions> {
+export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGatePlugin {
   const tracer = registeredTracer()
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
@@ -218,8 +225,9 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     }
     done()
   }
+  // The public type leaves the instance's type to Fastify (types.ts), so that the package's declarations need none of it.
   return Object.assign(plugin, {
     [Symbol.for('skip-override')]: true,
     [Symbol.for('fastify.display-name')]: 'payments-gate',
-  })
+  }) as FastifyGatePlugin
 }

@@ -810,7 +810,7 @@ t.test(
 t.test('a Redis store without a fingerprint key is refused; a store of this process gets a random key', async (t) => {
   await t.rejects(startGateway(t, { idempotency: 'redis://127.0.0.1:9/0', idempotencyFingerprintKey: undefined }), {
     code: 'EFINGERPRINTKEY',
-    message: /^--idempotency-fingerprint-key must be given with a Redis store/,
+    message: /^idempotencyFingerprintKey must be given with a Redis store/,
   })
   await t.rejects(startGateway(t, { idempotency: 'memory', idempotencyFingerprintKey: Buffer.alloc(31) }), {
     code: 'EFINGERPRINTKEY',

@@ -70,7 +70,7 @@ t.test('anything else is refused with one line that hides a password', async (t)
   for (const spec of bad) {
     const refusal = {
       message:
-        /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], rediss:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER, rediss-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/,
+        /^idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], rediss:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER, rediss-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/,
       code: 'EIDEMPOTENCY',
     }
     t.throws(() => createIdempotencyStore(spec, OPTIONS), refusal, spec)
@@ -171,10 +171,10 @@ t.test(
   'a password from a file, for a URL that carries none, in every form; a URL with its own is refused',
   async (t) => {
     for (const url of ['redis://:own@host:6379', 'redis-sentinel://user:own@host:26379#primary'])
-      t.throws(
-        () => connectRedis(redisTarget(url) as Parameters<typeof connectRedis>[0], { password: 'secret' }),
-        new CodedError('EIDEMPOTENCY', '--idempotency: a password in the URL and a password file; give one'),
-      )
+      t.throws(() => connectRedis(redisTarget(url) as Parameters<typeof connectRedis>[0], { password: 'secret' }), {
+        code: 'EIDEMPOTENCY',
+        message: 'idempotency: a password in the URL and another in idempotencyPassword; give one',
+      })
     const sentinel = connectRedis(
       redisTarget('redis-sentinel://user@127.0.0.1:9#primary') as Parameters<typeof connectRedis>[0],
       {
