@@ -12,7 +12,8 @@ export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions &
 function unknownSpec(spec: string): CodedError<'EIDEMPOTENCY'> {
   return new CodedError(
     'EIDEMPOTENCY',
-    (name) => `${name('idempotency')} ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}${redisUrlProblem(spec)}`,
+    (name) =>
+      `${name('idempotency')} ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}${redisUrlProblem(spec)}`,
   )
 }
 
