@@ -37,6 +37,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'luhn.ts',
     'card-mask.ts',
     'option-values.ts',
+    'fold-case.ts',
   ],
 ]
 
