@@ -6,7 +6,13 @@ import { REQUEST_NAMES } from '../schema/names.js'
 import { OPERATIONS, REQUEST_SCHEMAS, type Operation, type PaymentRequest } from '../schema/payment.js'
 import { ACCESS_DENIED, checkEntityAccess, type Authenticator, type Principal } from './auth.js'
 import { checkSize, parseBody } from './body.js'
-import { buildAcceptCheck, buildContentTypeCheck, type Headers } from './headers.js'
+import {
+  buildAcceptCheck,
+  buildConnectionCheck,
+  buildContentEncodingCheck,
+  buildContentTypeCheck,
+  type Headers,
+} from './headers.js'
 import { applyPolicy, rewritesOf, type Rewrite } from './policy.js'
 import { buildRouter, normalizeBasePath, routeFor, type RequestTarget } from './route.js'
 import { hasFoldedSibling } from './spelling.js'
@@ -112,7 +118,10 @@ export interface Checks {
     authorization: string | undefined,
     client?: string,
   ): Principal | Rejection | Promise<Principal | Rejection>
-  /** Checks 2 to 4, and 5 on a declared `Content-Length`: everything decided before the body is read. */
+  /**
+   * Checks 2 to 4, and 5 on a declared `Content-Length`: everything decided before the body is read,
+   * with the headers the checks read not named by `Connection`, and the body not content-coded.
+   */
   checkHead(headers: Headers): Rejection | undefined
   /**
    * Checks 5 to 13 on the body's bytes, then the rewrites. Without a principal, check 9 is skipped.
@@ -145,13 +154,15 @@ export function buildChecks(options: ChecksOptions): Checks {
   const { policies, authenticator } = options
   const defaultMode = options.mode ?? DEFAULTS.mode
   const targetOf = buildRouter(normalizeBasePath(options.basePath ?? DEFAULTS.basePath))
+  const connection = buildConnectionCheck()
   const contentType = buildContentTypeCheck(types)
+  const encoding = buildContentEncodingCheck()
   const accept = buildAcceptCheck(types)
   const schemas = new Map<Operation, CompiledSchema<PaymentRequest>>()
   for (const operation of OPERATIONS) schemas.set(operation, compileSchema<PaymentRequest>(REQUEST_SCHEMAS[operation]))
 
   function checkHead(headers: Headers): Rejection | undefined {
-    const refused = contentType(headers) ?? accept(headers)
+    const refused = connection(headers) ?? contentType(headers) ?? encoding(headers) ?? accept(headers)
     if (refused !== undefined) return refused
     const declared = headers['content-length']
     return declared === undefined ? undefined : checkSize(Number(declared), bodyLimit)
