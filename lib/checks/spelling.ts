@@ -33,7 +33,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** Whether an object along the named paths holds a member that is a named member's name folded, but not that name. */
-export function hasFoldedSibling(node: unknown, names: Names): boolean {
+function hasFoldedSibling(node: unknown, names: Names): boolean {
   if (!isObject(node)) return false
   for (const key in node) {
     const below = names.members.get(key)
