@@ -168,7 +168,8 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
    */
   function readElsewhere(request: GateRequest, reply: FastifyReply): void {
     request[ADMITTED] = undefined
-    logger?.error({ path: request.url }, BODY_READ_ELSEWHERE)
+    // The route matched, not the target: a query string may hold what must not be logged.
+    logger?.error({ route: request.routeOptions.url }, BODY_READ_ELSEWHERE)
     endScreening(request[SCREENING], BODY_READ_ELSEWHERE_ANSWER.status)
     write(reply, BODY_READ_ELSEWHERE_ANSWER)
   }

@@ -338,7 +338,9 @@ for (const mode of ['enforce', 'report'] as const) {
       t.match(reply, { status: 500, json: { errorName: 'internalErrorOccurred' } })
       t.equal(parsed, 1, "the application's parser read it")
       t.equal(handled, 0, 'the handler was not called')
-      t.match(logger.lines, [{ message: /another content-type parser than the plugin's/ }])
+      t.match(logger.lines, [
+        { object: { route: SALE_PATH }, message: /another content-type parser than the plugin's/ },
+      ])
       t.equal(
         (await send(port, { headers: paymentHeaders(), body: saleBody() })).status,
         200,
