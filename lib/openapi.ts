@@ -36,7 +36,7 @@ type Status = number | '4XX' | '5XX'
  * order of the check table in docs/checks.md, with the names a backend's error
  * answer gets without a rule (docs/backend-faults.md; the backend's status is
  * kept, so `accessDenied` is also a 403, and any other 4xx or 5xx is a range).
- * `headerHasInvalidValue` is the one name with two statuses. The proxy
+ * `headerHasInvalidValue` is the one name with three statuses. The proxy
  * (`payments-gate serve`) also answers what node's HTTP parser refuses or what
  * arrives too slowly, below HTTP, then closes the connection: the 408, the 431
  * and `requestIsMalformed`.
@@ -46,6 +46,7 @@ const ERROR_RESPONSES: readonly (readonly [status: Status, names: readonly Error
     400,
     [
       'headerIsMissing',
+      'headerHasInvalidValue',
       'bodyIsEmpty',
       'bodyIsNotJson',
       'bodyDoesNotMatchSchema',
@@ -56,7 +57,7 @@ const ERROR_RESPONSES: readonly (readonly [status: Status, names: readonly Error
       'requestIsMalformed',
       'requestIsInvalid',
     ],
-    'The request must be corrected: a header is missing, or the body is empty, not JSON, does not match the schema, or asks for what the entity is not configured for; or (`requestIsMalformed`, then the connection is closed) the HTTP request itself could not be parsed; or (`requestIsInvalid`) the backend refused it.',
+    'The request must be corrected: a header is missing, `Connection` names a header the gateway checks, or the body is empty, not JSON, does not match the schema, or asks for what the entity is not configured for; or (`requestIsMalformed`, then the connection is closed) the HTTP request itself could not be parsed; or (`requestIsInvalid`) the backend refused it.',
   ],
   [
     401,
@@ -82,7 +83,11 @@ const ERROR_RESPONSES: readonly (readonly [status: Status, names: readonly Error
     "Retry protection (the proxy): a payment with the same merchant entity and transactionReference is still in flight. Retry after `Retry-After` seconds; a retry then gets its answer. Or (`requestIsInConflict`) the backend found the request in conflict with the payment's state.",
   ],
   [413, ['bodyIsTooLarge'], 'The body is larger than the configured limit, or than the backend takes.'],
-  [415, ['headerHasInvalidValue'], 'The Content-Type is not the request media type.'],
+  [
+    415,
+    ['headerHasInvalidValue'],
+    'The Content-Type is not the request media type, or the body has a Content-Encoding.',
+  ],
   [
     422,
     ['transactionReferenceIsAlreadyUsed', 'requestIsNotProcessable'],
@@ -188,7 +193,9 @@ function errorResponse(status: Status, names: readonly string[], why: string, gi
       name === 'headerHasInvalidValue'
         ? status === 406
           ? 'Accept'
-          : 'Content-Type'
+          : status === 400
+            ? 'Connection'
+            : 'Content-Type'
         : name === 'headerIsMissing'
           ? 'Content-Type'
           : undefined

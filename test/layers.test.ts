@@ -40,6 +40,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'shown-url.ts',
     'node-version.ts',
     'supported-node.ts',
+    'fold-case.ts',
   ],
 ]
 

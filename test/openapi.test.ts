@@ -109,6 +109,7 @@ t.test('error responses name their errorNames and match the error table', async 
       'Content-Type',
     )
     t.equal(responses['406'].content['application/json'].examples.headerHasInvalidValue.value.headerName, 'Accept')
+    t.equal(responses['400'].content['application/json'].examples.headerHasInvalidValue.value.headerName, 'Connection')
   }
 })
 

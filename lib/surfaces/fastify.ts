@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks } from '../checks/index.js'
 import type { Verdict } from '../checks/index.js'
-import type { Rejection } from '../errors.js'
+import { INTERNAL_ERROR, type Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
@@ -48,6 +48,11 @@ interface Documents {
 export interface PaymentsGateRoute<O extends Operation = Operation> {
   Body: Documents[O]
 }
+
+const BODY_READ_ELSEWHERE =
+  "payments-gate: the request body went to another content-type parser than the plugin's. Register no parser of your own for the v6 media type."
+/** The standard 500, like every internal failure: the reason goes to the log, meant for whoever registered the parser. */
+const BODY_READ_ELSEWHERE_ANSWER = answerOf(INTERNAL_ERROR)
 
 /** Writes an answer through Fastify: the same status, headers and bytes as every other surface. */
 function write(reply: FastifyReply, answer: Answer): FastifyReply {
@@ -164,20 +169,16 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
   }
 
   /**
-   * Report mode, a request admitted with its head's refusal held whose body went to another parser
-   * (Fastify's own, for another Content-Type): that parser's document is what the route's handler
-   * gets, so check 9 runs on it, and a document naming no entity gets enforce's answer (docs/middleware.md).
+   * A request admitted whose body no parser of the plugin's read: the application registered its own
+   * parser for a spelling of the v6 media type, which Fastify chose over the plugin's. The gate never
+   * held the bytes the handler would get, so nothing is handed on (docs/middleware.md, Fastify).
    */
-  function parsedElsewhere(request: GateRequest, head: Admitted): Rejection | undefined {
+  function readElsewhere(request: GateRequest, reply: FastifyReply): void {
     request[ADMITTED] = undefined
-    // Only a refused Content-Type sends an admitted body to another parser.
-    const refusal = head.refused as Rejection
-    const verdict = checks.checkParsed(head.operation, request.body, head.principal, head.mode, refusal)
-    endScreening(request[SCREENING], verdict)
-    if (!verdict.ok) return verdict
-    // checkParsed passes nothing: a document it lets through is reported.
-    request.paymentsGateReport = verdict as GateReport
-    return undefined
+    // The route matched, not the target: a query string may hold what must not be logged.
+    logger?.error({ route: request.routeOptions.url }, BODY_READ_ELSEWHERE)
+    endScreening(request[SCREENING], BODY_READ_ELSEWHERE_ANSWER.status)
+    write(reply, BODY_READ_ELSEWHERE_ANSWER)
   }
 
   const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
@@ -211,9 +212,8 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
     })
 
     fastify.addHook('preValidation', (request, reply, next) => {
-      const head = (request as GateRequest)[ADMITTED]
-      const outcome =
-        head === undefined ? (request as GateRequest)[REFUSED] : parsedElsewhere(request as GateRequest, head)
+      if ((request as GateRequest)[ADMITTED] !== undefined) return readElsewhere(request as GateRequest, reply)
+      const outcome = (request as GateRequest)[REFUSED]
       if (outcome === undefined) next()
       else write(reply, answerOf(outcome))
     })
