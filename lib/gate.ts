@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Redis } from 'ioredis'
 import type { BackendErrorSource } from './backend-errors/rules.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
@@ -9,7 +8,7 @@ import { watchCredentials, type WatchedCredentials } from './credentials/watch.j
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
-import { closeRedisClient, createRedisClient, whenReady } from './idempotency/redis-client.js'
+import { closeRedisClient, createRedisClient, whenReady, type RedisClient } from './idempotency/redis-client.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
 import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
@@ -52,12 +51,13 @@ export interface GateOptions {
   onBackendErrorsReload?: (outcome: ReloadOutcome) => void
   /**
    * The Redis that shares the failed-login throttle among every replica
-   * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
-   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL (`rediss://`,
-   * `rediss-sentinel://`: over TLS), whose client the gate opens and closes,
-   * or an ioredis client of yours. Default: each process counts alone.
+   * (docs/credentials.md): a `redis://HOST:PORT[/DB]`,
+   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` or
+   * `redis-cluster://HOST:PORT[,HOST:PORT...]` URL (`rediss://`,
+   * `rediss-sentinel://`, `rediss-cluster://`: over TLS), whose client the gate opens and closes,
+   * or an ioredis client (or Cluster client) of yours. Default: each process counts alone.
    */
-  throttleRedis?: string | Redis
+  throttleRedis?: string | RedisClient
   /** A PEM bundle the certificate of a TLS `throttleRedis` URL is verified against, in place of the system's roots. */
   throttleRedisCa?: Buffer
   /** Told of every failure of the shared throttle's Redis (the gateway logs and counts them). */
@@ -135,7 +135,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
   const { logger, onStoreError } = options
   // A URL's client is the gate's to close; a client given is the caller's.
   const owned = typeof options.throttleRedis === 'string' ? throttleClient(options.throttleRedis, options) : undefined
-  const redis = owned ?? (options.throttleRedis as Redis | undefined)
+  const redis = owned ?? (options.throttleRedis as RedisClient | undefined)
   let users: WatchedCredentials | undefined
   let store: PolicyStore | undefined
   try {
@@ -166,7 +166,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
 }
 
 /** The throttle's own Redis client, made by the store's code: its errors name the gate's options. */
-function throttleClient(url: string, options: GateOptions): Redis {
+function throttleClient(url: string, options: GateOptions): RedisClient {
   try {
     return createRedisClient(url, { onError: options.onStoreError, ca: options.throttleRedisCa })
   } catch (error) {
@@ -181,7 +181,7 @@ interface Watched {
   readonly policies: PolicyStore | undefined
   readonly backendErrors: BackendErrorStore | undefined
   /** The throttle's Redis client when the gate opened it. */
-  readonly redis: Redis | undefined
+  readonly redis: RedisClient | undefined
 }
 
 function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched): Gate {

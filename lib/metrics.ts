@@ -21,6 +21,12 @@ export interface Metrics {
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
   storeError(): void
+  /** Redis Cluster: a command sent again to the node named (`moved`, `ask`), or refused for now (`tryagain`, `clusterdown`). */
+  storeRedirection(kind: string, node: string): void
+  /** Redis Cluster: an error of one node's connection (refused, lost, timed out), by node. */
+  storeNodeError(node: string): void
+  /** Redis Cluster: its slots by state, as a node last said (`CLUSTER INFO`); all `unreachable` when none answered. */
+  storeClusterSlots(slots: Readonly<Record<string, number>>): void
   /** A release of a claim given up after every attempt failed: its key stays held (docs/idempotency.md). */
   releaseFailure(): void
   /** A record of an answer given up after every attempt failed: past its window the key answers as the unknown outcome. */
@@ -113,6 +119,25 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
     registers: [registry],
   })
+  // Redis Cluster: `node` is bounded by the cluster's nodes, `kind` and `state` by the cluster specification's words.
+  const redirections = new Counter({
+    name: 'payments_gate_store_redirections_total',
+    help: 'Redis Cluster: store commands sent again to the node named (kind moved, ask) or refused for now (tryagain, clusterdown), by kind and node.',
+    labelNames: ['kind', 'node'] as const,
+    registers: [registry],
+  })
+  const nodeErrors = new Counter({
+    name: 'payments_gate_store_node_errors_total',
+    help: "Redis Cluster: errors of a node's connection (refused, lost, timed out), by node.",
+    labelNames: ['node'] as const,
+    registers: [registry],
+  })
+  const clusterSlots = new Gauge({
+    name: 'payments_gate_store_cluster_slots',
+    help: 'Redis Cluster: slots by state (ok, pfail, fail, unassigned; unreachable: all, when no node answered), as a node last said.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+  })
   const releaseFailures = new Counter({
     name: 'payments_gate_retry_protection_release_failures_total',
     help: 'Releases of a claim whose payment was never forwarded, given up after every attempt failed: the key stays held until the claim expires.',
@@ -163,6 +188,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     tlsReload: (side, outcome) => tlsReload(outcome, side),
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
+    storeRedirection: (kind, node) => redirections.inc({ kind, node }),
+    storeNodeError: (node) => nodeErrors.inc({ node }),
+    storeClusterSlots(slots) {
+      for (const [state, count] of Object.entries(slots)) clusterSlots.set({ state }, count)
+    },
     releaseFailure: () => releaseFailures.inc(),
     recordFailure: () => recordFailures.inc(),
     retryProtectionEviction: () => evictions.count.count++,

@@ -180,7 +180,7 @@ const SERVE_FLAGS = {
   idempotency: option({
     value: 'memory|off|URL',
     summary:
-      "retry protection's store: `memory`, `off`, a `redis://HOST:PORT[/DB]` URL or a `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL (`rediss://`, `rediss-sentinel://`: over TLS); Redis is shared by every replica and also shares the failed-login throttle",
+      "retry protection's store: `memory`, `off`, a `redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` or `redis-cluster://HOST:PORT[,HOST:PORT...]` URL (`rediss://`, `rediss-sentinel://`, `rediss-cluster://`: over TLS); Redis is shared by every replica and also shares the failed-login throttle",
     default: IDEMPOTENCY_DEFAULTS.store,
     parse: identity,
     see: '[retry protection](idempotency.md)',

@@ -122,6 +122,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           idempotencyFingerprintKey: fingerprintKey,
           onStoreError,
           idempotencyReport: evictionReporter(logger, metrics),
+          idempotencyClusterMetrics: metrics,
         })
         try {
           const gate = await createGate({

@@ -6,6 +6,7 @@ import { answerOf, flatHeaders, writeAnswer, type Answer } from '../http/answer.
 import { canonicalJson } from '../idempotency/canonical.js'
 import { createIdempotencyStore } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
+import type { ClusterMetrics } from '../idempotency/redis-cluster.js'
 import { CodedError } from '../coded-error.js'
 import {
   checkFingerprintKeys,
@@ -27,8 +28,9 @@ import type { BackendOutcome, Forwarder } from './forward.js'
 export interface RetryProtectionOptions {
   /**
    * `memory` (this process, the default), `off`, a Redis shared by every
-   * replica (`redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,...][/DB]#MASTER`;
-   * `rediss://`, `rediss-sentinel://` over TLS), or your own store.
+   * replica (`redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,...][/DB]#MASTER`,
+   * `redis-cluster://HOST:PORT[,...]`; `rediss://`, `rediss-sentinel://`,
+   * `rediss-cluster://` over TLS), or your own store.
    */
   idempotency?: 'memory' | 'off' | string | IdempotencyStore
   /** The Redis password, in place of one in the URL (`--idempotency-password-file`). */
@@ -48,6 +50,8 @@ export interface RetryProtectionOptions {
   idempotencyMaxBytes?: number
   /** Told of the memory store's evictions and how far back it remembers (the gateway logs and exports them). */
   idempotencyReport?: MemoryStoreReport
+  /** Told of a Redis Cluster store's redirections, node errors and slots (the gateway exports them). Default: the gateway's `metrics`. */
+  idempotencyClusterMetrics?: ClusterMetrics
   /**
    * The fingerprints' HMAC key the fleet shares, at least 32 bytes; during a rotation two, the current one
    * first (docs/idempotency.md). Required with a Redis store; without one, a store of this process gets a
@@ -395,6 +399,7 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
     maxEntries: options.idempotencyMaxEntries,
     maxBytes: options.idempotencyMaxBytes,
     report: options.idempotencyReport,
+    clusterMetrics: options.idempotencyClusterMetrics,
     onError: options.onStoreError,
     password: options.idempotencyPassword,
     ca: options.idempotencyCaBundle,
@@ -409,7 +414,10 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
  */
 export function createPayments(forwarder: Forwarder, options: PaymentsOptions): Payments {
   const { metrics } = options
-  const store = createRetryStore(options)
+  const store = createRetryStore({
+    ...options,
+    idempotencyClusterMetrics: options.idempotencyClusterMetrics ?? metrics,
+  })
   const protection = store && createRetryProtection(store, options)
 
   async function guarded(

@@ -46,6 +46,19 @@ function haveRedis(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error === undefined
 }
 
+/**
+ * Whether the Redis tests can run: without `redis-server` the test fails, loudly, unless
+ * PAYMENTS_GATE_SKIP_REDIS=1 outside CI, where it is skipped as loudly.
+ */
+export function redisRuns(t: Test): boolean {
+  if (haveRedis()) return true
+  if (process.env.CI !== 'true' && process.env.PAYMENTS_GATE_SKIP_REDIS === '1') {
+    t.comment(MISSING)
+    t.skip(`${MISSING} Skipped: PAYMENTS_GATE_SKIP_REDIS=1`, () => {})
+  } else t.fail(`${MISSING} (set PAYMENTS_GATE_SKIP_REDIS=1 to skip them outside CI)`)
+  return false
+}
+
 /** Whether a Redis on the port answers PING with PONG. */
 function pong(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -66,13 +79,13 @@ function pong(port: number): Promise<boolean> {
 }
 
 /** A folder of its own for a server's files, removed when the test ends. */
-function scratch(t: Test): string {
+export function scratch(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'payments-gate-redis-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
 }
 
-function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildProcess {
+export function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildProcess {
   // No persistence: a restart comes back empty. A replica still writes the copy it syncs from its primary: in `dir`.
   // A primary syncs a new replica at once: Redis's default waits 5 s for more replicas before a diskless sync.
   const args = [
@@ -96,7 +109,7 @@ function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildP
 }
 
 /** Asks a server something through a short-lived client. */
-async function ask<T>(port: number, question: (client: Redis) => Promise<T>): Promise<T> {
+export async function ask<T>(port: number, question: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 })
   try {
     await client.connect()
@@ -107,7 +120,7 @@ async function ask<T>(port: number, question: (client: Redis) => Promise<T>): Pr
 }
 
 /** Waits, bounded, until `ok` holds; false when it never did. */
-async function eventually(ok: () => Promise<boolean>): Promise<boolean> {
+export async function eventually(ok: () => Promise<boolean>): Promise<boolean> {
   // Up to 15 s: a loaded machine makes a replica's first sync slow.
   for (let attempt = 0; attempt < 750; attempt++) {
     if (await ok().catch(() => false)) return true
@@ -116,7 +129,7 @@ async function eventually(ok: () => Promise<boolean>): Promise<boolean> {
   return false
 }
 
-async function waitForPong(port: number, child: ChildProcess): Promise<void> {
+export async function waitForPong(port: number, child: ChildProcess): Promise<void> {
   // Up to 30 s: a loaded machine starts a process slowly.
   for (let attempt = 0; attempt < 1500; attempt++) {
     if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited with ${child.exitCode}`)
@@ -132,13 +145,7 @@ async function waitForPong(port: number, child: ChildProcess): Promise<void> {
  * unless PAYMENTS_GATE_SKIP_REDIS=1 outside CI, where it is skipped as loudly.
  */
 export async function startRedis(t: Test, options: RedisOptions = {}): Promise<RedisServer | undefined> {
-  if (!haveRedis()) {
-    if (process.env.CI !== 'true' && process.env.PAYMENTS_GATE_SKIP_REDIS === '1') {
-      t.comment(MISSING)
-      t.skip(`${MISSING} Skipped: PAYMENTS_GATE_SKIP_REDIS=1`, () => {})
-    } else t.fail(`${MISSING} (set PAYMENTS_GATE_SKIP_REDIS=1 to skip them outside CI)`)
-    return undefined
-  }
+  if (!redisRuns(t)) return undefined
   let port = await freePort()
   const dir = scratch(t)
   const primary = options.replicaOf

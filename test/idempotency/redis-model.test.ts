@@ -145,7 +145,7 @@ t.test(
     const redis = await startRedis(t)
     if (redis === undefined) return
     const proxy = await startFaultyProxy(t, redis.port)
-    const direct = createRedisClient(redis.url)
+    const direct = createRedisClient(redis.url) as Redis
     t.teardown(() => direct.disconnect())
     t.ok(await whenReady(direct, 5000))
     const given: Error[] = []
