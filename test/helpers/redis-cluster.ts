@@ -5,8 +5,10 @@
  * shared by its tests, each with references of its own; every wait is a bounded poll, never a fixed sleep.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { Command, type Redis } from 'ioredis'
+import { readFileSync } from 'node:fs'
+import { Command, Redis } from 'ioredis'
 import type { Test } from 'tap'
+import type { PemFiles } from './certificates.js'
 import { onPath } from './provision.js'
 import { ask, eventually, redisRuns, scratch, spawnRedis, waitForPong } from './redis.js'
 import { freePort } from './servers.js'
@@ -250,4 +252,49 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
         '--cluster-yes',
       ])),
   }
+}
+
+/**
+ * A Redis Cluster of one primary holding every slot, TLS only (clients and cluster bus) with `server`'s certificate
+ * issued by `ca`, announcing itself by `name` (`cluster-announce-hostname`, `cluster-preferred-endpoint-type
+ * hostname`), as managed offerings with TLS do; stopped when the test ends. Resolves with its port, once it serves
+ * every slot.
+ */
+export async function startTlsRedisCluster(t: Test, server: PemFiles, ca: string, name: string): Promise<number> {
+  const [port, bus] = [await freePort(), await freePort()]
+  const args = [
+    ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1 -::1', '--save', '', '--appendonly', 'no'],
+    ['--dir', scratch(t), '--tls-cert-file', server.cert, '--tls-key-file', server.key, '--tls-ca-cert-file', ca],
+    ['--tls-auth-clients', 'no', '--tls-cluster', 'yes', '--cluster-enabled', 'yes', '--cluster-port', String(bus)],
+    ['--cluster-config-file', 'nodes.conf', '--cluster-announce-hostname', name],
+    ['--cluster-preferred-endpoint-type', 'hostname'],
+  ].flat()
+  const child = spawn('redis-server', args, { stdio: 'ignore' })
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  t.teardown(async () => {
+    if (child.exitCode === null) child.kill('SIGTERM')
+    await exited
+  })
+  const client = new Redis({
+    port,
+    host: '127.0.0.1',
+    tls: { ca: readFileSync(ca), servername: name },
+    lazyConnect: true,
+    retryStrategy: () => 20,
+    maxRetriesPerRequest: 0,
+  })
+  client.on('error', () => {})
+  try {
+    const served = await eventually(async () => {
+      if (child.exitCode !== null) throw new Error(`redis-server (TLS cluster) exited with ${child.exitCode}`)
+      if (client.status === 'wait') await client.connect()
+      const info = (await client.cluster('INFO')) as string
+      if (info.includes('cluster_slots_assigned:0')) await client.cluster('ADDSLOTSRANGE', 0, 16_383)
+      return info.includes('cluster_state:ok')
+    })
+    if (!served) throw new Error(`the TLS cluster node on port ${port} did not serve its slots`)
+  } finally {
+    client.disconnect()
+  }
+  return port
 }
