@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import type { Cluster, Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { createIdempotencyStore } from '../../lib/idempotency/create-store.js'
@@ -32,7 +34,7 @@ t.before(async () => {
 /** A store on the cluster, through `createIdempotencyStore` as `serve` makes it, ready; closed when the test ends. */
 async function open(
   t: Test,
-  options: Partial<RedisIdempotencyStoreOptions> & { url?: string } = {},
+  options: Partial<RedisIdempotencyStoreOptions> & { url?: string; password?: string } = {},
 ): Promise<RedisIdempotencyStore> {
   const errors: Error[] = []
   const store = createIdempotencyStore(options.url ?? (cluster as RedisCluster).url, {
@@ -160,10 +162,11 @@ t.test(
     // A slot nobody serves: CLUSTERDOWN, the write did not run, and no release follows it.
     const orphan = keyOn(other, 'orphan')
     const unserved = slotOf(redisKey(orphan, true))
+    const errors: Error[] = []
+    // Its slot map read before the slot loses its primary, so the write goes to the node that dropped it.
+    const quiet = await open(t, { replicas: 1, onError: (error) => errors.push(error) })
     await cluster.ask(other.primary, (client) => client.cluster('DELSLOTS', unserved))
     t.teardown(() => cluster?.ask(other.primary, (client) => client.cluster('ADDSLOTS', unserved)).catch(() => {}))
-    const errors: Error[] = []
-    const quiet = await open(t, { replicas: 1, onError: (error) => errors.push(error) })
     await t.rejects(quiet.claim(orphan, 'f'), { message: /^CLUSTERDOWN/ })
     t.same(errors, [], 'no release was tried (its attempts would fail the same way, each reported)')
     await cluster.ask(other.primary, (client) => client.cluster('ADDSLOTS', unserved))
@@ -245,6 +248,62 @@ t.test("the cluster's metrics: redirections by kind and node, node errors by nod
     unreachable: 0,
   })
 })
+
+/** The ACL of docs/idempotency.md for a cluster's nodes: the gateway's user, its rules after its name. */
+const documentedUser = (() => {
+  const page = readFileSync(new URL('../../docs/idempotency.md', import.meta.url), 'utf8')
+  const block = /```conf\n([\s\S]*?)```/.exec(
+    page.slice(page.indexOf("**What the gateway's user may run on each node**")),
+  )
+  const line = (block?.[1] ?? '').split('\n').find((one) => one.startsWith('user payments-gate on '))
+  if (line === undefined) throw new Error("docs/idempotency.md: no cluster ACL line for the gateway's user")
+  return line.split(' ').slice(2)
+})()
+
+t.test(
+  "the documented ACL on every node: the store, a slot moving and moved, and the throttle run as the gateway's user; nothing else does",
+  async (t) => {
+    if (cluster === undefined) return
+    const running = cluster
+    const password = 'a cluster "pass\\word"'
+    const hash = createHash('sha256').update(password).digest('hex')
+    const rules = documentedUser.map((rule) => rule.replace('#PASSWORD_SHA256', `#${hash}`))
+    for (const node of running.nodes)
+      await running.ask(node, (client) => client.call('ACL', 'SETUSER', 'payments-gate', ...rules))
+    t.teardown(async () => {
+      for (const node of running.nodes)
+        await running.ask(node, (client) => client.call('ACL', 'DELUSER', 'payments-gate')).catch(() => {})
+    })
+    const url = running.url.replace('redis-cluster://', 'redis-cluster://payments-gate@')
+    const errors: Error[] = []
+    const store = await open(t, { url, password, replicas: 1, onError: (error) => errors.push(error) })
+    const [from, to, other] = (await running.shards()) as [Shard, Shard, Shard]
+    const key = keyOn(from, 'acl-moving')
+    const slot = slotOf(redisKey(key, true))
+    await running.ask(to.primary, (client) => client.cluster('SETSLOT', slot, 'IMPORTING', from.id))
+    await running.ask(from.primary, (client) => client.cluster('SETSLOT', slot, 'MIGRATING', to.id))
+    const claim = await store.claim(key, 'f')
+    t.equal(claim.state, 'claimed', 'claimed and acknowledged where the slot moves to (ASKING, WAIT)')
+    t.equal(await store.peek(key, 'f'), 'inFlight', "report mode's look followed the ASK too")
+    for (const shard of [to, from, other])
+      await running.ask(shard.primary, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
+    if (claim.state === 'claimed') await store.record(key, claim.token, ANSWER)
+    t.equal((await store.claim(key, 'f')).state, 'recorded', 'recorded where the slot moved to')
+    const released = keyOn(from, 'acl-release')
+    const held = await store.claim(released, 'f')
+    if (held.state === 'claimed') await store.release(released, held.token)
+    t.equal((await store.claim(released, 'f')).state, 'claimed', 'released, claimed again')
+    const throttle = new RedisLoginThrottle(store.redis, { maxFailures: 2, onError: (error) => errors.push(error) })
+    for (let i = 0; i < 2; i++) await (await throttle.admit('acl-user'))?.settle(false)
+    t.equal(await throttle.admit('acl-user'), undefined, 'locked out after two failures, counted in the cluster')
+    await (await throttle.admit('acl-other'))?.settle(true)
+    await throttle.clear('acl-user')
+    t.same(errors, [], 'no command refused')
+    await t.rejects(store.redis.get('elsewhere'), /NOPERM/, 'no key outside payments-gate:*')
+    await t.rejects(store.redis.call('KEYS', 'payments-gate:*'), /NOPERM/, 'no listing of the keys')
+    await t.rejects(store.redis.call('CLUSTER', 'FORGET', from.id), /NOPERM/, 'no change to the cluster')
+  },
+)
 
 t.test('a store on a cluster that is not there: created without throwing, never ready, claims refused', async (t) => {
   if (cluster === undefined) return
