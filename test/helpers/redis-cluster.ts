@@ -23,6 +23,8 @@ export interface ClusterNode {
   thaw(): void
   /** Kills the node outright (SIGKILL), as a lost machine; resolves once it exited. */
   kill(): Promise<void>
+  /** Starts a node that was killed again, where it was, with what it knew of the cluster; resolves once it answers PING. */
+  restart(): Promise<void>
 }
 
 /** A primary, the slot ranges it serves and its replicas, as the cluster says now. */
@@ -105,9 +107,12 @@ async function startNode(t: Test, nodeTimeoutMs: number): Promise<ClusterNode> {
       ['--cluster-require-full-coverage', 'no'],
       ['--cluster-allow-replica-migration', 'no'],
     ].flat()
-    child = spawnRedis(port, dir, settings)
-    try {
+    const start = async () => {
+      child = spawnRedis(port, dir, settings)
       await waitForPong(port, child)
+    }
+    try {
+      await start()
     } catch (error) {
       // A port free a moment ago may have been taken since, by another test file running beside this one.
       if (attempt === 3) throw error
@@ -120,6 +125,7 @@ async function startNode(t: Test, nodeTimeoutMs: number): Promise<ClusterNode> {
       freeze: () => void child?.kill('SIGSTOP'),
       thaw: () => void child?.kill('SIGCONT'),
       kill: () => end('SIGKILL'),
+      restart: start,
     }
   }
 }
@@ -181,11 +187,17 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
   ])
   const dead = new Set<ClusterNode>()
   for (const node of nodes) {
-    const kill = node.kill
-    ;(node as { kill: () => Promise<void> }).kill = async () => {
-      dead.add(node)
-      await kill()
-    }
+    const { kill, restart } = node
+    Object.assign(node, {
+      kill: async () => {
+        dead.add(node)
+        await kill()
+      },
+      restart: async () => {
+        await restart()
+        dead.delete(node)
+      },
+    })
   }
   const live = () => nodes.filter((node) => !dead.has(node))
   const lines = async () =>
