@@ -243,6 +243,9 @@ export function connectRedis(target: RedisOptions, options: RedisClientOptions =
   return client
 }
 
+/** Where this process reaches the nodes of a cluster, by the address each announces (a NAT, a port forward). */
+export type NatMap = Readonly<Record<string, { readonly host: string; readonly port: number }>>
+
 /** How many times at most a cluster command is sent: enough for a MOVED and an ASK while a slot moves, and a TRYAGAIN. */
 const CLUSTER_SENDS = 5
 
@@ -261,11 +264,7 @@ const CLUSTER_SENDS = 5
  *
  * `natMap` maps the addresses the nodes announce to where this process reaches them (a NAT, a port forward).
  */
-export function connectCluster(
-  target: ClusterTarget,
-  options: RedisClientOptions = {},
-  natMap?: ClusterOptions['natMap'],
-): Cluster {
+export function connectCluster(target: ClusterTarget, options: RedisClientOptions = {}, natMap?: NatMap): Cluster {
   const commandTimeout = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
   const { cluster: nodes, ...node } = target
   const { enableOfflineQueue, retryStrategy, ...settings } = failFast(commandTimeout)
@@ -281,7 +280,7 @@ export function connectCluster(
       slotsRefreshTimeout: commandTimeout,
       clusterRetryStrategy: retryStrategy,
       dnsLookup: (address, callback) => callback(null, address),
-      natMap,
+      natMap: natMap as ClusterOptions['natMap'],
     },
   )
   reportErrors(client, options.onError)
@@ -304,14 +303,10 @@ export function connectCluster(
 export function connectNode(
   cluster: Cluster,
   node: { host: string; port: number },
-  options: Pick<RedisClientOptions, 'commandTimeoutMs' | 'onError'>,
+  options: { readonly commandTimeoutMs: number; readonly onError: ((error: Error) => void) | undefined },
 ): Redis {
   const { Redis } = ioredis()
-  const client = new Redis({
-    ...cluster.options.redisOptions,
-    ...node,
-    ...failFast(options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs),
-  })
+  const client = new Redis({ ...cluster.options.redisOptions, ...node, ...failFast(options.commandTimeoutMs) })
   reportErrors(client, options.onError)
   return client
 }

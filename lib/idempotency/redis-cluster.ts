@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis'
 import { CodedError } from '../coded-error.js'
 import type { Metrics } from '../metrics.js'
-import { ioredis, whenReady } from './redis-client.js'
+import { ioredis, whenReady, type NatMap } from './redis-client.js'
 
 /**
  * What a Redis Cluster node answers for a command it did not run: the slot is another node's (`MOVED`), is moving
@@ -20,7 +20,7 @@ const REDIRECTION = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b(?: \d+ (\S+))?/
 
 /** The redirection an error is, when it is one. */
 export function redirection(error: unknown): Redirection | undefined {
-  const match = REDIRECTION.exec((error as Error | undefined)?.message ?? '')
+  const match = error instanceof Error ? REDIRECTION.exec(error.message) : null
   if (match === null) return undefined
   return { kind: (match[1] as string).toLowerCase() as RedirectionKind, node: match[2] ?? '' }
 }
@@ -141,9 +141,8 @@ export class ShardWriters<C extends Redis> {
 
   /** A node as the cluster announces it (`MOVED`, `ASK`), as this process reaches it (the client's `natMap`). */
   #mapped(node: string): string {
-    const { natMap } = this.#cluster.options
-    const to = typeof natMap === 'function' ? natMap(node) : natMap?.[node]
-    return to === undefined || to === null ? node : `${to.host}:${to.port}`
+    const to = (this.#cluster.options.natMap as NatMap | undefined)?.[node]
+    return to === undefined ? node : `${to.host}:${to.port}`
   }
 }
 

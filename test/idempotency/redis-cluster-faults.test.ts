@@ -126,6 +126,36 @@ t.test(
   },
 )
 
+t.test(
+  'an acknowledged write that follows a MOVED reaches the node where this process finds it (natMap), on the connections it has',
+  async (t) => {
+    if (cluster === undefined) return
+    const running = cluster
+    const { proxy, shard, client } = await faulty(t, running)
+    const store = new RedisIdempotencyStore(client({ commandTimeoutMs: 1000 }), { ...OPTIONS, replicas: 1 })
+    t.teardown(() => store.close())
+    t.ok(await store.ready(10_000))
+    const shards = await running.shards()
+    const from = shards.find(({ id }) => id !== shard.id) as Shard
+    const key = keyOn(from, 'mapped')
+    const slot = slotOf(redisKey(key, true))
+    const move = async (to: Shard) => {
+      for (const each of shards)
+        await running.ask(each.primary, (redis) => redis.cluster('SETSLOT', slot, 'NODE', to.id))
+    }
+    // The slot becomes the proxied primary's; the Cluster client's slot map still says the other one, which answers MOVED.
+    await move(shard)
+    t.teardown(async () => {
+      await running.ask(shard.primary, (redis) => redis.del(redisKey(key, true)))
+      await move(from)
+    })
+    const sent = proxy.connections
+    t.equal((await store.claim(key, 'f')).state, 'claimed', "through the proxy's connections, where the slot moved to")
+    t.equal(await running.ask(shard.primary, (redis) => redis.exists(redisKey(key, true))), 1, 'on the proxied primary')
+    t.equal(proxy.connections, sent, 'on a connection the store already had to it, not one to the address announced')
+  },
+)
+
 t.test('a failure of the login throttle whose reply is lost is counted once in the cluster, never twice', async (t) => {
   if (cluster === undefined) return
   const { proxy, shard, direct, client } = await faulty(t, cluster)

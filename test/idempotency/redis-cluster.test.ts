@@ -240,6 +240,7 @@ t.test("the cluster's metrics: redirections by kind and node, node errors by nod
     node: '',
   })
   t.equal(redirection(new Error('Command timed out')), undefined)
+  t.equal(redirection('MOVED 1 127.0.0.1:1'), undefined, 'only an error is one')
   t.same(clusterSlots('cluster_state:fail\r\ncluster_slots_assigned:16000\r\ncluster_slots_ok:15000\r\n'), {
     ok: 15000,
     pfail: 0,
