@@ -10,6 +10,7 @@ import { MAX_DEPTH } from '../lib/checks/body.js'
 import { buildChecks } from '../lib/checks/index.js'
 import { luhnValid } from '../lib/luhn.js'
 import { loadBackendErrors } from '../lib/backend-errors/rules.js'
+import { DEFAULTS } from '../lib/defaults.js'
 import { buildOpenApi } from '../lib/openapi.js'
 import { ERRORS, reject } from '../lib/errors.js'
 import { loadPolicyDir } from '../lib/policy/load.js'
@@ -59,6 +60,17 @@ t.test('vendor and base path shape the paths and media types', async (t) => {
   t.same(Object.keys(sale.responses['2XX'].content), ['application/vnd.acme.payments-v6.hal+json'])
   t.same(sale.security, [{ BasicAuth: [] }])
   t.same(document.components.securitySchemes.BasicAuth, { type: 'http', scheme: 'basic' })
+})
+
+t.test("one templated server, whose defaults are serve's own: plain HTTP on its default port", async (t) => {
+  const [server, ...others] = (buildOpenApi() as Json).servers
+  t.same(others, [])
+  t.equal(server.url, '{scheme}://{host}')
+  t.same(server.variables, {
+    scheme: { enum: ['http', 'https'], default: 'http' },
+    host: { default: `localhost:${DEFAULTS.port}` },
+  })
+  t.match(server.description, '`https` when it has `--tls-cert`')
 })
 
 t.test('error responses name their errorNames and match the error table', async (t) => {
