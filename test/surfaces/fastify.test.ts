@@ -220,6 +220,31 @@ t.test(
   },
 )
 
+/** Issue 42: the plugin under a parameterised prefix, `{ prefix: '/:tenant' }`, compared as literal text before. */
+t.test('under a parameterised prefix: bogus credentials are refused, the handler not called', async (t) => {
+  const gate = await testGate(t)
+  const app = Fastify()
+  let handled = 0
+  await app.register(
+    async (child) => {
+      await child.register(gate.fastify)
+      child.post(SALE_PATH, async (request, reply) => {
+        handled++
+        return reply.code(201).send(request.paymentsGate?.operation)
+      })
+    },
+    { prefix: '/:tenant' },
+  )
+  const { port, agent } = await serve(t, app)
+  const path = `/acme${SALE_PATH}`
+  const bogus = { ...CLEAN.headers, authorization: `Basic ${Buffer.from('shop-1:guess').toString('base64')}` }
+  t.equal((await send(port, { path, headers: bogus, body: { merchant: { entity: 'victim' } } }, agent)).status, 401)
+  t.equal(handled, 0)
+  const passed = await send(port, { ...CLEAN, path }, agent)
+  t.equal(passed.status, 201)
+  t.equal(passed.text, 'sale')
+})
+
 t.test('a target with a fragment, which Fastify routes on the path before it, is refused 400', async (t) => {
   const gate = await testGate(t)
   const app = await fastifyApp(gate, () => t.fail('not reached'))
