@@ -265,7 +265,7 @@ const PARSERS: readonly ((path: string) => string)[] = [
  * segments before any router decodes and cuts the path: `/x%00/../payments/...`
  * is the sale to `new URL`, and `/x` to a router that cuts at the NUL first.
  */
-function readingsOf(paths: readonly string[]): Set<string> {
+function readingsOf(paths: Iterable<string>): Set<string> {
   const readings = new Set<string>()
   for (const path of paths) {
     let text = path
@@ -347,16 +347,15 @@ export function buildRouter(
   }
 
   /**
-   * `paths`: the path as sent, and the one forwarded where it differs (forwardedPath), which is what the
-   * backend reads. A path in which no operation's last segment stands whole once decoded and folded is
-   * nobody's operation; one whose readers could only differ in what canonicalPath reads leniently
-   * (escapes, case, a backslash, parameters, repeated slashes, a suffix) is read by it alone; one in
-   * which a reader may take segments off the front (LOSES_FRONT) by every reading, and refused when
-   * none of them takes it for an operation, since a reader beyond them might, or when it is too long
-   * to read every way.
+   * `path` as sent, and `forwarded`, the one the backend reads (forwardedPath), the same unless it
+   * started with several slashes. A path in which no operation's last segment stands whole once
+   * decoded and folded is nobody's operation; one whose readers could only differ in what
+   * canonicalPath reads leniently (escapes, case, a backslash, parameters, repeated slashes, a
+   * suffix) is read by it alone; one in which a reader may take segments off the front (LOSES_FRONT)
+   * by every reading, and refused when none of them takes it for an operation, since a reader beyond
+   * them might, or when it is too long to read every way.
    */
-  function operationOf(paths: readonly string[], mounted: boolean): Operation | Rejection | undefined {
-    const [path] = paths as [string]
+  function operationOf(path: string, forwarded: string, mounted: boolean): Operation | Rejection | undefined {
     const exact = routes.get(path) ?? (mounted ? plainTail(path) : undefined)
     if (exact !== undefined) return exact
     const decoded = decodeTwice(path)
@@ -364,6 +363,7 @@ export function buildRouter(
     const apart = LOSES_FRONT.test(decoded)
     // Reading it every way costs in proportion to its length; a payment's path is a few dozen bytes.
     if (apart && path.length > READ_EVERY_WAY_UP_TO) return UNREADABLE_TARGET
+    const paths = new Set([path, forwarded])
     let found: Operation | undefined
     for (const reading of apart ? readingsOf(paths) : paths) {
       const canonical = canonicalPath(reading)
@@ -381,7 +381,7 @@ export function buildRouter(
     const forwarded = forwardedPath(target.path)
     const query = target.path.indexOf('?')
     const path = query === -1 ? target.path : target.path.slice(0, query)
-    const operation = operationOf(forwarded === target.path ? [path] : [path, forwardedPath(path)], mounted)
+    const operation = operationOf(path, forwarded === target.path ? path : forwardedPath(path), mounted)
     if (typeof operation === 'object') return operation
     return { ok: true, operation, path: forwarded, host: target.host }
   }

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { buildRouter } from '../../lib/checks/route.js'
-import { AUTH, RECURRING_PATH, REQUEST_TYPE, SALE_PATH } from '../helpers/fixtures.js'
+import { AUTH, RECURRING_PATH, REQUEST_TYPE, RESPONSE_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
 import { runs } from '../helpers/fuzz.js'
 import { raw } from '../helpers/http.js'
 import { scanLogsForCards, watchCrashes } from '../helpers/logs.js'
@@ -160,6 +160,47 @@ t.test('fixed examples: segments in front, cuts before dot segments', async (t) 
   ]) {
     t.ok(readersTaking(target, PAYMENT_PATHS).length > 0, `${target}: a reader takes it for the sale`)
     t.match(targetOf(target), { ok: true, operation: 'sale' }, `${target}: checked as the sale`)
+  }
+})
+
+/** One raw request on its own connection: the status, and the targets the backend received meanwhile. */
+async function sent(port: number, received: { url: string }[], target: string, body: string, headers = '') {
+  const before = received.length
+  const answer = await raw(
+    port,
+    `POST ${target} HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n${headers}Content-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    { keepOpen: true },
+  )
+  return { status: Number(answer.split(' ')[1]), urls: received.slice(before).map((got) => got.url) }
+}
+
+t.test('through the gateway: what is checked, what is forwarded, and with which path', async (t) => {
+  // Retry protection on: a path passed through must stay out of its keys.
+  const { port, backend } = await startGateway(t, { idempotency: 'memory' })
+  const payment = JSON.stringify(saleBody())
+  const authorized = `Authorization: ${AUTH}\r\nAccept: ${RESPONSE_TYPE}\r\n`
+  t.same(await sent(port, backend.received, '//evil/payments/sales/migrateCardOnFile', payment), {
+    status: 401,
+    urls: [],
+  })
+  t.same(await sent(port, backend.received, '/x%00/../payments/sales/migrateCardOnFile', payment), {
+    status: 401,
+    urls: [],
+  })
+  t.same(
+    await sent(port, backend.received, '//payments/sales/migrateCardOnFile?x=1', payment, authorized),
+    { status: 201, urls: ['/payments/sales/migrateCardOnFile?x=1'] },
+    'checked, then sent with one leading slash (undici)',
+  )
+  t.same(
+    await sent(port, backend.received, '//evil/elsewhere', 'not a payment'),
+    { status: 201, urls: ['/evil/elsewhere'] },
+    'passed through with one leading slash (http-proxy-3)',
+  )
+  for (const target of ['/v5/payments/sales/migrateCardOnFile', '/admin/x/payments/sales/migrateCardOnFile']) {
+    // The same payment twice: passed through both times, never replayed.
+    for (const time of [1, 2])
+      t.same(await sent(port, backend.received, target, payment), { status: 201, urls: [target] }, `${target}, ${time}`)
   }
 })
 
