@@ -242,7 +242,7 @@ function afterAuthority(path: string, backslash: boolean): string | undefined {
 /**
  * How URL parsers read a path before a router compares it (each may be a
  * hop's, which hands its reading on, or the backend's own): `new URL(target,
- * base)` (node's documented way: an authority after a leading `//` or `/\\`, a
+ * base)` (node's documented way: an authority after a leading `//` or `/\`, a
  * backslash a slash, dot segments removed, escaped dots included), `new
  * URL(base + target)` (dot segments alone), RFC 3986 resolution (an authority
  * after `//`, ended by `/` alone; dot segments), and node's legacy `url.parse`
@@ -291,9 +291,9 @@ function readingsOf(paths: Iterable<string>): Set<string> {
  * once by parseTarget: the operation that some plausible reader of its path
  * takes it for (readingsOf, each read by canonicalPath), undefined for a path
  * that no reader takes for one (forwarded untouched), and a refusal for a
- * target parseTarget refuses or that one reader takes for the sale and
- * another for the recurring authorization. The query string does not take
- * part. The exact path is looked up first, so a payment pays nothing for the
+ * target parseTarget refuses, that one reader takes for the sale and another
+ * for the recurring authorization, or that cannot be read every way
+ * (operationOf). The query string does not take part. The exact path is looked up first, so a payment pays nothing for the
  * other readings.
  *
  * `mounted` reads the target as a middleware must, not knowing what its
