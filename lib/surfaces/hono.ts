@@ -8,7 +8,7 @@ import type { Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
-import type { Operation, PaymentRequest } from '../schema/payment.js'
+import type { Operation } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
 import {
   contextOf,
