@@ -18,7 +18,7 @@ import { flagName, hideUserinfo, type ConfigWarning } from './flags.js'
 import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
-import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
+import { reloadSignal, shutdownDelay, startOrStop, stopSignals, type StopSignals } from './signals.js'
 import { bind, storeCa, storePassword, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
@@ -288,28 +288,6 @@ export const run: Command = async (args, io) => {
   await signals.stop
   await serving.stop(signals.hurry)
   return EXIT_OK
-}
-
-/**
- * A stop signal before start-up is done ends the process: nothing is served yet, and a read that never returns
- * (a FIFO given as a file) would keep it alive, and a signal ignored, for as long as it blocks. The signal is
- * raised again with its listeners gone, so the kernel ends the process whatever its threads are doing.
- */
-async function startOrStop<T>(starting: Promise<T>, stop: Promise<NodeJS.Signals>): Promise<T> {
-  // Over once start-up has ended either way: a start-up that failed has its own way out (exit 2).
-  let started = false
-  void stop.then((signal) => {
-    if (started) return
-    /* c8 ignore start: the process ends here, by its signal, before V8 can write its coverage */
-    process.removeAllListeners(signal)
-    process.kill(process.pid, signal)
-    /* c8 ignore stop */
-  })
-  try {
-    return await starting
-  } finally {
-    started = true
-  }
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
