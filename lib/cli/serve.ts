@@ -282,12 +282,25 @@ export const run: Command = async (args, io) => {
   const signals = stopSignals()
   const onReload = reloadSignal()
   if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, signals, onReload)
-  if (cluster.isWorker) return runWorker(options, io, signals, onReload)
+  if (cluster.isWorker) return exitAfterStop(await runWorker(options, io, signals, onReload))
   const serving = await startOrStop(startServing(options, io), signals.stop)
   onReload(reloader(serving))
   await signals.stop
   await serving.stop(signals.hurry)
-  return EXIT_OK
+  return exitAfterStop(EXIT_OK)
+}
+
+/**
+ * How long a stopped gateway lets what a dependency still holds open finish before it exits all the same: the trace
+ * exporter's request to a collector that never answers would hold the process until the exporter's own timeout,
+ * past the stop's bound (docs/tracing.md).
+ */
+const LEFT_OPEN_MS = 1000
+
+/** The exit code, with the process ended `LEFT_OPEN_MS` from now if it is still alive; unref'd, the timer never holds it. */
+function exitAfterStop(code: number): number {
+  setTimeout(() => process.exit(code), LEFT_OPEN_MS).unref()
+  return code
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */
