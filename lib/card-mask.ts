@@ -36,8 +36,8 @@ const BREAK = -2
 /**
  * The zero of every run of ten Unicode decimal digits outside ASCII, in order (Unicode 17). Such
  * digits come only in runs of ten, zero to nine (Unicode's stability policy for Numeric_Type=Decimal),
- * so a digit's value is its distance from the zero at or below it. test/card-mask.test.ts checks the
- * list against the running node's `\p{Nd}`.
+ * so a digit's value is its distance from the zero at or below it. test/card-mask-unicode.test.ts checks
+ * the list against the running node's `\p{Nd}`.
  */
 const ZEROS = Int32Array.of(
   0x660,
