@@ -160,7 +160,7 @@ export function parseFlags<F extends Flags>(
       if (!token.inlineValue && token.value.startsWith('-'))
         throw new CodedError(
           'EUSAGE',
-          `${token.rawName} needs a value, not the next flag ${JSON.stringify(token.value)}: ${token.rawName} ${flag.value}, or ${token.rawName}=VALUE for a value that starts with -`,
+          `${token.rawName} needs a value, not the next flag ${JSON.stringify(hideUserinfo(token.value))}: ${token.rawName} ${flag.value}, or ${token.rawName}=VALUE for a value that starts with -`,
         )
       given.set(key, token.value)
     }

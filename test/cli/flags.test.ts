@@ -167,6 +167,10 @@ t.test('parseFlags: a value that starts with - is a forgotten value unless given
       },
       args.join(' '),
     )
+  const hidden = t.throws(() => parseFlags(spec, ['--label', '-https://user:secret@host'], {}), {
+    message: /^--label needs a value, not the next flag "[^"]*@host"/,
+  }) as Error
+  t.notMatch(hidden.message, /secret/, 'what could be a password is not shown')
   t.same(parseFlags(spec, ['--label=-x', '--count=-1'], {}).values, { count: -1, label: '-x', loud: false })
   t.same(parseFlags(spec, ['--label', 'x-', '--', '-'], {}).positionals, ['-'], 'a lone - after -- is an argument')
 })
