@@ -121,20 +121,20 @@ const ZEROS = Int32Array.of(
 /** A character's value to the scanner, by its code point. */
 function valueOf(point: number): number {
   if (point >= 48 && point <= 57) return point - 48
-  if (point < 128) return isLetter(point) ? BREAK : SEPARATOR
-  if (point < (ZEROS[0] as number)) return SEPARATOR
-  // The last zero at or below the point, by halving: a few steps, for characters rare in a log line.
+  if (point < (ZEROS[0] as number)) return isLetter(point) ? BREAK : SEPARATOR
+  // The last zero at or below the point, by halving ZEROS[low, high): a few steps, for characters rare in a log line.
   let low = 0
-  let high = ZEROS.length - 1
-  while (low < high) {
-    const middle = (low + high + 1) >> 1
+  let high = ZEROS.length
+  while (high - low > 1) {
+    const middle = (low + high) >> 1
     if ((ZEROS[middle] as number) <= point) low = middle
-    else high = middle - 1
+    else high = middle
   }
   const value = point - (ZEROS[low] as number)
   return value < 10 ? value : SEPARATOR
 }
 
+/** An ASCII letter: `code | 0x20` of a code above ASCII stays above it. */
 function isLetter(code: number): boolean {
   const lower = code | 0x20
   return lower >= 97 && lower <= 122
@@ -146,8 +146,8 @@ function hexValue(code: number): number {
   return lower >= 97 && lower <= 102 ? lower - 87 : -1
 }
 
+/** The value of `count` hex digits at `at`, or -1; past either end of the text `charCodeAt` is NaN, no hex digit. */
 function hexAt(text: string, at: number, count: number): number {
-  if (at + count > text.length) return -1
   let value = 0
   for (let i = at; i < at + count; i++) {
     const digit = hexValue(text.charCodeAt(i))
@@ -158,12 +158,12 @@ function hexAt(text: string, at: number, count: number): number {
 }
 
 /**
- * Where the percent-escape at `at` ends, or -1 when none starts there: `%HH`, or `%25` followed by
+ * Where the percent-escape at `at` ends, or 0 when none starts there: `%HH`, or `%25` followed by
  * `25`s and then `HH` for text encoded twice or more (`%2534` is `%34` encoded again). The byte it
  * stands for is always its last two hex digits.
  */
 function escapeEnd(text: string, at: number): number {
-  if (text.charCodeAt(at) !== 37 /* % */ || hexAt(text, at + 1, 2) < 0) return -1
+  if (text.charCodeAt(at) !== 37 /* % */ || hexAt(text, at + 1, 2) < 0) return 0
   let end = at + 3
   while (hexAt(text, end - 2, 2) === 0x25 && hexAt(text, end, 2) >= 0) end += 2
   return end
@@ -192,7 +192,7 @@ interface Run {
   /** Whether every gap so far is one space or one hyphen, the ways card numbers are printed. */
   plain: boolean
   separators: number
-  /** The one separator character since the last digit, or -1. */
+  /** The last separator read: when it is the only one since the last digit, what stands between two digits. */
   lastSeparator: number
 }
 
@@ -211,29 +211,25 @@ function starRun(run: Run, starred: Starred): void {
   const { values, starts, ends } = run
   const n = values.length
   if (n < SHORTEST) return
-  const hidden = new Int32Array(n + 1)
-  const hide = (from: number, to: number) => {
-    hidden[from] = (hidden[from] as number) + 1
-    hidden[to] = (hidden[to] as number) - 1
+  // What each digit adds to the depth of hiding: +1 where a hidden stretch starts, -1 where it ends (at most n - 4).
+  const hidden = new Int32Array(n)
+  if (run.plain && n <= LONGEST) hide(hidden, 6, n - 4)
+  // evenLast[k]: the Luhn sum of digits 0..k-1 for a window whose last digit has an even index (its own
+  // digit not doubled, the one before doubled ...); oddLast the same for an odd last index.
+  const evenLast = new Int32Array(n + 1)
+  const oddLast = new Int32Array(n + 1)
+  for (let k = 0; k < n; k++) {
+    const digit = values[k] as number
+    const doubled = digit > 4 ? digit * 2 - 9 : digit * 2
+    evenLast[k + 1] = (evenLast[k] as number) + (k % 2 === 0 ? digit : doubled)
+    oddLast[k + 1] = (oddLast[k] as number) + (k % 2 === 1 ? digit : doubled)
   }
-  if (run.plain && n <= LONGEST) hide(6, n - 4)
-  if (n >= SHORTEST_LUHN) {
-    // evenLast[k]: the Luhn sum of digits 0..k-1 for a window whose last digit has an even index (its own
-    // digit not doubled, the one before doubled ...); oddLast the same for an odd last index.
-    const evenLast = new Int32Array(n + 1)
-    const oddLast = new Int32Array(n + 1)
-    for (let k = 0; k < n; k++) {
-      const digit = values[k] as number
-      const doubled = digit > 4 ? digit * 2 - 9 : digit * 2
-      evenLast[k + 1] = (evenLast[k] as number) + (k % 2 === 0 ? digit : doubled)
-      oddLast[k + 1] = (oddLast[k] as number) + (k % 2 === 1 ? digit : doubled)
-    }
-    for (let end = SHORTEST_LUHN; end <= n; end++) {
-      const sums = (end - 1) % 2 === 0 ? evenLast : oddLast
-      const last = sums[end] as number
-      for (let length = SHORTEST_LUHN; length <= LONGEST && length <= end; length++) {
-        if ((last - (sums[end - length] as number)) % 10 === 0) hide(end - length + 6, end - 4)
-      }
+  for (let end = SHORTEST_LUHN; end <= n; end++) {
+    // The window's last digit, at end - 1, has an even index when end is odd.
+    const sums = end % 2 === 1 ? evenLast : oddLast
+    const last = sums[end] as number
+    for (let length = SHORTEST_LUHN; length <= LONGEST && length <= end; length++) {
+      if ((last - (sums[end - length] as number)) % 10 === 0) hide(hidden, end - length + 6, end - 4)
     }
   }
   let depth = 0
@@ -241,6 +237,12 @@ function starRun(run: Run, starred: Starred): void {
     depth += hidden[k] as number
     if (depth > 0) starred.push(starts[k] as number, ends[k] as number)
   }
+}
+
+/** Marks the digits from `from` to before `to` hidden. */
+function hide(hidden: Int32Array, from: number, to: number): void {
+  hidden[from] = (hidden[from] as number) + 1
+  hidden[to] = (hidden[to] as number) - 1
 }
 
 /** Ends the run being read: its digits starred as `starRun` says, and the state made ready for the next one. */
@@ -251,7 +253,6 @@ function finish(run: Run, starred: Starred): void {
   run.ends.length = 0
   run.plain = true
   run.separators = 0
-  run.lastSeparator = -1
 }
 
 /**
@@ -269,7 +270,7 @@ function finish(run: Run, starred: Starred): void {
 export function maskCardNumbers(text: string): string {
   const length = text.length
   const starred: Starred = []
-  const run: Run = { values: [], starts: [], ends: [], plain: true, separators: 0, lastSeparator: -1 }
+  const run: Run = { values: [], starts: [], ends: [], plain: true, separators: 0, lastSeparator: 0 }
   let i = 0
   while (i < length) {
     const code = text.charCodeAt(i)
@@ -277,7 +278,7 @@ export function maskCardNumbers(text: string): string {
     let end = i + 1
     if (code === 37 /* % */) {
       const escaped = escapeEnd(text, i)
-      if (escaped >= 0) {
+      if (escaped > 0) {
         end = escaped
         let point = hexAt(text, end - 2, 2)
         // Outside ASCII a character is escaped as its UTF-8 bytes (RFC 3986 2.5): a lead byte and one to three more.
@@ -286,31 +287,31 @@ export function maskCardNumbers(text: string): string {
           point &= 0x3f >> more
           let next = end
           for (; more > 0; more--) {
+            // No escape at `next` (0) reads as no byte: hexAt before the text's start is -1.
             const after = escapeEnd(text, next)
-            const byte = after < 0 ? -1 : hexAt(text, after - 2, 2)
+            const byte = hexAt(text, after - 2, 2)
             if ((byte & 0xc0) !== 0x80) break
             point = point * 64 + (byte & 0x3f)
             next = after
           }
-          // A lead byte without its continuation is read alone, as a separator.
           if (more === 0) end = next
-          else point = -1
         }
-        value = point < 0 ? SEPARATOR : valueOf(point)
+        // A lead byte without all its continuation bytes is read alone, as a separator.
+        value = more === 0 ? valueOf(point) : SEPARATOR
       }
-    } else if (code === 92 /* \ */ && i + 1 < length) {
+    } else if (code === 92 /* \ */) {
+      // Past the text's end `next` is NaN: neither `u` nor a letter.
       const next = text.charCodeAt(i + 1)
       let escaped = next === 117 /* u */ ? hexAt(text, i + 2, 4) : -1
       if (escaped >= 0) {
         end = i + 6
         // A character above the BMP is escaped as its two surrogates (RFC 8259 7).
-        const low =
-          isHighSurrogate(escaped) && text.charCodeAt(end) === 92 && text.charCodeAt(end + 1) === 117
-            ? hexAt(text, end + 2, 4)
-            : -1
-        if (isLowSurrogate(low)) {
-          escaped = pairOf(escaped, low)
-          end += 6
+        if (isHighSurrogate(escaped) && text.charCodeAt(end) === 92 && text.charCodeAt(end + 1) === 117) {
+          const low = hexAt(text, end + 2, 4)
+          if (isLowSurrogate(low)) {
+            escaped = pairOf(escaped, low)
+            end += 6
+          }
         }
         value = valueOf(escaped)
       } else if (isLetter(next)) end = i + 2
@@ -326,10 +327,10 @@ export function maskCardNumbers(text: string): string {
       run.starts.push(i)
       run.ends.push(end)
       run.separators = 0
-      run.lastSeparator = -1
     } else if (value === SEPARATOR) {
       run.separators++
-      run.lastSeparator = end === i + 1 ? code : -1
+      // An escaped separator starts with `%` or `\`, a pair with a surrogate: never a plain space or hyphen.
+      run.lastSeparator = code
     } else if (run.values.length > 0) {
       // A letter ends a number; one with no digit before it has nothing to end (most of a log line).
       finish(run, starred)

@@ -58,6 +58,67 @@ t.test('digits apart are not one number: a letter, an encoded letter or four sep
     t.equal(maskCardNumbers(text), text, text)
 })
 
+t.test(
+  'printed plainly means groups split by one space or one hyphen: masked whether or not they pass Luhn',
+  async (t) => {
+    // 1234567890123457 fails Luhn, and so does every window of it: only the plain rule masks it.
+    const cases: [string, string][] = [
+      ['1234 5678 9012 3457', '1234 56** **** 3457'],
+      ['1234-5678-9012-3457', '1234-56**-****-3457'],
+      ['card: 1234 5678 9012 3457', 'card: 1234 56** **** 3457'],
+      ['1x1234 5678 9012 3457', '1x1234 56** **** 3457'],
+      ['1234+5678+9012+3457', '1234+5678+9012+3457'],
+      ['1234  5678 9012 3457', '1234  5678 9012 3457'],
+      ['1234%205678%209012%203457', '1234%205678%209012%203457'],
+      // 5947090054749952525: nineteen digits, no window of them passes Luhn.
+      ['5947090054749952525', '594709*********2525'],
+      ['5947 0900 5474 9952 525', '5947 09** **** ***2 525'],
+    ]
+    for (const [text, masked] of cases) t.equal(maskCardNumbers(text), masked, text)
+  },
+)
+
+t.test('what a percent-escape is and what it stands for', async (t) => {
+  // 4111111111111111 passes Luhn: halves joined by separators are masked, halves split by a letter are not.
+  const cases: [string, string][] = [
+    ['41111111%0011111111', '411111**%00****1111'],
+    ['41111111%25-11111111', '411111**%25-****1111'],
+    ['41111111%250011111111', '411111**%2500****1111'],
+    ['41111111%Fg11111111', '41111111%Fg11111111'],
+    ['41111111%`111111111', '411111**%`****11111'],
+    ['41111111%@111111111', '411111**%@****11111'],
+    ['41111111z11111111', '41111111z11111111'],
+    ['41111111Z11111111', '41111111Z11111111'],
+    ['4111111%C0%B111111111', '411111******1111'],
+    ['4111111%D9%A1%8011111111', '411111**%80****1111'],
+    ['4111111%E0%B111111111', '4111111%E0%B111111111'],
+    ['41111111%EF%BC--11111111', '41111111%EF%BC--11111111'],
+    ['4111119%EFxBCx9411111111', '4111119%EFxBCx9411111111'],
+  ]
+  for (const [text, masked] of cases) t.equal(maskCardNumbers(text), masked, text)
+  const devanagari = encodeURIComponent(inScript(0x966, '4444333322221111'))
+  t.equal(
+    maskCardNumbers(devanagari),
+    `${encodeURIComponent(inScript(0x966, '444433'))}******${encodeURIComponent(inScript(0x966, '1111'))}`,
+    'three bytes from E0',
+  )
+})
+
+t.test('a surrogate pair is one character, a high surrogate then a low one, raw or JSON-escaped', async (t) => {
+  const cases: [string, string][] = [
+    ['41111111\ud800\udc00--11111111', '411111**\ud800\udc00--****1111'],
+    ['41111111\udbff\udfff--11111111', '411111**\udbff\udfff--****1111'],
+    ['4111111\ud835\uff1111111111', '411111*\ud835*****1111'],
+    ['4111111\uff11\udc0011111111', '411111**\udc00****1111'],
+    ['41111111\\u000011111111', '411111**\\u0000****1111'],
+    ['4111111\\u0031\\udc0011111111', '411111**\\udc00****1111'],
+    ['4111111\\ud835Xudfcf11111111', '4111111\\ud835Xudfcf11111111'],
+    ['4111111\\ud835\\Xdfcf11111111', '4111111\\ud835\\Xdfcf11111111'],
+    ['4111111\\111111111', '411111*\\*****1111'],
+  ]
+  for (const [text, masked] of cases) t.equal(maskCardNumbers(text), masked, JSON.stringify(text))
+})
+
 t.test('a Luhn-valid 19-digit window inside a longer run of digits is masked, and only it', async (t) => {
   // 6091031776467272044 passes Luhn; no other window of 13 to 19 digits of the run does.
   t.equal(maskCardNumbers('560910317764672720443'), '5609103*********20443')
