@@ -7,6 +7,8 @@ import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead } from '../http/screen.js'
 import type { Operation } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
+import { threwOn } from './answer-capture.js'
+import { answerFor, type HandlerProtection } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
@@ -57,8 +59,9 @@ function operationOfMounted(checks: Checks, req: Request): Operation | Rejection
  * passed goes on with `req.body` set to the validated, rewritten document and
  * `req.paymentsGate` to its operation, entity and user; other paths go on
  * untouched. It reads the body itself, so it must come before any body parser.
+ * With `protection`, a payment's retries get its first answer (docs/middleware.md, retry protection).
  */
-export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestHandler {
+export function expressMiddleware(checks: Checks, logger?: GateLogger, protection?: HandlerProtection): RequestHandler {
   const tracer = registeredTracer()
   return (req, res, next) =>
     inTurn(res, () => {
@@ -77,10 +80,11 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
             endScreening(screening, BODY_ALREADY_READ_ANSWER.status)
             return writeAnswer(res, BODY_ALREADY_READ_ANSWER)
           }
-          const outcome = await screenBody(checks, req, head)
+          const outcome =
+            protection === undefined ? await screenBody(checks, req, head) : await protection.screenBody(req, head, res)
           if (outcome === ABORTED) return endScreening(screening, 0)
           endScreening(screening, outcome)
-          if (!outcome.ok) return writeAnswer(res, answerOf(outcome))
+          if (!outcome.ok || outcome.ok === 'replay') return writeAnswer(res, answerFor(outcome))
           if (outcome.ok === 'report') {
             // The body as it came: what the application gets in report mode (docs/middleware.md).
             req.body = outcome.received
@@ -108,6 +112,8 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
  */
 export function expressErrorHandler(logger?: GateLogger): ErrorRequestHandler {
   return (error: unknown, _req, res, next) => {
+    // A protected payment's handler threw: its outcome is unknown (docs/middleware.md, retry protection).
+    if (threwOn(res, error)) return
     if (res.headersSent || isClientError(error)) return next(error)
     writeAnswer(res, internalError(error, logger))
   }

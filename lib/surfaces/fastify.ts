@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks } from '../checks/index.js'
 import type { Verdict } from '../checks/index.js'
@@ -8,6 +8,7 @@ import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import { registeredTracer } from '../tracing.js'
+import { answerFor, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
@@ -66,11 +67,15 @@ function bodyError(outcome: Rejection | typeof ABORTED): Error {
 const ADMITTED = Symbol('payments-gate admitted')
 const REFUSED = Symbol('payments-gate refused')
 const SCREENING = Symbol('payments-gate screening')
+/** With retry protection, the node response of a request admitted: the parser captures its handler's answer there. */
+const RESPONSE = Symbol('payments-gate response')
 
 interface Screened {
   [ADMITTED]: Admitted | undefined
-  [REFUSED]: Rejection | undefined
+  /** A refusal, or a replay of retry protection, answered in preValidation. */
+  [REFUSED]: Rejection | Replay | undefined
   [SCREENING]: Screening | undefined
+  [RESPONSE]: ServerResponse | undefined
 }
 
 type GateRequest = FastifyRequest & Screened
@@ -91,7 +96,11 @@ type Parsed = (error: Error | null, body?: unknown) => void
  * promise, a closure or a weak-map entry per request and hook is what made the
  * plugin dearer than the schema route it replaces (docs/performance.md).
  */
-export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPluginCallback<FastifyGateOptions> {
+export function fastifyPlugin(
+  checks: Checks,
+  logger?: GateLogger,
+  protection?: HandlerProtection,
+): FastifyPluginCallback<FastifyGateOptions> {
   const tracer = registeredTracer()
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
@@ -110,6 +119,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     }
     request[ADMITTED] = head
     request[SCREENING] = screening
+    if (protection !== undefined) request[RESPONSE] = reply.raw
     done()
   }
 
@@ -138,11 +148,11 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
   }
 
   /** The verdict on a v6 body the parser read: the document for the route, or the refusal kept for preValidation. */
-  function bodyScreened(request: GateRequest, parsed: Parsed, outcome: Verdict | typeof ABORTED): void {
+  function bodyScreened(request: GateRequest, parsed: Parsed, outcome: Verdict | Replay | typeof ABORTED): void {
     const screening = request[SCREENING] as Screening
     endScreening(screening, outcome === ABORTED ? 0 : outcome)
     if (outcome === ABORTED) return parsed(bodyError(ABORTED))
-    if (!outcome.ok) {
+    if (!outcome.ok || outcome.ok === 'replay') {
       request[REFUSED] = outcome
       return parsed(null, undefined)
     }
@@ -179,6 +189,10 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     fastify.decorateRequest(ADMITTED, undefined)
     fastify.decorateRequest(REFUSED, undefined)
     fastify.decorateRequest(SCREENING, undefined)
+    if (protection !== undefined) {
+      fastify.decorateRequest(RESPONSE, undefined)
+      protection.protectFastify(fastify)
+    }
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
     const mount = fastify.prefix
@@ -199,8 +213,13 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
         })
         return
       }
-      const screened = (outcome: Verdict | typeof ABORTED) => bodyScreened(request as GateRequest, parsed, outcome)
-      void screenBody(checks, payload, head).then(screened, parsed)
+      const screened = (outcome: Verdict | Replay | typeof ABORTED) =>
+        bodyScreened(request as GateRequest, parsed, outcome)
+      if (protection === undefined) void screenBody(checks, payload, head).then(screened, parsed)
+      else
+        void protection
+          .screenBody(payload, head, (request as GateRequest)[RESPONSE] as ServerResponse)
+          .then(screened, parsed)
     })
 
     fastify.addHook('preValidation', (request, reply, next) => {
@@ -208,7 +227,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
       const outcome =
         head === undefined ? (request as GateRequest)[REFUSED] : parsedElsewhere(request as GateRequest, head)
       if (outcome === undefined) next()
-      else write(reply, answerOf(outcome))
+      else write(reply, answerFor(outcome))
     })
 
     if (options.errorHandler === true) {

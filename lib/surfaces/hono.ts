@@ -4,11 +4,12 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
 import type { Context, MiddlewareHandler } from 'hono'
 import type { Checks, Reported, Verdict } from '../checks/index.js'
 import type { Rejection } from '../errors.js'
-import { answerOf, type Answer } from '../http/answer.js'
+import type { Answer } from '../http/answer.js'
 import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import type { PaymentRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
+import { answerFor, type Claimed, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
@@ -55,7 +56,12 @@ function headOf(request: Request): IncomingMessage {
  */
 function responseOf(answer: Answer, screening: Screening): Response {
   const headers = new Headers({ 'x-request-id': screening.requestId })
-  for (const name of Object.keys(answer.headers)) headers.set(name, String(answer.headers[name]))
+  for (const name of Object.keys(answer.headers)) {
+    // A name a replay holds more than once (`set-cookie`) comes as a list.
+    const value = answer.headers[name]
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item)
+    else headers.set(name, String(value))
+  }
   return new Response(new Uint8Array(answer.body), { status: answer.status, headers })
 }
 
@@ -89,7 +95,7 @@ function clientGone(): Response {
  * is the request's whole path (`new URL(c.req.url).pathname`), which Hono keeps under `app.route()`:
  * `basePath` is relative to the server's root (docs/middleware.md, Hono).
  */
-export function honoMiddleware(checks: Checks, logger?: GateLogger): MiddlewareHandler {
+export function honoMiddleware(checks: Checks, logger?: GateLogger, protection?: HandlerProtection): MiddlewareHandler {
   const tracer = registeredTracer()
   return async (c, next) => {
     // A URL's path is always in origin form, so it is never a target refused.
@@ -97,12 +103,15 @@ export function honoMiddleware(checks: Checks, logger?: GateLogger): MiddlewareH
     if (operation === undefined) return next()
     const head = headOf(c.req.raw)
     const screening = screeningOf(tracer, operation, head)
-    let outcome: Verdict | typeof ABORTED
+    let outcome: Verdict | Claimed | Replay | typeof ABORTED
     try {
       // Never undefined: the path is an operation's.
       const admitted = (await screenHead(checks, head, operation)) as Admitted | Rejection
       if (admitted.ok === true) {
-        outcome = await screenBody(checks, bodyOf(c.req.raw), admitted)
+        outcome =
+          protection === undefined
+            ? await screenBody(checks, bodyOf(c.req.raw), admitted)
+            : await protection.claimBody(bodyOf(c.req.raw), admitted, c.req.raw.signal)
       } else {
         outcome = admitted
       }
@@ -110,13 +119,17 @@ export function honoMiddleware(checks: Checks, logger?: GateLogger): MiddlewareH
       endScreening(screening, 500)
       return responseOf(internalError(error, logger), screening)
     }
-    endScreening(screening, outcome === ABORTED ? 0 : outcome)
+    endScreening(screening, outcome === ABORTED ? 0 : outcome.ok === 'claimed' ? outcome.passed : outcome)
     if (outcome === ABORTED) return clientGone()
-    if (!outcome.ok) return responseOf(answerOf(outcome), screening)
+    if (!outcome.ok || outcome.ok === 'replay') return responseOf(answerFor(outcome), screening)
     // On the application's answer too, as Hono's own requestId middleware sets it.
     c.header('x-request-id', screening.requestId)
     if (outcome.ok === 'report') {
       report(c, outcome, screening)
+    } else if (outcome.ok === 'claimed') {
+      c.req.addValidatedData('json', outcome.passed.document)
+      c.set('paymentsGate', contextOf(outcome.passed, screening))
+      return (protection as HandlerProtection).respond(c, next, outcome.ticket, screening.requestId)
     } else {
       c.req.addValidatedData('json', outcome.document)
       c.set('paymentsGate', contextOf(outcome, screening))
