@@ -95,7 +95,9 @@ class NodeCapture {
   readonly body = new BoundedBody(MAX_ANSWER_BYTES)
   /** performance.now() at which the claim's window ends. */
   readonly until: number
-  /** Fastify's `onError` saw the handler throw: its answer is replaced by the unknown outcome (retry-protection.ts). */
+  /** Fastify called the route's handler (retry-protection.ts): an error from now on may come after a charge. */
+  started = false
+  /** Fastify's `onError` saw an error once the handler started: its answer is replaced by the unknown outcome. */
   threw = false
   timer: NodeJS.Timeout | undefined = undefined
 
@@ -214,10 +216,19 @@ export function threwOn(res: ServerResponse, error: unknown): boolean {
   return true
 }
 
-/** Fastify's `onError`: the handler threw; its reply, not yet sent, is to be the unknown outcome (`threwMarked`). */
+/** Fastify calls the route's handler of the payment on `res`. */
+export function markStarted(res: ServerResponse): void {
+  const capture = (res as Captured)[CAPTURE]
+  if (capture !== undefined) capture.started = true
+}
+
+/**
+ * Fastify's `onError`: once the handler started, its reply, not yet sent, is to be the unknown outcome
+ * (`threwMarked`); an error before it (a hook, a route schema) is answered as it would be, and settled by its status.
+ */
 export function markThrew(res: ServerResponse): void {
   const capture = (res as Captured)[CAPTURE]
-  if (capture?.ticket !== undefined) capture.threw = true
+  if (capture?.ticket !== undefined && capture.started) capture.threw = true
 }
 
 /** Whether the reply about to go out on `res` is a claimed payment's whose handler threw. */

@@ -111,9 +111,10 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger, protectio
  * never shown). Errors that carry a 4xx status are left to Express.
  */
 export function expressErrorHandler(logger?: GateLogger): ErrorRequestHandler {
-  return (error: unknown, _req, res, next) => {
-    // A protected payment's handler threw: its outcome is unknown (docs/middleware.md, retry protection).
-    if (threwOn(res, error)) return
+  return (error: unknown, req, res, next) => {
+    // A protected payment's route threw: its outcome is unknown (docs/middleware.md, retry protection). An error
+    // before any route matched (a middleware's) is answered as it would be, and settled by its status.
+    if (req.route !== undefined && threwOn(res, error)) return
     if (res.headersSent || isClientError(error)) return next(error)
     writeAnswer(res, internalError(error, logger))
   }

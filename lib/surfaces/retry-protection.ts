@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Context, Next } from 'hono'
 import type { Checks, Entitled, Passed, Reported, Verdict } from '../checks/index.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
@@ -26,6 +26,7 @@ import type { Operation } from '../schema/payment.js'
 import {
   capturedResponse,
   captureAnswer,
+  markStarted,
   markThrew,
   recordedOf,
   threwMarked,
@@ -261,10 +262,19 @@ export class HandlerProtection {
   }
 
   /**
-   * Fastify's hooks for a handler that throws: `onError` marks its claim, and `onSend` replaces the error's
-   * reply with the unknown outcome, which the capture then records as the client gets it.
+   * Fastify's hooks for a handler that throws: each route registered from now on marks its payment when
+   * its handler starts (a wrapper made once per route), `onError` marks the claim of a payment whose
+   * handler started, and `onSend` replaces the error's reply with the unknown outcome, which the capture
+   * then records as the client gets it.
    */
   protectFastify(fastify: FastifyInstance): void {
+    fastify.addHook('onRoute', (route) => {
+      const handler = route.handler as (this: unknown, request: FastifyRequest, reply: FastifyReply) => unknown
+      route.handler = function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
+        markStarted(reply.raw)
+        return handler.call(this, request, reply)
+      } as typeof route.handler
+    })
     fastify.addHook('onError', (_request, reply, _error, done) => {
       markThrew(reply.raw)
       done()

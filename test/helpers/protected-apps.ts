@@ -11,7 +11,8 @@
  * - `throw` throws; `reject` fails asynchronously (Hono: with what is not an Error);
  * - `broken` starts its answer, then fails;
  * - `refuse` answers 400;
- * - `stream` writes its 201 in pieces; `big` streams more than a store keeps.
+ * - `stream` writes its 201 in pieces; `big` streams more than a store keeps;
+ * - `denied` is refused with 403 by the application before its handler (Express, Fastify, Hono).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
@@ -77,6 +78,8 @@ const planOf = (reference: string) => reference.slice(0, reference.indexOf('-'))
 const COOKIES = ['first=1', 'second=2', 'third=3']
 const okBody = (reference: string, run: number) => JSON.stringify({ reference, run })
 const failure = () => new Error('the card processor failed')
+/** What a middleware or hook of the application before the handler refuses `denied` with. */
+const denial = () => Object.assign(new Error('not this merchant today'), { status: 403, statusCode: 403 })
 
 function nodeOk(res: ServerResponse, reference: string, run: number): void {
   res.writeHead(201, { 'content-type': 'application/json', 'x-app': 'one', 'set-cookie': COOKIES })
@@ -154,6 +157,10 @@ function nodeServer(gate: Gate, handling: Handling): Server {
 function expressServer(gate: Gate, handling: Handling): Server {
   const app = express()
   app.use(gate.express())
+  app.use((req, _res, next) => {
+    const reference = (req.body as PaymentRequest | undefined)?.transactionReference
+    next(reference !== undefined && planOf(reference) === 'denied' ? denial() : undefined)
+  })
   app.post([SALE_PATH, RECURRING_PATH], (req, res) => {
     const reference = (req.body as PaymentRequest).transactionReference
     const run = handling.ran(reference)
@@ -208,6 +215,10 @@ async function fastifyServer(gate: Gate, handling: Handling): Promise<Server> {
   let server!: Server
   const app = Fastify({ serverFactory: (handler) => (server = createServer(handler)) })
   await app.register(gate.fastify, { errorHandler: true })
+  app.addHook('preHandler', (request, _reply, done) => {
+    const reference = (request.body as PaymentRequest | undefined)?.transactionReference
+    done(reference !== undefined && planOf(reference) === 'denied' ? denial() : undefined)
+  })
   app.post(SALE_PATH, async (request, reply) => {
     const reference = (request.body as PaymentRequest).transactionReference
     const run = handling.ran(reference)
@@ -287,6 +298,10 @@ const JSON_TYPE = { 'content-type': 'application/json' }
 function honoServer(gate: Gate, handling: Handling): Server {
   const app = new Hono()
   app.use('/payments/*', gate.hono())
+  app.use(SALE_PATH, async (c: Context<Env, string, PaymentsGateInput>, next) => {
+    if (planOf(c.req.valid('json').transactionReference) === 'denied') return c.json({ denied: true }, 403)
+    await next()
+  })
   app.post(SALE_PATH, async (c: Context<Env, string, PaymentsGateInput>) => {
     const reference = c.req.valid('json').transactionReference
     const run = handling.ran(reference)

@@ -176,6 +176,16 @@ for (const surface of SURFACES) {
     t.equal(handling.count('refuse-1'), 2)
   })
 
+  if (surface !== 'node')
+    t.test(`${surface}: a refusal of the application before the handler releases the key`, async (t) => {
+      const { pay, handling } = await app(t, surface)
+      t.equal((await pay('denied-1')).status, 403)
+      const retry = await pay('denied-1')
+      t.equal(retry.status, 403, 'never started: no unknown outcome')
+      t.equal(retry.headers['idempotent-replayed'], undefined, 'released')
+      t.equal(handling.count('denied-1'), 0)
+    })
+
   t.test(`${surface}: a refusal of the policy, after the claim, releases it`, async (t) => {
     const { pay, handling } = await app(t, surface)
     const refused = await pay('ok-3', {
