@@ -66,7 +66,7 @@ export interface GateOptions extends HandlerRetryOptions {
   throttleRedis?: string | Redis
   /** A PEM bundle the certificate of a TLS `throttleRedis` URL is verified against, in place of the system's roots. */
   throttleRedisCa?: Buffer
-  /** Told of every failure of the shared throttle's Redis and of retry protection's store (the gateway logs and counts them). Default: the logger. */
+  /** Told of every failure of the shared throttle's Redis and of retry protection's store (the gateway logs and counts them); without it, the store's go to `logger`. */
   onStoreError?: (error: unknown) => void
   /**
    * Rules naming the backend's error answers on the two operations, which the

@@ -493,6 +493,28 @@ t.test("a gateway built from a gate with retry protection protects its payments 
   t.equal(backend.received.length, 2)
 })
 
+t.test(
+  'a protecting gateway in front of a protecting application on one store: every payment 409, as documented',
+  async (t) => {
+    const store = memoryStore()
+    const inner = await app(t, 'node', { idempotency: store, idempotencyFingerprintKey: FINGERPRINT_KEY })
+    const gate = await testGate(t)
+    const gateway = createGateway({
+      checks: gate.checks,
+      target: `http://127.0.0.1:${inner.port}`,
+      logger: captureLogger(),
+      idempotency: store,
+      idempotencyFingerprintKey: FINGERPRINT_KEY,
+    })
+    const { port } = await gateway.listen(0, '127.0.0.1')
+    t.teardown(() => gateway.drain(0))
+    const answer = await send(port, { headers: paymentHeaders(), body: payment('ok-1') })
+    t.equal(answer.status, 409, "the application finds the gateway's claim in flight")
+    t.equal(inner.handling.count('ok-1'), 0)
+    t.equal((await inner.pay('ok-1')).status, 201, 'the 409 released the key: one layer protects it')
+  },
+)
+
 t.test('a record under a fingerprint key the gate does not hold: 503 to retry, as the proxy answers', async (t) => {
   const store = memoryStore()
   const older = await app(t, 'express', { idempotency: store, idempotencyFingerprintKey: Buffer.alloc(32, 1) })
