@@ -12,6 +12,7 @@ import { RedisIdempotencyStore } from '../idempotency/redis.js'
 import { createLogger, errorFacts, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createRetryStore, inFlightWindowMs } from '../proxy/retry-protection.js'
+import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
 import { hideUserinfo } from '../shown-url.js'
 import { loadCertificates, type Certificates } from './certificates.js'
@@ -126,6 +127,8 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         try {
           const gate = await createGate({
             ...setup,
+            // Retry protection is the gateway's, the store above: the gate's, around a handler, serves nothing here.
+            ...NO_HANDLER_PROTECTION,
             logger,
             onPolicyReload: (outcome) => metrics.policyReload(outcome),
             onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),

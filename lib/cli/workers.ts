@@ -3,6 +3,7 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
 import { CodedError, isCoded } from '../coded-error.js'
 import { createGate } from '../gate.js'
+import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
 import { loadCertificates } from './certificates.js'
@@ -83,7 +84,7 @@ export async function runPrimary(
     const checked = await Promise.resolve()
       .then(() => {
         checkIdempotencySpec(options.idempotency)
-        return createGate(options)
+        return createGate({ ...options, ...NO_HANDLER_PROTECTION })
       })
       .catch((error: unknown) => {
         throw unreadable(error, options.where)

@@ -6,6 +6,8 @@ import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead } from '../http/screen.js'
 import type { Operation } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
+import { threwOn } from './answer-capture.js'
+import { answerFor, type HandlerProtection } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
@@ -45,8 +47,13 @@ function operationOfMounted(checks: Checks, req: ExpressRequest): Operation | Re
  * passed goes on with `req.body` set to the validated, rewritten document and
  * `req.paymentsGate` to its operation, entity and user; other paths go on
  * untouched. It reads the body itself, so it must come before any body parser.
+ * With `protection`, a payment's retries get its first answer (docs/middleware.md, retry protection).
  */
-export function expressMiddleware(checks: Checks, logger?: GateLogger): ExpressMiddleware {
+export function expressMiddleware(
+  checks: Checks,
+  logger?: GateLogger,
+  protection?: HandlerProtection,
+): ExpressMiddleware {
   const tracer = registeredTracer()
   return (req, res, next) =>
     inTurn(res, () => {
@@ -65,10 +72,11 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): ExpressM
             endScreening(screening, BODY_ALREADY_READ_ANSWER.status)
             return writeAnswer(res, BODY_ALREADY_READ_ANSWER)
           }
-          const outcome = await screenBody(checks, req, head)
+          const outcome =
+            protection === undefined ? await screenBody(checks, req, head) : await protection.screenBody(req, head, res)
           if (outcome === ABORTED) return endScreening(screening, 0)
           endScreening(screening, outcome)
-          if (!outcome.ok) return writeAnswer(res, answerOf(outcome))
+          if (!outcome.ok || outcome.ok === 'replay') return writeAnswer(res, answerFor(outcome))
           if (outcome.ok === 'report') {
             // The body as it came: what the application gets in report mode (docs/middleware.md).
             req.body = outcome.received
@@ -95,7 +103,10 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): ExpressM
  * never shown). Errors that carry a 4xx status are left to Express.
  */
 export function expressErrorHandler(logger?: GateLogger): ExpressErrorMiddleware {
-  return (error: unknown, _req, res, next) => {
+  return (error: unknown, req, res, next) => {
+    // A protected payment's route threw: its outcome is unknown (docs/middleware.md, retry protection). An error
+    // before any route matched (a middleware's) is answered as it would be, and settled by its status.
+    if (req.route !== undefined && threwOn(res, error)) return
     if (res.headersSent || isClientError(error)) return next(error)
     writeAnswer(res, internalError(error, logger))
   }

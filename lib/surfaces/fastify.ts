@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks } from '../checks/index.js'
 import type { Verdict } from '../checks/index.js'
@@ -9,6 +9,7 @@ import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import type { Operation, RecurringRequest, SaleRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
+import { answerFor, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
@@ -80,11 +81,15 @@ function bodyError(outcome: Rejection | typeof ABORTED): Error {
 const ADMITTED = Symbol('payments-gate admitted')
 const REFUSED = Symbol('payments-gate refused')
 const SCREENING = Symbol('payments-gate screening')
+/** With retry protection, the node response of a request admitted: the parser captures its handler's answer there. */
+const RESPONSE = Symbol('payments-gate response')
 
 interface Screened {
   [ADMITTED]: Admitted | undefined
-  [REFUSED]: Rejection | undefined
+  /** A refusal, or a replay of retry protection, answered in preValidation. */
+  [REFUSED]: Rejection | Replay | undefined
   [SCREENING]: Screening | undefined
+  [RESPONSE]: ServerResponse | undefined
 }
 
 type GateRequest = FastifyRequest & Screened
@@ -105,7 +110,7 @@ type Parsed = (error: Error | null, body?: unknown) => void
  * promise, a closure or a weak-map entry per request and hook is what made the
  * plugin dearer than the schema route it replaces (docs/performance.md).
  */
-export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGatePlugin {
+export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: HandlerProtection): FastifyGatePlugin {
   const tracer = registeredTracer()
   const routeOperation = routeReader(checks)
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
@@ -125,6 +130,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
     }
     request[ADMITTED] = head
     request[SCREENING] = screening
+    if (protection !== undefined) request[RESPONSE] = reply.raw
     done()
   }
 
@@ -163,11 +169,11 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
   }
 
   /** The verdict on a v6 body the parser read: the document for the route, or the refusal kept for preValidation. */
-  function bodyScreened(request: GateRequest, parsed: Parsed, outcome: Verdict | typeof ABORTED): void {
+  function bodyScreened(request: GateRequest, parsed: Parsed, outcome: Verdict | Replay | typeof ABORTED): void {
     const screening = request[SCREENING] as Screening
     endScreening(screening, outcome === ABORTED ? 0 : outcome)
     if (outcome === ABORTED) return parsed(bodyError(ABORTED))
-    if (!outcome.ok) {
+    if (!outcome.ok || outcome.ok === 'replay') {
       request[REFUSED] = outcome
       return parsed(null, undefined)
     }
@@ -200,6 +206,10 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
     fastify.decorateRequest(ADMITTED, undefined)
     fastify.decorateRequest(REFUSED, undefined)
     fastify.decorateRequest(SCREENING, undefined)
+    if (protection !== undefined) {
+      fastify.decorateRequest(RESPONSE, undefined)
+      protection.protectFastify(fastify)
+    }
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
     fastify.addHook('onRequest', (request, reply, next) => {
@@ -219,15 +229,20 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
         })
         return
       }
-      const screened = (outcome: Verdict | typeof ABORTED) => bodyScreened(request as GateRequest, parsed, outcome)
-      void screenBody(checks, payload, head).then(screened, parsed)
+      const screened = (outcome: Verdict | Replay | typeof ABORTED) =>
+        bodyScreened(request as GateRequest, parsed, outcome)
+      if (protection === undefined) void screenBody(checks, payload, head).then(screened, parsed)
+      else
+        void protection
+          .screenBody(payload, head, (request as GateRequest)[RESPONSE] as ServerResponse)
+          .then(screened, parsed)
     })
 
     fastify.addHook('preValidation', (request, reply, next) => {
       if ((request as GateRequest)[ADMITTED] !== undefined) return readElsewhere(request as GateRequest, reply)
       const outcome = (request as GateRequest)[REFUSED]
       if (outcome === undefined) next()
-      else write(reply, answerOf(outcome))
+      else write(reply, answerFor(outcome))
     })
 
     if (options.errorHandler === true) {

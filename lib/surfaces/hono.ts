@@ -10,6 +10,7 @@ import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import type { Operation } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
+import { answerFor, type Claimed, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
   eitherOperation,
@@ -54,7 +55,12 @@ function headOf(request: Request): IncomingMessage {
  */
 function responseOf(answer: Answer, screening: Screening | undefined): Response {
   const headers = new Headers(screening === undefined ? undefined : { 'x-request-id': screening.requestId })
-  for (const name of Object.keys(answer.headers)) headers.set(name, String(answer.headers[name]))
+  for (const name of Object.keys(answer.headers)) {
+    // A name a replay holds more than once (`set-cookie`) comes as a list.
+    const value = answer.headers[name]
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item)
+    else headers.set(name, String(value))
+  }
   return new Response(new Uint8Array(answer.body), { status: answer.status, headers })
 }
 
@@ -107,7 +113,11 @@ function operationOf(
  * request that passed goes on with `c.req.valid('json')` set to the validated, rewritten document and
  * `c.get('paymentsGate')` to its operation, entity, user and id; other paths go on untouched.
  */
-export function honoMiddleware(checks: Checks, logger?: GateLogger): HonoGateMiddleware {
+export function honoMiddleware(
+  checks: Checks,
+  logger?: GateLogger,
+  protection?: HandlerProtection,
+): HonoGateMiddleware {
   const tracer = registeredTracer()
   const routeOperation = routeReader(checks)
   const middleware: MiddlewareHandler = async (c, next) => {
@@ -118,12 +128,15 @@ export function honoMiddleware(checks: Checks, logger?: GateLogger): HonoGateMid
     if (typeof operation === 'object')
       return responseOf(answerOf((await screenHead(checks, head, operation)) as Rejection), undefined)
     const screening = screeningOf(tracer, operation, head)
-    let outcome: Verdict | typeof ABORTED
+    let outcome: Verdict | Claimed | Replay | typeof ABORTED
     try {
       // Never undefined: the path is an operation's.
       const admitted = (await screenHead(checks, head, operation)) as Admitted | Rejection
       if (admitted.ok === true) {
-        outcome = await screenBody(checks, bodyOf(c.req.raw), admitted)
+        outcome =
+          protection === undefined
+            ? await screenBody(checks, bodyOf(c.req.raw), admitted)
+            : await protection.claimBody(bodyOf(c.req.raw), admitted, c.req.raw.signal)
       } else {
         outcome = admitted
       }
@@ -131,13 +144,17 @@ export function honoMiddleware(checks: Checks, logger?: GateLogger): HonoGateMid
       endScreening(screening, 500)
       return responseOf(internalError(error, logger), screening)
     }
-    endScreening(screening, outcome === ABORTED ? 0 : outcome)
+    endScreening(screening, outcome === ABORTED ? 0 : outcome.ok === 'claimed' ? outcome.passed : outcome)
     if (outcome === ABORTED) return clientGone()
-    if (!outcome.ok) return responseOf(answerOf(outcome), screening)
+    if (!outcome.ok || outcome.ok === 'replay') return responseOf(answerFor(outcome), screening)
     // On the application's answer too, as Hono's own requestId middleware sets it.
     c.header('x-request-id', screening.requestId)
     if (outcome.ok === 'report') {
       report(c, outcome, screening)
+    } else if (outcome.ok === 'claimed') {
+      c.req.addValidatedData('json', outcome.passed.document)
+      c.set('paymentsGate', contextOf(outcome.passed, screening))
+      return (protection as HandlerProtection).respond(c, next, outcome.ticket, screening.requestId)
     } else {
       c.req.addValidatedData('json', outcome.document)
       c.set('paymentsGate', contextOf(outcome, screening))

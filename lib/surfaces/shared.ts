@@ -7,8 +7,10 @@ import type { RequestTarget } from '../checks/route.js'
 import { INTERNAL_ERROR, reject, type Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { requestIdOf } from '../http/request-id.js'
+import type { RetryProtectionOutcome } from '../metrics.js'
 import type { Operation } from '../schema/payment.js'
 import { endSpan, startCheckSpan } from '../tracing.js'
+import type { Replay } from './retry-protection.js'
 
 /** What the application learns about a request that passed every check. */
 export interface GateContext {
@@ -29,7 +31,13 @@ export type GateLogger = Pick<Logger, 'info' | 'warn' | 'error'>
  * BasicAuth and named an entity the user may act for: the verdict of the checks as report mode gives
  * it (docs/rollout.md), with the body's bytes as they came.
  */
-export type GateReport = Reported
+export type GateReport = Reported & {
+  /**
+   * With retry protection (`createGate`'s `idempotency`), on a payment every check passed: what it would
+   * have done, from a look at the store that claims nothing (docs/middleware.md, retry protection).
+   */
+  readonly wouldRetryProtection?: RetryProtectionOutcome
+}
 
 /** What a surface screens a request on: its operation, the refusal of a target that is not one, or undefined for a path not ours. */
 export function operationOfTarget(target: RequestTarget | Rejection): Operation | Rejection | undefined {
@@ -113,14 +121,15 @@ export function screeningOf(tracer: Tracer | undefined, operation: Operation, re
 }
 
 /**
- * The screening is over: the verdict of the checks, or the status the
+ * The screening is over: the verdict of the checks, a replay of retry protection, or the status the
  * middleware answered itself (500 for an internal error, 0 when the client
  * left). Nothing to do for a path not screened, or without an SDK.
  */
-export function endScreening(screening: Screening | undefined, verdict: Verdict | number): void {
+export function endScreening(screening: Screening | undefined, verdict: Verdict | Replay | number): void {
   const span = screening?.span
   if (span === undefined) return
   if (typeof verdict === 'number') endSpan(span, { status: verdict })
+  else if (verdict.ok === 'replay') endSpan(span, { status: verdict.answer.status })
   else if (verdict.ok) endSpan(span, { entity: verdict.entity })
   else endSpan(span, { status: verdict.status, errorName: verdict.body.errorName })
 }

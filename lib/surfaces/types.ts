@@ -28,6 +28,8 @@ export interface ExpressRequest extends IncomingMessage, Express.Request {
   readonly originalUrl: string
   /** The path the router was mounted on, which Express takes off `url` (empty for the app itself; unset by Connect). */
   readonly baseUrl?: string
+  /** The route Express matched, once one did: set only inside a route's handlers. */
+  readonly route?: unknown
   /** Express's path below the mount point, for the log. */
   readonly path?: string
   /** The validated, rewritten document, once the request passed. */
