@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks } from '../checks/index.js'
 import type { Verdict } from '../checks/index.js'
 import { INTERNAL_ERROR, type Rejection } from '../errors.js'
@@ -9,7 +9,8 @@ import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import type { Operation, RecurringRequest, SaleRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
-import { answerFor, type HandlerProtection, type Replay } from './retry-protection.js'
+import { markStarted, markThrew, threwMarked } from './answer-capture.js'
+import { answerFor, THREW, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
@@ -208,7 +209,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
     fastify.decorateRequest(SCREENING, undefined)
     if (protection !== undefined) {
       fastify.decorateRequest(RESPONSE, undefined)
-      protection.protectFastify(fastify)
+      protectHandlers(fastify)
     }
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
@@ -257,4 +258,29 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
     [Symbol.for('skip-override')]: true,
     [Symbol.for('fastify.display-name')]: 'payments-gate',
   }) as FastifyGatePlugin
+}
+
+/**
+ * Fastify's hooks for a handler of a protected payment that throws: each route registered from now on marks
+ * its payment when its handler starts (a wrapper made once per route), `onError` marks the claim of a payment
+ * whose handler started, and `onSend` replaces the error's reply with the unknown outcome, which the capture
+ * then records as the client gets it (docs/middleware.md, retry protection).
+ */
+function protectHandlers(fastify: FastifyInstance): void {
+  fastify.addHook('onRoute', (route) => {
+    const handler = route.handler as (this: unknown, request: FastifyRequest, reply: FastifyReply) => unknown
+    route.handler = function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
+      markStarted(reply.raw)
+      return handler.call(this, request, reply)
+    } as typeof route.handler
+  })
+  fastify.addHook('onError', (_request, reply, _error, done) => {
+    markThrew(reply.raw)
+    done()
+  })
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
+    if (!threwMarked(reply.raw)) return done(null, payload)
+    reply.code(THREW.status).headers(THREW.headers)
+    done(null, THREW.body)
+  })
 }

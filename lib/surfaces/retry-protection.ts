@@ -1,7 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { Readable } from 'node:stream'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Context, Next } from 'hono'
 import type { Checks, Entitled, Passed, Reported, Verdict } from '../checks/index.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { reject, type Rejection } from '../errors.js'
@@ -23,18 +21,10 @@ import {
   type Ticket,
 } from '../proxy/retry-protection.js'
 import type { Operation } from '../schema/payment.js'
-import {
-  capturedResponse,
-  captureAnswer,
-  markStarted,
-  markThrew,
-  recordedOf,
-  threwMarked,
-  threwOn,
-  type Settling,
-} from './answer-capture.js'
+import { capturedResponse, captureAnswer, recordedOf, threwOn, type Settling } from './answer-capture.js'
 import type { NodeNext } from './node.js'
 import type { GateLogger, GateReport } from './shared.js'
+import type { HonoAnswer } from './types.js'
 
 /** Retry protection around the application's own handler: `createGate`'s options (docs/middleware.md, retry protection). */
 export interface HandlerRetryOptions extends Omit<RetryProtectionOptions, 'idempotency' | 'onStoreError'> {
@@ -75,7 +65,7 @@ export interface Claimed {
 }
 
 /** The words of the middleware's stand-ins: the application, not a backend, processes the payment. */
-const THREW = answerOf(
+export const THREW = answerOf(
   reject('internalErrorOccurred', {
     message:
       "The outcome of this payment is unknown: it failed while it was being processed, so it may have been processed. It is not processed again: retries with this transactionReference get this answer while retry protection keeps it. Ask for the payment's status, and pay again under a new transactionReference only if it did not happen.",
@@ -215,7 +205,12 @@ export class HandlerProtection {
    * Runs Hono's next middleware or handler on a claimed payment, and settles the claim with its answer:
    * the `Response` captured as it streams, or the unknown outcome of a throw, which the client gets.
    */
-  async respond(c: Context, next: Next, ticket: Ticket | undefined, requestId: string): Promise<void> {
+  async respond(
+    c: HonoAnswer,
+    next: () => Promise<void>,
+    ticket: Ticket | undefined,
+    requestId: string,
+  ): Promise<void> {
     if (ticket === undefined) return next()
     let threw: unknown
     let failed = false
@@ -259,31 +254,6 @@ export class HandlerProtection {
       return threw(res, error)
     }
     if (result instanceof Promise) return result.catch((error: unknown) => threw(res, error))
-  }
-
-  /**
-   * Fastify's hooks for a handler that throws: each route registered from now on marks its payment when
-   * its handler starts (a wrapper made once per route), `onError` marks the claim of a payment whose
-   * handler started, and `onSend` replaces the error's reply with the unknown outcome, which the capture
-   * then records as the client gets it.
-   */
-  protectFastify(fastify: FastifyInstance): void {
-    fastify.addHook('onRoute', (route) => {
-      const handler = route.handler as (this: unknown, request: FastifyRequest, reply: FastifyReply) => unknown
-      route.handler = function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
-        markStarted(reply.raw)
-        return handler.call(this, request, reply)
-      } as typeof route.handler
-    })
-    fastify.addHook('onError', (_request, reply, _error, done) => {
-      markThrew(reply.raw)
-      done()
-    })
-    fastify.addHook('onSend', (_request, reply, payload, done) => {
-      if (!threwMarked(reply.raw)) return done(null, payload)
-      reply.code(THREW.status).headers(THREW.headers)
-      done(null, THREW.body)
-    })
   }
 
   /** Closes the store when the gate built it. */

@@ -67,6 +67,16 @@ export interface FastifyGateOptions {
  */
 export type FastifyGatePlugin = (instance: unknown, options: FastifyGateOptions, done: (error?: Error) => void) => void
 
+/**
+ * What retry protection uses of Hono's `Context` once the handler ran: the error Hono caught and the
+ * answer, which it replaces. Written here so that the package's declarations need no Hono types.
+ */
+export interface HonoAnswer {
+  readonly error: unknown
+  get res(): Response
+  set res(answer: Response | undefined)
+}
+
 /** `gate.hono()`: Hono middleware, on the Fetch API's `Request` and `Response`; its context's type is Hono's. */
 export type HonoGateMiddleware = (c: unknown, next: () => Promise<void>) => Promise<Response | void>
 
