@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Readable } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
-import type { Checks } from '../checks/index.js'
-import type { Verdict } from '../checks/index.js'
+import type { Checks, Reported, Verdict } from '../checks/index.js'
 import { INTERNAL_ERROR, type Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
@@ -97,6 +97,9 @@ type GateRequest = FastifyRequest & Screened
 
 type Done = (error?: Error) => void
 
+/** A preParsing hook's callback: the stream the content-type parser reads instead of the request, when given. */
+type Replaced = (error?: Error | null, payload?: Readable) => void
+
 /** A content-type parser's callback. */
 type Parsed = (error: Error | null, body?: unknown) => void
 
@@ -105,7 +108,8 @@ type Parsed = (error: Error | null, body?: unknown) => void
  * its hooks and its content-type parser apply to the instance it is
  * registered on. Credentials and headers are checked in `onRequest`, before
  * the body is read; the body is read and checked by a content-type parser for
- * the v6 media type, so Fastify never parses it a second time; a refused body
+ * the v6 media type, so Fastify never parses it a second time (report mode reads
+ * a JSON type's body in `preParsing`, `readHeldJson`); a refused body
  * is answered in `preValidation`, before any route schema or handler. The
  * hooks take callbacks and the state rides on decorations set up once: a
  * promise, a closure or a weak-map entry per request and hook is what made the
@@ -189,6 +193,39 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
   }
 
   /**
+   * Report mode, a request admitted with its Content-Type's refusal held (a JSON type other than the
+   * v6 type, `checks.holdable`): Fastify hands its body to its parser for that type, never to the
+   * plugin's, so the body is read and checked here, before any parser. That parser gets the same
+   * bytes, and preValidation hands the route the document the checks read, whatever the parser made
+   * of them (docs/middleware.md, report mode).
+   */
+  function readHeldJson(request: GateRequest, reply: FastifyReply, payload: Readable, done: Replaced): void {
+    const head = request[ADMITTED]
+    // Only Accept's refusal and a JSON type's are ever held; Accept's comes with the v6 type, for the plugin's parser.
+    if (head?.refused?.body.headerName !== 'Content-Type') return done()
+    request[ADMITTED] = undefined
+    const screened = (outcome: Verdict | typeof ABORTED) => heldJsonScreened(request, reply, done, outcome)
+    void screenBody(checks, payload, head).then(screened, done)
+  }
+
+  function heldJsonScreened(
+    request: GateRequest,
+    reply: FastifyReply,
+    done: Replaced,
+    outcome: Verdict | typeof ABORTED,
+  ): void {
+    endScreening(request[SCREENING], outcome === ABORTED ? 0 : outcome)
+    if (outcome === ABORTED) return done(bodyError(ABORTED))
+    if (!outcome.ok) {
+      write(reply, answerOf(outcome))
+      return
+    }
+    // With a refusal held, the verdict is enforce's answer or a report of it, never a pass.
+    request.paymentsGateReport = outcome as Reported
+    done(null, Readable.from([(outcome as Reported).body], { objectMode: false }))
+  }
+
+  /**
    * A request admitted whose body no parser of the plugin's read: the application registered its own
    * parser for a spelling of the v6 media type, which Fastify chose over the plugin's. The gate never
    * held the bytes the handler would get, so nothing is handed on (docs/middleware.md, Fastify).
@@ -239,11 +276,24 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
           .then(screened, parsed)
     })
 
+    // Only report mode holds a refusal of the head (screenHead): enforce mode adds no hook to every request.
+    if (checks.mode === 'report') {
+      fastify.addHook('preParsing', (request, reply, payload, done) =>
+        readHeldJson(request as GateRequest, reply, payload, done),
+      )
+    }
+
     fastify.addHook('preValidation', (request, reply, next) => {
       if ((request as GateRequest)[ADMITTED] !== undefined) return readElsewhere(request as GateRequest, reply)
       const outcome = (request as GateRequest)[REFUSED]
-      if (outcome === undefined) next()
-      else write(reply, answerFor(outcome))
+      if (outcome !== undefined) {
+        write(reply, answerFor(outcome))
+        return
+      }
+      // Report mode: the body as the checks read it, also where Fastify's parser for a JSON type read it too.
+      const report = request.paymentsGateReport
+      if (report !== undefined) request.body = report.received
+      next()
     })
 
     if (options.errorHandler === true) {
