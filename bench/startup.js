@@ -8,14 +8,9 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { median, pairStats, passOrder } from './lib/pairing.js'
 
 const repo = fileURLToPath(new URL('../', import.meta.url))
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-}
 
 /** The credentials file of one user, hashed by the build under test at a cheap cost: `serve` only reads it. */
 async function writeCredentials(dir) {
@@ -89,9 +84,10 @@ export async function runStartup({ starts = 10, baseline, log = () => {} } = {})
     const arms = { this: { dist: join(repo, 'dist'), times: [] } }
     if (baseline !== undefined) arms.baseline = { dist: baseline, times: [] }
     for (let i = 0; i < starts; i++) {
-      // Alternate which arm goes first, so neither always starts on a warmer cache.
-      const order = i % 2 === 0 ? Object.values(arms) : Object.values(arms).reverse()
-      for (const arm of order) arm.times.push(await startOnce(arm.dist, credentials))
+      // The bench's pairing: the two builds one right after the other, the order swapped every pair, so
+      // neither always starts on a warmer cache.
+      for (const name of passOrder(Object.keys(arms), i))
+        arms[name].times.push(await startOnce(arms[name].dist, credentials))
     }
     log(`start-up: ${starts} starts${baseline === undefined ? '' : ' per build, alternating'}`)
     return Object.fromEntries(Object.entries(arms).map(([name, arm]) => [name, arm.times]))
@@ -111,11 +107,10 @@ export function startupSection(times, load = loadavg()) {
     `- this build: ${summary(times.this)}, ${times.this.length} starts`,
   ]
   if (times.baseline !== undefined) {
-    const ratios = (of) =>
-      range(
-        times.this.map((t, i) => t[of] / times.baseline[i][of]),
-        2,
-      )
+    const ratios = (of) => {
+      const stats = pairStats(times.this.map((t, i) => t[of] / times.baseline[i][of]))
+      return `median ${stats.median.toFixed(2)} (${stats.min.toFixed(2)} to ${stats.max.toFixed(2)}; this build slower in ${stats.above} of ${stats.count})`
+    }
     lines.push(
       `- baseline: ${summary(times.baseline)}, ${times.baseline.length} starts`,
       `- this/baseline, paired: wall ${ratios('wall')}${times.this[0].cpu === undefined ? '' : `, CPU ${ratios('cpu')}`}`,
