@@ -2,6 +2,8 @@
 # Run: mount the policies and the credentials, give the backend:
 #   docker run -v "$PWD/policies:/etc/payments-gate/policies:ro" -v "$PWD/secrets:/etc/payments-gate/credentials:ro" \
 #     -e PAYMENTS_GATE_TARGET=http://backend:9000 -p 8080:8080 -p 9901:9901 payments-gate
+# Arguments after the image name replace the command `serve`: `payments-gate serve --workers auto`, or another
+# command, `payments-gate check-policies /etc/payments-gate/policies`.
 
 # Node 26 (active LTS), pinned by version and digest: moved to the newest Node 26 image on the schedule of
 # docs/deployment.md (rebuilds), so the image has the newest Node 26 release and Debian's security fixes.
@@ -29,6 +31,12 @@ USER 1000:1000
 EXPOSE 8080 9901
 # /healthz of the admin listener, wherever --admin (or PAYMENTS_GATE_ADMIN) puts it, asked by node: no curl here.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s CMD ["node", "scripts/healthcheck.js"]
+# Where serve listens and what it reads, as variables rather than in CMD: `docker run ... payments-gate serve
+# --workers auto` replaces the command and keeps them; `-e` changes one (docs/deployment.md, the image).
+ENV PAYMENTS_GATE_LISTEN=0.0.0.0:8080 \
+    PAYMENTS_GATE_ADMIN=0.0.0.0:9901 \
+    PAYMENTS_GATE_POLICIES=/etc/payments-gate/policies \
+    PAYMENTS_GATE_CREDENTIALS=/etc/payments-gate/credentials/credentials.json
 # Exec form: node is PID 1 and gets SIGTERM itself, so a stop drains (docs/deployment.md, stopping).
 ENTRYPOINT ["node", "dist/cli.js"]
-CMD ["serve", "--listen", "0.0.0.0:8080", "--admin", "0.0.0.0:9901", "--policies", "/etc/payments-gate/policies", "--credentials", "/etc/payments-gate/credentials/credentials.json"]
+CMD ["serve"]

@@ -1,9 +1,13 @@
 #!/usr/bin/env node
-import { main } from './cli/main.js'
+// The only static import is the Node check: the command line is imported once the Node is one served.
+import { onSupportedNode } from './node-version.js'
 
-process.exitCode = await main(process.argv.slice(2), {
-  stdin: process.stdin,
-  stdout: process.stdout,
-  stderr: process.stderr,
-  env: process.env,
+process.exitCode = await onSupportedNode(process.versions.node, process.stderr, async () => {
+  const { main } = await import('./cli/main.js')
+  return main(process.argv.slice(2), {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+  })
 })

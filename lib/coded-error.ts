@@ -30,17 +30,41 @@ export type ErrorCode =
   /** A Redis command not sent, because the connection is not up: it certainly did not run. */
   | 'ENOTCONNECTED'
 
-/** The one way payments-gate makes an error of its own: a message and a code from the list above. */
+/** How a message names an option: the library's name (`idempotencyFingerprintKey`), or the CLI's flag or variable for it. */
+export type OptionNamer = (option: string) => string
+
+/** A message that names options, worded by how they are named. */
+export type Wording = (name: OptionNamer) => string
+
+/**
+ * The one way payments-gate makes an error of its own: a message and a code from the list above. A
+ * message about options is given as a function of how they are named, so that the library's message
+ * names the option its caller passed and the CLI's names the flag or variable the value came from.
+ */
 export class CodedError<C extends ErrorCode = ErrorCode> extends Error {
   readonly code: C
+  /** The message with the options it names worded by `name`; undefined for a message that names none. */
+  readonly worded: Wording | undefined
 
-  constructor(code: C, message: string) {
-    super(message)
+  constructor(code: C, message: string | Wording) {
+    super(typeof message === 'string' ? message : message((option) => option))
     this.code = code
+    this.worded = typeof message === 'string' ? undefined : message
   }
 }
 
 /** Whether `error` is one of ours with this code. */
 export function isCoded<C extends ErrorCode>(error: unknown, code: C): error is CodedError<C> {
   return error instanceof CodedError && error.code === code
+}
+
+/**
+ * `error` with the options it names renamed, for a caller that took them under other names (the gate's
+ * `throttleRedis` is the store's `idempotency`, the CLI's `--idempotency-fingerprint-key` is `idempotencyFingerprintKey`);
+ * any other error as it is.
+ */
+export function renamed(error: unknown, rename: OptionNamer): unknown {
+  if (!(error instanceof CodedError) || error.worded === undefined) return error
+  const worded = error.worded
+  return new CodedError(error.code, (name) => worded((option) => name(rename(option))))
 }

@@ -112,6 +112,11 @@ export const CREDENTIAL_DEFAULTS = Object.freeze({
   cacheTtlMs: 300_000,
   /** Most password hashes running at once: libuv's thread pool has four threads unless told otherwise. */
   hashConcurrency: 4,
+  /**
+   * Most bytes the hashes running at once may take, scrypt's 128 * N * r each (docs/credentials.md): half of the
+   * gateway container's memory limit in deploy/payments.yaml, twice what the default cost takes.
+   */
+  hashMemoryMax: 128 * 1024 * 1024,
   /** Most checks waiting for a hash to start; beyond, 503 at once. */
   hashQueueMax: 32,
   /** Most of those one client address may hold, where its address is known. */

@@ -2,7 +2,7 @@ import fastJson, { type ObjectSchema } from 'fast-json-stringify'
 
 /**
  * The one table of top-level error names. Status and message are the defaults;
- * `headerHasInvalidValue` is answered as 406 or 415 depending on the header.
+ * `headerHasInvalidValue` is answered as 400, 406 or 415 depending on the header.
  * Names follow the payments v6 service's own error list; the gateway's own
  * (`accessDenied`, `methodIsNotAllowed`, `bodyIsTooLarge`, `requestIsMalformed`,
  * `headersAreTooLarge`, `requestTimedOut`, the two of retry protection,

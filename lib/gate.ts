@@ -1,12 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { ErrorRequestHandler, RequestHandler } from 'express'
-import type { FastifyPluginCallback } from 'fastify'
-import type { MiddlewareHandler } from 'hono'
 import type { Redis } from 'ioredis'
 import type { BackendErrorSource } from './backend-errors/rules.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
 import { buildChecks, type Checks } from './checks/index.js'
+import { renamed } from './coded-error.js'
 import { watchCredentials, type WatchedCredentials } from './credentials/watch.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
@@ -17,10 +15,16 @@ import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
-import { fastifyPlugin, type FastifyGateOptions } from './surfaces/fastify.js'
+import { fastifyPlugin } from './surfaces/fastify.js'
 import { honoMiddleware } from './surfaces/hono.js'
 import { nodeHandler, type NodeNext } from './surfaces/node.js'
 import type { GateLogger } from './surfaces/shared.js'
+import type {
+  ExpressErrorMiddleware,
+  ExpressMiddleware,
+  FastifyGatePlugin,
+  HonoGateMiddleware,
+} from './surfaces/types.js'
 import type { ReloadOutcome } from './watch.js'
 
 /**
@@ -72,7 +76,10 @@ export interface GateOptions {
   mode?: Mode
 }
 
-/** The checks of docs/checks.md, built once, in the shapes a Node service can mount. */
+/**
+ * The checks of docs/checks.md, built once, in the shapes a Node service can mount. Typed without any
+ * framework's types (surfaces/types.ts); `payments-gate/fastify` and `payments-gate/hono` add theirs.
+ */
 export interface Gate {
   /** The checks themselves, for callers that hold a whole request (e.g. a queue consumer). */
   readonly checks: Checks
@@ -90,23 +97,23 @@ export interface Gate {
   /**
    * Connect/Express middleware, mounted before any body parser. On a request
    * that passed, `req.body` is the validated, rewritten document and
-   * `req.paymentsGate` holds `{ operation, entity, principal }`.
+   * `req.paymentsGate` holds `{ operation, entity, principal, requestId }` (typed through Express's `Request`).
    */
-  express(): RequestHandler
+  express(): ExpressMiddleware
   /** Express error-handling middleware, mounted last: thrown errors become the standard 500 body. */
-  expressErrorHandler(): ErrorRequestHandler
+  expressErrorHandler(): ExpressErrorMiddleware
   /**
    * The Fastify plugin: `app.register(gate.fastify)`. On a request that passed,
    * `request.body` is the validated, rewritten document and
-   * `request.paymentsGate` holds `{ operation, entity, principal }`.
+   * `request.paymentsGate` holds `{ operation, entity, principal, requestId }` (typed by `payments-gate/fastify`).
    */
-  readonly fastify: FastifyPluginCallback<FastifyGateOptions>
+  readonly fastify: FastifyGatePlugin
   /**
    * Hono middleware: `app.use('/payments/*', gate.hono())`. On a request that passed,
    * `c.req.valid('json')` is the validated, rewritten document and
-   * `c.get('paymentsGate')` holds `{ operation, entity, principal, requestId }`.
+   * `c.get('paymentsGate')` holds `{ operation, entity, principal, requestId }` (typed by `payments-gate/hono`).
    */
-  hono(): MiddlewareHandler
+  hono(): HonoGateMiddleware
   /** Answers any error of the table in the standard format: `gate.errors(res, 'entityIsNotConfigured')`. */
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
   /** Re-reads the watched policy folder, credentials file and rules file now, as SIGHUP asks; resolves once what was read is in force. */
@@ -127,10 +134,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
   checkGateOptions(options)
   const { logger, onStoreError } = options
   // A URL's client is the gate's to close; a client given is the caller's.
-  const owned =
-    typeof options.throttleRedis === 'string'
-      ? createRedisClient(options.throttleRedis, { onError: onStoreError, ca: options.throttleRedisCa })
-      : undefined
+  const owned = typeof options.throttleRedis === 'string' ? throttleClient(options.throttleRedis, options) : undefined
   const redis = owned ?? (options.throttleRedis as Redis | undefined)
   let users: WatchedCredentials | undefined
   let store: PolicyStore | undefined
@@ -158,6 +162,16 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     store?.close()
     if (owned !== undefined) await closeRedisClient(owned)
     throw error
+  }
+}
+
+/** The throttle's own Redis client, made by the store's code: its errors name the gate's options. */
+function throttleClient(url: string, options: GateOptions): Redis {
+  try {
+    return createRedisClient(url, { onError: options.onStoreError, ca: options.throttleRedisCa })
+  } catch (error) {
+    // The client's messages name the store's URL or its CA bundle (the gate gives no password): here, the gate's options.
+    throw renamed(error, (option) => (option === 'idempotency' ? 'throttleRedis' : 'throttleRedisCa'))
   }
 }
 

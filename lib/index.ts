@@ -2,13 +2,23 @@
  * The public API of payments-gate as a library. Everything here is the same
  * code the proxy runs: one set of checks, one error table, one serializer.
  */
+// First: on a Node not served it throws one line before any other module loads (node-version.ts).
+import './supported-node.js'
 export { createGate, type Gate, type GateOptions } from './gate.js'
 export { createGateway, type Gateway, type GatewayOptions } from './proxy/server.js'
 export { DEFAULTS, mediaTypes, type MediaTypes } from './defaults.js'
 export type { GateContext, GateLogger, GateReport } from './surfaces/shared.js'
 export type { NodeNext } from './surfaces/node.js'
-export type { FastifyGateOptions } from './surfaces/fastify.js'
-export type { PaymentsGateInput } from './surfaces/hono.js'
+export type {
+  ExpressErrorMiddleware,
+  ExpressMiddleware,
+  ExpressNext,
+  ExpressRequest,
+  FastifyGateOptions,
+  FastifyGatePlugin,
+  HonoGateMiddleware,
+  PaymentsGateInput,
+} from './surfaces/types.js'
 export {
   buildChecks,
   type Checks,

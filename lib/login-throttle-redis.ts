@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { THROTTLE_DEFAULTS } from './defaults.js'
 import {
@@ -8,7 +9,7 @@ import {
   type LoginThrottleOptions,
 } from './login-throttle.js'
 
-/** Every key this throttle writes starts so; then `failures:` or `locked:` and the username. */
+/** Every key this throttle writes starts so; then `failures:`, `locked:` or `reserved:` and the username. */
 export const LOGIN_KEY_PREFIX = 'payments-gate:login:'
 
 export interface RedisLoginThrottleOptions extends LoginThrottleOptions {
@@ -17,25 +18,65 @@ export interface RedisLoginThrottleOptions extends LoginThrottleOptions {
 }
 
 /**
- * One failure, atomically: count it in a window that starts with the first
- * failure, and at the limit lock the username for the cool-down and start
- * the count again. Not safe to repeat (a repeat counts one failure twice), so
- * it runs at most once: the client must never send a command again on its own.
+ * A reservation, atomically, by Redis's clock: refused while the username is
+ * locked or its failures and the reservations still held reach the limit;
+ * otherwise one more member of the username's set, scored with its expiry, so
+ * that one a gateway never gave back (it died, or lost Redis) is dropped after
+ * the failure window. A repeat would find its own reservation counted, so it
+ * runs at most once, like the settle below.
  */
-const FAILURE = `
-local failures = redis.call('INCR', KEYS[2])
-if failures == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
-if failures >= tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[1], '1', 'PX', ARGV[3])
-  redis.call('DEL', KEYS[2])
-end
-return failures
+const RESERVE = `
+if redis.call('GET', KEYS[1]) then return 0 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+if tonumber(redis.call('GET', KEYS[2]) or '0') + redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+return 1
 `
 
+/**
+ * A reservation settled, atomically: given back, and, for a failure, the
+ * failure counted in a window that starts with the first one, at the limit the
+ * username locked for the cool-down and the count started again; for a
+ * success, the confirmed failures forgotten (the other reservations stay).
+ * Not safe to repeat (a repeat counts one failure twice), so it runs at most
+ * once: the client must never send a command again on its own.
+ */
+const SETTLE = `
+redis.call('ZREM', KEYS[3], ARGV[1])
+if ARGV[2] == 'failed' then
+  local failures = redis.call('INCR', KEYS[2])
+  if failures == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+  if failures >= tonumber(ARGV[3]) then
+    redis.call('SET', KEYS[1], '1', 'PX', ARGV[5])
+    redis.call('DEL', KEYS[2])
+  end
+elseif ARGV[2] == 'succeeded' then
+  redis.call('DEL', KEYS[2])
+end
+return 1
+`
+
+/** How a verification ended, as the settle script reads it. */
+type Outcome = 'failed' | 'succeeded' | 'none'
+
 interface Scripts {
-  paymentsGateLoginFailure(
+  paymentsGateLoginReserve(
     locked: string,
     failures: string,
+    reserved: string,
+    max: number,
+    windowMs: number,
+    token: string,
+  ): Promise<number>
+  paymentsGateLoginSettle(
+    locked: string,
+    failures: string,
+    reserved: string,
+    token: string,
+    outcome: Outcome,
     max: number,
     windowMs: number,
     coolDownMs: number,
@@ -44,8 +85,8 @@ interface Scripts {
 
 /**
  * The failed-login throttle shared by every gateway on one Redis: ten wrong
- * passwords are ten across the fleet. Verifications still running are counted
- * by each process for itself, as the memory throttle does. While Redis cannot
+ * passwords are ten across the fleet, and so are ten verifications at once,
+ * since each reserves its place in Redis before it hashes. While Redis cannot
  * be reached, each call falls back to this process's own count (never a
  * lockout of everybody, never a crash) and `onError` is told. The client
  * given must have ioredis's `autoResendUnfulfilledCommands` off, as
@@ -53,18 +94,18 @@ interface Scripts {
  * may have been counted, and is not sent again.
  */
 export class RedisLoginThrottle implements LoginThrottle {
-  readonly #redis: Redis
   readonly #scripts: Scripts
+  readonly #redis: Redis
   readonly #fallback: MemoryLoginThrottle
   readonly #onError: (error: Error) => void
   readonly #maxFailures: number
   readonly #failureWindowMs: number
   readonly #coolDownMs: number
-  readonly #pending = new Map<string, number>()
 
   constructor(redis: Redis, options: RedisLoginThrottleOptions = {}) {
     const settings = { ...THROTTLE_DEFAULTS, ...definedOnly(options) }
-    redis.defineCommand('paymentsGateLoginFailure', { numberOfKeys: 2, lua: FAILURE })
+    redis.defineCommand('paymentsGateLoginReserve', { numberOfKeys: 3, lua: RESERVE })
+    redis.defineCommand('paymentsGateLoginSettle', { numberOfKeys: 3, lua: SETTLE })
     this.#redis = redis
     this.#scripts = redis as unknown as Scripts
     this.#fallback = new MemoryLoginThrottle(options)
@@ -75,52 +116,51 @@ export class RedisLoginThrottle implements LoginThrottle {
   }
 
   async admit(username: string): Promise<LoginAttempt | undefined> {
-    let found: (string | null)[]
+    const token = randomUUID()
+    let reserved: number
     try {
-      // Safe to repeat: it only reads.
-      found = await this.#redis.mget(LOGIN_KEY_PREFIX + 'locked:' + username, LOGIN_KEY_PREFIX + 'failures:' + username)
+      // Runs at most once (the script above).
+      reserved = await this.#scripts.paymentsGateLoginReserve(
+        LOGIN_KEY_PREFIX + 'locked:' + username,
+        LOGIN_KEY_PREFIX + 'failures:' + username,
+        LOGIN_KEY_PREFIX + 'reserved:' + username,
+        this.#maxFailures,
+        this.#failureWindowMs,
+        token,
+      )
     } catch (error) {
       this.#onError(error as Error)
       return this.#fallback.admit(username)
     }
-    const [locked, failures] = found
-    const pending = this.#pending.get(username) ?? 0
-    if (locked !== null || Number(failures ?? 0) + pending >= this.#maxFailures) return undefined
-    this.#pending.set(username, pending + 1)
-    return { settle: (succeeded) => this.#settle(username, succeeded) }
+    if (reserved === 0) return undefined
+    return { settle: (succeeded) => this.#settle(username, token, succeeded) }
   }
 
   async clear(username: string): Promise<void> {
     this.#fallback.clear(username)
     try {
-      // Safe to repeat: a second DEL finds nothing.
+      // Safe to repeat: a second DEL finds nothing. The reservations of verifications still running stay.
       await this.#redis.del(LOGIN_KEY_PREFIX + 'locked:' + username, LOGIN_KEY_PREFIX + 'failures:' + username)
     } catch (error) {
       this.#onError(error as Error)
     }
   }
 
-  async #settle(username: string, succeeded: boolean | undefined): Promise<void> {
-    const pending = (this.#pending.get(username) as number) - 1
-    if (pending === 0) this.#pending.delete(username)
-    else this.#pending.set(username, pending)
-    if (succeeded === undefined) return
-    const failures = LOGIN_KEY_PREFIX + 'failures:' + username
+  async #settle(username: string, token: string, succeeded: boolean | undefined): Promise<void> {
     try {
-      // Safe to repeat: a second DEL finds nothing.
-      if (succeeded) await this.#redis.del(failures)
-      else {
-        const locked = LOGIN_KEY_PREFIX + 'locked:' + username
-        // Runs at most once (the script above).
-        await this.#scripts.paymentsGateLoginFailure(
-          locked,
-          failures,
-          this.#maxFailures,
-          this.#failureWindowMs,
-          this.#coolDownMs,
-        )
-      }
+      // Runs at most once (the script above).
+      await this.#scripts.paymentsGateLoginSettle(
+        LOGIN_KEY_PREFIX + 'locked:' + username,
+        LOGIN_KEY_PREFIX + 'failures:' + username,
+        LOGIN_KEY_PREFIX + 'reserved:' + username,
+        token,
+        succeeded === undefined ? 'none' : succeeded ? 'succeeded' : 'failed',
+        this.#maxFailures,
+        this.#failureWindowMs,
+        this.#coolDownMs,
+      )
     } catch (error) {
+      // The reservation left in Redis expires with the window.
       this.#onError(error as Error)
       void this.#fallback.admit(username)?.settle(succeeded)
     }

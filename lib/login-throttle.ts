@@ -10,13 +10,17 @@ import { THROTTLE_DEFAULTS } from './defaults.js'
 export interface LoginThrottle {
   /**
    * Whether a verification of this username may start: an attempt to settle
-   * once verified, or undefined when the username is refused. Synchronous
-   * when the throttle can answer without I/O.
+   * once verified, or undefined when the username is refused. An attempt is
+   * a reservation: until settled it counts against the limit as a failure
+   * would, so a burst cannot start more verifications than the failures left,
+   * but it never locks the username by itself. Synchronous when the throttle
+   * can answer without I/O.
    */
   admit(username: string): LoginAttempt | undefined | Promise<LoginAttempt | undefined>
   /**
    * Forgets the username's failures and lifts its lock: a reload added or
-   * changed the user (docs/credentials.md). Never rejects.
+   * changed the user (docs/credentials.md). The attempts still running keep
+   * their reservations. Never rejects.
    */
   clear(username: string): void | Promise<void>
 }
@@ -25,7 +29,9 @@ export interface LoginThrottle {
 export interface LoginAttempt {
   /**
    * Called once, with whether the password matched, or undefined when nothing
-   * was verified (the attempt only stops counting as running). Never rejects.
+   * was verified (the reservation is given back, nothing counted). A success
+   * forgets the confirmed failures, not the other attempts' reservations.
+   * Never rejects.
    */
   settle(succeeded: boolean | undefined): void | Promise<void>
 }
@@ -51,7 +57,10 @@ interface FailureState {
   pending: number
 }
 
-/** The throttle of one process: answers synchronously. */
+/**
+ * The throttle of one process: answers synchronously. A reservation lives as
+ * long as its verification, which this process always settles.
+ */
 export class MemoryLoginThrottle implements LoginThrottle {
   readonly #failures: LRUCache<string, FailureState>
   readonly #now: () => number
@@ -75,15 +84,23 @@ export class MemoryLoginThrottle implements LoginThrottle {
     state.pending++
     return {
       settle: (succeeded) => {
-        if (succeeded === true) this.#failures.delete(username)
-        else if (succeeded === false) this.#recordFailure(username, state)
         state.pending--
+        if (succeeded === true) this.#forget(state)
+        else if (succeeded === false) this.#recordFailure(username, state)
       },
     }
   }
 
   clear(username: string): void {
-    this.#failures.delete(username)
+    const state = this.#failures.get(username)
+    if (state !== undefined) this.#forget(state)
+  }
+
+  /** Failures and lock forgotten; the attempts still running stay counted. */
+  #forget(state: FailureState): void {
+    state.windowStart = this.#now()
+    state.failures = 0
+    state.lockedUntil = 0
   }
 
   /** The username's failures in the current window; a new window once the last one is over. */

@@ -5,9 +5,9 @@ import { spawn, spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { Redis } from 'ioredis'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { parseAllDocuments } from 'yaml'
-import { flagName } from '../lib/cli/flags.js'
+import { envName, flagName } from '../lib/cli/flags.js'
 import { DEFAULTS } from '../lib/defaults.js'
 import { storePassword } from '../lib/cli/startup.js'
 import { createIdempotencyStore } from '../lib/idempotency/create-store.js'
@@ -15,45 +15,13 @@ import type { RedisIdempotencyStore } from '../lib/idempotency/redis.js'
 import { RedisLoginThrottle } from '../lib/login-throttle-redis.js'
 import { inFlightWindowMs, UNKNOWN_ANSWER } from '../lib/proxy/retry-protection.js'
 import { spawnCli } from './helpers/cli.js'
+import { dockerfileStages, execForm, imageEnv, type Instruction } from './helpers/dockerfile.js'
 import { saleBody, writeCredentials, POLICIES_DIR } from './helpers/fixtures.js'
-import { paymentHeaders, send, until } from './helpers/http.js'
+import { paymentHeaders, send } from './helpers/http.js'
+import { startManifestRedis } from './helpers/manifest-redis.js'
 import { freePort, poll, startBackend } from './helpers/servers.js'
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
-
-interface Instruction {
-  readonly keyword: string
-  readonly argument: string
-}
-
-/** The Dockerfile's instructions, stage by stage (a stage starts at FROM); comments dropped, continued lines joined. */
-function dockerfileStages(text: string): Instruction[][] {
-  const stages: Instruction[][] = []
-  const lines = text.replace(/\\\n/g, ' ').split('\n')
-  for (const line of lines) {
-    const match = /^\s*([A-Z]+)\s+(.*)$/.exec(line)
-    if (match === null) continue
-    const instruction = { keyword: match[1] as string, argument: (match[2] as string).trim() }
-    if (instruction.keyword === 'FROM') stages.push([])
-    stages.at(-1)?.push(instruction)
-  }
-  return stages
-}
-
-/** An instruction's exec form (a JSON array of strings); anything else fails the test. */
-function execForm(stage: Instruction[], keyword: string): string[] {
-  const found = stage.filter((instruction) => instruction.keyword === keyword)
-  if (found.length !== 1) throw new Error(`the final stage needs exactly one ${keyword}`)
-  return JSON.parse((found[0] as Instruction).argument) as string[]
-}
-
-/** The value of `--flag VALUE` or `--flag=VALUE` in a command line. */
-function flag(args: string[], name: string): string {
-  const i = args.findIndex((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`))
-  const value = args[i]?.includes('=') === true ? args[i]?.slice(name.length + 3) : args[i + 1]
-  if (i < 0 || value === undefined) throw new Error(`--${name} is not in ${args.join(' ')}`)
-  return value
-}
 
 const portOf = (address: string) => Number(address.slice(address.lastIndexOf(':') + 1))
 
@@ -77,65 +45,18 @@ const stages = dockerfileStages(read('Dockerfile'))
 const final = stages.at(-1) as Instruction[]
 const entrypoint = execForm(final, 'ENTRYPOINT')
 const command = execForm(final, 'CMD')
+const environment = imageEnv(final)
+/** A setting of the image's `serve`: its variable, which `docker run -e` changes (docs/deployment.md, the image). */
+const setting = (key: string): string => {
+  const value = environment[envName(key)]
+  if (value === undefined) throw new Error(`the image sets no ${envName(key)}`)
+  return value
+}
 const deployment = find('Deployment', 'payments')
 const pod = deployment.spec.template.spec
 const gateway = pod.containers.find((container: any) => container.name === 'payments-gate')
 const portNamed = (name: string) => gateway.ports.find((port: any) => port.name === name)?.containerPort
 const gatewayVariable = (name: string): string => gateway.env.find((variable: any) => variable.name === name).value
-const redisPod = find('Deployment', 'payments-gate-redis').spec.template.spec
-const redisContainer = redisPod.containers[0]
-
-interface ManifestRedis {
-  /** The Deployment's store URL, on the local Redis. */
-  readonly url: string
-  readonly port: number
-  /** The password of its Secret. */
-  readonly password: string
-}
-
-/**
- * The Redis of deploy/redis.yaml as its container runs it: its command (the ACL file of the ConfigMap, the password of
- * the Secret), with its mounts made folders of the test, on a free loopback port; ready once its readiness probe passes.
- */
-async function startManifestRedis(t: Test): Promise<ManifestRedis> {
-  const root = t.testdir({})
-  const mounted = (path: string) => join(root, path)
-  const password = 'a password from the Secret'
-  for (const mount of redisContainer.volumeMounts) {
-    mkdirSync(mounted(mount.mountPath), { recursive: true })
-    const volume = redisPod.volumes.find((candidate: any) => candidate.name === mount.name)
-    if (volume.configMap !== undefined) {
-      const data = find('ConfigMap', volume.configMap.name).data
-      for (const [key, value] of Object.entries(data))
-        writeFileSync(join(mounted(mount.mountPath), key), value as string)
-    }
-    // A Secret made with --from-file may end with a newline.
-    if (volume.secret !== undefined) writeFileSync(join(mounted(mount.mountPath), 'password'), `${password}\n`)
-  }
-  const port = await freePort()
-  const local = (text: string) =>
-    redisContainer.volumeMounts.reduce(
-      (line: string, mount: any) => line.replaceAll(mount.mountPath, mounted(mount.mountPath)),
-      text,
-    )
-  const script = local(redisContainer.args[0]).replace(
-    'exec redis-server',
-    `exec redis-server --port ${port} --bind 127.0.0.1`,
-  )
-  t.equal(redisContainer.command.join(' '), 'sh -c')
-  const child = spawn('sh', ['-c', script], { stdio: 'ignore' })
-  t.teardown(() => void child.kill('SIGKILL'))
-  const env = Object.fromEntries(redisContainer.env.map(({ name, value }: any) => [name, local(value)]))
-  const probe = redisContainer.readinessProbe.exec.command.map((arg: string) =>
-    arg.replace('redis-cli', `redis-cli -p ${port}`),
-  )
-  t.ok(await until(() => spawnSync(probe[0], probe.slice(1), { env: { ...process.env, ...env } }).status === 0, 30_000))
-  const url = new URL(gatewayVariable('PAYMENTS_GATE_IDEMPOTENCY'))
-  url.hostname = '127.0.0.1'
-  url.port = String(port)
-  return { url: url.href, port, password }
-}
-
 t.test(
   'deploy/*.yaml parse as YAML, and hold the sidecar Deployment and Service, the Redis, the PodDisruptionBudget, the alert rules and the TLS Certificate',
   async (t) => {
@@ -177,18 +98,14 @@ t.test(
     // Exec form, no shell in between: SIGTERM reaches node, which drains (docs/deployment.md, stopping).
     t.same(entrypoint, ['node', 'dist/cli.js'])
     t.equal(JSON.parse(read('package.json')).bin['payments-gate'], entrypoint[1], 'the package bin')
-    t.equal(command[0], 'serve')
+    t.same(command, ['serve'], 'the command alone: arguments after the image name replace it, the settings stay')
     const volumes = JSON.parse(final.find((step) => step.keyword === 'VOLUME')?.argument ?? '[]') as string[]
-    t.same(
-      volumes.sort(),
-      [flag(command, 'policies'), dirname(flag(command, 'credentials'))].sort(),
-      'the mounts the command reads',
-    )
+    t.same(volumes.sort(), [setting('policies'), dirname(setting('credentials'))].sort(), 'the mounts serve reads')
     const exposed = final
       .find((step) => step.keyword === 'EXPOSE')
       ?.argument.split(/\s+/)
       .map(Number)
-    t.same(exposed, [portOf(flag(command, 'listen')), portOf(flag(command, 'admin'))])
+    t.same(exposed, [portOf(setting('listen')), portOf(setting('admin'))])
   },
 )
 
@@ -214,17 +131,17 @@ t.test(
     t.equal(gateway.command, undefined, 'the image ENTRYPOINT')
     t.equal(gateway.args, undefined, 'the image CMD')
     t.match(gateway.image, /\/payments-gate:/)
-    t.equal(portNamed('http'), portOf(flag(command, 'listen')))
-    t.equal(portNamed('admin'), portOf(flag(command, 'admin')))
+    t.equal(portNamed('http'), portOf(setting('listen')))
+    t.equal(portNamed('admin'), portOf(setting('admin')))
     t.same(gateway.readinessProbe.httpGet, { path: '/readyz', port: 'admin' })
     t.same(gateway.livenessProbe.httpGet, { path: '/healthz', port: 'admin' })
     const mounts = Object.fromEntries(gateway.volumeMounts.map((mount: any) => [mount.mountPath, mount.name]))
     const volume = (name: string) => pod.volumes.find((candidate: any) => candidate.name === name)
-    t.match(volume(mounts[flag(command, 'policies')]), { configMap: { name: 'payments-gate-policies' } })
-    t.match(volume(mounts[dirname(flag(command, 'credentials'))]), {
+    t.match(volume(mounts[setting('policies')]), { configMap: { name: 'payments-gate-policies' } })
+    t.match(volume(mounts[dirname(setting('credentials'))]), {
       secret: { secretName: 'payments-gate-credentials' },
     })
-    t.equal(flag(command, 'credentials').split('/').at(-1), 'credentials.json', 'the key of the Secret')
+    t.equal(setting('credentials').split('/').at(-1), 'credentials.json', 'the key of the Secret')
     for (const mount of gateway.volumeMounts) t.equal(mount.readOnly, true)
     t.equal(gateway.securityContext.runAsNonRoot, true)
     const cli = read('docs/cli.md')
@@ -264,17 +181,22 @@ t.test(
     // The mounts, as folders of the test: the policies of the repository, the test user's credentials, the Redis password.
     const root = t.testdir({})
     const mounted = (path: string) => join(root, path)
-    mkdirSync(mounted(flag(command, 'policies')), { recursive: true })
-    cpSync(POLICIES_DIR, mounted(flag(command, 'policies')), { recursive: true })
-    mkdirSync(mounted(dirname(flag(command, 'credentials'))), { recursive: true })
-    await writeCredentials(mounted(dirname(flag(command, 'credentials'))))
+    mkdirSync(mounted(setting('policies')), { recursive: true })
+    cpSync(POLICIES_DIR, mounted(setting('policies')), { recursive: true })
+    mkdirSync(mounted(dirname(setting('credentials'))), { recursive: true })
+    await writeCredentials(mounted(dirname(setting('credentials'))))
     const passwordFile = gatewayVariable('PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE')
     mkdirSync(mounted(dirname(passwordFile)), { recursive: true })
     writeFileSync(mounted(passwordFile), redis.password)
     const [listen, admin] = [await freePort(), await freePort()]
-    const args = command.map((arg) => (arg.startsWith('/') ? mounted(arg) : arg))
-    args[args.indexOf(flag(command, 'listen'))] = `127.0.0.1:${listen}`
-    args[args.indexOf(flag(command, 'admin'))] = `127.0.0.1:${admin}`
+    // The image's settings, its paths made the test's folders, its ports free ones.
+    const settings = Object.fromEntries(
+      Object.entries(environment).map(([name, value]) => [name, value.startsWith('/') ? mounted(value) : value]),
+    )
+    Object.assign(settings, {
+      [envName('listen')]: `127.0.0.1:${listen}`,
+      [envName('admin')]: `127.0.0.1:${admin}`,
+    })
     const keyFile = gateway.env.find((variable: any) => variable.name === 'PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY')
     mkdirSync(mounted(dirname(keyFile.value)), { recursive: true })
     writeFileSync(mounted(keyFile.value), `${'k'.repeat(32)}\n`)
@@ -294,7 +216,7 @@ t.test(
       'PAYMENTS_GATE_TARGET',
       'PAYMENTS_GATE_VENDOR',
     ])
-    const run = spawnCli([...args, '--shutdown-delay', '0'], env)
+    const run = spawnCli([...command, '--shutdown-delay', '0'], { ...settings, ...env })
     t.teardown(() => void run.child.kill('SIGKILL'))
     await poll(`http://127.0.0.1:${admin}${gateway.readinessProbe.httpGet.path}`, 200)
     t.equal((await fetch(`http://127.0.0.1:${admin}${gateway.livenessProbe.httpGet.path}`)).status, 200)
@@ -371,6 +293,10 @@ t.test(
     await store.release('acl-2', (released as { token: string }).token)
     t.equal((await store.claim('acl-2', 'fingerprint')).state, 'claimed', 'released, claimed again')
     const throttle = new RedisLoginThrottle(store.redis, { maxFailures: 2, onError: (error) => errors.push(error) })
+    // Every path of the throttle's two scripts: reserve, refuse while reserved, give back, fail, lock, succeed.
+    const reserved = [await throttle.admit('acl-user'), await throttle.admit('acl-user')]
+    t.equal(await throttle.admit('acl-user'), undefined, 'two reservations: the limit, reserved in Redis')
+    for (const attempt of reserved) await attempt?.settle(undefined)
     for (let i = 0; i < 2; i++) await (await throttle.admit('acl-user'))?.settle(false)
     t.equal(await throttle.admit('acl-user'), undefined, 'locked out after two failures, counted in Redis')
     await (await throttle.admit('acl-other'))?.settle(true)

@@ -223,7 +223,15 @@ t.test(
       { code: 'ECREDENTIALS' },
       'a gate that cannot start closes the client it opened',
     )
-    await t.rejects(createGate({ credentials, throttleRedis: 'mongodb://x' }), { code: 'EIDEMPOTENCY' })
+    // The store's client code, its messages naming the gate's options.
+    await t.rejects(createGate({ credentials, throttleRedis: 'mongodb://x' }), {
+      code: 'EIDEMPOTENCY',
+      message: /^throttleRedis "mongodb:\/\/x" is none of redis:\/\//,
+    })
+    await t.rejects(createGate({ credentials, throttleRedis: redis.url, throttleRedisCa: Buffer.from('ca') }), {
+      code: 'EIDEMPOTENCY',
+      message: /^throttleRedis is not a TLS URL, and a CA bundle \(throttleRedisCa\) is only for one of rediss:\/\//,
+    })
   },
 )
 

@@ -1,16 +1,23 @@
-// The package as a user gets it: `npm pack`, then `npm install --omit=dev` of the tarball into an empty
-// folder outside the repository (docs/deployment.md, the package). Dependencies come from the npm
-// registry, through npm's cache when it holds them. It packs the dist/ that `npm ci` built (the
-// `prepare` script), as test/bench.test.ts runs it: rebuilding here would race the other tests reading it.
-import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+// The package as a user gets it: `npm pack`, then `npm install --omit=dev` of the tarball into an empty folder
+// outside the repository (docs/deployment.md, the package). Dependencies come from the npm registry, through npm's
+// cache when it holds them: the frameworks and @types/node at the versions the repository's lock installed. It packs
+// the dist/ that `npm ci` built (the `prepare` script), as test/bench.test.ts runs it: rebuilding here would race the
+// other tests reading it. In that folder it then follows the docs as a user does, doctest-like (test/helpers/
+// snippets.ts): the README's command lines, and every TypeScript example of the README and docs/ compiled together
+// with `tsc --strict` (no skipLibCheck) and run with one request each. One pack, two installs (the package, then
+// the three frameworks beside it), one compilation of all the examples.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import t from 'tap'
-import { saleBody, writeCredentials } from './helpers/fixtures.js'
-import { paymentHeaders, send } from './helpers/http.js'
+import t, { type Test } from 'tap'
+import { basic, saleBody, writeCredentials } from './helpers/fixtures.js'
+import { paymentHeaders, send, until, type Reply } from './helpers/http.js'
+import { startRedis } from './helpers/redis.js'
 import { freePort, poll, startBackend } from './helpers/servers.js'
+import { snippetsOf, substituted, type Snippet } from './helpers/snippets.js'
 
 const repository = fileURLToPath(new URL('..', import.meta.url))
 const lib = join(repository, 'lib')
@@ -26,6 +33,14 @@ function npm(args: string[], cwd: string) {
   return run.stdout
 }
 
+/** A package at the version the repository's lock installed, so that npm finds it in its cache. */
+function locked(name: string): string {
+  const manifest = JSON.parse(readFileSync(join(repository, 'node_modules', name, 'package.json'), 'utf8')) as {
+    version: string
+  }
+  return `${name}@${manifest.version}`
+}
+
 /** Every module of lib/, as `dist/x.js` paths. */
 function modules(folder: string): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
@@ -33,6 +48,65 @@ function modules(folder: string): string[] {
     if (entry.isDirectory()) return modules(path)
     return entry.name.endsWith('.ts') ? [`dist/${relative(lib, path).slice(0, -3)}.js`] : []
   })
+}
+
+/** The repository's TypeScript, as a user's project would have its own; `args` as for `tsc`. */
+function tsc(args: string[]) {
+  return spawnSync(process.execPath, [join(repository, 'node_modules/typescript/bin/tsc'), ...args], {
+    cwd: folder,
+    env,
+    encoding: 'utf8',
+    timeout: 120_000,
+  })
+}
+
+/** Resolves once something accepts connections on the loopback port. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.on('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.on('error', () => resolve(false))
+  })
+}
+
+/** A command of the docs started in the folder: its output kept, killed with its children when the test ends. */
+function started(t: Test, child: ChildProcess, group: boolean) {
+  let output = ''
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve))
+  t.teardown(() => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    // A shell line's npx and the gateway under it share its process group.
+    if (group) process.kill(-(child.pid as number), 'SIGKILL')
+    else child.kill('SIGKILL')
+  })
+  return {
+    exited,
+    output: () => output,
+    /** Resolves once `ready` does (a `false` from `until` is a timeout); rejects if the command exits first. */
+    async until(ready: Promise<unknown>): Promise<void> {
+      const outcome = await Promise.race([
+        ready,
+        exited.then((code) => Promise.reject(new Error(`exited with ${code} before it was ready:\n${output}`))),
+      ])
+      if (outcome === false) throw new Error(`never ready:\n${output}`)
+    },
+  }
+}
+
+/** A shell snippet of the docs, run by bash in the folder, in a process group of its own. */
+function shell(t: Test, script: string) {
+  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+    cwd: folder,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  return started(t, child, true)
 }
 
 t.comment(`node ${process.version}: tap, npm and the packed gateway run on it (.ci/run runs this file on Node 24 too)`)
@@ -44,6 +118,18 @@ const [packed] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-d
   files: { path: string }[]
 }[]
 const files = packed?.files.map((file) => file.path) ?? []
+
+const readme = snippetsOf('README.md')
+const middleware = snippetsOf('docs/middleware.md')
+const policies = snippetsOf('docs/policies.md')
+const snippet = (docs: Map<string, Snippet>, name: string): Snippet => {
+  const found = docs.get(name)
+  if (found === undefined) throw new Error(`no snippet marked test: ${name}`)
+  return found
+}
+/** The password the README's sidecar lines give the user `shop-1`, in place of a random one. */
+const PASSWORD = 'a-readme-password-of-32-characters'
+const shop = { authorization: basic('shop-1', PASSWORD) }
 
 t.test(
   'npm pack holds the compiled modules, their declarations and the sample policies, and nothing else',
@@ -63,8 +149,15 @@ t.test(
 t.test(
   'installed with --omit=dev in an empty folder, it serves a payment and a refusal, and imports as a library',
   async (t) => {
-    writeFileSync(join(folder, 'package.json'), JSON.stringify({ name: 'tarball-check', private: true }))
-    npm(['install', '--omit=dev', '--prefer-offline', join(folder, packed?.filename ?? '')], folder)
+    // An ES module project (docs/middleware.md), with @types/node as a TypeScript user's has it.
+    writeFileSync(
+      join(folder, 'package.json'),
+      JSON.stringify({ name: 'tarball-check', private: true, type: 'module' }),
+    )
+    npm(
+      ['install', '--omit=dev', '--prefer-offline', join(folder, packed?.filename ?? ''), locked('@types/node')],
+      folder,
+    )
     t.ok(existsSync(join(folder, 'node_modules/payments-gate/dist/cli.js')))
     t.notOk(existsSync(join(folder, 'node_modules/typescript')), 'no dev dependency')
     t.notOk(existsSync(join(folder, 'node_modules/tap')), 'no dev dependency')
@@ -134,5 +227,245 @@ t.test(
     t.equal(backend.received.length, 1, 'the refusal never reached the backend')
     gateway.kill('SIGTERM')
     t.equal(await exited, 0, stderr)
+
+    // `serve` with no ./policies says where the samples are (no such folder here yet).
+    const missing = spawnSync(
+      join(folder, 'node_modules/.bin/payments-gate'),
+      ['serve', '--target', backend.url, '--credentials', credentials],
+      { cwd: folder, env, encoding: 'utf8' },
+    )
+    t.equal(missing.status, 2)
+    t.equal(
+      missing.stderr,
+      `payments-gate serve: --policies: ./policies: no such file or folder; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${join(folder, 'node_modules/payments-gate/policies')}\n`,
+    )
+  },
+)
+
+t.test(
+  'the declarations compile in a project without Express, Fastify or Hono, and without skipLibCheck',
+  async (t) => {
+    for (const framework of ['express', '@types/express', 'fastify', 'hono'])
+      t.notOk(existsSync(join(folder, 'node_modules', framework)), `no ${framework} installed`)
+    mkdirSync(join(folder, 'none'))
+    writeFileSync(
+      join(folder, 'none/app.ts'),
+      [
+        "import { createGate, createGateway, createLogger, type ExpressMiddleware, type FastifyGatePlugin, type HonoGateMiddleware } from 'payments-gate'",
+        "const gate = await createGate({ credentials: './credentials.json' })",
+        'export const middleware: [ExpressMiddleware, FastifyGatePlugin, HonoGateMiddleware] = [gate.express(), gate.fastify, gate.hono()]',
+        "export const gateway = createGateway({ checks: gate.checks, target: 'http://127.0.0.1:9', logger: createLogger() })",
+        '// The Express request is typed by the import alone, Express or not.',
+        'export const entity = ({} as Express.Request).paymentsGate?.entity',
+      ].join('\n'),
+    )
+    writeFileSync(
+      join(folder, 'tsconfig.none.json'),
+      JSON.stringify({
+        compilerOptions: { strict: true, module: 'nodenext', target: 'es2022', noEmit: true },
+        include: ['none'],
+      }),
+    )
+    const run = tsc(['-p', 'tsconfig.none.json'])
+    t.equal(run.status, 0, run.stdout)
+  },
+)
+
+t.test('README: npx payments-gate demo in an empty project, on the policies the package ships', async (t) => {
+  t.notOk(existsSync(join(folder, 'policies')), 'no ./policies')
+  const port = await freePort()
+  const demo = shell(
+    t,
+    substituted(snippet(readme, 'readme-demo'), [
+      // Installed above, from the tarball.
+      ['npm install payments-gate', ': npm install payments-gate'],
+      ['npx payments-gate demo', `npx payments-gate demo --listen 127.0.0.1:${port}`],
+    ]),
+  )
+  await demo.until(until(() => demo.output().includes('Ctrl-C stops the demo.'), 60_000))
+  const curls = demo
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('  curl '))
+  t.equal(curls.length, 3, 'a sale, a recurring authorization, a refused sale')
+  if (spawnSync('curl', ['--version']).error !== undefined) {
+    t.skip('!!! no curl on this machine to paste the lines into', () => {})
+    return
+  }
+  const statuses = curls.map(
+    (line) => /^HTTP\/1\.1 (\d+)/.exec(spawnSync('bash', ['-c', line], { encoding: 'utf8' }).stdout)?.[1],
+  )
+  t.same(statuses, ['201', '201', '400'], 'the lines pasted as printed')
+})
+
+t.test("README: the sidecar's lines, then the example body of a recurring authorization", async (t) => {
+  const backend = await startBackend()
+  t.teardown(() => backend.close())
+  const [listen, admin] = [await freePort(), await freePort()]
+  const sidecar = shell(
+    t,
+    substituted(snippet(readme, 'readme-sidecar'), [
+      ['PASSWORD=$(openssl rand -base64 24)', `PASSWORD='${PASSWORD}'`],
+      ['--target http://127.0.0.1:9000', `--target ${backend.url}`],
+      ['--listen 8080', `--listen 127.0.0.1:${listen}`],
+      ['--admin 127.0.0.1:9901', `--admin 127.0.0.1:${admin}`],
+    ]),
+  )
+  await sidecar.until(poll(`http://127.0.0.1:${admin}/readyz`, 200))
+  const body = JSON.parse(snippet(readme, 'readme-recurring').code) as Record<string, any>
+  const recurring = await send(listen, {
+    path: '/payments/authorizations/migrateRecurring',
+    headers: paymentHeaders(shop),
+    body,
+  })
+  t.equal(recurring.status, 201, recurring.text)
+  t.equal(JSON.parse(backend.received[0]?.body.toString() ?? '{}').instruction.intent, 'subscription')
+  const other = await send(listen, {
+    path: '/payments/authorizations/migrateRecurring',
+    headers: paymentHeaders(shop),
+    body: { ...body, instruction: { ...body.instruction, intent: 'monthly' } },
+  })
+  t.equal(other.status, 400, 'an intent the schema does not take')
+})
+
+/** The TypeScript examples, each with what the test changes to run it here (ports, the backend, Redis) and adds after it. */
+interface Example {
+  readonly snippet: Snippet
+  readonly replacements?: readonly (readonly [string, string])[]
+  readonly after?: string
+}
+
+t.test(
+  "the docs' TypeScript examples, compiled together beside Express, Fastify and Hono, run with one request each",
+  async (t) => {
+    npm(
+      [
+        'install',
+        '--prefer-offline',
+        ...['express', '@types/express', 'fastify', 'hono', '@hono/node-server'].map(locked),
+      ],
+      folder,
+    )
+    const backend = await startBackend()
+    t.teardown(() => backend.close())
+    const redis = await startRedis(t)
+    const port = await freePort()
+    writeFileSync(join(folder, 'fingerprint-key'), `${'k'.repeat(64)}\n`)
+    writeFileSync(
+      join(folder, 'backend-errors.json'),
+      JSON.stringify({
+        rules: [{ status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' }],
+      }),
+    )
+    /** The example's port 3000 made the free one. */
+    const onPort = (text: string) => [text, text.replace('3000', String(port))] as const
+    const examples: Record<string, Example> = {
+      'readme-express': { snippet: snippet(readme, 'readme-express'), replacements: [onPort('app.listen(3000)')] },
+      'middleware-options': { snippet: snippet(middleware, 'middleware-options'), after: 'await gate.close()' },
+      'middleware-gateway': {
+        snippet: snippet(middleware, 'middleware-gateway'),
+        replacements: [
+          ["'redis://redis:6379/0'", `'${redis?.url ?? 'redis://127.0.0.1:9/0'}'`],
+          ["'http://127.0.0.1:9000'", `'${backend.url}'`],
+          ["gateway.listen(8080, '0.0.0.0')", `gateway.listen(${port}, '127.0.0.1')`],
+        ],
+      },
+      'middleware-node': { snippet: snippet(middleware, 'middleware-node'), replacements: [onPort('.listen(3000)')] },
+      'middleware-express': {
+        snippet: snippet(middleware, 'middleware-express'),
+        replacements: [onPort('app.listen(3000)')],
+      },
+      'middleware-fastify': {
+        snippet: snippet(middleware, 'middleware-fastify'),
+        replacements: [onPort('app.listen({ port: 3000 })')],
+      },
+      'middleware-hono': {
+        snippet: snippet(middleware, 'middleware-hono'),
+        replacements: [onPort('port: 3000')],
+      },
+      'policies-code': { snippet: snippet(policies, 'policies-code'), after: 'await gate.close()' },
+    }
+    t.same(
+      [
+        ...middleware.keys(),
+        ...policies.keys(),
+        ...[...readme.values()].filter((s) => s.info === 'ts').map((s) => s.name),
+      ].sort(),
+      Object.keys(examples).sort(),
+      'every TypeScript example the docs mark is compiled and run here',
+    )
+    mkdirSync(join(folder, 'examples'))
+    for (const [name, example] of Object.entries(examples)) {
+      const code = substituted(example.snippet, example.replacements ?? [])
+      writeFileSync(join(folder, 'examples', `${name}.ts`), `${code}\n${example.after ?? ''}\n`)
+    }
+    // Beside them, what an application that types the middleware with each framework's own types writes.
+    writeFileSync(
+      join(folder, 'examples/frameworks.ts'),
+      [
+        "import type { ErrorRequestHandler, RequestHandler } from 'express'",
+        "import type { FastifyPluginCallback } from 'fastify'",
+        "import type { MiddlewareHandler } from 'hono'",
+        "import type { Gate } from 'payments-gate'",
+        "import type { FastifyGateOptions } from 'payments-gate/fastify'",
+        'declare const gate: Gate',
+        'export const express: RequestHandler = gate.express()',
+        'export const errors: ErrorRequestHandler = gate.expressErrorHandler()',
+        'export const fastify: FastifyPluginCallback<FastifyGateOptions> = gate.fastify',
+        'export const hono: MiddlewareHandler = gate.hono()',
+      ].join('\n'),
+    )
+    writeFileSync(
+      join(folder, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { strict: true, module: 'nodenext', target: 'es2022', outDir: 'out' },
+        include: ['examples'],
+      }),
+    )
+    const compiled = tsc(['-p', 'tsconfig.json'])
+    t.equal(compiled.status, 0, compiled.stdout)
+
+    /** A compiled example, started in the folder. */
+    function start(t: Test, name: string) {
+      const child = spawn(process.execPath, [join('out', `${name}.js`)], {
+        cwd: folder,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      return { child, example: started(t, child, false) }
+    }
+    /** An example that starts a server: `request` once it listens on `port`. */
+    async function run(t: Test, name: string, request: () => Promise<Reply>): Promise<Reply> {
+      const { child, example } = start(t, name)
+      await example.until(until(() => accepts(port), 60_000))
+      const reply = await request()
+      child.kill('SIGKILL')
+      await example.exited
+      return reply
+    }
+    const sale = (reference: string) => () =>
+      send(port, { headers: paymentHeaders(shop), body: saleBody({ transactionReference: reference }) })
+
+    for (const name of ['middleware-options', 'policies-code'])
+      await t.test(name, async (t) => {
+        const { example } = start(t, name)
+        t.equal(await example.exited, 0, example.output())
+      })
+    for (const name of ['readme-express', 'middleware-express', 'middleware-fastify', 'middleware-hono'])
+      await t.test(name, async (t) => {
+        const reply = await run(t, name, sale(name))
+        t.equal(reply.status, 201, reply.text)
+        t.match(reply.json, { accepted: name, entity: 'default', by: 'shop-1' })
+      })
+    await t.test('middleware-node', async (t) => {
+      const reply = await run(t, 'middleware-node', sale('node'))
+      t.equal(reply.status, 201, reply.text)
+      t.same(reply.json, { ok: true })
+    })
+    await t.test('middleware-gateway', { skip: redis === undefined && 'no redis-server' }, async (t) => {
+      const reply = await run(t, 'middleware-gateway', sale('gateway'))
+      t.equal(reply.status, 201, reply.text)
+      t.equal(JSON.parse(backend.received.at(-1)?.body.toString() ?? '{}').transactionReference, 'gateway', 'forwarded')
+    })
   },
 )

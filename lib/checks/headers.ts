@@ -41,6 +41,8 @@ function quotedEnd(value: string, at: number): number | undefined {
  * RFC 9110 section 8.3.1, `type "/" subtype *( OWS ";" OWS [ parameter ] )`, with OWS around the whole,
  * read left to right in one pass: a value of thousands of empty parameters (`; ; ; ...`) costs its length,
  * where a backtracking pattern once took exponential time on it (docs/reliability.md, threat model).
+ * A parameter named twice is malformed (RFC 6838 section 4.3): readers keep the first or the last, so
+ * `charset=utf-7; charset=utf-8` would be read in two charsets.
  */
 function parseMediaType(value: string): MediaType | undefined {
   const typeStart = spaceEnd(value, 0)
@@ -66,10 +68,9 @@ function parseMediaType(value: string): MediaType | undefined {
       const valueEnd = quoted ? quotedEnd(value, nameEnd + 1) : tokenEnd(value, nameEnd + 1)
       if (valueEnd === undefined || valueEnd === nameEnd + 1) return undefined
       const raw = value.slice(nameEnd + 1, valueEnd)
-      media.parameters.set(
-        value.slice(nameStart, nameEnd).toLowerCase(),
-        quoted ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw,
-      )
+      const name = value.slice(nameStart, nameEnd).toLowerCase()
+      if (media.parameters.has(name)) return undefined
+      media.parameters.set(name, quoted ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw)
       at = valueEnd
     }
     at = spaceEnd(value, at)
@@ -105,6 +106,59 @@ export function buildContentTypeCheck(types: MediaTypes): (headers: Headers) => 
     if (media === undefined || `${media.type}/${media.subtype}` !== expected) return invalid
     const charset = media.parameters.get('charset')
     return charset === undefined || charset.toLowerCase() === 'utf-8' ? undefined : invalid
+  }
+}
+
+/**
+ * Check 3, the content coding: none, or `identity`, its synonym (RFC 9110 12.5.3). The checks read
+ * the body's bytes as they came; a backend or framework that decodes `gzip`, `deflate`, `br` or
+ * `zstd` (Express's body parsers do) would read other bytes. RFC 9110 15.5.16 answers a content
+ * coding not supported with 415.
+ */
+export function buildContentEncodingCheck(): (headers: Headers) => Rejection | undefined {
+  const invalid = reject('headerHasInvalidValue', {
+    status: 415,
+    headerName: 'Content-Encoding',
+    message: 'The request body must not be encoded: send it without a Content-Encoding.',
+  })
+  return (headers) => {
+    const value = headers['content-encoding']
+    return value === undefined || String(value).trim().toLowerCase() === 'identity' ? undefined : invalid
+  }
+}
+
+/**
+ * The names a `Connection` header lists (RFC 9110 7.6.1), lower-cased, which a proxy removes from
+ * the message before it forwards it; undefined for none besides `keep-alive` or `close`, which
+ * nearly every message says, so that no set is built for them. The one reading of the header, for
+ * the proxy's hop-by-hop headers and for the check below.
+ */
+export function connectionOptions(connection: string | string[] | undefined): Set<string> | undefined {
+  if (connection === undefined) return undefined
+  const value = String(connection).toLowerCase()
+  if (value === 'keep-alive' || value === 'close') return undefined
+  return new Set(value.split(',').map((name) => name.trim()))
+}
+
+/** The headers the checks read, besides the request line (docs/checks.md, checks 1 to 5). */
+const CHECKED_HEADERS = ['authorization', 'content-type', 'content-encoding', 'accept', 'content-length'] as const
+
+/**
+ * The checks read headers that a proxy must remove when `Connection` names them (RFC 9110 7.6.1):
+ * the backend would get the payment without the credentials, the media type or the length the
+ * gateway checked, and read it otherwise. Such a request is refused, on every surface alike.
+ */
+export function buildConnectionCheck(): (headers: Headers) => Rejection | undefined {
+  const invalid = reject('headerHasInvalidValue', {
+    headerName: 'Connection',
+    message:
+      'The Connection header must not name Authorization, Content-Type, Content-Encoding, Accept or Content-Length: a proxy removes the headers it names.',
+  })
+  return (headers) => {
+    const options = connectionOptions(headers.connection)
+    if (options === undefined) return undefined
+    for (const name of CHECKED_HEADERS) if (options.has(name)) return invalid
+    return undefined
   }
 }
 

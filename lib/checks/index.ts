@@ -6,10 +6,15 @@ import { REQUEST_NAMES } from '../schema/names.js'
 import { OPERATIONS, REQUEST_SCHEMAS, type Operation, type PaymentRequest } from '../schema/payment.js'
 import { ACCESS_DENIED, checkEntityAccess, type Authenticator, type Principal } from './auth.js'
 import { checkSize, parseBody } from './body.js'
-import { buildAcceptCheck, buildContentTypeCheck, type Headers } from './headers.js'
+import {
+  buildAcceptCheck,
+  buildConnectionCheck,
+  buildContentEncodingCheck,
+  buildContentTypeCheck,
+  type Headers,
+} from './headers.js'
 import { applyPolicy, rewritesOf, type Rewrite } from './policy.js'
 import { buildRouter, normalizeBasePath, routeFor, type RequestTarget } from './route.js'
-import { hasFoldedSibling } from './spelling.js'
 
 /** What the checks are built from: the parts of the gate's options they read. */
 export interface ChecksOptions {
@@ -54,7 +59,7 @@ export interface Entitled {
 
 /**
  * Report mode (docs/rollout.md): a request to pass on as it came, and what enforce mode would have
- * done with it. Only BasicAuth and check 9 still refuse in report mode.
+ * done with it. BasicAuth, check 9, and what changes how the body is read still refuse in report mode.
  */
 export interface Reported {
   readonly ok: 'report'
@@ -63,8 +68,8 @@ export interface Reported {
   readonly entity: string
   /** The authenticated user; undefined only where no credentials were checked. */
   readonly principal: Principal | undefined
-  /** The body's bytes as they came; undefined when another parser read it (Fastify's own, for another Content-Type). */
-  readonly body: Uint8Array | undefined
+  /** The body's bytes as they came. */
+  readonly body: Uint8Array
   /** The body as parsed, never rewritten. */
   readonly received: unknown
   /** The refusal enforce mode would have answered; undefined when every check passed. */
@@ -112,19 +117,23 @@ export interface Checks {
     authorization: string | undefined,
     client?: string,
   ): Principal | Rejection | Promise<Principal | Rejection>
-  /** Checks 2 to 4, and 5 on a declared `Content-Length`: everything decided before the body is read. */
+  /**
+   * Checks 2 to 4, and 5 on a declared `Content-Length`: everything decided before the body is read,
+   * with the headers the checks read not named by `Connection`, and the body not content-coded.
+   */
   checkHead(headers: Headers): Rejection | undefined
+  /**
+   * Whether report mode may hold the refusal `checkHead` found on these headers until the body names
+   * its entity: only when Accept's is the one, since every other refusal of the head says the body
+   * would be read otherwise than the checks read it, or read past the limit (docs/rollout.md).
+   */
+  holdable(headers: Headers): boolean
   /**
    * Checks 5 to 13 on the body's bytes, then the rewrites. Without a principal, check 9 is skipped.
    * `mode` is the request's unless its entity's policy names one; `earlier` is a refusal already
    * found on its head, which report mode holds until the entity, and so the mode, is known.
    */
   checkBody(operation: Operation, body: Uint8Array, principal?: Principal, mode?: Mode, earlier?: Rejection): Verdict
-  /**
-   * Report mode, for a body another parser read (Fastify's own, for a Content-Type enforce refuses):
-   * `refusal`, the head's, unless the document names an entity whose mode is report, and check 9 then.
-   */
-  checkParsed(operation: Operation, document: unknown, principal: Principal, mode: Mode, refusal: Rejection): Verdict
   /** `checkBody` up to check 9: an enforce-mode request that passed it is `Entitled`, for `checkPolicy` to finish. */
   checkEntitled(
     operation: Operation,
@@ -145,16 +154,29 @@ export function buildChecks(options: ChecksOptions): Checks {
   const { policies, authenticator } = options
   const defaultMode = options.mode ?? DEFAULTS.mode
   const targetOf = buildRouter(normalizeBasePath(options.basePath ?? DEFAULTS.basePath))
+  const connection = buildConnectionCheck()
   const contentType = buildContentTypeCheck(types)
+  const encoding = buildContentEncodingCheck()
   const accept = buildAcceptCheck(types)
   const schemas = new Map<Operation, CompiledSchema<PaymentRequest>>()
   for (const operation of OPERATIONS) schemas.set(operation, compileSchema<PaymentRequest>(REQUEST_SCHEMAS[operation]))
 
-  function checkHead(headers: Headers): Rejection | undefined {
-    const refused = contentType(headers) ?? accept(headers)
-    if (refused !== undefined) return refused
+  function declaredSize(headers: Headers): Rejection | undefined {
     const declared = headers['content-length']
     return declared === undefined ? undefined : checkSize(Number(declared), bodyLimit)
+  }
+
+  function checkHead(headers: Headers): Rejection | undefined {
+    return connection(headers) ?? contentType(headers) ?? encoding(headers) ?? accept(headers) ?? declaredSize(headers)
+  }
+
+  function holdable(headers: Headers): boolean {
+    return (
+      connection(headers) === undefined &&
+      contentType(headers) === undefined &&
+      encoding(headers) === undefined &&
+      declaredSize(headers) === undefined
+    )
   }
 
   function checkEntitled(
@@ -230,7 +252,7 @@ export function buildChecks(options: ChecksOptions): Checks {
   function refusedInMode(
     operation: Operation,
     principal: Principal | undefined,
-    body: Uint8Array | undefined,
+    body: Uint8Array,
     document: unknown,
     refusal: Rejection,
     mode: Mode,
@@ -256,18 +278,16 @@ export function buildChecks(options: ChecksOptions): Checks {
     authenticate: (authorization, client) =>
       authenticator === undefined ? ACCESS_DENIED : authenticator.authenticate(authorization, client),
     checkHead,
+    holdable,
     mode: defaultMode,
     checkBody,
-    checkParsed: (operation, document, principal, mode, refusal) =>
-      // Without the text, only a folded sibling shows; repeated keys reached that parser's document as it kept them.
-      hasFoldedSibling(document, REQUEST_NAMES[operation])
-        ? refusal
-        : refusedInMode(operation, principal, undefined, document, refusal, mode),
     checkEntitled,
     checkPolicy,
     check(operation, headers, body, principal, mode = defaultMode) {
       const head = checkHead(headers)
-      return head !== undefined && mode === 'enforce' ? head : checkBody(operation, body, principal, mode, head)
+      return head !== undefined && (mode === 'enforce' || !holdable(headers))
+        ? head
+        : checkBody(operation, body, principal, mode, head)
     },
   }
 }
@@ -277,7 +297,7 @@ function reported(
   operation: Operation,
   entity: string,
   principal: Principal | undefined,
-  body: Uint8Array | undefined,
+  body: Uint8Array,
   received: unknown,
   refusal: Rejection,
 ): Reported {

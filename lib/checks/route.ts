@@ -1,4 +1,5 @@
 import { reject, type Rejection } from '../errors.js'
+import { foldCase } from '../fold-case.js'
 import { OPERATION_PATHS, OPERATIONS, type Operation } from '../schema/payment.js'
 
 const METHOD_NOT_ALLOWED = reject('methodIsNotAllowed', { headers: { Allow: 'POST' } })
@@ -8,7 +9,6 @@ const MALFORMED_TARGET = reject('requestIsMalformed')
 const HTTP_SCHEME = /^https?:\/\//i
 /** A run of percent-escapes, decoded together: the bytes of one UTF-8 character may be spread over several. */
 const ESCAPES = /(?:%[\da-f]{2})+/gi
-const NON_ASCII = /\P{ASCII}/u
 
 /**
  * What the router made of a request target: the one reading of it that the
@@ -27,19 +27,6 @@ export interface RequestTarget {
 /** An escaped run decoded as UTF-8; bytes that are not UTF-8 become U+FFFD, as a lenient decoder reads them. */
 function unescapeRun(run: string): string {
   return Buffer.from(run.replaceAll('%', ''), 'hex').toString('utf8')
-}
-
-/**
- * Letters compared as a backend that folds case beyond ASCII compares them
- * (Unicode case folding, as Go's `EqualFold`, .NET's `OrdinalIgnoreCase` or
- * Python's `casefold` do): compatibility forms first (`ﬁ` is `fi`, a
- * full-width `ｓ` is `s`, the Kelvin sign is `K`), then upper case, which
- * takes `ſ` to `S` and the dotless `ı` to `I`, then lower case; the dotted
- * `İ` is `i`, as the Turkic folding has it.
- */
-export function foldCase(text: string): string {
-  if (!NON_ASCII.test(text)) return text.toLowerCase()
-  return text.normalize('NFKC').replaceAll('\u0130', 'i').toUpperCase().toLowerCase()
 }
 
 /** Where a decoded path ends for some backend: a NUL (C strings), or an escaped `?` or `#` decoded before the path was split off. */

@@ -1,14 +1,16 @@
 import { fieldError, schemaRejection, type FieldError, type Rejection } from '../errors.js'
+import { foldCase } from '../fold-case.js'
 import { appendKey } from '../schema/json-path.js'
-import { fold, type Names } from '../schema/names.js'
+import type { Names } from '../schema/names.js'
 import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE } from './json-chars.js'
 
 /**
  * One spelling of every member the schema names (docs/checks.md, choices): in an object whose
- * members the schema names, a sibling whose name is a named member's with its letter case folded,
- * or a named member repeated, is refused as `fieldIsNotAllowed` at its path. The checks read one
- * spelling; a backend that matches names regardless of case (Go's encoding/json, ASP.NET Core) or
- * keeps the first of two repeated keys would read the other, which no check saw.
+ * members the schema names, a sibling whose name is a named member's once folded as paths are
+ * (foldCase: letter case, and compatibility forms such as `ﬆ` for `st`), or a named member
+ * repeated, is refused as `fieldIsNotAllowed` at its path. The checks read one spelling; a backend
+ * that matches names regardless of case (Go's encoding/json, ASP.NET Core), normalizes them (Python's
+ * NFKC and casefold) or keeps the first of two repeated keys would read the other, which no check saw.
  *
  * A clean body costs a walk of the parsed document without allocation, and a count of the keys in
  * its text: JSON.parse keeps the last of repeated keys silently, so a text holding more keys than
@@ -31,12 +33,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** Whether an object along the named paths holds a member that is a named member's name folded, but not that name. */
-export function hasFoldedSibling(node: unknown, names: Names): boolean {
+function hasFoldedSibling(node: unknown, names: Names): boolean {
   if (!isObject(node)) return false
   for (const key in node) {
     const below = names.members.get(key)
     if (below === undefined) {
-      if (names.folded.has(fold(key))) return true
+      if (names.folded.has(foldCase(key))) return true
     } else if (below !== null && hasFoldedSibling(node[key], below)) {
       return true
     }
@@ -148,7 +150,7 @@ function findMisspelt(tree: Tree, names: Names, path: string, items: FieldError[
   for (const [key, value] of tree.members) {
     const below = names.members.get(key)
     if (below === undefined) {
-      if (names.folded.has(fold(key))) items.push(fieldError('fieldIsNotAllowed', appendKey(path, key), FOLDED))
+      if (names.folded.has(foldCase(key))) items.push(fieldError('fieldIsNotAllowed', appendKey(path, key), FOLDED))
       continue
     }
     if (seen.has(key)) items.push(fieldError('fieldIsNotAllowed', appendKey(path, key), REPEATED))

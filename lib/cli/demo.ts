@@ -4,10 +4,17 @@ import { CredentialStore } from '../credentials/store.js'
 import { DEFAULTS, mediaTypes } from '../defaults.js'
 import { loadPolicyDir } from '../policy/load.js'
 import { startDemoBackend, type DemoBackend } from '../demo/backend.js'
-import { OPERATION_PATHS } from '../schema/payment.js'
-import { parseFlags, type CommandSpec } from './flags.js'
+import {
+  OPERATION_PATHS,
+  type Operation,
+  type PaymentRequest,
+  type RecurringRequest,
+  type SaleRequest,
+} from '../schema/payment.js'
+import { option, parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_OK, type Command, type Io } from './io.js'
 import { SHARED_FLAGS } from './options.js'
+import { SAMPLE_POLICIES } from './samples.js'
 import { startServing, type Serving } from './serve.js'
 import { stopSignals } from './signals.js'
 import { unreadable } from './startup.js'
@@ -18,14 +25,22 @@ const DEMO_FLAGS = {
     summary: 'where the gateway listens; on loopback unless a host is given, since the demo prints a working password',
     shown: '`127.0.0.1:8080`',
   },
-  policies: SHARED_FLAGS.policies,
+  // The samples the package ships, wherever the demo is started: an empty project has no ./policies.
+  policies: option({
+    value: 'DIR',
+    summary: SHARED_FLAGS.policies.summary,
+    parse: (text) => text,
+    default: SAMPLE_POLICIES,
+    shown: "the package's sample policies",
+    see: '[policies](policies.md#sample-policies)',
+  }),
 }
 
 export const spec: CommandSpec<typeof DEMO_FLAGS> = {
   name: 'demo',
   usage: '[flags]',
   description:
-    'Starts a demo backend on a free loopback port and the gateway in front of it, with a demo user whose random password it prints with two ready curl lines. Ctrl-C stops it, without the shutdown delay of serve.',
+    'Starts a demo backend on a free loopback port and the gateway in front of it, with a demo user whose random password it prints with ready curl lines: a sale, a recurring authorization, a refused sale. Ctrl-C stops it, without the shutdown delay of serve.',
   env: false,
   positionals: 0,
   flags: DEMO_FLAGS,
@@ -51,15 +66,18 @@ export interface Demo {
   readonly serving: Serving
   readonly backend: DemoBackend
   readonly password: string
-  /** A request that passes every check and reaches the demo backend. */
+  /** A sale that passes every check and reaches the demo backend. */
   readonly accepted: Example
-  /** The same request with a card number that fails the Luhn check. */
+  /** A recurring authorization that passes every check: the sale's fields with the `intent` it requires. */
+  readonly recurring: Example
+  /** The sale with a card number that fails the Luhn check. */
   readonly refused: Example
   stop(): Promise<void>
 }
 
-function example(base: string, password: string, cardNumber: string): Example {
-  const body = {
+/** A sale on the demo's card: its narrative holds characters the gateway cleans, and the policy fills its mcc in. */
+function sale(cardNumber: string): SaleRequest {
+  return {
     transactionReference: 'demo-order-1',
     merchant: { entity: 'default' },
     instruction: {
@@ -68,8 +86,28 @@ function example(base: string, password: string, cardNumber: string): Example {
       value: { amount: 250, currency: 'GBP' },
     },
   }
+}
+
+/**
+ * A recurring authorization: the fields of a sale, with the `instruction.intent` it requires
+ * (`subscription` or `instalment`) and none of the sale's own (`channel`, `customer`, `instruction.scheme`).
+ */
+function recurring(cardNumber: string): RecurringRequest {
   return {
-    url: `${base}${OPERATION_PATHS.sale}`,
+    transactionReference: 'demo-subscription-1',
+    merchant: { entity: 'default' },
+    instruction: {
+      intent: 'subscription',
+      narrative: { line1: 'Demo shop subscription' },
+      paymentInstrument: { type: 'card/plain', cardNumber, cardExpiryDate: { month: 12, year: 2030 } },
+      value: { amount: 999, currency: 'GBP' },
+    },
+  }
+}
+
+function example(base: string, password: string, operation: Operation, body: PaymentRequest): Example {
+  return {
+    url: `${base}${OPERATION_PATHS[operation]}`,
     headers: {
       Authorization: `Basic ${Buffer.from(`${DEMO_USER}:${password}`).toString('base64')}`,
       'Content-Type': DEMO_MEDIA_TYPES.request,
@@ -126,13 +164,15 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
   }
   const { host } = listen
   const base = `http://${host.includes(':') ? `[${host}]` : host}:${serving.address.port}`
-  const accepted = example(base, password, DEMO_PAN)
-  const refused = example(base, password, `${DEMO_PAN.slice(0, -1)}2`)
+  const accepted = example(base, password, 'sale', sale(DEMO_PAN))
+  const recurringExample = example(base, password, 'recurring', recurring(DEMO_PAN))
+  const refused = example(base, password, 'sale', sale(`${DEMO_PAN.slice(0, -1)}2`))
   io.stderr.write(
     `\npayments-gate demo: gateway on ${base}, demo backend on ${backend.url}\n` +
       `user "${DEMO_USER}", password "${password}", entities ${[...policies.keys()].join(', ')}\n\n` +
-      `A payment that passes every check (the backend answers 201 and echoes what it received):\n\n  ${curlLine(accepted)}\n\n` +
-      `The same payment with a card number that fails the Luhn check (the gateway answers 400):\n\n  ${curlLine(refused)}\n\n` +
+      `A sale that passes every check (the backend answers 201 and echoes what it received):\n\n  ${curlLine(accepted)}\n\n` +
+      `A recurring authorization, the sale's fields with instruction.intent ("subscription" or "instalment"):\n\n  ${curlLine(recurringExample)}\n\n` +
+      `The sale with a card number that fails the Luhn check (the gateway answers 400):\n\n  ${curlLine(refused)}\n\n` +
       `Ctrl-C stops the demo.\n\n`,
   )
   return {
@@ -140,6 +180,7 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
     backend,
     password,
     accepted,
+    recurring: recurringExample,
     refused,
     async stop() {
       await serving.stop()

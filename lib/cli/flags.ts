@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
 import { CodedError, isCoded } from '../coded-error.js'
+import { hideUserinfo } from '../shown-url.js'
 
 /**
  * One flag as declared once: the parser reads it, `--help` prints it and
@@ -94,13 +95,6 @@ export interface Parsed<F extends Flags> {
   readonly positionals: readonly string[]
   /** Where a flag's value came from, for messages: `--flag`, or the variable when it came from one. */
   readonly where: (key: string) => string
-}
-
-/** A URL as it may be shown: the user and password before its host (`//USER:PASSWORD@`) hidden as `***`. */
-export function hideUserinfo(text: string): string {
-  const start = text.indexOf('//')
-  const at = text.lastIndexOf('@')
-  return start !== -1 && at > start ? `${text.slice(0, start + 2)}***${text.slice(at)}` : text
 }
 
 /** `basePath` is `--base-path`. */

@@ -13,8 +13,9 @@ import { createLogger, errorFacts, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createRetryStore, inFlightWindowMs } from '../proxy/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
+import { hideUserinfo } from '../shown-url.js'
 import { loadCertificates, type Certificates } from './certificates.js'
-import { flagName, hideUserinfo, type ConfigWarning } from './flags.js'
+import { flagName, type ConfigWarning } from './flags.js'
 import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
@@ -166,12 +167,12 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
       })
       gateway = started
       // What an operator checks first: where it listens and forwards, which store holds retry protection, where
-      // the probes are (docs/logs-and-metrics.md); a store URL's password hidden.
+      // the probes are (docs/logs-and-metrics.md); whatever could be a password in a URL hidden.
       const idempotencyStore = hideUserinfo(setup.idempotency ?? IDEMPOTENCY_DEFAULTS.store)
       logger.info(
         {
           listen: address,
-          target: setup.target.href,
+          target: hideUserinfo(setup.target.href),
           tls: tls.tls !== undefined,
           idempotency: idempotencyStore,
           admin: adminAddress,

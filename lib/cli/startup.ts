@@ -6,6 +6,7 @@ import { redisTarget, redisTls } from '../idempotency/redis-client.js'
 import { readLimitedFile, readLimitedText } from '../read-file.js'
 import { checkBundle, PemRefusal } from '../tls/pem.js'
 import type { Address } from './options.js'
+import { SAMPLE_POLICIES } from './samples.js'
 
 /** Why a port could not be bound, and what to do, by the listen error's code. */
 const LISTEN_FAILURES: Readonly<Record<string, string>> = {
@@ -27,6 +28,12 @@ export async function bind(where: string, address: Address, listen: () => Promis
   }
 }
 
+/** The library's options that `serve` reads through a flag of another name: the flag's key (what it reads, a file). */
+const FLAG_KEYS: Readonly<Record<string, string>> = {
+  idempotencyPassword: 'idempotencyPasswordFile',
+  idempotencyCaBundle: 'idempotencyCa',
+}
+
 /** What start-up says of each refused input: the key of the flag or variable that named it, and what to do. */
 const REFUSED: Partial<Readonly<Record<ErrorCode, readonly [key: string, advice: string]>>> = {
   ECREDENTIALS: ['credentials', 'give a credentials file as docs/credentials.md describes'],
@@ -40,14 +47,12 @@ const REFUSED: Partial<Readonly<Record<ErrorCode, readonly [key: string, advice:
  */
 export function unreadable(error: unknown, where: (key: string) => string): unknown {
   if (error instanceof CodedError) {
-    // The store's own message names the flag; the value may have come from its variable.
-    if (error.code === 'EIDEMPOTENCY') {
-      return new CodedError('EUSAGE', error.message.replace('--idempotency', where('idempotency')))
-    }
-    if (error.code === 'EFINGERPRINTKEY') {
-      const flag = '--idempotency-fingerprint-key'
-      return new CodedError('EUSAGE', error.message.replace(flag, where('idempotencyFingerprintKey')))
-    }
+    // The library's message names its options; here each is the flag or variable its value came from.
+    if (error.worded !== undefined)
+      return new CodedError(
+        'EUSAGE',
+        error.worded((option) => where(FLAG_KEYS[option] ?? option)),
+      )
     const refused = REFUSED[error.code as ErrorCode]
     if (refused !== undefined) return new CodedError('EUSAGE', `${where(refused[0])}: ${error.message}; ${refused[1]}`)
   }
@@ -56,7 +61,7 @@ export function unreadable(error: unknown, where: (key: string) => string): unkn
   if (syscall !== undefined)
     return new CodedError(
       'EUSAGE',
-      `${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md)`,
+      `${where('policies')}: ${path}: ${readFailure(error)}; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${SAMPLE_POLICIES}`,
     )
   return error
 }

@@ -23,7 +23,7 @@ export class HashQueue {
     this.#clientQueueMax = clientQueueMax
   }
 
-  /** Hashes running now. */
+  /** Turns taken now: hashes running, and failed checks waiting out their pad (lib/credentials/pad.ts). */
   get running(): number {
     return this.#running
   }

@@ -36,9 +36,26 @@ const scryptAsync = promisify(scrypt) as (
   options: ScryptOptions,
 ) => Promise<Buffer>
 
-function derive(password: string, salt: Buffer, keylen: number, { N, r, p }: ScryptParams): Promise<Buffer> {
-  // Node refuses parameters whose memory (about 128 * N * r bytes) exceeds maxmem: give raised ones room.
-  const options = { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }
+/**
+ * The bytes of scrypt's large array for a cost, N blocks of 128 * r bytes
+ * (RFC 7914, section 5): what the bound on hashing memory counts
+ * (docs/credentials.md, the memory a hash takes).
+ */
+export function scryptMemory({ N, r }: ScryptParams): number {
+  return 128 * N * r
+}
+
+function derive(
+  password: string,
+  salt: Buffer,
+  keylen: number,
+  params: ScryptParams,
+  memoryMax: number,
+): Promise<Buffer> {
+  const { N, r, p } = params
+  // Node refuses a cost whose memory exceeds maxmem, which also counts scrypt's working blocks (128 * r * (p + 2)
+  // bytes in OpenSSL's EVP_PBE_scrypt): the bound counts the large array alone.
+  const options = { N, r, p, maxmem: memoryMax + 128 * r * (p + 2) }
   return scryptAsync(password.normalize('NFC'), salt, keylen, options)
 }
 
@@ -71,7 +88,7 @@ export function parseHash(text: string): ParsedHash | undefined {
 /** A salted scrypt hash of the password (NFC-normalized, as RFC 7613's OpaqueString profile asks). */
 export async function hashPassword(password: string, params: ScryptParams = SCRYPT_DEFAULTS): Promise<string> {
   const salt = randomBytes(SALT_BYTES)
-  const hash = await derive(password, salt, KEY_BYTES, params)
+  const hash = await derive(password, salt, KEY_BYTES, params, scryptMemory(params))
   return formatHash({ ...params, salt, hash })
 }
 
@@ -82,8 +99,15 @@ export async function verifyPassword(password: string, hash: string): Promise<bo
   return matches(password, parsed)
 }
 
-/** Whether the password matches a parsed hash, compared in constant time. */
-export async function matches(password: string, parsed: ParsedHash): Promise<boolean> {
-  const derived = await derive(password, parsed.salt, parsed.hash.length, parsed)
+/**
+ * Whether the password matches a parsed hash, compared in constant time.
+ * Rejects when the hash's cost takes more than `memoryMax` bytes (`scryptMemory`).
+ */
+export async function matches(
+  password: string,
+  parsed: ParsedHash,
+  memoryMax: number = scryptMemory(parsed),
+): Promise<boolean> {
+  const derived = await derive(password, parsed.salt, parsed.hash.length, parsed, memoryMax)
   return timingSafeEqual(derived, parsed.hash)
 }

@@ -1,13 +1,15 @@
 import { hash as digest } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { LRUCache } from 'lru-cache'
 import { ACCESS_DENIED, type Authenticator, type Principal } from '../checks/auth.js'
 import { CodedError } from '../coded-error.js'
-import { CREDENTIAL_DEFAULTS, SCRYPT_DEFAULTS } from '../defaults.js'
+import { CREDENTIAL_DEFAULTS } from '../defaults.js'
 import { reject, type Rejection } from '../errors.js'
 import { definedOnly, MemoryLoginThrottle, type LoginAttempt, type LoginThrottle } from '../login-throttle.js'
 import { basicToken, parseToken } from './basic.js'
 import { HashQueue } from './hash-queue.js'
-import { KEY_BYTES, matches, parseHash, SALT_BYTES, type ParsedHash } from './hash.js'
+import { KEY_BYTES, matches, parseHash, SALT_BYTES, scryptMemory, type ParsedHash } from './hash.js'
+import { FailurePad } from './pad.js'
 
 /** One user of the credentials file. */
 export interface UserCredentials {
@@ -24,6 +26,12 @@ export interface CredentialStoreOptions {
   cacheTtlMs?: number
   /** Most password hashes running at once. Default 4. */
   hashConcurrency?: number
+  /**
+   * Most bytes of memory the hashes running at once may take, scrypt's
+   * 128 * N * r bytes each: a user whose cost would take more, `hashConcurrency`
+   * times over, is refused (`ECREDENTIALS`). Default 134217728 (128 MiB).
+   */
+  hashMemoryMax?: number
   /** Most checks waiting for a hash to start; beyond, 503 `serviceUnavailable` at once. Default 32. */
   hashQueueMax?: number
   /** Most of those waiting places one client address may hold, where the caller knows the address. Default 8. */
@@ -44,6 +52,8 @@ export interface CredentialStoreOptions {
   trackedUsersMax?: number
   /** The clock, in ms; for tests. Default `performance.now`. */
   now?: () => number
+  /** Resolves after that many ms of the clock; for tests. Default a timer. */
+  wait?: (ms: number) => Promise<unknown>
   /**
    * Where failures are counted. Default: this process's memory, with the four
    * options above; a `RedisLoginThrottle` shares the count across gateways.
@@ -91,12 +101,24 @@ export class CredentialStore implements Authenticator {
   readonly #hashes: HashQueue
   /** Concurrent checks of the same header share one verification. */
   readonly #inFlight = new Map<string, Promise<Principal | Rejection>>()
+  readonly #pad = new FailurePad()
+  readonly #now: () => number
+  readonly #wait: (ms: number) => Promise<unknown>
+  readonly #concurrency: number
+  readonly #memoryMax: number
+  /** The bytes one hash may take: the memory bound shared by the hashes that may run at once. */
+  readonly #hashMemory: number
   #dummy!: ParsedHash
 
   constructor(users: Iterable<UserCredentials>, options: CredentialStoreOptions = {}) {
     const settings = { ...CREDENTIAL_DEFAULTS, ...definedOnly(options) }
+    this.#concurrency = settings.hashConcurrency
+    this.#memoryMax = settings.hashMemoryMax
+    this.#hashMemory = Math.floor(settings.hashMemoryMax / settings.hashConcurrency)
     this.#install(users)
     const now = options.now ?? (() => performance.now())
+    this.#now = now
+    this.#wait = options.wait ?? sleep
     const perf = { now }
     // ttlResolution 0: read the clock on each look-up rather than arm a timer to memoize it. A check in use
     // stays remembered (updateAgeOnGet), so a client that keeps sending its header never meets the throttle.
@@ -117,7 +139,7 @@ export class CredentialStore implements Authenticator {
     return this.#users.size
   }
 
-  /** Password hashes running now, and checks waiting for one to start. */
+  /** Checks hashing (or, failed, waiting out the time a failure takes), and checks waiting for a turn. */
   get hashing(): { running: number; waiting: number } {
     return { running: this.#hashes.running, waiting: this.#hashes.waiting }
   }
@@ -162,15 +184,26 @@ export class CredentialStore implements Authenticator {
           `user "${user.username}": password is not a hash from payments-gate hash-password`,
         )
       }
+      // Node allocates scrypt's memory per hash, outside the JavaScript heap: the hashes that may run at once must
+      // fit in the container, or the kernel kills the gateway mid-flood (docs/credentials.md, the memory a hash takes).
+      if (scryptMemory(hash) > this.#hashMemory) {
+        throw new CodedError(
+          'ECREDENTIALS',
+          `user "${user.username}": scrypt N=${hash.N}, r=${hash.r} takes ${mebibytes(scryptMemory(hash))} a hash, ` +
+            `${mebibytes(scryptMemory(hash) * this.#concurrency)} for the ${this.#concurrency} that may run at once, ` +
+            `above hashMemoryMax (${mebibytes(this.#memoryMax)}): hash its password again with ` +
+            `payments-gate hash-password, or see docs/credentials.md for the bound`,
+        )
+      }
       const principal = Object.freeze({ username: user.username, entities: new Set(user.entities) })
       next.set(user.username, { principal, hash, password: user.password })
       renewed.push(user.username)
     }
-    // An unknown username is verified against a hash that costs what a real one costs, so the
-    // answer's timing does not tell which usernames exist. Nothing can match it: the user is unknown.
-    const [first] = next.values()
-    const cost = first?.hash ?? SCRYPT_DEFAULTS
-    this.#dummy = { N: cost.N, r: cost.r, p: cost.p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
+    // An unknown username is verified against a hash at the dearest cost in force, so its answer takes what the
+    // dearest user's takes (the pad evens out the cheaper ones). Nothing can match it: the user is unknown.
+    this.#pad.install(Array.from(next.values(), (kept) => kept.hash))
+    const { N, r, p } = this.#pad.dearest
+    this.#dummy = { N, r, p, salt: Buffer.alloc(SALT_BYTES), hash: Buffer.alloc(KEY_BYTES) }
     this.#users = next
     return renewed
   }
@@ -227,8 +260,12 @@ export class CredentialStore implements Authenticator {
       if (attempt === undefined) return ACCESS_DENIED
       let user = this.#users.get(username)
       try {
+        let due: number
         for (;;) {
-          const ok = await matches(password, user?.hash ?? this.#dummy)
+          const hash = user?.hash ?? this.#dummy
+          const start = this.#now()
+          const ok = await matches(password, hash, this.#hashMemory)
+          due = start + this.#pad.measured(hash, this.#now() - start)
           const current = this.#users.get(username)
           if (current === user) {
             if (ok && user !== undefined) principal = user.principal
@@ -238,7 +275,13 @@ export class CredentialStore implements Authenticator {
           user = current
         }
         if (principal !== undefined) this.#cache.set(key, principal)
-        failed = principal === undefined
+        else {
+          // A failure lasts what the dearest cost's hash takes, whatever the username, and holds its turn and its
+          // throttle reservation that long: nothing another request sees tells a cheaper user from an unknown one.
+          const left = due - this.#now()
+          if (left > 0) await this.#wait(left)
+          failed = true
+        }
       } finally {
         await attempt.settle(principal !== undefined)
       }
@@ -250,6 +293,10 @@ export class CredentialStore implements Authenticator {
       this.#inFlight.delete(key)
     }
   }
+}
+
+function mebibytes(bytes: number): string {
+  return `${Number((bytes / 1048576).toFixed(2))} MiB`
 }
 
 /** The attempt of a check whose client address is not known: nothing is counted per address. */

@@ -23,7 +23,7 @@ export interface Admitted {
   readonly principal: Principal
   /** The request's mode until its entity is known (docs/rollout.md). */
   readonly mode: Mode
-  /** In report mode, a refusal of its headers, held until the entity's mode is known. */
+  /** In report mode, the refusal of its `Accept`, held until the entity's mode is known. */
   readonly refused: Rejection | undefined
 }
 
@@ -78,9 +78,10 @@ export async function screen(
  * The first half of `screen`, everything decided before the body is read:
  * route, BasicAuth, headers. For hosts that read the body themselves later
  * (Fastify's content-type parser). `operationOfPath` as `screen` takes it.
- * In report mode a refused header is held until the body names its entity;
- * a wrong method, or a declared length over the limit, leaves no body to
- * name one, and gets enforce's answer (docs/rollout.md).
+ * In report mode a refused `Accept` is held until the body names its entity;
+ * a wrong method, a declared length over the limit, or a head that changes
+ * how the body is read (`Content-Type`, `Content-Encoding`, `Connection`)
+ * gets enforce's answer (docs/rollout.md, `checks.holdable`).
  */
 export async function screenHead(
   checks: Checks,
@@ -99,8 +100,7 @@ export async function screenHead(
   if (principal instanceof Promise) principal = await principal
   if ('ok' in principal) return refused(principal, unread)
   const head = checks.checkHead(req.headers)
-  if (head !== undefined && (mode === 'enforce' || Number(req.headers['content-length']) > checks.bodyLimit))
-    return refused(head, unread)
+  if (head !== undefined && (mode === 'enforce' || !checks.holdable(req.headers))) return refused(head, unread)
   return { ok: true, operation, principal, mode, refused: head }
 }
 

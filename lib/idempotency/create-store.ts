@@ -1,6 +1,7 @@
 import { CodedError } from '../coded-error.js'
 import { MemoryIdempotencyStore, type MemoryIdempotencyStoreOptions } from './memory.js'
-import { connectRedis, redisTarget, REDIS_URL_FORMS, shownUrl, type RedisClientOptions } from './redis-client.js'
+import { shownUrl } from '../shown-url.js'
+import { connectRedis, redisTarget, redisUrlProblem, REDIS_URL_FORMS, type RedisClientOptions } from './redis-client.js'
 import { RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from './redis.js'
 
 export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions &
@@ -9,7 +10,11 @@ export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions &
 
 /** The one-line error (code `EIDEMPOTENCY`, exit 2 in the CLI) for a spec `createIdempotencyStore` does not take. */
 function unknownSpec(spec: string): CodedError<'EIDEMPOTENCY'> {
-  return new CodedError('EIDEMPOTENCY', `--idempotency ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}`)
+  return new CodedError(
+    'EIDEMPOTENCY',
+    (name) =>
+      `${name('idempotency')} ${shownUrl(spec)} is none of memory, off, ${REDIS_URL_FORMS}${redisUrlProblem(spec)}`,
+  )
 }
 
 /** Throws the one-line `EIDEMPOTENCY` error for a spec `createIdempotencyStore` does not take. */

@@ -58,7 +58,8 @@ export function checkFingerprintKeys(keys: Buffer | readonly Buffer[]): readonly
   if (all.length === 0 || all.length > MOST_KEYS || all.some((key) => key.length < MIN_FINGERPRINT_KEY_BYTES))
     throw new CodedError(
       'EFINGERPRINTKEY',
-      `--idempotency-fingerprint-key must hold one key, or two during a rotation (the current one first), each at least ${MIN_FINGERPRINT_KEY_BYTES} bytes`,
+      (name) =>
+        `${name('idempotencyFingerprintKey')} must hold one key, or two during a rotation (the current one first), each at least ${MIN_FINGERPRINT_KEY_BYTES} bytes`,
     )
   return all
 }
@@ -73,7 +74,10 @@ export async function readFingerprintKeys(file: string): Promise<readonly Buffer
   try {
     text = await readLimitedFile(file, FILE_LIMITS.secret)
   } catch (error) {
-    throw new CodedError('EFINGERPRINTKEY', `--idempotency-fingerprint-key ${file}: ${readFailure(error)}`)
+    throw new CodedError(
+      'EFINGERPRINTKEY',
+      (name) => `${name('idempotencyFingerprintKey')} ${file}: ${readFailure(error)}`,
+    )
   }
   // latin1 maps each byte to one character and back, so a key's bytes are kept whatever they are.
   const lines = text.toString('latin1').split('\n')

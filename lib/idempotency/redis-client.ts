@@ -1,8 +1,9 @@
 import { createRequire } from 'node:module'
 import { isIP } from 'node:net'
 import type { Redis, RedisOptions } from 'ioredis'
-import { CodedError } from '../coded-error.js'
+import { CodedError, type Wording } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
+import { shownUrl } from '../shown-url.js'
 
 export interface RedisClientOptions {
   /** Longest wait for one command before it rejects, in ms. Default 1000. */
@@ -21,7 +22,8 @@ export interface RedisClientOptions {
 /** Longest pause between two reconnection attempts, in ms: a Redis back from a restart is used again within it. */
 const RECONNECT_MAX_MS = 1000
 
-/** The port of a Sentinel named without one (Redis's own default for Sentinel). */
+/** The ports of a Redis and of a Sentinel named without one (Redis's own defaults). */
+const REDIS_PORT = 6379
 const SENTINEL_PORT = 26379
 
 /**
@@ -32,9 +34,23 @@ function ioredis(): { Redis: typeof Redis } {
   return createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis }
 }
 
-const REDIS_URL = /^rediss?:\/\/(?:[^@/]*@)?[^:@/]+(?::[1-9][0-9]{0,4})?(?:\/(?:0|[1-9][0-9]?))?$/
-const SENTINEL_URL =
-  /^rediss?-sentinel:\/\/(?:([^@/]*)@)?([^:@/,#]+(?::[1-9][0-9]{0,4})?(?:,[^:@/,#]+(?::[1-9][0-9]{0,4})?)*)(?:\/(0|[1-9][0-9]?))?#([^\s#/]+)$/
+/** RFC 3986's userinfo (3.2.1): unreserved and sub-delims characters, `:` and percent-escapes, nothing else. */
+const USERINFO = String.raw`(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*`
+/** A host name or an IPv4 address: RFC 3986's unreserved characters. */
+const HOST = String.raw`[A-Za-z0-9\-._~]+`
+const PORT = String.raw`[1-9][0-9]{0,4}`
+const DB = String.raw`0|[1-9][0-9]?`
+/** A Sentinel's primary group name: RFC 3986's path characters (pchar), so no `?`, `#` or `/`. */
+const NAME = String.raw`(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})+`
+/**
+ * The whole URL is read here, each part by its grammar above, and ioredis is given options, never a URL: a query
+ * string (which ioredis would read as options over the client's own, `?enableOfflineQueue=true`), a fragment, or a
+ * `/`, `?`, `#`, `@` or `\` in the clear in a password makes a URL none of the forms.
+ */
+const REDIS_URL = new RegExp(String.raw`^(rediss?)://(?:(${USERINFO})@)?(${HOST}(?::${PORT})?)(?:/(${DB}))?$`)
+const SENTINEL_URL = new RegExp(
+  String.raw`^(rediss?)-sentinel://(?:(${USERINFO})@)?(${HOST}(?::${PORT})?(?:,${HOST}(?::${PORT})?)*)(?:/(${DB}))?#(${NAME})$`,
+)
 
 /** The URL forms the Redis store and the shared throttle take (docs/idempotency.md). */
 export const REDIS_URL_FORMS =
@@ -45,64 +61,90 @@ const TLS_URL_FORMS = 'rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOS
 
 /** Whether a URL `redisTarget` reads connects over TLS: `rediss://` and `rediss-sentinel://`. */
 export function redisTls(url: string): boolean {
-  return /^rediss(?:-sentinel)?:\/\//.test(url) && redisTarget(url) !== undefined
+  const target = redisTarget(url)
+  return target !== undefined && usesTls(target)
+}
+
+function usesTls(target: RedisOptions): boolean {
+  return target.tls !== undefined || target.enableTLSForSentinelMode === true
+}
+
+/** Why a URL that is none of the forms is refused, when a reason tells more than the forms do. */
+export function redisUrlProblem(url: string): string {
+  return url.includes('?')
+    ? '; a query string (?...) is refused: the URL sets no client option (percent-encode a ? in a password)'
+    : ''
+}
+
+/** A `HOST[:PORT]` of a URL as ioredis's host and port, `defaultPort` when none is given; undefined past 65535. */
+function address(text: string, defaultPort: number): { host: string; port: number } | undefined {
+  const colon = text.indexOf(':')
+  const port = colon === -1 ? defaultPort : Number(text.slice(colon + 1))
+  return port > 65535 ? undefined : { host: colon === -1 ? text : text.slice(0, colon), port }
+}
+
+/** `USER:PASSWORD` as ioredis's username and password, decoded; an empty part is none. */
+function credentials(userinfo: string | undefined): Pick<RedisOptions, 'username' | 'password'> {
+  const colon = userinfo?.indexOf(':') ?? -1
+  const user = colon === -1 ? userinfo : userinfo?.slice(0, colon)
+  const password = colon === -1 ? undefined : userinfo?.slice(colon + 1)
+  return {
+    username: user ? decodeURIComponent(user) : undefined,
+    password: password ? decodeURIComponent(password) : undefined,
+  }
 }
 
 /**
- * Where a URL says to connect: `redis://` and `rediss://` as ioredis reads
- * them; `redis-sentinel://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][/DB]#MASTER`
- * (the form of Lettuce and other clients) as ioredis's Sentinel options, the
- * password being the primary's, as in `redis://`; `rediss-sentinel://` alike,
- * with TLS to the Sentinels and to the primary. Undefined for anything else.
+ * Where a URL says to connect, as ioredis options: `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` (`rediss://` with
+ * TLS); `redis-sentinel://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][/DB]#MASTER` (the form of Lettuce and other
+ * clients) as ioredis's Sentinel options, the password being the primary's, as in `redis://`; `rediss-sentinel://`
+ * alike, with TLS to the Sentinels and to the primary. Undefined for anything else.
  */
-export function redisTarget(url: string): string | RedisOptions | undefined {
-  if (REDIS_URL.test(url)) return url
+export function redisTarget(url: string): RedisOptions | undefined {
+  // A `%` escape that is not UTF-8 makes the URL none of the forms (one line), not a URIError with a stack.
+  try {
+    return readTarget(url)
+  } catch {
+    return undefined
+  }
+}
+
+function readTarget(url: string): RedisOptions | undefined {
+  const direct = REDIS_URL.exec(url)
+  if (direct !== null) {
+    const [, scheme, userinfo, hostPort, db] = direct as unknown as [
+      string,
+      string,
+      string | undefined,
+      string,
+      string | undefined,
+    ]
+    const at = address(hostPort, REDIS_PORT)
+    return at && { ...at, db: Number(db ?? 0), ...credentials(userinfo), ...(scheme === 'rediss' ? { tls: {} } : {}) }
+  }
   const sentinel = SENTINEL_URL.exec(url)
   if (sentinel === null) return undefined
-  const [, userinfo, hosts, db, name] = sentinel as unknown as [
+  const [, scheme, userinfo, hosts, db, name] = sentinel as unknown as [
+    string,
     string,
     string | undefined,
     string,
     string | undefined,
     string,
   ]
-  const colon = userinfo?.indexOf(':') ?? -1
-  const user = colon < 0 ? userinfo : userinfo?.slice(0, colon)
-  const sentinels = hosts.split(',').map((address) => {
-    const [host, port] = address.split(':') as [string, string | undefined]
-    return { host, port: port === undefined ? SENTINEL_PORT : Number(port) }
-  })
-  // A `%` not followed by two hex digits makes the URL none of the forms (one line), not a URIError with a stack.
-  let decoded: { name: string; username: string | undefined; password: string | undefined }
-  try {
-    decoded = {
-      name: decodeURIComponent(name),
-      username: user ? decodeURIComponent(user) : undefined,
-      password: colon >= 0 ? decodeURIComponent((userinfo as string).slice(colon + 1)) : undefined,
-    }
-  } catch {
-    return undefined
-  }
+  const sentinels = hosts.split(',').map((text) => address(text, SENTINEL_PORT))
+  if (sentinels.includes(undefined)) return undefined
   return {
-    sentinels,
-    name: decoded.name,
+    sentinels: sentinels as { host: string; port: number }[],
+    name: decodeURIComponent(name),
     db: Number(db ?? 0),
     // `USER@`, with the password from a file (`--idempotency-password-file`), or `USER:PASSWORD@`.
-    username: decoded.username,
-    password: decoded.password,
+    ...credentials(userinfo),
     // Reconnect as soon as Sentinel announces a new primary, not only when the old one's connection drops.
     failoverDetector: true,
     // ioredis's switch for TLS to the primary it is told of; `connectRedis` gives the Sentinels and the primary `tls`.
-    enableTLSForSentinelMode: url.startsWith('rediss-'),
+    enableTLSForSentinelMode: scheme === 'rediss',
   }
-}
-
-/** The URL as it may be shown: a password in it is hidden. */
-export function shownUrl(url: string): string {
-  // Up to the last `@`: a password may hold a `/` or an `@` of its own.
-  const start = url.indexOf('//')
-  const at = url.lastIndexOf('@')
-  return JSON.stringify(start !== -1 && at > start ? `${url.slice(0, start + 2)}***${url.slice(at)}` : url)
 }
 
 /**
@@ -119,15 +161,23 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
   const target = redisTarget(url)
   if (target === undefined) {
     // The code makes it a start-up failure of the CLI: one line, exit 2.
-    throw new CodedError('EIDEMPOTENCY', `${shownUrl(url)} is none of ${REDIS_URL_FORMS}`)
+    throw new CodedError(
+      'EIDEMPOTENCY',
+      (name) => `${name('idempotency')} ${shownUrl(url)} is none of ${REDIS_URL_FORMS}${redisUrlProblem(url)}`,
+    )
   }
   return connectRedis(target, options)
 }
 
 /** The client `createRedisClient` makes, of a target `redisTarget` has already read. */
-export function connectRedis(target: string | RedisOptions, options: RedisClientOptions = {}): Redis {
+export function connectRedis(target: RedisOptions, options: RedisClientOptions = {}): Redis {
   const commandTimeout = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
-  const settings: RedisOptions = {
+  const { Redis } = ioredis()
+  const client = new Redis({
+    ...target,
+    ...filePassword(target, options.password),
+    ...tlsOf(target, options.ca),
+    // Last: nothing the URL said overrides them.
     enableOfflineQueue: false,
     commandTimeout,
     connectTimeout: Math.max(commandTimeout, RECONNECT_MAX_MS),
@@ -137,17 +187,7 @@ export function connectRedis(target: string | RedisOptions, options: RedisClient
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
     sentinelRetryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
-  }
-  const { Redis } = ioredis()
-  const client =
-    typeof target === 'string'
-      ? new Redis(withPassword(target, options.password), { ...settings, ...tlsOf(target, options.ca) })
-      : new Redis({
-          ...settings,
-          ...target,
-          ...sentinelPassword(target, options.password),
-          ...tlsOf(target, options.ca),
-        })
+  })
   reportErrors(client, options.onError)
   return client
 }
@@ -157,36 +197,27 @@ export function connectRedis(target: string | RedisOptions, options: RedisClient
  * node verifies every certificate, against the host the client connects to (its name, or an IP address the
  * certificate must list), and nothing here turns that off (docs/idempotency.md, TLS to the store).
  */
-function tlsOf(target: string | RedisOptions, ca: Buffer | undefined): RedisOptions {
-  const tls = typeof target === 'string' ? target.startsWith('rediss:') : target.enableTLSForSentinelMode === true
-  if (!tls) {
+function tlsOf(target: RedisOptions, ca: Buffer | undefined): RedisOptions {
+  if (!usesTls(target)) {
     if (ca === undefined) return {}
     throw new CodedError(
       'EIDEMPOTENCY',
-      `--idempotency is not a TLS URL, and a CA bundle (--idempotency-ca) is only for one of ${TLS_URL_FORMS}`,
+      (name) =>
+        `${name('idempotency')} is not a TLS URL, and a CA bundle (${name('idempotencyCaBundle')}) is only for one of ${TLS_URL_FORMS}`,
     )
   }
   const options = ca === undefined ? {} : { ca }
-  if (typeof target !== 'string') return { tls: options, sentinelTLS: options }
+  if (target.sentinels !== undefined) return { tls: options, sentinelTLS: options }
   // The host named, sent as SNI too, which managed offerings that route by name expect; an IP address is never sent so (RFC 6066, 3).
-  const host = new URL(target).hostname
+  const host = target.host as string
   return { tls: isIP(host) === 0 ? { ...options, servername: host } : options }
 }
 
-const BOTH_PASSWORDS = '--idempotency: a password in the URL and a password file; give one'
+const BOTH_PASSWORDS: Wording = (name) =>
+  `${name('idempotency')}: a password in the URL and another in ${name('idempotencyPassword')}; give one`
 
-/** A `redis://` URL with the password of a file put in (ioredis takes a URL's password over its options'). */
-function withPassword(url: string, password: string | undefined): string {
-  if (password === undefined) return url
-  const parsed = new URL(url)
-  if (parsed.password !== '') throw new CodedError('EIDEMPOTENCY', BOTH_PASSWORDS)
-  // The setter leaves `%` as it is, and ioredis decodes what it reads.
-  parsed.password = encodeURIComponent(password)
-  return parsed.href
-}
-
-/** The primary's password of a file, for a Sentinel URL that names none. */
-function sentinelPassword(target: RedisOptions, password: string | undefined): RedisOptions {
+/** The password of a file, for a URL that names none. */
+function filePassword(target: RedisOptions, password: string | undefined): RedisOptions {
   if (password === undefined) return {}
   if (target.password !== undefined) throw new CodedError('EIDEMPOTENCY', BOTH_PASSWORDS)
   return { password }

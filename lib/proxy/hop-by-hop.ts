@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { connectionOptions } from '../checks/headers.js'
 
 /**
  * RFC 9110 7.6.1: headers that describe one connection, not the message, and
@@ -17,18 +18,6 @@ const HOP_BY_HOP = new Set([
   'expect',
 ])
 
-/**
- * The names a `Connection` header lists besides the fixed ones. Nearly every
- * message says `keep-alive` or nothing, and those list no other name: no set
- * is built for them.
- */
-function listedNames(connection: string | string[] | undefined): Set<string> | undefined {
-  if (connection === undefined) return undefined
-  const value = String(connection).toLowerCase()
-  if (value === 'keep-alive') return undefined
-  return new Set(value.split(',').map((name) => name.trim()))
-}
-
 function isHopByHop(name: string, listed: Set<string> | undefined): boolean {
   return HOP_BY_HOP.has(name) || (listed !== undefined && listed.has(name))
 }
@@ -42,7 +31,7 @@ function isHopByHop(name: string, listed: Set<string> | undefined): boolean {
  * `Content-Length` from the caller.
  */
 export function forwardedRequestHeaders(headers: IncomingHttpHeaders, framing: boolean): IncomingHttpHeaders {
-  const listed = listedNames(headers.connection)
+  const listed = connectionOptions(headers.connection)
   const kept: IncomingHttpHeaders = {}
   for (const name of Object.keys(headers)) {
     if (!isHopByHop(name, listed) || (framing && name === 'transfer-encoding')) kept[name] = headers[name]
@@ -60,7 +49,7 @@ export function forwardedRequestHeaders(headers: IncomingHttpHeaders, framing: b
  * left out: the gateway's own goes on every answer (exchange.ts).
  */
 export function relayedHeaders(raw: readonly string[], bodyLength?: number): string[] {
-  const listed = listedNames(connectionOf(raw))
+  const listed = connectionOptions(connectionOf(raw))
   const headers: string[] = []
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string

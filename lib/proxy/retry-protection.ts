@@ -382,7 +382,8 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
   if (shared && options.idempotencyFingerprintKey === undefined)
     throw new CodedError(
       'EFINGERPRINTKEY',
-      '--idempotency-fingerprint-key must be given with a Redis store: every gateway sharing it fingerprints payments with the same key',
+      (name) =>
+        `${name('idempotencyFingerprintKey')} must be given with a Redis store: every gateway sharing it fingerprints payments with the same key`,
     )
   if (typeof idempotency !== 'string') return idempotency
   return createIdempotencyStore(idempotency, {

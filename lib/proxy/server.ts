@@ -203,9 +203,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (would instanceof Promise) would = await would
       exchange.wouldRetryProtection = would
     }
-    // screen() reads every body report mode passes on: one it could not read gets enforce's answer.
-    const bytes = body as Uint8Array
-    forwarder.forward(req, res, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length))
+    forwarder.forward(req, res, Buffer.from(body.buffer, body.byteOffset, body.length))
   }
 
   // One listener for every response (its `this`), so that no closure is made per request.

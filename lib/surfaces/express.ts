@@ -1,4 +1,3 @@
-import type { ErrorRequestHandler, Request, RequestHandler } from 'express'
 import type { Checks } from '../checks/index.js'
 import { INTERNAL_ERROR, type Rejection } from '../errors.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
@@ -15,23 +14,10 @@ import {
   operationOfTarget,
   passedAsItCame,
   startScreening,
-  type GateContext,
   type GateLogger,
-  type GateReport,
   type Screening,
 } from './shared.js'
-
-declare global {
-  // Express's own way to extend its request type (declaration merging on the global namespace).
-  namespace Express {
-    interface Request {
-      /** Set by the payments-gate middleware on a request that passed every check. */
-      paymentsGate?: GateContext
-      /** In report mode, set on every payment passed on: its entity read, and the user's (docs/rollout.md). */
-      paymentsGateReport?: GateReport
-    }
-  }
-}
+import type { ExpressErrorMiddleware, ExpressMiddleware, ExpressRequest } from './types.js'
 
 const BODY_ALREADY_READ =
   'payments-gate: the request body was already read by another body parser. Mount the payments-gate middleware before express.json() and the like.'
@@ -47,7 +33,7 @@ const BODY_ALREADY_READ_ANSWER = answerOf(INTERNAL_ERROR)
  * `basePath` still screens what its mount point routes (docs/middleware.md,
  * base path).
  */
-function operationOfMounted(checks: Checks, req: Request): Operation | Rejection | undefined {
+function operationOfMounted(checks: Checks, req: ExpressRequest): Operation | Rejection | undefined {
   const full = operationOfTarget(checks.targetOf(req.originalUrl))
   return full !== undefined || req.originalUrl === req.url ? full : operationOfTarget(checks.targetOf(req.url))
 }
@@ -58,7 +44,7 @@ function operationOfMounted(checks: Checks, req: Request): Operation | Rejection
  * `req.paymentsGate` to its operation, entity and user; other paths go on
  * untouched. It reads the body itself, so it must come before any body parser.
  */
-export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestHandler {
+export function expressMiddleware(checks: Checks, logger?: GateLogger): ExpressMiddleware {
   const tracer = registeredTracer()
   return (req, res, next) =>
     inTurn(res, () => {
@@ -106,7 +92,7 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): RequestH
  * application becomes the standard 500 `internalErrorOccurred` body (logged,
  * never shown). Errors that carry a 4xx status are left to Express.
  */
-export function expressErrorHandler(logger?: GateLogger): ErrorRequestHandler {
+export function expressErrorHandler(logger?: GateLogger): ExpressErrorMiddleware {
   return (error: unknown, _req, res, next) => {
     if (res.headersSent || isClientError(error)) return next(error)
     writeAnswer(res, internalError(error, logger))

@@ -2,11 +2,12 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks } from '../checks/index.js'
 import type { Verdict } from '../checks/index.js'
-import type { Rejection } from '../errors.js'
+import { INTERNAL_ERROR, type Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
+import type { Operation, RecurringRequest, SaleRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
 import {
   contextOf,
@@ -21,7 +22,9 @@ import {
   type GateReport,
   type Screening,
 } from './shared.js'
+import type { FastifyGateOptions, FastifyGatePlugin } from './types.js'
 
+// Fastify's own way to type decorations; loaded through `payments-gate/fastify`, since it needs Fastify's types.
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the payments-gate plugin on a request that passed every check. */
@@ -31,16 +34,25 @@ declare module 'fastify' {
   }
 }
 
-export interface FastifyGateOptions {
-  /**
-   * Also install an error handler that answers errors thrown by route
-   * handlers with the standard 500 `internalErrorOccurred` body (errors with a
-   * 4xx status go on to Fastify's default handler). It applies to the
-   * instance the plugin is registered on and its children, unless they set
-   * their own. Default false.
-   */
-  errorHandler?: boolean
+/** The document each operation's route gets. */
+interface Documents {
+  sale: SaleRequest
+  recurring: RecurringRequest
 }
+
+/**
+ * A route behind the plugin, as Fastify's route generic: `app.post<PaymentsGateRoute<'sale'>>(path, handler)`
+ * types `request.body` as the operation's document, which it is wherever `request.paymentsGate` is set (in
+ * report mode a body enforce would refuse comes as it came, with `request.paymentsGate` undefined).
+ */
+export interface PaymentsGateRoute<O extends Operation = Operation> {
+  Body: Documents[O]
+}
+
+const BODY_READ_ELSEWHERE =
+  "payments-gate: the request body went to another content-type parser than the plugin's. Register no parser of your own for the v6 media type."
+/** The standard 500, like every internal failure: the reason goes to the log, meant for whoever registered the parser. */
+const BODY_READ_ELSEWHERE_ANSWER = answerOf(INTERNAL_ERROR)
 
 /** Writes an answer through Fastify: the same status, headers and bytes as every other surface. */
 function write(reply: FastifyReply, answer: Answer): FastifyReply {
@@ -91,7 +103,7 @@ type Parsed = (error: Error | null, body?: unknown) => void
  * promise, a closure or a weak-map entry per request and hook is what made the
  * plugin dearer than the schema route it replaces (docs/performance.md).
  */
-export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPluginCallback<FastifyGateOptions> {
+export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGatePlugin {
   const tracer = registeredTracer()
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
@@ -157,20 +169,16 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
   }
 
   /**
-   * Report mode, a request admitted with its head's refusal held whose body went to another parser
-   * (Fastify's own, for another Content-Type): that parser's document is what the route's handler
-   * gets, so check 9 runs on it, and a document naming no entity gets enforce's answer (docs/middleware.md).
+   * A request admitted whose body no parser of the plugin's read: the application registered its own
+   * parser for a spelling of the v6 media type, which Fastify chose over the plugin's. The gate never
+   * held the bytes the handler would get, so nothing is handed on (docs/middleware.md, Fastify).
    */
-  function parsedElsewhere(request: GateRequest, head: Admitted): Rejection | undefined {
+  function readElsewhere(request: GateRequest, reply: FastifyReply): void {
     request[ADMITTED] = undefined
-    // Only a refused Content-Type sends an admitted body to another parser.
-    const refusal = head.refused as Rejection
-    const verdict = checks.checkParsed(head.operation, request.body, head.principal, head.mode, refusal)
-    endScreening(request[SCREENING], verdict)
-    if (!verdict.ok) return verdict
-    // checkParsed passes nothing: a document it lets through is reported.
-    request.paymentsGateReport = verdict as GateReport
-    return undefined
+    // The route matched, not the target: a query string may hold what must not be logged.
+    logger?.error({ route: request.routeOptions.url }, BODY_READ_ELSEWHERE)
+    endScreening(request[SCREENING], BODY_READ_ELSEWHERE_ANSWER.status)
+    write(reply, BODY_READ_ELSEWHERE_ANSWER)
   }
 
   const plugin: FastifyPluginCallback<FastifyGateOptions> = (fastify, options, done) => {
@@ -204,9 +212,8 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     })
 
     fastify.addHook('preValidation', (request, reply, next) => {
-      const head = (request as GateRequest)[ADMITTED]
-      const outcome =
-        head === undefined ? (request as GateRequest)[REFUSED] : parsedElsewhere(request as GateRequest, head)
+      if ((request as GateRequest)[ADMITTED] !== undefined) return readElsewhere(request as GateRequest, reply)
+      const outcome = (request as GateRequest)[REFUSED]
       if (outcome === undefined) next()
       else write(reply, answerOf(outcome))
     })
@@ -218,8 +225,9 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyPlugi
     }
     done()
   }
+  // The public type leaves the instance's type to Fastify (types.ts), so that the package's declarations need none of it.
   return Object.assign(plugin, {
     [Symbol.for('skip-override')]: true,
     [Symbol.for('fastify.display-name')]: 'payments-gate',
-  })
+  }) as FastifyGatePlugin
 }

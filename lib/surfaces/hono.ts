@@ -7,7 +7,6 @@ import type { Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
-import type { PaymentRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
 import {
   contextOf,
@@ -20,9 +19,11 @@ import {
   type GateReport,
   type Screening,
 } from './shared.js'
+import type { HonoGateMiddleware } from './types.js'
 
 declare module 'hono' {
-  // Hono's own way to type `c.get` and `c.set` for every app, since a middleware given to `app.use` types no route.
+  // Hono's own way to type `c.get` and `c.set` for every app, since a middleware given to `app.use` types no route;
+  // loaded through `payments-gate/hono`, since it needs Hono's types.
   interface ContextVariableMap {
     /** Set by the payments-gate middleware on a request that passed every check. */
     paymentsGate?: GateContext
@@ -31,14 +32,7 @@ declare module 'hono' {
   }
 }
 
-/**
- * The input of a handler behind the middleware, for `Context<Env, Path, PaymentsGateInput>`: Hono types
- * `c.req.valid('json')` only from validators given on the route itself (docs/middleware.md, Hono).
- */
-export interface PaymentsGateInput {
-  in: object
-  out: { json: PaymentRequest }
-}
+export type { PaymentsGateInput } from './types.js'
 
 /**
  * The request's head in the shape the shared checks read (method and lower-case headers, as node gives
@@ -89,9 +83,9 @@ function clientGone(): Response {
  * is the request's whole path (`new URL(c.req.url).pathname`), which Hono keeps under `app.route()`:
  * `basePath` is relative to the server's root (docs/middleware.md, Hono).
  */
-export function honoMiddleware(checks: Checks, logger?: GateLogger): MiddlewareHandler {
+export function honoMiddleware(checks: Checks, logger?: GateLogger): HonoGateMiddleware {
   const tracer = registeredTracer()
-  return async (c, next) => {
+  const middleware: MiddlewareHandler = async (c, next) => {
     // A URL's path is always in origin form, so it is never a target refused.
     const operation = checks.operationOf(new URL(c.req.url).pathname)
     if (operation === undefined) return next()
@@ -123,4 +117,6 @@ export function honoMiddleware(checks: Checks, logger?: GateLogger): MiddlewareH
     }
     return next()
   }
+  // The public type leaves the context's type to Hono (types.ts), so that the package's declarations need none of it.
+  return middleware as HonoGateMiddleware
 }

@@ -27,7 +27,7 @@ export type GateLogger = Pick<Logger, 'info' | 'warn' | 'error'>
 /**
  * What the application learns, in report mode, about a request of the two operations that passed
  * BasicAuth and named an entity the user may act for: the verdict of the checks as report mode gives
- * it (docs/rollout.md), with the body's bytes as they came (undefined when Fastify's own parser read them).
+ * it (docs/rollout.md), with the body's bytes as they came.
  */
 export type GateReport = Reported
 

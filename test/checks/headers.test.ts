@@ -1,10 +1,18 @@
 import t from 'tap'
-import { buildAcceptCheck, buildContentTypeCheck } from '../../lib/checks/headers.js'
+import {
+  buildAcceptCheck,
+  buildConnectionCheck,
+  buildContentEncodingCheck,
+  buildContentTypeCheck,
+  connectionOptions,
+} from '../../lib/checks/headers.js'
 import { mediaTypes } from '../../lib/defaults.js'
 
 const types = mediaTypes('example')
 const contentType = buildContentTypeCheck(types)
 const accept = buildAcceptCheck(types)
+const encoding = buildContentEncodingCheck()
+const connection = buildConnectionCheck()
 
 t.test('the media types carry the vendor', async (t) => {
   t.strictSame(mediaTypes('acme'), {
@@ -27,6 +35,8 @@ t.test('Content-Type: the v6 type, case-insensitive, with parameters', async (t)
     'Application/VND.Example.Payments-V6+JSON',
     'application/vnd.example.payments-v6+json; charset=utf-8',
     'application/vnd.example.payments-v6+json;charset="UTF-8"',
+    'application/vnd.example.payments-v6+json; CHARSET=UTF-8',
+    'application/vnd.example.payments-v6+json; Charset="utf-8"',
     'application/vnd.example.payments-v6+json ; version=6 ; charset=utf-8',
     'application/vnd.example.payments-v6+json; note="a \\"quoted\\" value"',
     'application/vnd.example.payments-v6+json; charset="utf\\-8"',
@@ -46,6 +56,7 @@ t.test('Content-Type: anything else is 415 headerHasInvalidValue', async (t) => 
     'application/vnd.example.payments-v5+json',
     'application/vnd.example.payments-v6.hal+json',
     'application/vnd.example.payments-v6+json; charset=latin1',
+    'application/vnd.example.payments-v6+json; charset=utf-7',
     'application/vnd.example.payments-v6+json; charset',
     'application/vnd.example.payments-v6+json, application/json',
     'application/vnd.example.payments-v6+json; x="unterminated',
@@ -66,6 +77,86 @@ t.test('Content-Type: anything else is 415 headerHasInvalidValue', async (t) => 
   t.equal(
     contentType({ 'content-type': 'application/json' })?.body.message,
     'The Content-Type must be application/vnd.example.payments-v6+json (charset, if given, utf-8).',
+  )
+})
+
+t.test('Content-Type: a parameter name in any letter case is that parameter (RFC 9110 5.6.6)', async (t) => {
+  // Without the lower-casing of parameter names, each of these charsets would go unseen.
+  for (const name of ['CHARSET', 'Charset', 'cHaRsEt', 'charseT']) {
+    for (const charset of ['latin1', 'utf-7', '"ISO-8859-1"', 'utf-16']) {
+      const value = `application/vnd.example.payments-v6+json; ${name}=${charset}`
+      t.match(contentType({ 'content-type': value }), { status: 415, body: { headerName: 'Content-Type' } }, value)
+    }
+  }
+})
+
+t.test('a media type naming a parameter twice is malformed (RFC 6838 4.3), whatever the values', async (t) => {
+  for (const parameters of [
+    'charset=utf-7; charset=utf-8',
+    'charset=utf-8; CHARSET=utf-7',
+    'charset=utf-8; charset=utf-8',
+    'version=6; Version=6',
+  ]) {
+    const value = `application/vnd.example.payments-v6+json; ${parameters}`
+    t.match(contentType({ 'content-type': value }), { status: 415 }, value)
+  }
+  t.match(accept({ accept: `${types.response};q=0;q=1` }), { status: 406 }, 'a range with q twice is ignored')
+  t.equal(accept({ accept: `${types.response};q=0;q=1, */*;q=0.5` }), undefined, 'and the next range decides')
+})
+
+t.test('Content-Encoding: absent or identity is fine; any coding is 415 headerHasInvalidValue', async (t) => {
+  for (const value of [undefined, 'identity', ' IDENTITY ']) t.equal(encoding({ 'content-encoding': value }), undefined)
+  for (const value of [
+    'gzip',
+    'deflate',
+    'br',
+    'zstd',
+    'x-gzip',
+    'identity, gzip',
+    'gzip, identity',
+    '',
+    'identity;q=1',
+  ]) {
+    t.match(
+      encoding({ 'content-encoding': value }),
+      { status: 415, body: { errorName: 'headerHasInvalidValue', headerName: 'Content-Encoding' } },
+      value,
+    )
+  }
+  t.match(encoding({ 'content-encoding': ['identity', 'gzip'] }), { status: 415 }, 'repeated, as a list')
+})
+
+t.test('connectionOptions: the names Connection lists, lower-cased; none for keep-alive or close', async (t) => {
+  t.equal(connectionOptions(undefined), undefined)
+  t.equal(connectionOptions('keep-alive'), undefined)
+  t.equal(connectionOptions('Keep-Alive'), undefined)
+  t.equal(connectionOptions('close'), undefined)
+  t.same([...(connectionOptions('keep-alive, X-Hop ,TE') as Set<string>)], ['keep-alive', 'x-hop', 'te'])
+  t.same([...(connectionOptions(['close', 'Upgrade']) as Set<string>)], ['close', 'upgrade'], 'repeated, as a list')
+})
+
+t.test('Connection naming a header the checks read is 400 headerHasInvalidValue (RFC 9110 7.6.1)', async (t) => {
+  for (const value of [undefined, 'keep-alive', 'close', 'Upgrade, HTTP2-Settings', 'TE', 'x-hop, keep-alive']) {
+    t.equal(connection({ connection: value }), undefined, String(value))
+  }
+  for (const value of [
+    'authorization',
+    'Content-Type',
+    'keep-alive, accept',
+    'close,content-length',
+    ' Content-Encoding ',
+    'content-type, accept, authorization',
+  ]) {
+    t.match(
+      connection({ connection: value }),
+      { status: 400, body: { errorName: 'headerHasInvalidValue', headerName: 'Connection' } },
+      value,
+    )
+  }
+  t.match(connection({ connection: ['keep-alive', 'Authorization'] }), { status: 400 }, 'repeated, as a list')
+  t.equal(
+    connection({ connection: 'authorization' })?.body.message,
+    'The Connection header must not name Authorization, Content-Type, Content-Encoding, Accept or Content-Length: a proxy removes the headers it names.',
   )
 })
 

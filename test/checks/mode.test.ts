@@ -2,7 +2,6 @@ import t from 'tap'
 import { ACCESS_DENIED, type Principal } from '../../lib/checks/auth.js'
 import { buildChecks, type Reported, type Verdict } from '../../lib/checks/index.js'
 import { rewritesOf } from '../../lib/checks/policy.js'
-import type { Rejection } from '../../lib/errors.js'
 import { compilePolicy } from '../../lib/policy/policy.js'
 import type { PaymentRequest } from '../../lib/schema/payment.js'
 import { bytes, policies, policyFile, saleBody, TEST_PAN } from '../helpers/fixtures.js'
@@ -113,56 +112,71 @@ t.test('report mode: a body that names no entity gets the answer enforce gives',
   }
 })
 
-t.test('report mode: a refused header is reported first, and the body is still read for its entity', async (t) => {
-  const wrong = { 'content-type': 'text/plain' }
+t.test('report mode: a refused Accept is reported, and the body is still read for its entity', async (t) => {
+  const wrong = { ...headers, accept: 'text/html' }
+  t.equal(report.holdable(wrong), true)
   t.match(reported(report.check('sale', wrong, bytes(saleBody()), shop)), {
     entity: 'default',
-    wouldRefuse: { status: 415 },
+    wouldRefuse: { status: 406 },
     wouldRewrite: [],
     document: undefined,
   })
   t.match(
     report.check('sale', wrong, Buffer.from('x'), shop),
-    { ok: false, status: 415 },
+    { ok: false, status: 406 },
     "a body that names no entity: the header's refusal, as enforce answers",
   )
   t.match(
     report.check('sale', wrong, bytes(saleBody({ entity: 'strict' })), shop),
-    { ok: false, status: 415 },
+    { ok: false, status: 406 },
     "an enforcing entity gets the header's refusal",
   )
   t.match(
     enforce.check('sale', wrong, bytes(saleBody({ entity: 'trial' })), shop),
-    { ok: false, status: 415 },
+    { ok: false, status: 406 },
     'enforce mode refuses a header before it reads an entity',
   )
 })
 
 t.test(
-  'checkParsed: a document another parser read is reported only when it names an entity the user may act for',
+  'report mode: a head that changes how the body is read gets the answer enforce gives, whatever the entity',
   async (t) => {
-    const refusal = report.checkHead({ 'content-type': 'application/json' }) as Rejection
-    const other: Principal = { username: 'shop-2', entities: new Set(['elsewhere']) }
-    t.match(report.checkParsed('sale', saleBody(), shop, 'report', refusal), {
-      ok: 'report',
-      entity: 'default',
-      body: undefined,
-      received: saleBody(),
-      wouldRefuse: refusal,
-    })
-    t.equal(report.checkParsed('sale', saleBody(), other, 'report', refusal), ACCESS_DENIED, 'check 9')
-    t.equal(report.checkParsed('sale', undefined, shop, 'report', refusal), refusal, 'no document')
-    t.equal(report.checkParsed('sale', 'text', shop, 'report', refusal), refusal, 'not an object')
-    t.equal(
-      report.checkParsed('sale', { ...saleBody(), Merchant: { entity: 'elsewhere' } }, shop, 'report', refusal),
-      refusal,
-      'a folded sibling of a named member',
-    )
-    t.equal(
-      report.checkParsed('sale', saleBody({ entity: 'strict' }), shop, 'report', refusal),
-      refusal,
-      'an entity that enforces',
-    )
+    // A backend that parses by declared type, charset or coding would read another body than the checks did.
+    const cases: [string, Record<string, string | undefined>, number, string][] = [
+      ['no Content-Type', { 'content-type': undefined }, 400, 'Content-Type'],
+      ['a form', { 'content-type': 'application/x-www-form-urlencoded' }, 415, 'Content-Type'],
+      ['plain JSON', { 'content-type': 'application/json' }, 415, 'Content-Type'],
+      ['charset utf-7', { 'content-type': `${headers['content-type']}; charset=utf-7` }, 415, 'Content-Type'],
+      ['CHARSET latin1', { 'content-type': `${headers['content-type']}; CHARSET=latin1` }, 415, 'Content-Type'],
+      ['multipart', { 'content-type': 'multipart/form-data; boundary=x' }, 415, 'Content-Type'],
+      ['gzip', { 'content-encoding': 'gzip' }, 415, 'Content-Encoding'],
+      ['Connection naming a checked header', { connection: 'content-type' }, 400, 'Connection'],
+      [
+        'a held Accept beside a refused Content-Type',
+        { accept: 'text/html', 'content-type': 'text/plain' },
+        415,
+        'Content-Type',
+      ],
+      ['a held Accept beside a coding', { accept: 'text/html', 'content-encoding': 'br' }, 415, 'Content-Encoding'],
+      [
+        'a held Accept beside a length over the limit',
+        { accept: 'text/html', 'content-length': '70000' },
+        406,
+        'Accept',
+      ],
+    ]
+    for (const [name, changes, status, headerName] of cases) {
+      const sent = { ...headers, ...changes }
+      t.equal(report.holdable(sent), false, `${name}: not held`)
+      for (const entity of ['default', 'trial']) {
+        const verdict = report.check('sale', sent, bytes(saleBody({ entity })), shop)
+        t.match(verdict, { ok: false, status }, `${name}, ${entity}`)
+        t.match(verdict, { body: { headerName } }, `${name}, ${entity}: enforce's first refusal`)
+        t.same(verdict, enforce.check('sale', sent, bytes(saleBody({ entity })), shop), `${name}: as enforce answers`)
+      }
+    }
+    t.equal(report.holdable(headers), true, 'a head that passes')
+    t.equal(report.holdable({ ...headers, 'content-encoding': 'identity' }), true, 'identity is no coding')
   },
 )
 

@@ -1,12 +1,5 @@
 import t from 'tap'
-import {
-  buildRouter,
-  canonicalPath,
-  foldCase,
-  normalizeBasePath,
-  parseTarget,
-  routeFor,
-} from '../../lib/checks/route.js'
+import { buildRouter, canonicalPath, normalizeBasePath, parseTarget, routeFor } from '../../lib/checks/route.js'
 import type { Operation } from '../../lib/schema/payment.js'
 
 /** The operation of a target alone: undefined for a path not ours, `refused` for a target refused. */
@@ -99,23 +92,6 @@ t.test('canonicalPath', async (t) => {
   t.equal(canonicalPath('/a/b%3F/../c'), '/a/b', 'so does an escaped ?')
   t.equal(canonicalPath('/a/b.json/c..'), '/a/b/c', 'a segment is cut at its first dot')
   t.equal(canonicalPath('/a/.../b'), '/a/b', 'nothing left of it: dropped')
-})
-
-t.test('letters fold as a backend that folds case beyond ASCII folds them', async (t) => {
-  t.equal(foldCase('SaLeS'), 'sales')
-  t.equal(foldCase('\u017fales'), 'sales', 'long s')
-  t.equal(foldCase('m\u0131grate'), 'migrate', 'dotless i')
-  t.equal(foldCase('M\u0130GRATE'), 'migrate', 'dotted capital I')
-  t.equal(foldCase('\u212aelvin'), 'kelvin', 'Kelvin sign')
-  t.equal(foldCase('On\ufb01le'), 'onfile', 'fi ligature')
-  t.equal(foldCase('\uff53ales'), 'sales', 'full-width s')
-  // Every code point whose folding gives ASCII letters folds to them here (Python's casefold, Go's EqualFold).
-  for (let code = 0x80; code <= 0xffff; code++) {
-    const char = String.fromCodePoint(code)
-    const upper = char.toUpperCase()
-    if (/^[A-Za-z]+$/.test(upper) || /^[A-Za-z]+$/.test(char.toLowerCase()))
-      t.ok(/^[a-z]+$/.test(foldCase(char)), `U+${code.toString(16)} folds to ASCII`)
-  }
 })
 
 t.test('non-ASCII spellings of an operation path are that operation', async (t) => {

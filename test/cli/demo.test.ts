@@ -22,36 +22,49 @@ function sendExample(example: Example) {
   return send(url.origin, { path: url.pathname, headers: example.headers, body: example.body })
 }
 
-t.test('the demo answers its own curl examples: one accepted, one refused', async (t) => {
-  const streams = io()
-  const demo = await startDemo(['--listen', '0'], streams.io)
-  t.teardown(() => demo.stop())
-  const printed = streams.err()
-  t.match(printed, /user "demo", password "[A-Za-z0-9_-]+"/)
-  t.ok(printed.includes(curlLine(demo.accepted)), 'the accepted example is printed as a curl line')
-  t.ok(printed.includes(curlLine(demo.refused)), 'and the refused one')
-  t.match(demo.accepted.url, /^http:\/\/127\.0\.0\.1:\d+\/payments\/sales\/migrateCardOnFile$/)
+t.test(
+  'the demo answers its own curl examples: a sale and a recurring authorization accepted, a sale refused',
+  async (t) => {
+    // Started from a folder with no policies: the demo takes the samples beside package.json.
+    const cwd = process.cwd()
+    process.chdir(t.testdir())
+    t.teardown(() => process.chdir(cwd))
+    const streams = io()
+    const demo = await startDemo(['--listen', '0'], streams.io)
+    t.teardown(() => demo.stop())
+    const printed = streams.err()
+    t.match(printed, /user "demo", password "[A-Za-z0-9_-]+", entities collections, default, eu-tokens, marketplace\n/)
+    t.ok(printed.includes(curlLine(demo.accepted)), 'the accepted example is printed as a curl line')
+    t.ok(printed.includes(curlLine(demo.recurring)), 'the recurring one')
+    t.ok(printed.includes(curlLine(demo.refused)), 'and the refused one')
+    t.match(demo.accepted.url, /^http:\/\/127\.0\.0\.1:\d+\/payments\/sales\/migrateCardOnFile$/)
 
-  const accepted = await sendExample(demo.accepted)
-  t.equal(accepted.status, 201)
-  t.equal(accepted.json.outcome, 'authorized')
-  t.equal(accepted.json.receivedByBackend.merchant.mcc, '5734', 'the echo shows the rewrites')
-  t.equal(accepted.json.receivedByBackend.instruction.paymentInstrument.cardNumber, '444433******1111')
+    const accepted = await sendExample(demo.accepted)
+    t.equal(accepted.status, 201)
+    t.equal(accepted.json.outcome, 'authorized')
+    t.equal(accepted.json.receivedByBackend.merchant.mcc, '5734', 'the echo shows the rewrites')
+    t.equal(accepted.json.receivedByBackend.instruction.paymentInstrument.cardNumber, '444433******1111')
 
-  const refused = await sendExample(demo.refused)
-  t.equal(refused.status, 400)
-  t.match(refused.json.validationErrors, [{ errorName: 'panFailedLuhnCheck' }])
+    t.match(demo.recurring.url, /\/payments\/authorizations\/migrateRecurring$/)
+    const recurring = await sendExample(demo.recurring)
+    t.equal(recurring.status, 201, recurring.text)
+    t.equal(recurring.json.receivedByBackend.instruction.intent, 'subscription')
 
-  const other = await send(new URL(demo.accepted.url).origin, { method: 'GET', path: '/elsewhere' })
-  t.equal(other.status, 404, 'the demo backend knows only the two operations')
+    const refused = await sendExample(demo.refused)
+    t.equal(refused.status, 400)
+    t.match(refused.json.validationErrors, [{ errorName: 'panFailedLuhnCheck' }])
 
-  const whole = streams
-    .out()
-    .split('\n')
-    .filter((line) => (line.match(/[0-9]{12,19}/g) ?? []).some(luhnValid))
-  t.same(whole, [], 'no log line holds a whole card number')
-  t.ok(luhnValid(DEMO_PAN))
-})
+    const other = await send(new URL(demo.accepted.url).origin, { method: 'GET', path: '/elsewhere' })
+    t.equal(other.status, 404, 'the demo backend knows only the two operations')
+
+    const whole = streams
+      .out()
+      .split('\n')
+      .filter((line) => (line.match(/[0-9]{12,19}/g) ?? []).some(luhnValid))
+    t.same(whole, [], 'no log line holds a whole card number')
+    t.ok(luhnValid(DEMO_PAN))
+  },
+)
 
 t.test('an IPv6 listen address is printed in brackets', async (t) => {
   const demo = await startDemo(['--listen', '[::1]:0'], io().io)

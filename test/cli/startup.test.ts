@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { flagName } from '../../lib/cli/flags.js'
+import { SAMPLE_POLICIES } from '../../lib/cli/samples.js'
 import { bind, storePassword, unreadable } from '../../lib/cli/startup.js'
 import { CodedError } from '../../lib/coded-error.js'
 import { readFailure } from '../../lib/file-error.js'
@@ -85,12 +86,12 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [
       [...serve, '--credentials', credentials, '--policies', join(dir, 'nowhere')],
       {},
-      `payments-gate serve: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`,
+      `payments-gate serve: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${SAMPLE_POLICIES}\n`,
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_POLICIES: credentials },
-      `payments-gate serve: PAYMENTS_GATE_POLICIES: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files (docs/policies.md)\n`,
+      `payments-gate serve: PAYMENTS_GATE_POLICIES: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${SAMPLE_POLICIES}\n`,
     ],
     [
       [...serve, '--credentials', credentials, '--policies', join(dir, 'bad-policies')],
@@ -148,7 +149,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
         fingerprintKey,
       ],
       { PAYMENTS_GATE_IDEMPOTENCY: 'redis://:own@127.0.0.1:9' },
-      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY: a password in the URL and a password file; give one\n',
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY: a password in the URL and another in --idempotency-password-file; give one\n',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency', 'redis://127.0.0.1:1/0'],
@@ -227,7 +228,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [
       ['demo', '--policies', join(dir, 'nowhere')],
       {},
-      `payments-gate demo: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md)\n`,
+      `payments-gate demo: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${SAMPLE_POLICIES}\n`,
     ],
     [
       ['validate', '--operation', 'sale', join(dir, 'folder')],

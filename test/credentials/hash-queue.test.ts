@@ -39,3 +39,13 @@ t.test('waiting turns alternate by address: a flood from one waits behind itself
   await Promise.all(done)
   t.same(order, ['flood-1', 'real', 'flood-2', 'flood-3'])
 })
+
+t.test('with no waiting places, a free slot still takes a check; a taken one refuses it', async (t) => {
+  const queue = new HashQueue(1, 0, 0)
+  t.notOk(queue.full(''), 'idle: room')
+  t.notOk(queue.full('a'))
+  const turn = queue.enter('a')
+  t.ok(queue.full(''), 'the slot taken and no place to wait')
+  ;(await turn)()
+  t.notOk(queue.full('a'))
+})

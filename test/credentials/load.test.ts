@@ -1,8 +1,10 @@
 import t from 'tap'
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { hashPassword } from '../../lib/credentials/hash.js'
+import { parseAllDocuments } from 'yaml'
+import { hashPassword, scryptMemory } from '../../lib/credentials/hash.js'
 import { loadCredentials, parseCredentials } from '../../lib/credentials/load.js'
+import { CREDENTIAL_DEFAULTS, SCRYPT_DEFAULTS } from '../../lib/defaults.js'
 import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
 
 t.test('loadCredentials reads and validates the file', async (t) => {
@@ -18,6 +20,10 @@ t.test('loadCredentials reads and validates the file', async (t) => {
     'twice.json': JSON.stringify({ users: [user, user] }),
     'clear.json': JSON.stringify({ users: [{ ...user, password: 's3cret' }] }),
     'empty.json': JSON.stringify({ users: [] }),
+    // Four hashes of 64 MiB at once: over the default bound of 128 MiB.
+    'dear.json': JSON.stringify({
+      users: [{ ...user, password: `scrypt$65536$8$1$${'A'.repeat(22)}==$${'A'.repeat(43)}=` }],
+    }),
   })
   const users = await loadCredentials(join(dir, 'good.json'), { cacheMax: 5 })
   t.equal(users.size, 1)
@@ -32,6 +38,7 @@ t.test('loadCredentials reads and validates the file', async (t) => {
     ['twice.json', /twice\.json: user "shop-1" is listed twice$/],
     ['clear.json', /clear\.json: user "shop-1": password is not a hash/],
     ['empty.json', /empty\.json: no users \(to refuse everybody, see docs\/credentials\.md\)$/],
+    ['dear.json', /dear\.json: user "shop-1": scrypt N=65536, r=8 takes 64 MiB a hash, 256 MiB for the 4 that may/],
   ]
   for (const [name, message] of cases) {
     const error = await loadCredentials(join(dir, name)).then(
@@ -59,3 +66,21 @@ t.test('a file that is not JSON is refused without quoting it: it holds password
     t.throws(() => parseCredentials(text), { code: 'ECREDENTIALS', message: /^not JSON: (?!.*secret-hash)/ }, text)
   t.throws(() => parseCredentials('{"users":'), { message: 'not JSON: Unexpected end of JSON input' }, 'no text: kept')
 })
+
+t.test(
+  "the default bound on hashing memory: the default cost fits it, and it is at most half the gateway container's memory limit in deploy/payments.yaml",
+  async (t) => {
+    const manifests = parseAllDocuments(await readFile(new URL('../../deploy/payments.yaml', import.meta.url), 'utf8'))
+    const deployment = manifests.map((document) => document.toJS()).find((object) => object.kind === 'Deployment')
+    const gateway = deployment.spec.template.spec.containers.find(
+      (container: { name: string }) => container.name === 'payments-gate',
+    )
+    const limit = /^(\d+)Mi$/.exec(gateway.resources.limits.memory)
+    t.ok(limit, gateway.resources.limits.memory)
+    t.ok(CREDENTIAL_DEFAULTS.hashMemoryMax <= (Number(limit?.[1]) * 1048576) / 2, 'half the pod for the rest of node')
+    t.ok(
+      scryptMemory(SCRYPT_DEFAULTS) * CREDENTIAL_DEFAULTS.hashConcurrency <= CREDENTIAL_DEFAULTS.hashMemoryMax,
+      'the hashes hash-password makes are accepted',
+    )
+  },
+)

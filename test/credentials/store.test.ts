@@ -2,7 +2,9 @@ import t from 'tap'
 import { ACCESS_DENIED, type Principal } from '../../lib/checks/auth.js'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import { CredentialStore, HASHING_IS_BUSY, type CredentialStoreOptions } from '../../lib/credentials/store.js'
+import { MemoryLoginThrottle } from '../../lib/login-throttle.js'
 import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
+import { until } from '../helpers/http.js'
 
 function clock(): { now: () => number; advance: (ms: number) => void } {
   let time = 1_000_000
@@ -350,6 +352,10 @@ t.test(
       t.equal(users.authenticate(header), HASHING_IS_BUSY, 'refused at once, known user or not')
     t.equal(HASHING_IS_BUSY.status, 503)
     t.equal(HASHING_IS_BUSY.body.errorName, 'serviceUnavailable')
+    t.equal(
+      HASHING_IS_BUSY.body.message,
+      'Too many logins are being verified. Retry after the time given in Retry-After.',
+    )
     t.equal(HASHING_IS_BUSY.headers?.['Retry-After'], '1')
     t.same(await Promise.all(admitted), [ACCESS_DENIED, ACCESS_DENIED, ACCESS_DENIED])
     t.same(users.hashing, { running: 0, waiting: 0 })
@@ -413,4 +419,300 @@ t.test('failures from one client address lock that address, not the others; cach
   const other = users.authenticate(basic('d', 'x'), '198.51.100.1')
   t.ok(other instanceof Promise, 'another address is still heard')
   t.equal(await other, ACCESS_DENIED)
+})
+
+/** A hash string of that cost that nothing matches: parsed and bounded at load, never hashed by these tests. */
+const unmatchable = (N: number, r: number, p = 1) => `scrypt$${N}$${r}$${p}$${'A'.repeat(22)}==$${'A'.repeat(43)}=`
+const MiB = 1024 * 1024
+
+t.test(
+  'an unknown username is hashed at the cost of the users in force, not the default one: under a memory bound only their cost fits, it is refused as a wrong password is',
+  async (t) => {
+    // TEST_COST takes 1 MiB a hash; the default cost, 16 MiB, would be over this bound.
+    const users = new CredentialStore(
+      [{ username: 'shop-1', password: await hashPassword('s3cret', CHEAP), entities: ['default'] }],
+      { hashMemoryMax: 4 * MiB },
+    )
+    t.equal(await users.authenticate(basic('nobody', 's3cret')), ACCESS_DENIED)
+    t.equal(await users.authenticate(basic('shop-1', 'wrong')), ACCESS_DENIED)
+    t.ok(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'))))
+  },
+)
+
+t.test('a cost whose hashes at once would pass hashMemoryMax is refused at load, and at a reload', async (t) => {
+  const user = (N: number, r: number) => [{ username: 'big', password: unmatchable(N, r), entities: [] }]
+  t.throws(() => new CredentialStore(user(65536, 8)), {
+    code: 'ECREDENTIALS',
+    message:
+      'user "big": scrypt N=65536, r=8 takes 64 MiB a hash, 256 MiB for the 4 that may run at once, above ' +
+      'hashMemoryMax (128 MiB): hash its password again with payments-gate hash-password, or see docs/credentials.md for the bound',
+  })
+  t.equal(new CredentialStore(user(32768, 8)).size, 1, 'four hashes of 32 MiB: the default bound to the byte')
+  t.throws(() => new CredentialStore(user(16384, 8), { hashMemoryMax: 64 * MiB - 1 }), {
+    message: /takes 16 MiB a hash, 64 MiB for the 4 that may run at once, above hashMemoryMax \(64 MiB\)/,
+  })
+  t.equal(new CredentialStore(user(16384, 8), { hashMemoryMax: 64 * MiB }).size, 1)
+  t.equal(new CredentialStore(user(16384, 8), { hashMemoryMax: 32 * MiB, hashConcurrency: 2 }).size, 1)
+  t.throws(() => new CredentialStore(user(16384, 8), { hashMemoryMax: 32 * MiB, hashConcurrency: 3 }), {
+    message: /takes 16 MiB a hash, 48 MiB for the 3 that may run at once, above hashMemoryMax \(32 MiB\)/,
+  })
+  t.throws(() => new CredentialStore(user(2048, 3), { hashMemoryMax: MiB }), {
+    message:
+      /^user "big": scrypt N=2048, r=3 takes 0\.75 MiB a hash, 3 MiB for the 4 that may run at once, above hashMemoryMax \(1 MiB\)/,
+  })
+  const users = await store()
+  t.throws(() => users.replace(user(65536, 8)), { code: 'ECREDENTIALS', message: /^user "big": scrypt N=65536/ })
+  t.equal(users.size, 2, 'refused: the users in force stay')
+  t.ok(isPrincipal(await users.authenticate(basic('shop-1', 's3cret'))))
+})
+
+/** A wait the test ends: each pad a check asks for, in order, and the means to end it. */
+function pads(): { asked: { ms: number; end: () => void }[]; wait: (ms: number) => Promise<void> } {
+  const asked: { ms: number; end: () => void }[] = []
+  return { asked, wait: (ms) => new Promise((resolve) => void asked.push({ ms, end: resolve })) }
+}
+
+/**
+ * The clock moves by `ms` while a check's hash runs: a few turns of the microtask queue, never the event loop, give
+ * the check its turn and start its hash on the thread pool, and no hash can end before the loop turns.
+ */
+async function hashTakes(time: { advance: (ms: number) => void }, ms: number): Promise<void> {
+  for (let turn = 0; turn < 10; turn++) await Promise.resolve()
+  time.advance(ms)
+}
+
+/** Users at two costs: `cheap` at scrypt's smallest, `dear` at TEST_COST, 512 times its work. */
+async function mixed(options: CredentialStoreOptions): Promise<CredentialStore> {
+  return new CredentialStore(
+    [
+      { username: 'cheap', password: await hashPassword('c', { N: 16, r: 1, p: 1 }), entities: ['default'] },
+      { username: 'dear', password: await hashPassword('d', CHEAP), entities: ['default'] },
+    ],
+    options,
+  )
+}
+
+t.test(
+  'a failure lasts what the dearest cost takes: an unknown username is hashed at it and waits for nothing more; a cheaper user waits the rest, holding its turn',
+  async (t) => {
+    const time = clock()
+    const pad = pads()
+    const users = await mixed({ now: time.now, wait: pad.wait })
+
+    const ghost = users.authenticate(basic('ghost', 'x'))
+    await hashTakes(time, 330)
+    t.equal(await ghost, ACCESS_DENIED)
+    t.same(pad.asked, [], 'hashed at the dearest cost: its own hash is the time to take')
+
+    let answered = false
+    const cheap = users.authenticate(basic('cheap', 'wrong'))
+    void (cheap as Promise<unknown>).then(() => (answered = true))
+    await hashTakes(time, 63)
+    t.ok(await until(() => pad.asked.length === 1), 'its hash done, it waits')
+    t.same(
+      pad.asked.map(({ ms }) => ms),
+      [330 - 63],
+      'the rest of the time the dearest cost took, measured by the unknown username',
+    )
+    for (let loop = 0; loop < 3; loop++) await new Promise(setImmediate)
+    t.notOk(answered, 'no answer before the pad ends')
+    t.same(users.hashing, { running: 1, waiting: 0 }, 'the turn is held while it waits: it lasts as long as any')
+    ;(pad.asked[0] as { end: () => void }).end()
+    t.equal(await cheap, ACCESS_DENIED)
+    t.same(users.hashing, { running: 0, waiting: 0 })
+
+    const dear = users.authenticate(basic('dear', 'wrong'))
+    await hashTakes(time, 300)
+    t.equal(await dear, ACCESS_DENIED)
+    t.equal(pad.asked.length, 1, 'a user at the dearest cost waits for nothing more either')
+    const again = users.authenticate(basic('cheap', 'wrong again'))
+    await hashTakes(time, 50)
+    t.ok(await until(() => pad.asked.length === 2))
+    t.equal(pad.asked[1]?.ms, 300 - 50, 'the last hash measured at the dearest cost sets the time, whoever ran it')
+    pad.asked[1]?.end()
+    t.equal(await again, ACCESS_DENIED)
+
+    const right = users.authenticate(basic('cheap', 'c'))
+    await hashTakes(time, 10)
+    t.ok(isPrincipal(await right), 'a success waits for nothing')
+    const slow = users.authenticate(basic('cheap', 'slow'))
+    await hashTakes(time, 400)
+    t.equal(await slow, ACCESS_DENIED)
+    t.equal(pad.asked.length, 2, 'a cheaper hash that took longer than the dearest one waits for nothing')
+  },
+)
+
+t.test(
+  'before a hash at the dearest cost was measured, a cheaper failure lasts its own hash scaled by the two costs’ work; a reload to another dearest cost forgets the time measured',
+  async (t) => {
+    const time = clock()
+    const pad = pads()
+    const users = await mixed({ now: time.now, wait: pad.wait })
+    const cheap = users.authenticate(basic('cheap', 'wrong'))
+    await hashTakes(time, 2)
+    t.ok(await until(() => pad.asked.length === 1))
+    t.equal(pad.asked[0]?.ms, 2 * 512 - 2, 'N*r*p: 8192 against 16')
+    pad.asked[0]?.end()
+    t.equal(await cheap, ACCESS_DENIED)
+
+    const measure = users.authenticate(basic('ghost', 'x'))
+    await hashTakes(time, 330)
+    await measure
+    const cheapHash = await hashPassword('c', { N: 16, r: 1, p: 1 })
+    const dearHash = await hashPassword('d', CHEAP)
+    // The same users in another order, and a third at a cost between: the dearest cost and its time stay.
+    await users.replace([
+      { username: 'dear', password: dearHash, entities: ['default'] },
+      { username: 'middle', password: await hashPassword('m', { N: 64, r: 1, p: 1 }), entities: [] },
+      { username: 'cheap', password: cheapHash, entities: ['default'] },
+    ])
+    const kept = users.authenticate(basic('middle', 'wrong'))
+    await hashTakes(time, 30)
+    t.ok(await until(() => pad.asked.length === 2))
+    t.equal(pad.asked[1]?.ms, 300, 'the dearest cost is the same: its time is kept')
+    pad.asked[1]?.end()
+    await kept
+
+    await users.replace([
+      { username: 'cheap', password: cheapHash, entities: ['default'] },
+      { username: 'dearer', password: await hashPassword('e', { N: 2048, r: 8, p: 1 }), entities: [] },
+    ])
+    const estimated = users.authenticate(basic('cheap', 'wrong'))
+    await hashTakes(time, 1)
+    t.ok(await until(() => pad.asked.length === 3))
+    t.equal(pad.asked[2]?.ms, 1024 - 1, 'another dearest cost: estimated again, the old time forgotten')
+    pad.asked[2]?.end()
+    await estimated
+  },
+)
+
+t.test('of costs of equal work, the first listed is the dearest, whatever p', async (t) => {
+  const time = clock()
+  const pad = pads()
+  const users = new CredentialStore(
+    [
+      { username: 'wide', password: await hashPassword('w', { N: 64, r: 1, p: 1 }), entities: [] },
+      { username: 'parallel', password: await hashPassword('p', { N: 32, r: 1, p: 2 }), entities: [] },
+    ],
+    { now: time.now, wait: pad.wait },
+  )
+  const ghost = users.authenticate(basic('ghost', 'x'))
+  await hashTakes(time, 100)
+  await ghost
+  const parallel = users.authenticate(basic('parallel', 'wrong'))
+  await hashTakes(time, 40)
+  t.ok(await until(() => pad.asked.length === 1))
+  t.equal(pad.asked[0]?.ms, 60, 'padded to the first cost’s time, measured by the unknown username')
+  pad.asked[0]?.end()
+  await parallel
+  const wide = users.authenticate(basic('wide', 'wrong'))
+  await hashTakes(time, 90)
+  await wide
+  t.equal(pad.asked.length, 1, 'the first cost is the dearest one: no pad')
+})
+
+t.test('a failure at a cheaper cost, on the real clock, is answered once its pad ends', async (t) => {
+  const users = await mixed({})
+  t.equal(await users.authenticate(basic('cheap', 'wrong')), ACCESS_DENIED)
+  t.same(users.hashing, { running: 0, waiting: 0 })
+})
+
+t.test('costs that differ in p alone, or r alone, are other costs, and each counts in the work', async (t) => {
+  const time = clock()
+  const pad = pads()
+  const byP = new CredentialStore(
+    [
+      { username: 'one', password: await hashPassword('1', { N: 16, r: 1, p: 1 }), entities: [] },
+      { username: 'two', password: await hashPassword('2', { N: 16, r: 1, p: 2 }), entities: [] },
+    ],
+    { now: time.now, wait: pad.wait },
+  )
+  const ghost = byP.authenticate(basic('ghost', 'x'))
+  await hashTakes(time, 100)
+  await ghost
+  t.same(pad.asked, [], 'hashed at p=2, the dearer')
+  const one = byP.authenticate(basic('one', 'wrong'))
+  await hashTakes(time, 30)
+  t.ok(await until(() => pad.asked.length === 1))
+  t.equal(pad.asked[0]?.ms, 70, 'p=1 is cheaper: padded')
+  pad.asked[0]?.end()
+  await one
+  const byR = new CredentialStore(
+    [
+      { username: 'one', password: await hashPassword('1', { N: 16, r: 1, p: 1 }), entities: [] },
+      { username: 'two', password: await hashPassword('2', { N: 16, r: 2, p: 1 }), entities: [] },
+    ],
+    { now: time.now, wait: pad.wait },
+  )
+  const cheaper = byR.authenticate(basic('one', 'wrong'))
+  await hashTakes(time, 3)
+  t.ok(await until(() => pad.asked.length === 2))
+  t.equal(pad.asked[1]?.ms, 3, 'r=2 is twice the work: estimated at twice the time')
+  pad.asked[1]?.end()
+  await cheaper
+})
+
+t.test('replace: entities taken away are a new principal too, checked again', async (t) => {
+  const hash = await hashPassword('s3cret', CHEAP)
+  const users = new CredentialStore([{ username: 'shop-1', password: hash, entities: ['default', 'eu-tokens'] }])
+  await users.authenticate(basic('shop-1', 's3cret'))
+  await users.replace([{ username: 'shop-1', password: hash, entities: ['default'] }])
+  const narrowed = users.authenticate(basic('shop-1', 's3cret'))
+  t.ok(narrowed instanceof Promise, 'not answered from the cache')
+  t.same([...((await narrowed) as Principal).entities], ['default'])
+})
+
+t.test('replace clears the throttle of the users it added or changed, and of no one else', async (t) => {
+  const memory = new MemoryLoginThrottle()
+  const cleared: string[] = []
+  const throttle = {
+    admit: (username: string) => memory.admit(username),
+    clear: (username: string) => void cleared.push(username),
+  }
+  const hash = await hashPassword('s3cret', CHEAP)
+  const users = new CredentialStore(
+    [
+      { username: 'kept', password: hash, entities: ['default'] },
+      { username: 'changed', password: hash, entities: ['default'] },
+    ],
+    { throttle },
+  )
+  await users.replace([
+    { username: 'kept', password: hash, entities: ['default'] },
+    { username: 'changed', password: hash, entities: ['eu-tokens'] },
+    { username: 'added', password: hash, entities: [] },
+  ])
+  t.same(cleared, ['changed', 'added'])
+})
+
+t.test('without a client address nothing is counted per address', async (t) => {
+  const users = await store({ addressMaxFailures: 2 })
+  for (const name of ['a', 'b', 'c']) {
+    const answer = users.authenticate(basic(name, 'x'))
+    t.ok(answer instanceof Promise, `${name}: verified, no address locked`)
+    t.equal(await answer, ACCESS_DENIED)
+  }
+})
+
+t.test('a throttle that answers later: its refusal is 401, even for the right password', async (t) => {
+  const memory = new MemoryLoginThrottle({ maxFailures: 1 })
+  const users = await store({
+    throttle: { admit: async (username: string) => memory.admit(username), clear: () => {} },
+  })
+  t.equal(await users.authenticate(basic('shop-1', 'wrong')), ACCESS_DENIED)
+  const refused = users.authenticate(basic('shop-1', 's3cret'))
+  t.ok(refused instanceof Promise, 'a promise: the throttle answers later')
+  t.equal(await refused, ACCESS_DENIED, 'locked: even the right password')
+})
+
+t.test('a refusal by a throttle that answers later is no failure of the client address', async (t) => {
+  const memory = new MemoryLoginThrottle({ maxFailures: 1 })
+  const users = await store({
+    addressMaxFailures: 2,
+    throttle: { admit: async (username: string) => memory.admit(username), clear: () => {} },
+  })
+  const address = '203.0.113.7'
+  t.equal(await users.authenticate(basic('shop-1', 'wrong'), address), ACCESS_DENIED, 'one failure of the address')
+  for (const guess of ['x', 'y']) t.equal(await users.authenticate(basic('shop-1', guess), address), ACCESS_DENIED)
+  t.ok(isPrincipal(await users.authenticate(basic('zoë', 'pässword'), address)), 'the address is not locked')
 })

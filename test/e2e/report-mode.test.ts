@@ -10,13 +10,14 @@ import {
   OTHER_PATH,
   policyJson,
   RECURRING_PATH,
+  REQUEST_TYPE,
   SALE_PATH,
   saleBody,
   TEST_PAN,
   USERNAME,
   writeCredentials,
 } from '../helpers/fixtures.js'
-import { paymentHeaders, send, until } from '../helpers/http.js'
+import { paymentHeaders, raw, send, until } from '../helpers/http.js'
 import { loggedRequests, scanLogsForCards, watchCrashes } from '../helpers/logs.js'
 import { startRedis } from '../helpers/redis.js'
 import { freePort, startBackend } from '../helpers/servers.js'
@@ -25,7 +26,7 @@ import { startGateway } from '../helpers/surfaces.js'
 // Report mode (docs/rollout.md), end to end: real backends on loopback, the proxy in this process and the real CLI.
 const crashCheck = watchCrashes(t)
 const metrics = createMetrics({ defaultMetrics: false })
-const { url, backend } = await startGateway(t, {
+const { url, port, backend } = await startGateway(t, {
   metrics,
   idempotency: 'memory',
   gate: { mode: 'report', bodyLimit: BODY_LIMIT },
@@ -77,8 +78,8 @@ const cases: Case[] = [
     wouldRefuse: 'entityIsNotConfigured',
   },
   {
-    name: 'a Content-Type enforce would refuse',
-    headers: { 'content-type': 'text/plain' },
+    name: 'an Accept enforce would refuse',
+    headers: { accept: 'text/html' },
     body: JSON.stringify(saleBody({ transactionReference: 'report-type' })),
     entity: 'default',
     wouldRefuse: 'headerHasInvalidValue',
@@ -175,6 +176,42 @@ t.test('what report mode still refuses, and the answer enforce gives to what it 
       400,
       'bodyDoesNotMatchSchema',
     ],
+    [
+      'a form, which a backend parsing by declared type reads as another merchant',
+      {
+        headers: paymentHeaders({ 'content-type': 'application/x-www-form-urlencoded' }),
+        body: JSON.stringify({ ...saleBody(), note: '&merchant[entity]=eu-tokens&x=' }),
+      },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
+      'charset=utf-7',
+      {
+        headers: paymentHeaders({ 'content-type': `${REQUEST_TYPE}; charset=utf-7` }),
+        body: JSON.stringify(saleBody()).replace('{', '{"x":"+ACIALAAiAGUAbgB0AGkAdAB5ACIAOgAi-eu-tokens",'),
+      },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
+      'a Content-Type enforce refuses',
+      { headers: paymentHeaders({ 'content-type': 'text/plain' }), body: JSON.stringify(saleBody()) },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
+      'Content-Encoding: gzip',
+      { headers: paymentHeaders({ 'content-encoding': 'gzip' }), body: JSON.stringify(saleBody()) },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
+      'Connection naming Authorization, which the gateway would strip',
+      { headers: paymentHeaders({ connection: 'authorization' }), body: JSON.stringify(saleBody()) },
+      400,
+      'headerHasInvalidValue',
+    ],
     ['a PUT', { method: 'PUT', headers: paymentHeaders(), body: sale }, 405, 'methodIsNotAllowed'],
     ['a GET', { method: 'GET', path: RECURRING_PATH, headers: { authorization: AUTH } }, 405, 'methodIsNotAllowed'],
     [
@@ -198,6 +235,27 @@ t.test('what report mode still refuses, and the answer enforce gives to what it 
     { operation: 'other', mode: undefined },
     'other paths pass through as ever, unreported',
   )
+})
+
+t.test('a second Content-Type never reaches the backend: it gets the one the checks read', async (t) => {
+  backend.received.length = 0
+  const body = JSON.stringify({ ...saleBody({ transactionReference: 'report-twice' }), note: '&merchant[entity]=x' })
+  const head = [
+    `POST ${SALE_PATH}?case=twice HTTP/1.1`,
+    'Host: gateway',
+    `Authorization: ${AUTH}`,
+    `Content-Type: ${REQUEST_TYPE}`,
+    'Content-Type: application/x-www-form-urlencoded',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+  ]
+  const answer = await raw(port, `${head.join('\r\n')}\r\n\r\n${body}`, { keepOpen: true })
+  t.match(answer, /^HTTP\/1\.1 201 /)
+  const got = backend.received.at(-1)
+  const types = (got?.rawHeaders ?? []).filter(
+    (_, i, all) => i % 2 === 1 && all[i - 1]?.toLowerCase() === 'content-type',
+  )
+  t.same(types, [REQUEST_TYPE], 'node keeps the first, the one checked, and only it is forwarded')
 })
 
 t.test(

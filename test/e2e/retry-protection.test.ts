@@ -510,8 +510,8 @@ t.test('Redis: a client that leaves while its claim is answered: never forwarded
 })
 
 t.test('a client that leaves during its password check (a cache miss): never forwarded', async (t) => {
-  // A slow hash, so that the check outlasts the client.
-  const credentials = await writeCredentials(t.testdir(), { N: 65_536, r: 8, p: 1 })
+  // A slow hash, so that the check outlasts the client: twice the work of N=32768 (p=2), in the memory bound.
+  const credentials = await writeCredentials(t.testdir(), { N: 32_768, r: 8, p: 2 })
   const { url, backend, gateway } = await startGateway(t, { idempotency: 'memory', gate: { credentials } })
   const payment = sale()
   let [requests, closes] = [0, 0]
@@ -810,7 +810,7 @@ t.test(
 t.test('a Redis store without a fingerprint key is refused; a store of this process gets a random key', async (t) => {
   await t.rejects(startGateway(t, { idempotency: 'redis://127.0.0.1:9/0', idempotencyFingerprintKey: undefined }), {
     code: 'EFINGERPRINTKEY',
-    message: /^--idempotency-fingerprint-key must be given with a Redis store/,
+    message: /^idempotencyFingerprintKey must be given with a Redis store/,
   })
   await t.rejects(startGateway(t, { idempotency: 'memory', idempotencyFingerprintKey: Buffer.alloc(31) }), {
     code: 'EFINGERPRINTKEY',

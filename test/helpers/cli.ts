@@ -11,8 +11,12 @@ export interface CliResult {
   readonly stderr: string
 }
 
-/** Runs `payments-gate ARGS` in-process with `stdin` as its input. */
-export async function runCli(args: string[], stdin: string | Buffer = ''): Promise<CliResult> {
+/** Runs `payments-gate ARGS` in-process with `stdin` as its input and `env` as its variables. */
+export async function runCli(
+  args: string[],
+  stdin: string | Buffer = '',
+  env: Readonly<Record<string, string>> = {},
+): Promise<CliResult> {
   const input = new PassThrough()
   const stdout = new PassThrough()
   const stderr = new PassThrough()
@@ -21,7 +25,7 @@ export async function runCli(args: string[], stdin: string | Buffer = ''): Promi
   stdout.on('data', (chunk: Buffer) => out.push(chunk))
   stderr.on('data', (chunk: Buffer) => err.push(chunk))
   input.end(stdin)
-  const code = await main(args, { stdin: input, stdout, stderr, env: {} })
+  const code = await main(args, { stdin: input, stdout, stderr, env })
   return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }
 }
 

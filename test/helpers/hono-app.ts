@@ -1,13 +1,15 @@
 /**
- * The typed example of docs/middleware.md (Hono), compiled by `tsc -p .` and served by
- * test/surfaces/hono.test.ts: the gate given to `app.use`, so its types reach the routes only through
- * the `ContextVariableMap` augmentation the package ships, and `PaymentsGateInput` for `c.req.valid('json')`.
+ * A typed Hono app as docs/middleware.md writes one (test/package.test.ts runs the example itself), compiled by
+ * `tsc -p .` and served by test/surfaces/hono.test.ts: the gate given to `app.use`, so its types reach the routes
+ * only through the `ContextVariableMap` augmentation of `payments-gate/hono`, and `PaymentsGateInput` for
+ * `c.req.valid('json')`.
  */
 import type { Server } from 'node:http'
 import { createAdaptorServer } from '@hono/node-server'
 import { Hono, type Context, type Env } from 'hono'
 import type { Test } from 'tap'
-import type { Gate, PaymentRequest, PaymentsGateInput } from '../../lib/index.js'
+import type { PaymentsGateInput } from '../../lib/hono.js'
+import type { Gate, PaymentRequest } from '../../lib/index.js'
 import { OTHER_PATH, RECURRING_PATH, SALE_PATH } from './fixtures.js'
 import { closeServer, listenOnLoopback } from './servers.js'
 import type { Echo } from './surfaces.js'

@@ -1,26 +1,81 @@
 /**
  * A model of lenient backends, for the property that the gate never lets one book what its checks did
  * not see (test/property/tenants.test.ts): a byte order mark and comments accepted, repeated keys kept
- * with the first or the last winning, and member names matched exactly or regardless of letter case,
- * as Go's encoding/json (`ſ` is `s`) and ASP.NET Core (`ı` is `I`) match them. Written apart from
- * lib/ so that it does not share the gate's mistakes: case is folded by upper- then lower-casing.
+ * with the first or the last winning, and member names matched exactly, regardless of letter case, as
+ * Go's encoding/json (`ſ` is `s`) and ASP.NET Core (`ı` is `I`) match them, or normalized and case
+ * folded, as Python's `unicodedata.normalize('NFKC', name).casefold()` (`ﬆ` is `st`). Written apart
+ * from lib/ so that it does not share the gate's mistakes.
  */
 
 /** A document as such a backend reads it: an object's members in order, repeats kept; anything else its value. */
 export type Lenient = { readonly members: readonly (readonly [string, Lenient])[] } | { readonly value: unknown }
 
-/** How one backend picks a member: by exact name or with case folded, and the first or the last of several. */
+/** How a backend compares member names. */
+export type Folding = 'none' | 'case' | 'compatibility'
+
+/** How one backend picks a member: by its name as `fold` compares it, and the first or the last of several. */
 export interface Reading {
-  readonly fold: boolean
+  readonly fold: Folding
   readonly wins: 'first' | 'last'
 }
 
-export const READINGS: readonly Reading[] = [
-  { fold: false, wins: 'first' },
-  { fold: false, wins: 'last' },
-  { fold: true, wins: 'first' },
-  { fold: true, wins: 'last' },
-]
+export const READINGS: readonly Reading[] = (['none', 'case', 'compatibility'] as const).flatMap((fold) =>
+  (['first', 'last'] as const).map((wins) => ({ fold, wins })),
+)
+
+/** Letter case folded by upper- then lower-casing the whole name. */
+const caseFolded = (name: string) => name.toUpperCase().toLowerCase()
+
+/**
+ * A name as each folding compares it. Python's casefold is full case folding, which JavaScript lacks:
+ * it is modelled as lower, upper and lower case in turn (`ẞ`, `ß` and `ss` meet), between two NFKC
+ * normalizations, as Unicode's NFKC_Casefold closes it.
+ */
+export const FOLDINGS: Readonly<Record<Folding, (name: string) => string>> = {
+  none: (name) => name,
+  case: caseFolded,
+  compatibility: (name) => caseFolded(name.normalize('NFKC').toLowerCase()).normalize('NFKC'),
+}
+
+/**
+ * Every character outside ASCII that a folding takes to ASCII letters, by those letters: `ſ` and the
+ * full-width `ｓ` under `s`, `ﬆ` under `st`. Planes 0 and 1 hold every compatibility form of a letter.
+ */
+export const FOLDS_INTO: ReadonlyMap<string, readonly string[]> = (() => {
+  const table = new Map<string, string[]>()
+  for (let code = 0x80; code <= 0x1ffff; code++) {
+    if (code >= 0xd800 && code <= 0xdfff) continue
+    const character = String.fromCodePoint(code)
+    const into = new Set([FOLDINGS.case(character), FOLDINGS.compatibility(character)])
+    for (const letters of into) {
+      if (/^[a-z]+$/.test(letters)) table.set(letters, [...(table.get(letters) ?? []), character])
+    }
+  }
+  return table
+})()
+
+const toggled = (c: string) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())
+
+/**
+ * Another spelling of an ASCII name that some folding may take to it: position by position, with
+ * `choices` in turn, the letter kept (0), in the other case (1), or one of the characters that fold
+ * into the letters there, one or more (2 and up). Never the name itself.
+ */
+export function respell(name: string, choices: readonly number[]): string {
+  let out = ''
+  let turn = 0
+  for (let at = 0; at < name.length;) {
+    const choice = choices[turn++ % choices.length] as number
+    const letter = name.charAt(at)
+    const candidates = [1, 2, 3].flatMap((length) =>
+      (FOLDS_INTO.get(name.slice(at, at + length).toLowerCase()) ?? []).map((character) => ({ character, length })),
+    )
+    const picked = choice < 2 || candidates.length === 0 ? undefined : candidates[(choice - 2) % candidates.length]
+    out += picked?.character ?? (choice === 0 ? letter : toggled(letter))
+    at += picked?.length ?? 1
+  }
+  return out === name ? toggled(name.charAt(0)) + name.slice(1) : out
+}
 
 /** The text without a leading byte order mark and without comments (outside strings). */
 function withoutComments(text: string): string {
@@ -119,16 +174,13 @@ export function asLenient(document: unknown): Lenient {
     : { value: document }
 }
 
-const folded = (name: string) => name.toUpperCase().toLowerCase()
-
 /** The value at `path` as one backend reads it, an object's as a plain object; undefined when absent. */
 export function readAt(tree: Lenient, path: readonly string[], reading: Reading): unknown {
   let node: Lenient | undefined = tree
   for (const name of path) {
     if (node === undefined || !('members' in node)) return undefined
-    const matches: (readonly [string, Lenient])[] = node.members.filter(([key]) =>
-      reading.fold ? folded(key) === folded(name) : key === name,
-    )
+    const fold = FOLDINGS[reading.fold]
+    const matches: (readonly [string, Lenient])[] = node.members.filter(([key]) => fold(key) === fold(name))
     node = (reading.wins === 'first' ? matches[0] : matches.at(-1))?.[1]
   }
   return node === undefined ? undefined : plain(node, reading)

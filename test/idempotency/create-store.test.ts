@@ -3,7 +3,7 @@ import { checkIdempotencySpec, createIdempotencyStore } from '../../lib/idempote
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { CodedError } from '../../lib/coded-error.js'
-import { connectRedis, redisTarget } from '../../lib/idempotency/redis-client.js'
+import { connectRedis, createRedisClient, redisTarget } from '../../lib/idempotency/redis-client.js'
 import { startRedis } from '../helpers/redis.js'
 import { OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
@@ -42,7 +42,6 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis://host:0',
     'redis://host:6379/x',
     'redis://host:6379/100',
-    'redis://host:6379/0?timeout=1',
     'http://host:6379',
     'redis://:hunter2@host:port',
     'redis-sentinel://host:26379',
@@ -58,11 +57,20 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis://:pass/word@host:6379',
     'rediss-sentinel://host:26379',
     'redis-sentinels://host:26379#m',
+    'redis://host:65536',
+    'redis-sentinel://a:1,b:65536#m',
+    'redis://host#x',
+    'redis://ho st:6379',
+    'redis://h\\x:6379',
+    'redis://:p%ff@host:6379',
+    'redis://:p w@host:6379',
+    'redis://:p\\w@host:6379',
+    'redis-sentinel://host:26379#m/x',
   ]
   for (const spec of bad) {
     const refusal = {
       message:
-        /^--idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], rediss:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER, rediss-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/,
+        /^idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], rediss:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER, rediss-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/,
       code: 'EIDEMPOTENCY',
     }
     t.throws(() => createIdempotencyStore(spec, OPTIONS), refusal, spec)
@@ -92,6 +100,30 @@ t.test('anything else is refused with one line that hides a password', async (t)
 })
 
 t.test(
+  'a query string is refused in every URL form, in one line that says so and hides a password: ioredis never reads its options over the client settings',
+  async (t) => {
+    for (const spec of [
+      'redis://h?port=1&password=hunter2&enableOfflineQueue=false',
+      'redis://127.0.0.1:6379/0?enableOfflineQueue=true',
+      'rediss://:hunter2@h:6379?tls=x',
+      'redis://:hunter2@h:6379/0?',
+      'redis-sentinel://s1:26379#m?password=hunter2',
+      'redis-sentinel://s1?password=hunter2#m',
+      'rediss-sentinel://s1:26379/0?autoResendUnfulfilledCommands=true#m',
+      'redis://:hun?ter2@h:6379',
+    ]) {
+      const refusal = {
+        code: 'EIDEMPOTENCY',
+        message: /^(?![^]*(hunter2|ter2))[^\n]* is none of [^\n]*; a query string \(\?\.\.\.\) is refused[^\n]*$/,
+      }
+      t.throws(() => createIdempotencyStore(spec, OPTIONS), refusal, spec)
+      t.throws(() => checkIdempotencySpec(spec), refusal, `${spec}: checked alike without a store`)
+      t.throws(() => createRedisClient(spec), refusal, `${spec}: and as createGate's throttleRedis`)
+    }
+  },
+)
+
+t.test(
   'a redis-sentinel:// URL is read as ioredis Sentinel options: the Sentinels, the primary group, its database and password',
   async (t) => {
     t.match(redisTarget('redis-sentinel://s1:26380,s2,10.0.0.3:26381/2#my-primary'), {
@@ -116,7 +148,12 @@ t.test(
       { username: 'app', password: 'secret' },
       'and a user',
     )
-    t.equal(redisTarget('redis://h:1/0'), 'redis://h:1/0', 'redis:// as ioredis reads it')
+    t.same(redisTarget('redis://h:1/0'), { host: 'h', port: 1, db: 0, username: undefined, password: undefined })
+    t.same(
+      redisTarget('rediss://app:p%3Fw@h'),
+      { host: 'h', port: 6379, db: 0, username: 'app', password: 'p?w', tls: {} },
+      'redis:// read as ioredis options, never handed to ioredis as a URL',
+    )
     t.throws(() => createIdempotencyStore('redis-sentinel://:hunter2@s1:26379/x#m', OPTIONS), {
       message: /^(?!.*hunter2).*\*\*\*@s1/,
     })
@@ -134,10 +171,10 @@ t.test(
   'a password from a file, for a URL that carries none, in every form; a URL with its own is refused',
   async (t) => {
     for (const url of ['redis://:own@host:6379', 'redis-sentinel://user:own@host:26379#primary'])
-      t.throws(
-        () => connectRedis(redisTarget(url) as Parameters<typeof connectRedis>[0], { password: 'secret' }),
-        new CodedError('EIDEMPOTENCY', '--idempotency: a password in the URL and a password file; give one'),
-      )
+      t.throws(() => connectRedis(redisTarget(url) as Parameters<typeof connectRedis>[0], { password: 'secret' }), {
+        code: 'EIDEMPOTENCY',
+        message: 'idempotency: a password in the URL and another in idempotencyPassword; give one',
+      })
     const sentinel = connectRedis(
       redisTarget('redis-sentinel://user@127.0.0.1:9#primary') as Parameters<typeof connectRedis>[0],
       {
@@ -146,7 +183,9 @@ t.test(
     )
     t.teardown(() => sentinel.disconnect())
     t.match(sentinel.options, { password: 'secret', username: 'user' }, 'through Sentinel: the primary gets it')
-    const plain = connectRedis('redis://user@127.0.0.1:9/0', { password: 'secret' })
+    const plain = connectRedis(redisTarget('redis://user@127.0.0.1:9/0') as Parameters<typeof connectRedis>[0], {
+      password: 'secret',
+    })
     t.teardown(() => plain.disconnect())
     t.match(plain.options, { password: 'secret', username: 'user' })
     plain.on('error', () => undefined)

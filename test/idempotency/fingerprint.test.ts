@@ -105,7 +105,7 @@ t.test('readFingerprintKeys: a line a key, the current first, CRLF and blank lin
   const missing = readFingerprintKeys(`${dir}/missing`)
   await t.rejects(missing, {
     code: 'EFINGERPRINTKEY',
-    message: `--idempotency-fingerprint-key ${dir}/missing: no such file or folder`,
+    message: `idempotencyFingerprintKey ${dir}/missing: no such file or folder`,
   })
 })
 

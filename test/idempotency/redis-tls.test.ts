@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises'
 import t, { type Test } from 'tap'
-import { CodedError } from '../../lib/coded-error.js'
 import {
   closeRedisClient,
   createRedisClient,
@@ -76,10 +75,11 @@ t.test(
     for (const url of ['redis://127.0.0.1:1/0', 'redis-sentinel://127.0.0.1:1#m'])
       t.throws(
         () => createRedisClient(url, { ...quiet, ca }),
-        new CodedError(
-          'EIDEMPOTENCY',
-          '--idempotency is not a TLS URL, and a CA bundle (--idempotency-ca) is only for one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER',
-        ),
+        {
+          code: 'EIDEMPOTENCY',
+          message:
+            'idempotency is not a TLS URL, and a CA bundle (idempotencyCaBundle) is only for one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER',
+        },
         `${url}: a CA bundle without TLS is refused`,
       )
   },
