@@ -492,3 +492,41 @@ t.test("the tables' figures", async (t) => {
   t.equal(format.delta(1, 3), '-2')
   t.equal(format.delta(1, Number.NaN), 'n/a')
 })
+
+t.test("a start's CPU profile by package: the running function's, node's loader's, V8's", async (t) => {
+  // @ts-expect-error the bench is plain JavaScript without declarations
+  const startup = (await import('../bench/lib/startup-profile.js')) as typeof import('../bench/lib/startup-profile.js')
+  t.equal(startup.packageOf('file:///app/node_modules/undici/lib/dispatcher/pool.js'), 'undici')
+  t.equal(
+    startup.packageOf('file:///app/node_modules/a/node_modules/@sinclair/typebox/build/x.mjs'),
+    '@sinclair/typebox',
+  )
+  t.equal(startup.packageOf('file:///app/dist/proxy/forward.js'), 'payments-gate')
+  t.equal(startup.packageOf('node:internal/modules/esm/loader'), undefined)
+  const frame = (functionName: string, url = '') => ({ functionName, url })
+  // Nodes: a root, the loader under it, a package's top-level code under the loader, a builtin under that.
+  const profile = {
+    nodes: [
+      { id: 1, callFrame: frame('(root)'), children: [2, 6, 7, 8, 9] },
+      { id: 2, callFrame: frame('run', 'node:internal/modules/esm/module_job'), children: [3, 5] },
+      { id: 3, callFrame: frame('', 'file:///app/node_modules/pino/pino.js'), children: [4] },
+      { id: 4, callFrame: frame('readFileSync', 'node:fs') },
+      { id: 5, callFrame: frame('compileSourceTextModule') },
+      { id: 6, callFrame: frame('(garbage collector)') },
+      { id: 7, callFrame: frame('(program)') },
+      { id: 8, callFrame: frame('(idle)') },
+      { id: 9, callFrame: frame('bootstrap', 'node:internal/bootstrap/node') },
+    ],
+    samples: [4, 3, 5, 5, 6, 7, 8, 9],
+    timeDeltas: [1000, 1000, 2000, 3000, 500, 500, 9000, 1000],
+  }
+  const { total, shares } = startup.startupShares(profile)
+  t.equal(total, 9, 'idle left out, in ms')
+  t.same(shares, [
+    [startup.LOADER, 5],
+    ['pino', 2],
+    ["node's own start", 1],
+    ['garbage collection', 0.5],
+    ['V8, unattributed (program)', 0.5],
+  ])
+})
