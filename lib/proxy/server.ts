@@ -219,10 +219,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     // the path both engines send (forward.ts), so that no target is routed on one reading and sent on another.
     const target = checks.targetOf(req.url)
     const operation = target.ok ? target.operation : undefined
-    if (target.ok && target.host !== undefined) {
-      // Absolute form: the backend gets the origin form and the target's host for `Host` (RFC 9112 3.2.2).
+    if (target.ok) {
+      // Absolute form, or a path led by several slashes: the backend gets the origin form every reader
+      // reads alike (lib/checks/route.ts, forwardedPath), and an absolute form's host for `Host` (RFC 9112 3.2.2).
       req.url = target.path
-      req.headers.host = target.host
+      if (target.host !== undefined) req.headers.host = target.host
     }
     const exchange = track(
       res,

@@ -9,6 +9,7 @@ import { registeredTracer } from '../tracing.js'
 import {
   contextOf,
   endScreening,
+  eitherOperation,
   internalError,
   isClientError,
   operationOfTarget,
@@ -25,17 +26,18 @@ const BODY_ALREADY_READ =
 const BODY_ALREADY_READ_ANSWER = answerOf(INTERNAL_ERROR)
 
 /**
- * The operation a request names, or the refusal of its target: on its path
- * from the server's root (`originalUrl`, which Express never shortens), or,
- * that failing, on its path below the mount point (`url`, what Express
- * leaves of it under `app.use(path, ...)` or a router): `basePath` is
- * relative to the root, and the gate mounted under a path with no
- * `basePath` still screens what its mount point routes (docs/middleware.md,
- * base path).
+ * The operation a request names, or the refusal of its target, read as a
+ * mounted target, an operation's path under any mount point (when the gate
+ * runs, Express has not yet chosen a route below it): on the target as the
+ * client sent it (`req.originalUrl`), and on what Express routes below the
+ * gate's mount point (`req.url`, whose path is `req.path` under `req.baseUrl`)
+ * when a middleware in front rewrote it (docs/middleware.md, mounts).
  */
 function operationOfMounted(checks: Checks, req: ExpressRequest): Operation | Rejection | undefined {
-  const full = operationOfTarget(checks.targetOf(req.originalUrl))
-  return full !== undefined || req.originalUrl === req.url ? full : operationOfTarget(checks.targetOf(req.url))
+  const sent = operationOfTarget(checks.targetOf(req.originalUrl, true))
+  // Unless rewritten, the mount point and what lies below it are the target as sent.
+  if ((req.baseUrl ?? '') + req.url === req.originalUrl) return sent
+  return eitherOperation(sent, operationOfTarget(checks.targetOf(req.url, true)))
 }
 
 /**

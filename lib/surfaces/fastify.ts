@@ -12,10 +12,12 @@ import { registeredTracer } from '../tracing.js'
 import {
   contextOf,
   endScreening,
+  eitherOperation,
   internalError,
   isClientError,
   operationOfTarget,
   passedAsItCame,
+  routeReader,
   screeningOf,
   type GateContext,
   type GateLogger,
@@ -105,6 +107,7 @@ type Parsed = (error: Error | null, body?: unknown) => void
  */
 export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGatePlugin {
   const tracer = registeredTracer()
+  const routeOperation = routeReader(checks)
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
   /** The head screened: refused, or admitted for its body to be read by the parser. */
@@ -125,9 +128,19 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
     done()
   }
 
-  /** `mount` is the registering instance's prefix: `raw.url` is the path from the server's root (docs/middleware.md, base path). */
-  function screen(request: GateRequest, reply: FastifyReply, done: Done, mount: string): void {
-    const operation = operationOfTarget(checks.targetOf(request.raw.url, mount))
+  /**
+   * The request's operation, by the route Fastify matched (`routeOptions.url`, its prefix included,
+   * parameterised or not) and by the target as sent, read as a mounted target (docs/middleware.md, mounts).
+   */
+  function operationOf(request: GateRequest): Operation | Rejection | undefined {
+    const sent = operationOfTarget(checks.targetOf(request.raw.url, true))
+    const route = request.routeOptions.url
+    // No route matched: Fastify answers 404 from its not-found handler, which is no payment handler.
+    return route === undefined ? sent : eitherOperation(sent, routeOperation(route))
+  }
+
+  function screen(request: GateRequest, reply: FastifyReply, done: Done): void {
+    const operation = operationOf(request)
     if (operation === undefined) {
       done()
       return
@@ -189,9 +202,8 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
     fastify.decorateRequest(SCREENING, undefined)
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
-    const mount = fastify.prefix
     fastify.addHook('onRequest', (request, reply, next) => {
-      inTurn(reply.raw, () => screen(request as GateRequest, reply, next, mount))
+      inTurn(reply.raw, () => screen(request as GateRequest, reply, next))
     })
 
     const { request: mediaType } = checks.mediaTypes

@@ -41,7 +41,8 @@ export function nodeHandler(
   const tracer = registeredTracer()
   return (req, res) =>
     inTurn(res, () => {
-      const operation = operationOfTarget(checks.targetOf(req.url))
+      // No mount point to know of: an operation's path under any prefix is screened (docs/middleware.md, mounts).
+      const operation = operationOfTarget(checks.targetOf(req.url, true))
       const screening = typeof operation === 'string' ? startScreening(tracer, operation, req, res) : undefined
       screen(checks, req, operation).then(
         (outcome) => {

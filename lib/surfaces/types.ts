@@ -26,6 +26,8 @@ declare global {
 export interface ExpressRequest extends IncomingMessage, Express.Request {
   /** The request target from the server's root, which Express never shortens. */
   readonly originalUrl: string
+  /** The path the router was mounted on, which Express takes off `url` (empty for the app itself; unset by Connect). */
+  readonly baseUrl?: string
   /** Express's path below the mount point, for the log. */
   readonly path?: string
   /** The validated, rewritten document, once the request passed. */
