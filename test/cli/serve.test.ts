@@ -283,7 +283,7 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
 })
 
 t.test(
-  'the real process loads what its configuration uses when it uses it: no Redis client on the memory store, no http-proxy-3 before a path passed through, none of undici but its pool',
+  'the real process loads what its configuration uses when it uses it: no Redis client on the memory store, no http-proxy-3 before a path passed through, none of undici but its pool, one build of the OpenTelemetry API',
   async (t) => {
     const loads = join(t.testdir(), 'loads.txt')
     writeFileSync(loads, '')
@@ -304,6 +304,8 @@ t.test(
     t.notMatch(atStart, /^undici\/index\.js$/m, "undici's entry point, which loads all of it")
     t.notMatch(atStart, /^ioredis\//m)
     t.notMatch(atStart, /^http-proxy-3\//m, 'http-proxy-3 waits for a path passed through')
+    t.match(atStart, /^@opentelemetry\/api\/dist\/index\.cjs$/m)
+    t.notMatch(atStart, /^@opentelemetry\/api\/dist\/index\.mjs$/m, 'one build of the OpenTelemetry API, not both')
     const port = (JSON.parse(listening as string) as { listen: { port: number } }).listen.port
     const passed = await send(port, { method: 'GET', path: '/status' })
     t.equal(passed.status, 201, 'a path that is not a payment is passed through')
