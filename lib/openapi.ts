@@ -106,44 +106,16 @@ const ERROR_RESPONSES: readonly (readonly [status: Status, names: readonly Error
 ]
 
 /**
- * What lib/checks/body.ts refuses in any body, as JSON Schema: a `__proto__`
- * key anywhere, and a `constructor` key holding an object with a `prototype`
- * key. The gateway finds these with a walk after parsing rather than in the
- * compiled schema; the document states it so that a contract-testing tool
- * neither sends such a body expecting a pass nor flags the refusal. The
- * schema is recursive because unnamed fields, which may nest, are accepted.
+ * What lib/checks/body.ts refuses in any body besides the schema: a nesting deeper than MAX_DEPTH (the
+ * document the first level, each object or array inside one a level more), a `__proto__` key anywhere,
+ * and a `constructor` key holding an object with a `prototype` key. JSON Schema says a depth only with
+ * a schema per level and a key anywhere only with a recursive schema, and the tools people feed the
+ * document to choke on both (swagger-parser's dereferencing grows with every path through the levels,
+ * openapi-typescript recurses without end): so the request schemas stay bounded and carry the limits
+ * beside them, in their description (which tools show and openapi-typescript copies into its types)
+ * and as extensions. The gateway enforces them either way.
  */
-const PROTOTYPE_FREE = 'PrototypeFree'
-const prototypeFree: Json = {
-  description: 'No `__proto__` key, and no `constructor` object with a `prototype` key, at any depth.',
-  propertyNames: { not: { const: '__proto__' } },
-  properties: {
-    constructor: { $ref: `#/components/schemas/${PROTOTYPE_FREE}`, not: { type: 'object', required: ['prototype'] } },
-  },
-  additionalProperties: { $ref: `#/components/schemas/${PROTOTYPE_FREE}` },
-  items: { $ref: `#/components/schemas/${PROTOTYPE_FREE}` },
-}
-
-/**
- * What lib/checks/body.ts refuses as nested too deeply, as JSON Schema: the
- * document is the first level, each object or array inside one a level more,
- * and a value past MAX_DEPTH levels must not be one. JSON Schema has no depth
- * keyword, so each level is a schema of its own (in `$defs`), which any
- * validator understands: a contract-testing tool then sends no body the
- * gateway refuses for its depth.
- */
-const NESTING = 'Nesting'
-function nesting(): Json {
-  const level = (n: number) => `#/components/schemas/${NESTING}/$defs/level${n}`
-  const inside = (n: number): Json => ({ items: { $ref: level(n) }, additionalProperties: { $ref: level(n) } })
-  const defs: Json = { [`level${MAX_DEPTH + 1}`]: { not: { type: ['object', 'array'] } } }
-  for (let n = MAX_DEPTH; n >= 2; n--) defs[`level${n}`] = inside(n + 1)
-  return {
-    description: `Objects and arrays nested at most ${MAX_DEPTH} levels deep, the document itself the first.`,
-    ...inside(2),
-    $defs: defs,
-  }
-}
+const LIMITS = `Objects and arrays nested at most ${MAX_DEPTH} levels deep, the document itself the first: a deeper body is answered 400 bodyDoesNotMatchSchema. No \`__proto__\` key, and no \`constructor\` object with a \`prototype\` key, at any depth: answered 400 with \`fieldIsNotAllowed\` at its path.`
 
 /**
  * What lib/checks/spelling.ts refuses, which JSON Schema cannot say for every letter case: stated
@@ -151,6 +123,25 @@ function nesting(): Json {
  */
 const ONE_SPELLING =
   'Members the schema does not name are forwarded as they came, except another spelling of a named member: a name equal to a named member after Unicode case folding (`Entity`, `ſcheme`), or a named member repeated, is refused as `fieldIsNotAllowed` at its path.'
+
+/**
+ * Where clients reach the gateway: a sidecar's address is its deployment's (its Service from the
+ * cluster, localhost from its own pod), which a printed document cannot know. A templated server
+ * whose defaults are `serve`'s own (plain HTTP on port 8080) is true beside the gateway, lets a tool
+ * be pointed elsewhere by its variables, and keeps the paths, which carry `--base-path`, as they are.
+ * The variables are explained in the server's description: the OpenAPI 3.1 JSON Schema that
+ * swagger-parser validates with spells a variable's `description` as `descriptions`.
+ */
+const SERVERS = [
+  {
+    url: '{scheme}://{host}',
+    description: `The gateway, where clients reach it: \`scheme\` is \`https\` when it has \`--tls-cert\`; \`host\` its host and port (\`--listen\`, port ${DEFAULTS.port} by default), localhost from its own pod, its Service's name from elsewhere. The paths include its \`--base-path\`.`,
+    variables: {
+      scheme: { enum: ['http', 'https'], default: 'http' },
+      host: { default: `localhost:${DEFAULTS.port}` },
+    },
+  },
+]
 
 /** A TypeBox schema as plain JSON Schema: JSON drops TypeBox's symbol keys. */
 function plain(schema: unknown): Json {
@@ -178,11 +169,13 @@ function withoutDiscriminators(node: unknown): unknown {
   return out
 }
 
-/** An operation's body schema for the document: the compiled one, and free of prototype keys. */
+/** An operation's body schema for the document: the compiled one, with the limits the checks add to it. */
 function requestSchema(schema: unknown): Json {
   return {
     ...(withoutDiscriminators(plain(schema)) as Json),
-    allOf: [{ $ref: `#/components/schemas/${PROTOTYPE_FREE}` }, { $ref: `#/components/schemas/${NESTING}` }],
+    description: LIMITS,
+    'x-max-depth': MAX_DEPTH,
+    'x-prototype-keys-refused': true,
   }
 }
 
@@ -267,7 +260,7 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
         security: [{ BasicAuth: [] }],
         requestBody: {
           // OpenAPI has no keyword for a body's size: the description says it, and the extension gives it to tools.
-          description: `At most ${bodyLimit} bytes (the gateway's \`--body-limit\`): a larger body is answered 413 bodyIsTooLarge. Objects and arrays nested at most ${MAX_DEPTH} levels deep, the document itself the first: a deeper one is answered 400 bodyDoesNotMatchSchema. ${ONE_SPELLING}`,
+          description: `At most ${bodyLimit} bytes (the gateway's \`--body-limit\`): a larger body is answered 413 bodyIsTooLarge. ${LIMITS} ${ONE_SPELLING}`,
           'x-max-body-bytes': bodyLimit,
           required: true,
           content: {
@@ -288,14 +281,13 @@ export function buildOpenApi(options: OpenApiOptions = {}): Json {
       version: '6',
       description: `The two stored-card operations as payments-gate checks them. Every error the gateway answers is ${ERROR_CONTENT_TYPE} in the ErrorBody shape.`,
     },
+    servers: SERVERS,
     paths,
     components: {
       securitySchemes: { BasicAuth: { type: 'http', scheme: 'basic' } },
       schemas: {
         [OPERATION_DOCS.sale.schema]: requestSchema(SaleRequest),
         [OPERATION_DOCS.recurring.schema]: requestSchema(RecurringRequest),
-        [PROTOTYPE_FREE]: prototypeFree,
-        [NESTING]: nesting(),
         ErrorBody: plain(errorBodySchema),
       },
     },

@@ -1,16 +1,16 @@
-import {
-  context,
-  propagation,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type ProxyTracerProvider,
-  type Span,
-  type Tracer,
-} from '@opentelemetry/api'
+import type * as OpenTelemetry from '@opentelemetry/api'
+import type { ProxyTracerProvider, Span, Tracer } from '@opentelemetry/api'
 import type { IncomingHttpHeaders } from 'node:http'
+import { createRequire } from 'node:module'
 import { maskCardNumbers } from './card-mask.js'
+
+/**
+ * The OpenTelemetry API, its CommonJS build: the one prom-client's default metrics require, so that a start
+ * loads one copy of the API rather than both builds (51 modules each: docs/performance.md, start-up). The
+ * copies keep their state on one global, so a tracer registered through one is the other's.
+ */
+export const openTelemetry = createRequire(import.meta.url)('@opentelemetry/api') as typeof OpenTelemetry
+const { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } = openTelemetry
 
 /**
  * Spans through the OpenTelemetry API (docs/tracing.md). Nothing here is

@@ -1,24 +1,28 @@
-import t from 'tap'
+import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
+import { createConfig, lintFromString } from '@redocly/openapi-core'
 import { Validator } from '@seriousme/openapi-schema-validator'
+import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript'
+import t, { type Test } from 'tap'
+import ts from 'typescript'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { MAX_DEPTH } from '../lib/checks/body.js'
 import { buildChecks } from '../lib/checks/index.js'
 import { luhnValid } from '../lib/luhn.js'
+import { loadBackendErrors } from '../lib/backend-errors/rules.js'
+import { DEFAULTS } from '../lib/defaults.js'
 import { buildOpenApi } from '../lib/openapi.js'
 import { ERRORS, reject } from '../lib/errors.js'
 import { loadPolicyDir } from '../lib/policy/load.js'
+import { REQUEST_EXAMPLES } from '../lib/schema/examples.js'
 import { OPERATION_PATHS, OPERATIONS, REQUEST_SCHEMAS } from '../lib/schema/payment.js'
 import { POLICIES_DIR, REQUEST_TYPE, saleBody, tokenRecurringBody } from './helpers/fixtures.js'
 
 type Json = Record<string, any>
 
-const PROTOTYPE_FREE_REF = '#/components/schemas/PrototypeFree'
-const NESTING_REF = '#/components/schemas/Nesting'
-
 /**
  * Ajv validators of the document's request schemas, resolved as a tool would:
- * the components are one schema resource, so that their `$ref`s (the
- * recursive prototype-key schema) resolve.
+ * the components are one schema resource, so that their `$ref`s resolve.
  */
 function requestValidators(document: Json, mediaType: string = REQUEST_TYPE) {
   const ajv = new Ajv2020({ allErrors: true, strict: false })
@@ -56,6 +60,17 @@ t.test('vendor and base path shape the paths and media types', async (t) => {
   t.same(Object.keys(sale.responses['2XX'].content), ['application/vnd.acme.payments-v6.hal+json'])
   t.same(sale.security, [{ BasicAuth: [] }])
   t.same(document.components.securitySchemes.BasicAuth, { type: 'http', scheme: 'basic' })
+})
+
+t.test("one templated server, whose defaults are serve's own: plain HTTP on its default port", async (t) => {
+  const [server, ...others] = (buildOpenApi() as Json).servers
+  t.same(others, [])
+  t.equal(server.url, '{scheme}://{host}')
+  t.same(server.variables, {
+    scheme: { enum: ['http', 'https'], default: 'http' },
+    host: { default: `localhost:${DEFAULTS.port}` },
+  })
+  t.match(server.description, '`https` when it has `--tls-cert`')
 })
 
 t.test('error responses name their errorNames and match the error table', async (t) => {
@@ -180,60 +195,90 @@ t.test("retry protection's answers: 409 with Retry-After and 422", async (t) => 
   }
 })
 
-t.test('the request schemas refuse prototype keys exactly where the checks do', async (t) => {
-  const document = buildOpenApi() as Json
-  const validators = requestValidators(document)
-  const { policies } = await loadPolicyDir(POLICIES_DIR)
-  const checks = buildChecks({ policies })
-  const withExtra = (extra: string) => `${JSON.stringify(saleBody()).slice(0, -1)},${extra}}`
-  t.same(document.components.schemas.CardOnFileSale.allOf, [{ $ref: PROTOTYPE_FREE_REF }, { $ref: NESTING_REF }])
-  t.same(document.components.schemas.MigrateRecurringAuthorization.allOf, [
-    { $ref: PROTOTYPE_FREE_REF },
-    { $ref: NESTING_REF },
-  ])
-  const bodies: [name: string, text: string, refused: boolean][] = [
-    ['__proto__ at the top', withExtra('"__proto__":{"admin":true}'), true],
-    ['__proto__ as a scalar', withExtra('"__proto__":1'), true],
-    ['__proto__ spelt with escapes', withExtra('"\\u005f_proto__":{}'), true],
-    [
-      '__proto__ inside a known object',
-      JSON.stringify(saleBody()).replace('"merchant":{', '"merchant":{"__proto__":{},'),
-      true,
-    ],
-    ['__proto__ deep in an unnamed field', withExtra('"extra":{"a":[{"b":{"__proto__":{}}}]}'), true],
-    ['__proto__ in an array of an unnamed field', withExtra('"extra":[[{"__proto__":null}]]'), true],
-    ['constructor.prototype at the top', withExtra('"constructor":{"prototype":{"x":1}}'), true],
-    ['constructor.prototype deep', withExtra('"extra":{"constructor":{"prototype":null}}'), true],
-    ['__proto__ below a harmless constructor', withExtra('"constructor":{"a":{"__proto__":1}}'), true],
-    ['constructor holding a string', withExtra('"constructor":"prototype"'), false],
-    ['constructor holding an array', withExtra('"constructor":["prototype"]'), false],
-    ['constructor without prototype', withExtra('"constructor":{"name":"x"}'), false],
-    ['prototype without constructor', withExtra('"prototype":{"constructor":{}}'), false],
-    ['a key that only contains __proto__', withExtra('"x__proto__":1,"extra":{"__proto__x":{}}'), false],
-  ]
-  for (const [name, text, refused] of bodies) {
-    const verdict = checks.checkBody('sale', Buffer.from(text))
-    t.equal(verdict.ok, !refused, `${name}: the checks`)
-    if (!verdict.ok) t.match(verdict.body.validationErrors, [{ errorName: 'fieldIsNotAllowed' }])
-    t.equal(validators.sale(JSON.parse(text)), !refused, `${name}: the document`)
-  }
-  t.equal(
-    validators.recurring(JSON.parse(JSON.stringify(tokenRecurringBody()).replace('{', '{"__proto__":1,'))),
-    false,
-    'the recurring schema too',
-  )
-  const compiled = JSON.stringify(REQUEST_SCHEMAS)
-  t.notOk(
-    compiled.includes('propertyNames') || compiled.includes(PROTOTYPE_FREE_REF),
-    'the schemas the gateway compiles are left alone',
-  )
-})
+/** How deeply a parsed body nests, the document itself the first level: what `x-max-depth` bounds. */
+function depth(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0
+  return 1 + Math.max(0, ...Object.values(value).map(depth))
+}
 
-t.test('the request schemas refuse a body nested deeper than the checks allow, exactly where they do', async (t) => {
+/** Whether a parsed body holds what `x-prototype-keys-refused` names: a `__proto__` key, or a `constructor` object with a `prototype` key, at any depth. */
+function prototypeKeys(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false
+  if (!Array.isArray(value)) {
+    if (Object.hasOwn(value, '__proto__')) return true
+    const constructor: unknown = Object.hasOwn(value, 'constructor') ? (value as Json).constructor : undefined
+    if (constructor !== null && typeof constructor === 'object' && Object.hasOwn(constructor, 'prototype')) return true
+  }
+  return Object.values(value).some(prototypeKeys)
+}
+
+t.test(
+  'prototype keys: the checks refuse them at any depth, and the document says so beside its schemas',
+  async (t) => {
+    const document = buildOpenApi() as Json
+    const validators = requestValidators(document)
+    const { policies } = await loadPolicyDir(POLICIES_DIR)
+    const checks = buildChecks({ policies })
+    const withExtra = (extra: string) => `${JSON.stringify(saleBody()).slice(0, -1)},${extra}}`
+    for (const name of ['CardOnFileSale', 'MigrateRecurringAuthorization']) {
+      const schema = document.components.schemas[name]
+      t.equal(schema['x-prototype-keys-refused'], true, `${name}: the extension`)
+      t.match(
+        schema.description,
+        'No `__proto__` key, and no `constructor` object with a `prototype` key, at any depth',
+      )
+    }
+    t.same(
+      Object.keys(document.components.schemas),
+      ['CardOnFileSale', 'MigrateRecurringAuthorization', 'ErrorBody'],
+      'no schema per level, no recursive one: tools choke on them',
+    )
+    const bodies: [name: string, text: string, refused: boolean][] = [
+      ['__proto__ at the top', withExtra('"__proto__":{"admin":true}'), true],
+      ['__proto__ as a scalar', withExtra('"__proto__":1'), true],
+      ['__proto__ spelt with escapes', withExtra('"\\u005f_proto__":{}'), true],
+      [
+        '__proto__ inside a known object',
+        JSON.stringify(saleBody()).replace('"merchant":{', '"merchant":{"__proto__":{},'),
+        true,
+      ],
+      ['__proto__ deep in an unnamed field', withExtra('"extra":{"a":[{"b":{"__proto__":{}}}]}'), true],
+      ['__proto__ in an array of an unnamed field', withExtra('"extra":[[{"__proto__":null}]]'), true],
+      ['constructor.prototype at the top', withExtra('"constructor":{"prototype":{"x":1}}'), true],
+      ['constructor.prototype deep', withExtra('"extra":{"constructor":{"prototype":null}}'), true],
+      ['__proto__ below a harmless constructor', withExtra('"constructor":{"a":{"__proto__":1}}'), true],
+      ['constructor holding a string', withExtra('"constructor":"prototype"'), false],
+      ['constructor holding an array', withExtra('"constructor":["prototype"]'), false],
+      ['constructor without prototype', withExtra('"constructor":{"name":"x"}'), false],
+      ['prototype without constructor', withExtra('"prototype":{"constructor":{}}'), false],
+      ['a key that only contains __proto__', withExtra('"x__proto__":1,"extra":{"__proto__x":{}}'), false],
+    ]
+    for (const [name, text, refused] of bodies) {
+      const verdict = checks.checkBody('sale', Buffer.from(text))
+      t.equal(verdict.ok, !refused, `${name}: the checks`)
+      if (!verdict.ok) t.match(verdict.body.validationErrors, [{ errorName: 'fieldIsNotAllowed' }])
+      t.equal(prototypeKeys(JSON.parse(text)), refused, `${name}: the rule the document states`)
+      if (!refused) t.ok(validators.sale(JSON.parse(text)), `${name}: the document's schema accepts it too`)
+    }
+    const compiled = JSON.stringify(REQUEST_SCHEMAS)
+    t.notOk(compiled.includes('x-prototype-keys-refused'), 'the schemas the gateway compiles are left alone')
+  },
+)
+
+t.test('depth: the checks refuse a body nested too deeply, where the limit the document states says', async (t) => {
   const document = buildOpenApi() as Json
   const validators = requestValidators(document)
   const { policies } = await loadPolicyDir(POLICIES_DIR)
   const checks = buildChecks({ policies })
+  for (const name of ['CardOnFileSale', 'MigrateRecurringAuthorization']) {
+    const schema = document.components.schemas[name]
+    t.equal(schema['x-max-depth'], MAX_DEPTH, `${name}: the extension`)
+    t.match(
+      schema.description,
+      `Objects and arrays nested at most ${MAX_DEPTH} levels deep, the document itself the first`,
+    )
+  }
+  const limit: number = document.components.schemas.CardOnFileSale['x-max-depth']
   const withExtra = (extra: string) => `${JSON.stringify(saleBody()).slice(0, -1)},"extra":${extra}}`
   // The document is the first level: an unnamed member holding n nested containers reaches level n + 1.
   const arrays = (n: number) => `${'['.repeat(n)}1${']'.repeat(n)}`
@@ -253,10 +298,9 @@ t.test('the request schemas refuse a body nested deeper than the checks allow, e
     const verdict = checks.checkBody('sale', Buffer.from(text))
     t.equal(verdict.ok, !refused, `${name}: the checks`)
     if (!verdict.ok) t.match(verdict.body, { errorName: 'bodyDoesNotMatchSchema' })
-    t.equal(validators.sale(JSON.parse(text)), !refused, `${name}: the document`)
+    t.equal(depth(JSON.parse(text)) > limit, refused, `${name}: the limit the document states`)
+    if (!refused) t.ok(validators.sale(JSON.parse(text)), `${name}: the document's schema accepts it too`)
   }
-  t.equal(validators.recurring(JSON.parse(withExtra(arrays(MAX_DEPTH)))), false, 'the recurring schema too')
-  t.match(document.components.schemas.Nesting.description, `at most ${MAX_DEPTH} levels deep`)
 })
 
 t.test('the request body states the size limit, the default or the one given', async (t) => {
@@ -327,6 +371,8 @@ const INSTRUMENT = `${INSTRUCTION}.paymentInstrument`
 
 /** The fields both operations have, as the document describes them (lib/schema/payment.ts). */
 const SHARED_DESCRIPTIONS: Record<string, string> = {
+  '$.description':
+    'Objects and arrays nested at most 64 levels deep, the document itself the first: a deeper body is answered 400 bodyDoesNotMatchSchema. No `__proto__` key, and no `constructor` object with a `prototype` key, at any depth: answered 400 with `fieldIsNotAllowed` at its path.',
   '$.properties.transactionReference.description': 'Unique reference generated by the caller.',
   [`${MERCHANT}.entity.description`]: 'Directs the payment for billing, reporting and reconciliation.',
   [`${MERCHANT}.mcc.description`]: 'Merchant category code for this request; only with the dynamic mcc feature.',
@@ -397,4 +443,112 @@ t.test('the request schemas keep their titles and the shapes their field errors 
   t.equal(schemas.MigrateRecurringAuthorization.title, 'MigrateRecurringAuthorization')
   t.same(annotations(schemas.CardOnFileSale, 'x-format'), FORMATS, 'the sale')
   t.same(annotations(schemas.MigrateRecurringAuthorization, 'x-format'), FORMATS, 'the recurring authorization')
+})
+
+/**
+ * The tools people feed an OpenAPI document to, each run in-process through its API: swagger-parser
+ * validates and dereferences it, openapi-typescript makes types of it, Redocly lints it with its
+ * recommended rules. Each runs on the default document and on one with every option set.
+ */
+async function documents(t: Test): Promise<[name: string, document: Json][]> {
+  const rules = join(
+    t.testdir({
+      'rules.json': JSON.stringify({
+        rules: [
+          { status: 402, errorName: 'paymentIsDeclined', message: 'The payment was declined.' },
+          {
+            status: '4xx',
+            match: { '$.code': 'E_LIMIT' },
+            errorName: 'cardLimitIsReached',
+            message: 'The card limit is reached.',
+          },
+        ],
+      }),
+    }),
+    'rules.json',
+  )
+  const options = { vendor: 'acme', basePath: '/api', bodyLimit: 4096, backendErrors: await loadBackendErrors(rules) }
+  return [
+    ['the default document', buildOpenApi() as Json],
+    ['a document with every option', buildOpenApi(options) as Json],
+  ]
+}
+
+/**
+ * swagger-parser's `validate` runs in a worker stopped at the deadline: its dereferencing is synchronous,
+ * so a document it cannot finish would otherwise hold the test until tap's timeout.
+ */
+const SWAGGER_PARSER = `
+const { parentPort, workerData } = require('node:worker_threads')
+import(workerData.parser)
+  .then(({ default: parser }) => parser.validate(workerData.document))
+  .then(() => parentPort.postMessage('valid'), (error) => parentPort.postMessage(String(error)))
+`
+
+async function swaggerParser(document: Json, deadline: number): Promise<unknown> {
+  const parser = import.meta.resolve('@apidevtools/swagger-parser')
+  const worker = new Worker(SWAGGER_PARSER, { eval: true, workerData: { parser, document } })
+  let timer: NodeJS.Timeout | undefined
+  try {
+    return await new Promise((resolve, reject) => {
+      worker.once('message', resolve)
+      worker.once('error', reject)
+      timer = setTimeout(() => resolve(`not done within ${deadline} ms`), deadline)
+    })
+  } finally {
+    clearTimeout(timer)
+    await worker.terminate()
+  }
+}
+
+t.test('swagger-parser validates and dereferences the document in seconds', async (t) => {
+  const all = await documents(t)
+  const verdicts = await Promise.all(all.map(([, document]) => swaggerParser(document, 20_000)))
+  t.same(
+    verdicts,
+    all.map(() => 'valid'),
+    all.map(([name]) => name).join(', '),
+  )
+})
+
+t.test('openapi-typescript makes types of the document that type its examples, and not a wrong body', async (t) => {
+  for (const [name, document] of await documents(t)) {
+    const types = astToString(await openapiTS(structuredClone(document) as OpenAPI3))
+    const vendor = name === 'the default document' ? 'example' : 'acme'
+    const base = name === 'the default document' ? '' : '/api'
+    const usage = `import type { components, paths } from './openapi.js'
+type Sale = paths['${base}${OPERATION_PATHS.sale}']['post']
+export const sale: Sale['requestBody']['content']['application/vnd.${vendor}.payments-v6+json'] = ${JSON.stringify(REQUEST_EXAMPLES.sale)}
+export const recurring: components['schemas']['MigrateRecurringAuthorization'] = ${JSON.stringify(REQUEST_EXAMPLES.recurring)}
+export const refused: Sale['responses'][400]['content']['application/json'] = ${JSON.stringify(reject('bodyIsEmpty').body)}
+// @ts-expect-error a transactionReference is a string
+export const wrong: components['schemas']['CardOnFileSale'] = ${JSON.stringify({ ...REQUEST_EXAMPLES.sale, transactionReference: 1 })}
+`
+    const dir = t.testdir({ 'openapi.ts': types, 'usage.ts': usage })
+    const program = ts.createProgram([join(dir, 'usage.ts')], {
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      lib: ['lib.es2022.d.ts'],
+      types: [],
+    })
+    const errors = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+    t.same(errors, [], name)
+    t.match(types, `@description Objects and arrays nested at most ${MAX_DEPTH} levels deep`, 'the limits in the types')
+  }
+})
+
+t.test("Redocly's recommended rules: no error; a license only the backend's owner can state", async (t) => {
+  const config = await createConfig({ extends: ['recommended'] })
+  for (const [name, document] of await documents(t)) {
+    const problems = await lintFromString({ source: JSON.stringify(document), absoluteRef: '/openapi.json', config })
+    t.same(
+      problems.map((problem) => `${problem.severity} ${problem.ruleId}: ${problem.message}`),
+      ['warn info-license: Info object should contain `license` field.'],
+      name,
+    )
+  }
 })

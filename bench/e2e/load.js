@@ -3,6 +3,7 @@
 import * as http from 'node:http'
 import * as https from 'node:https'
 import autocannon from 'autocannon'
+import { median } from '../lib/pairing.js'
 import { freshBodies } from '../lib/references.js'
 
 /**
@@ -113,11 +114,6 @@ export async function serial(url, { body, headers, count, warmup, cpu, chunks = 
   } finally {
     agent.destroy()
   }
-}
-
-function median(values) {
-  const sorted = [...values].sort((x, y) => x - y)
-  return sorted[Math.floor(sorted.length / 2)]
 }
 
 function percentile(sorted, q) {

@@ -18,3 +18,7 @@ export const ratio = (x, y) => (Number.isFinite(x) && Number.isFinite(y) && y !=
 export const mib = (bytes) => (Number.isFinite(bytes) ? `${(bytes / 1048576).toFixed(1)} MiB` : 'n/a')
 
 export const verdict = (met) => (met === undefined ? 'n/a' : met ? 'met' : 'MISSED')
+
+/** x - y to one decimal, with its sign: `+3.5`, `-0.2`. */
+export const delta = (x, y) =>
+  Number.isFinite(x) && Number.isFinite(y) ? `${x - y >= 0 ? '+' : ''}${Number((x - y).toFixed(1))}` : 'n/a'

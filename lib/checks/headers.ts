@@ -110,6 +110,25 @@ export function buildContentTypeCheck(types: MediaTypes): (headers: Headers) => 
 }
 
 /**
+ * Whether the body is declared as UTF-8 JSON: `application/json` (RFC 8259 section 11) or a
+ * `+json` type (RFC 6839 section 3.1), its charset UTF-8 when named. JSON exchanged between systems
+ * is UTF-8 (RFC 8259 section 8.1), so a reader going by either type reads the bytes the checks read.
+ * Not `text/json`: registered nowhere, read as text by some readers, and as a `text/*` type without
+ * a charset, as ISO-8859-1 by others (RFC 2616 section 3.7.1's old default).
+ */
+export function buildJsonTypeCheck(): (headers: Headers) => boolean {
+  return (headers) => {
+    const value = first(headers['content-type'])
+    const media = value === undefined ? undefined : parseMediaType(value)
+    if (media === undefined || media.type !== 'application') return false
+    // RFC 6838 section 4.2: a subtype's name starts with a letter or digit, so `+json` alone names none.
+    if (media.subtype !== 'json' && !(media.subtype.length > 5 && media.subtype.endsWith('+json'))) return false
+    const charset = media.parameters.get('charset')
+    return charset === undefined || charset.toLowerCase() === 'utf-8'
+  }
+}
+
+/**
  * Check 3, the content coding: none, or `identity`, its synonym (RFC 9110 12.5.3). The checks read
  * the body's bytes as they came; a backend or framework that decodes `gzip`, `deflate`, `br` or
  * `zstd` (Express's body parsers do) would read other bytes. RFC 9110 15.5.16 answers a content

@@ -11,6 +11,7 @@ import {
   buildConnectionCheck,
   buildContentEncodingCheck,
   buildContentTypeCheck,
+  buildJsonTypeCheck,
   type Headers,
 } from './headers.js'
 import { applyPolicy, rewritesOf, type Rewrite } from './policy.js'
@@ -104,10 +105,10 @@ export interface Checks {
   readonly mode: Mode
   /**
    * The one reading of a request target that routing and forwarding share: its operation (whatever the
-   * method) and origin form, or the 400 for a target that is not one (docs/checks.md, routes). `mount`
-   * is the path a middleware is mounted under, for a target below it.
+   * method) and the origin form to forward, or the 400 for a target that is not one (docs/checks.md,
+   * routes). `mounted` reads it as a middleware must, an operation's path under any mount point.
    */
-  targetOf(url: string | undefined, mount?: string): RequestTarget | Rejection
+  targetOf(url: string | undefined, mounted?: boolean): RequestTarget | Rejection
   /** The operation whose path `url` names (whatever the method), or undefined for a path that is not ours or a target refused. */
   operationOf(url: string | undefined): Operation | undefined
   /** The operation a request addresses, a 405, the 400 for a target that is not one, or undefined for a path that is not ours. */
@@ -124,8 +125,9 @@ export interface Checks {
   checkHead(headers: Headers): Rejection | undefined
   /**
    * Whether report mode may hold the refusal `checkHead` found on these headers until the body names
-   * its entity: only when Accept's is the one, since every other refusal of the head says the body
-   * would be read otherwise than the checks read it, or read past the limit (docs/rollout.md).
+   * its entity: when it is Accept's, or the Content-Type's for a JSON type in UTF-8 (`application/json`,
+   * `+json`), which a backend reads as the checks read the body. Every other refusal of the head says
+   * the body would be read otherwise than the checks read it, or read past the limit (docs/rollout.md).
    */
   holdable(headers: Headers): boolean
   /**
@@ -157,6 +159,7 @@ export function buildChecks(options: ChecksOptions): Checks {
   const connection = buildConnectionCheck()
   const contentType = buildContentTypeCheck(types)
   const encoding = buildContentEncodingCheck()
+  const json = buildJsonTypeCheck()
   const accept = buildAcceptCheck(types)
   const schemas = new Map<Operation, CompiledSchema<PaymentRequest>>()
   for (const operation of OPERATIONS) schemas.set(operation, compileSchema<PaymentRequest>(REQUEST_SCHEMAS[operation]))
@@ -173,7 +176,7 @@ export function buildChecks(options: ChecksOptions): Checks {
   function holdable(headers: Headers): boolean {
     return (
       connection(headers) === undefined &&
-      contentType(headers) === undefined &&
+      (contentType(headers) === undefined || json(headers)) &&
       encoding(headers) === undefined &&
       declaredSize(headers) === undefined
     )

@@ -1,6 +1,8 @@
-import { context, propagation, trace } from '@opentelemetry/api'
 import { CodedError } from '../coded-error.js'
 import { DEFAULTS } from '../defaults.js'
+import { openTelemetry } from '../tracing.js'
+
+const { context, propagation, trace } = openTelemetry
 
 type Env = Readonly<Record<string, string | undefined>>
 

@@ -23,7 +23,7 @@ export interface Admitted {
   readonly principal: Principal
   /** The request's mode until its entity is known (docs/rollout.md). */
   readonly mode: Mode
-  /** In report mode, the refusal of its `Accept`, held until the entity's mode is known. */
+  /** In report mode, the refusal of its `Accept`, or of a JSON type as its `Content-Type`, held until the entity's mode is known. */
   readonly refused: Rejection | undefined
 }
 
@@ -78,10 +78,11 @@ export async function screen(
  * The first half of `screen`, everything decided before the body is read:
  * route, BasicAuth, headers. For hosts that read the body themselves later
  * (Fastify's content-type parser). `operationOfPath` as `screen` takes it.
- * In report mode a refused `Accept` is held until the body names its entity;
- * a wrong method, a declared length over the limit, or a head that changes
- * how the body is read (`Content-Type`, `Content-Encoding`, `Connection`)
- * gets enforce's answer (docs/rollout.md, `checks.holdable`).
+ * In report mode a refused `Accept`, or a JSON type other than the v6 type,
+ * is held until the body names its entity; a wrong method, a declared length
+ * over the limit, or a head that changes how the body is read (another
+ * `Content-Type` or charset, `Content-Encoding`, `Connection`) gets enforce's
+ * answer (docs/rollout.md, `checks.holdable`).
  */
 export async function screenHead(
   checks: Checks,

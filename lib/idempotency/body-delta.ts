@@ -20,7 +20,10 @@ const MAX_LITERALS = 0x7f
 /** Offsets and lengths are two bytes: a reference is at most this long. */
 export const MAX_REFERENCE = 0xffff
 
-/** A body others are written against: its own copy of the bytes, and while it is the current one, where each four-byte sequence last occurs in it. */
+/**
+ * A body others are written against: its own copy of the bytes, and while it is the current one, where each
+ * four-byte sequence that can start a copy last occurs in it.
+ */
 export class Reference {
   readonly bytes: Buffer
   /** How many kept entries are written against it. */
@@ -31,20 +34,15 @@ export class Reference {
     // Memory of its own: a slice of node's shared pool would keep the whole pool slab alive.
     this.bytes = Buffer.allocUnsafeSlow(Math.min(body.length, MAX_REFERENCE))
     this.bytes.set(body.subarray(0, this.bytes.length))
-    for (let i = 0; i + 4 <= this.bytes.length; i++) (this.#table as Int32Array)[hash(this.bytes, i)] = i
+    // Only where a copy can start: a place nearer the end would hide an earlier one under its slot.
+    for (let i = 0; i + MIN_COPY <= this.bytes.length; i++) (this.#table as Int32Array)[slot(word(this.bytes, i))] = i
   }
 
   /** Where the four bytes of `body` at `at` last occur here, if they do (never, once retired). */
   find(body: Uint8Array, at: number): number {
-    const p = this.#table === undefined ? -1 : (this.#table[hash(body, at)] as number)
-    const r = this.bytes
-    return p >= 0 &&
-      r[p] === body[at] &&
-      r[p + 1] === body[at + 1] &&
-      r[p + 2] === body[at + 2] &&
-      r[p + 3] === body[at + 3]
-      ? p
-      : -1
+    const four = word(body, at)
+    const p = this.#table === undefined ? -1 : (this.#table[slot(four)] as number)
+    return p >= 0 && word(this.bytes, p) === four ? p : -1
   }
 
   /** No longer written against: its index goes, its bytes stay for the entries that use them. */
@@ -53,14 +51,18 @@ export class Reference {
   }
 }
 
-function hash(bytes: Uint8Array, at: number): number {
-  const word =
+/** The four bytes at `at`, as one integer. */
+function word(bytes: Uint8Array, at: number): number {
+  return (
     (bytes[at] as number) |
     ((bytes[at + 1] as number) << 8) |
     ((bytes[at + 2] as number) << 16) |
     ((bytes[at + 3] as number) << 24)
-  return Math.imul(word, 0x9e3779b1) >>> (32 - HASH_BITS)
+  )
 }
+
+/** The index's slot of a word: a Fibonacci hash, its top `HASH_BITS` bits. */
+const slot = (four: number) => Math.imul(four, 0x9e3779b1) >>> (32 - HASH_BITS)
 
 /** Room for the worst case: every byte a literal, one length byte per 127 of them, and the length in front. */
 let scratch = Buffer.allocUnsafeSlow(4096)
@@ -76,14 +78,15 @@ export function encode(body: Uint8Array, reference: Reference): string {
   let o = 4
   let literal = 0
   let i = 0
-  while (i + 4 <= n) {
+  while (i + MIN_COPY <= n) {
     const p = reference.find(body, i)
     if (p < 0) {
       i++
       continue
     }
     let length = 4
-    while (i + length < n && p + length < r.length && r[p + length] === body[i + length]) length++
+    // Past the reference's end it reads undefined, which no byte of the body equals.
+    while (i + length < n && r[p + length] === body[i + length]) length++
     if (length < MIN_COPY) {
       i++
       continue

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http'
+import { STATUS_CODES, type ServerResponse } from 'node:http'
 import { sendRejection } from '../http/answer.js'
 import { backendCallDone, type Exchange } from './exchange.js'
 import { faultAnswer, retriesOf, type FaultKind } from './faults.js'
@@ -17,5 +17,8 @@ export function answerFault(res: ServerResponse, exchange: Exchange, kind: Fault
   // A path passed through is no payment: the table's 500.
   const answer = faultAnswer(kind, exchange.operation === 'other' ? undefined : retriesOf(exchange))
   if (!res.headersSent) exchange.errorName = answer.body.errorName
+  // A head node refused to write (a relay's, with something of the backend's in it) leaves its reason
+  // on the response, which node would refuse again: the client would get no answer at all.
+  res.statusMessage = STATUS_CODES[answer.status] as string
   sendRejection(res, answer)
 }

@@ -1,7 +1,6 @@
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http'
-import { createProxyServer } from 'http-proxy-3'
+import type * as HttpProxy from 'http-proxy-3'
 import type { Span, Tracer } from '@opentelemetry/api'
-import { Pool } from 'undici'
 import { NO_RULES, type BackendErrorSource } from '../backend-errors/rules.js'
 import { CodedError } from '../coded-error.js'
 import { DEFAULTS } from '../defaults.js'
@@ -14,9 +13,18 @@ import { faultKind } from './faults.js'
 import { forwardedRequestHeaders } from './hop-by-hop.js'
 import { PaymentRelay, type OnSettled } from './payment-relay.js'
 import { relay } from './relay.js'
+import { Pool } from './undici.js'
 import { addForwardedHeaders } from './x-forwarded.js'
 
 export type { BackendOutcome, OnSettled } from './payment-relay.js'
+
+/**
+ * http-proxy-3 serves the paths that are not payments, which a gateway in front of a payments-only backend
+ * may never see: it is loaded by the first such request, rather than by every start (with follow-redirects
+ * and debug, a dozen modules: docs/performance.md, start-up). Resolving it here, at start-up, makes a
+ * missing package fail the start rather than a request.
+ */
+import.meta.resolve('http-proxy-3')
 
 export interface ForwarderOptions {
   /** The backend, an `http:` or `https:` URL; its path, if any, is put in front of the request's. */
@@ -71,10 +79,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   } as const
   const secure = backendConnections(target, options.targetTls, timeout)
   const agent = secure?.agent(agentOptions) ?? new Agent(agentOptions)
-  // `toProxy`: http-proxy-3 puts `req.url` as it is behind the target's path, joined as backendPaths joins
-  // them, instead of reading it again with `new URL()`, which drops a fragment, applies dot segments and
-  // takes an absolute form's path: the backend gets the path the router read (lib/checks/route.ts, parseTarget).
-  const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true, toProxy: true })
   // Idle connections are let go before the backend's own limit (DEFAULTS.backendIdleTimeout), or
   // `backendKeepAliveMargin` before the limit a backend announces (`Keep-Alive: timeout=N`), none
   // kept when that leaves nothing: a payment is never written to a socket the backend is closing.
@@ -105,18 +109,41 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     this.destroy(new CodedError('EBACKENDTIMEOUT', `the backend did not answer within ${timeout} ms`))
   }
 
-  proxy.on('proxyReq', (proxyReq) => {
-    proxyReq.setTimeout(timeout, onBackendTimeout)
-  })
-  proxy.on('proxyRes', (proxyRes, _req, res) => {
-    relay(proxyRes, res, (res as GatewayResponse).exchange as Exchange, errorBodyLimit)
-  })
-  // http-proxy-3 throws on an error nobody listens to. The request is never
-  // sent again: a payment reaches the backend at most once.
-  proxy.on('error', (error, _req, res) => {
-    const gatewayResponse = res as GatewayResponse
-    answerFault(gatewayResponse, gatewayResponse.exchange as Exchange, faultKind(error), error)
-  })
+  // `toProxy`: http-proxy-3 puts `req.url` as it is behind the target's path, joined as backendPaths joins
+  // them, instead of reading it again with `new URL()`, which drops a fragment, applies dot segments and
+  // takes an absolute form's path: the backend gets the path the router read (lib/checks/route.ts, parseTarget).
+  function passThrough({ createProxyServer }: typeof HttpProxy): HttpProxy.ProxyServer {
+    const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true, toProxy: true })
+    proxy.on('proxyReq', (proxyReq) => {
+      proxyReq.setTimeout(timeout, onBackendTimeout)
+    })
+    proxy.on('proxyRes', (proxyRes, _req, res) => {
+      relay(proxyRes, res, (res as GatewayResponse).exchange as Exchange, errorBodyLimit)
+    })
+    // http-proxy-3 throws on an error nobody listens to. The request is never
+    // sent again: a payment reaches the backend at most once.
+    proxy.on('error', (error, _req, res) => {
+      const gatewayResponse = res as GatewayResponse
+      answerFault(gatewayResponse, gatewayResponse.exchange as Exchange, faultKind(error), error)
+    })
+    return proxy
+  }
+  let proxy: HttpProxy.ProxyServer | undefined
+  let loading: Promise<HttpProxy.ProxyServer> | undefined
+  // The requests that come while it loads wait for it; one whose client has left by then is not sent.
+  // Nothing was sent when it cannot load: the client is told to try again (docs/backend-faults.md, refused).
+  function passLater(req: IncomingMessage, res: GatewayResponse): void {
+    loading ??= import('http-proxy-3').then((engine) => {
+      proxy = passThrough(engine)
+      return proxy
+    })
+    loading.then(
+      (loaded) => {
+        if (!res.destroyed) loaded.web(req, res)
+      },
+      (error: Error) => answerFault(res, res.exchange as Exchange, 'refused', error),
+    )
+  }
 
   return {
     forward(req, res, payload, settled) {
@@ -128,7 +155,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         exchange.backendSpan = startBackendSpan(tracer, exchange.span as Span, req.method as string, target, headers)
       if (payload === undefined) {
         req.headers = headers
-        proxy.web(req, res)
+        if (proxy === undefined) passLater(req, res)
+        else proxy.web(req, res)
         return
       }
       headers['content-length'] = String(payload.length)

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { NO_RULES } from '../backend-errors/rules.js'
 import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected } from './backend-answer.js'
-import { acceptedHeaders, reasonPhrase } from './backend-head.js'
+import { reasonPhrase } from './backend-head.js'
 import { BoundedBody } from './bounded-body.js'
 import type { Exchange } from './exchange.js'
 import { relayedHeaders } from './hop-by-hop.js'
@@ -13,7 +13,7 @@ import { relayedHeaders } from './hop-by-hop.js'
  * first (up to `errorBodyLimit` bytes) and answered as backend-answer.ts
  * decides. The rules of `--backend-errors` are for the two operations, whose
  * relay is payment-relay.ts: here a 5xx gets its name by status. A reason
- * phrase or header node would refuse to write is left out (backend-head.ts).
+ * phrase node would refuse to write is left out (backend-head.ts).
  */
 export function relay(
   proxyRes: IncomingMessage,
@@ -42,7 +42,8 @@ function guarded(proxyRes: IncomingMessage, res: ServerResponse, exchange: Excha
 function start(proxyRes: IncomingMessage, res: ServerResponse, exchange: Exchange, errorBodyLimit: number): void {
   const status = proxyRes.statusCode as number
   if (status >= 500) exchange.backendError = 'serverError'
-  const raw = acceptedHeaders(proxyRes.rawHeaders, exchange)
+  // No header filter here: node's client parser refuses every header writeHead would (backend-head.ts).
+  const raw = proxyRes.rawHeaders
   const reason = reasonPhrase(proxyRes.statusMessage)
   // Report mode passes the backend's answer as it came (docs/rollout.md).
   if (inspected(status, false) && exchange.mode !== 'report') {

@@ -3,7 +3,8 @@ import { Agent, type RequestOptions } from 'node:https'
 import { isIP } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { SecureContext } from 'node:tls'
-import { buildConnector } from 'undici'
+import type { buildConnector as UndiciConnector } from 'undici'
+import { buildConnector } from '../proxy/undici.js'
 import type { TlsSource } from './files.js'
 import { clientContext } from './pem.js'
 
@@ -21,7 +22,7 @@ export interface TargetTls {
 
 export interface BackendConnections {
   /** The undici pool's `connect`: each new connection with the context in force, checked for the configured name. */
-  readonly connect: buildConnector.connector
+  readonly connect: UndiciConnector.connector
   /**
    * The `servername` every payment's dispatch carries: without one, undici takes it from the request's
    * `Host` (a name the client chose) and tears down a pooled connection whenever it changes. The same

@@ -4,6 +4,7 @@ import {
   buildConnectionCheck,
   buildContentEncodingCheck,
   buildContentTypeCheck,
+  buildJsonTypeCheck,
   connectionOptions,
 } from '../../lib/checks/headers.js'
 import { mediaTypes } from '../../lib/defaults.js'
@@ -13,6 +14,7 @@ const contentType = buildContentTypeCheck(types)
 const accept = buildAcceptCheck(types)
 const encoding = buildContentEncodingCheck()
 const connection = buildConnectionCheck()
+const json = buildJsonTypeCheck()
 
 t.test('the media types carry the vendor', async (t) => {
   t.strictSame(mediaTypes('acme'), {
@@ -102,6 +104,46 @@ t.test('a media type naming a parameter twice is malformed (RFC 6838 4.3), whate
   }
   t.match(accept({ accept: `${types.response};q=0;q=1` }), { status: 406 }, 'a range with q twice is ignored')
   t.equal(accept({ accept: `${types.response};q=0;q=1, */*;q=0.5` }), undefined, 'and the next range decides')
+})
+
+t.test('a JSON type: application/json or a +json type (RFC 6839), its charset UTF-8 when named', async (t) => {
+  for (const value of [
+    'application/json',
+    'APPLICATION/JSON',
+    'application/json; charset=utf-8',
+    'application/json;CHARSET="UTF-8"',
+    'application/json; version=2',
+    'application/merchant+json',
+    'application/problem+json; charset=UTF-8',
+    'application/vnd.example.payments-v6+json',
+    'application/vnd.example.payments-v5+json',
+    ['application/json', 'text/plain'],
+  ]) {
+    t.equal(json({ 'content-type': value }), true, String(value))
+  }
+  for (const value of [
+    undefined,
+    '',
+    'text/json',
+    'text/x-json',
+    'application/jsonp',
+    'application/json-seq',
+    'application/+json',
+    'application/x-json',
+    'application/merchant+json+xml',
+    'multipart/related+json',
+    'application/json; charset=latin1',
+    'application/json; charset=utf-16',
+    'application/json; charset=utf8',
+    'application/json; charset=utf-7; charset=utf-8',
+    'application/json; charset=utf-8; charset=utf-8',
+    'application/json; charset',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'text/plain',
+  ]) {
+    t.equal(json({ 'content-type': value }), false, String(value))
+  }
 })
 
 t.test('Content-Encoding: absent or identity is fine; any coding is 415 headerHasInvalidValue', async (t) => {

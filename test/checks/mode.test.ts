@@ -145,7 +145,22 @@ t.test(
     const cases: [string, Record<string, string | undefined>, number, string][] = [
       ['no Content-Type', { 'content-type': undefined }, 400, 'Content-Type'],
       ['a form', { 'content-type': 'application/x-www-form-urlencoded' }, 415, 'Content-Type'],
-      ['plain JSON', { 'content-type': 'application/json' }, 415, 'Content-Type'],
+      ['text/json', { 'content-type': 'text/json' }, 415, 'Content-Type'],
+      ['JSON in latin1', { 'content-type': 'application/json; charset=latin1' }, 415, 'Content-Type'],
+      ['a +json type in UTF-16', { 'content-type': 'application/merchant+json; charset=utf-16' }, 415, 'Content-Type'],
+      ['gzipped JSON', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, 415, 'Content-Type'],
+      [
+        'JSON with Connection naming Content-Type',
+        { 'content-type': 'application/json', connection: 'content-type' },
+        400,
+        'Connection',
+      ],
+      [
+        'JSON with a length over the limit',
+        { 'content-type': 'application/json', 'content-length': '70000' },
+        415,
+        'Content-Type',
+      ],
       ['charset utf-7', { 'content-type': `${headers['content-type']}; charset=utf-7` }, 415, 'Content-Type'],
       ['CHARSET latin1', { 'content-type': `${headers['content-type']}; CHARSET=latin1` }, 415, 'Content-Type'],
       ['multipart', { 'content-type': 'multipart/form-data; boundary=x' }, 415, 'Content-Type'],
@@ -177,6 +192,52 @@ t.test(
     }
     t.equal(report.holdable(headers), true, 'a head that passes')
     t.equal(report.holdable({ ...headers, 'content-encoding': 'identity' }), true, 'identity is no coding')
+  },
+)
+
+t.test(
+  "report mode: a JSON type in UTF-8 is read as the checks read it, and reported with enforce's 415",
+  async (t) => {
+    // A backend that parses application/json or a +json type (RFC 6839) reads UTF-8 JSON, the bytes the checks read.
+    for (const type of [
+      'application/json',
+      'Application/JSON; charset="UTF-8"',
+      'application/merchant+json',
+      'application/problem+json; charset=utf-8',
+    ]) {
+      const sent = { ...headers, 'content-type': type }
+      t.equal(report.holdable(sent), true, `${type}: held`)
+      const body = bytes(saleBody())
+      const verdict = reported(report.check('sale', sent, body, shop))
+      t.match(
+        verdict,
+        { entity: 'default', wouldRefuse: { status: 415, body: { headerName: 'Content-Type' } }, document: undefined },
+        `${type}: enforce's refusal, reported`,
+      )
+      t.same(verdict.wouldRefuse, enforce.check('sale', sent, body, shop), `${type}: the very answer enforce gives`)
+      t.equal(verdict.body, body, `${type}: the bytes as they came`)
+      t.same(verdict.received, saleBody(), `${type}: the body the checks read`)
+      t.match(
+        report.check('sale', { ...sent, accept: 'text/html' }, body, shop),
+        { wouldRefuse: { status: 415 } },
+        `${type}: beside a refused Accept, the first refusal, as enforce answers`,
+      )
+      t.same(
+        report.check('sale', sent, bytes(saleBody({ entity: 'strict' })), shop),
+        enforce.check('sale', sent, bytes(saleBody({ entity: 'strict' })), shop),
+        `${type}: an enforcing entity gets the 415`,
+      )
+      t.match(
+        report.check('sale', sent, Buffer.from('{"merchant"'), shop),
+        { ok: false, status: 415 },
+        `${type}: a body that names no entity gets the 415`,
+      )
+      t.equal(
+        report.check('sale', sent, bytes(saleBody({ entity: 'elsewhere' })), shop),
+        ACCESS_DENIED,
+        `${type}: check 9 still refuses`,
+      )
+    }
   },
 )
 

@@ -282,22 +282,39 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
   )
 })
 
-t.test('the real process on the memory store loads no Redis client: ioredis waits for a Redis store', async (t) => {
-  const loads = join(t.testdir(), 'loads.txt')
-  writeFileSync(loads, '')
-  const report = new URL('../helpers/report-loads.mjs', import.meta.url).href
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${report}`,
-    PAYMENTS_GATE_TEST_LOADS: loads,
-  })
-  await run.waitFor(/"msg":"gateway listening"/)
-  run.child.kill('SIGTERM')
-  await run.exited
-  const loaded = readFileSync(loads, 'utf8')
-  // The report sees the packages serve does load, so its silence on ioredis means something.
-  t.match(loaded, /^package loaded: pino$/m)
-  t.notMatch(loaded, /ioredis/)
-})
+t.test(
+  'the real process loads what its configuration uses when it uses it: no Redis client on the memory store, no http-proxy-3 before a path passed through, none of undici but its pool, one build of the OpenTelemetry API',
+  async (t) => {
+    const loads = join(t.testdir(), 'loads.txt')
+    writeFileSync(loads, '')
+    const report = new URL('../helpers/report-loads.mjs', import.meta.url).href
+    const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${report}`,
+      PAYMENTS_GATE_TEST_LOADS: loads,
+    })
+    await run.waitFor(/"msg":"gateway listening"/)
+    const listening = run
+      .output()
+      .stdout.split('\n')
+      .find((line) => line.includes('"msg":"gateway listening"'))
+    const atStart = readFileSync(loads, 'utf8')
+    // The report sees the packages serve does load, so its silence on the others means something.
+    t.match(atStart, /^pino\//m)
+    t.match(atStart, /^undici\/lib\/dispatcher\/pool\.js$/m)
+    t.notMatch(atStart, /^undici\/index\.js$/m, "undici's entry point, which loads all of it")
+    t.notMatch(atStart, /^ioredis\//m)
+    t.notMatch(atStart, /^http-proxy-3\//m, 'http-proxy-3 waits for a path passed through')
+    t.match(atStart, /^@opentelemetry\/api\/dist\/index\.cjs$/m)
+    t.notMatch(atStart, /^@opentelemetry\/api\/dist\/index\.mjs$/m, 'one build of the OpenTelemetry API, not both')
+    const port = (JSON.parse(listening as string) as { listen: { port: number } }).listen.port
+    const passed = await send(port, { method: 'GET', path: '/status' })
+    t.equal(passed.status, 201, 'a path that is not a payment is passed through')
+    t.equal(backend.received.at(-1)?.url, '/status')
+    t.match(readFileSync(loads, 'utf8'), /^http-proxy-3\//m, 'loaded by it')
+    run.child.kill('SIGTERM')
+    await run.exited
+  },
+)
 
 t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {
   const slow = await startBackend((_req, res) => setTimeout(() => res.writeHead(201).end('late but whole'), 300))

@@ -1,5 +1,5 @@
 import { connect as connectHttp2 } from 'node:http2'
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import t from 'tap'
 import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
 import { raw, until } from '../helpers/http.js'
@@ -7,7 +7,7 @@ import { logLines, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /** docs/checks.md, "Refusals below HTTP", with raw sockets: an error body, a closed connection, nothing forwarded. */
-const { port, backend, metrics } = await startGateway(t, {
+const { port, backend, metrics, gateway } = await startGateway(t, {
   headersTimeout: 300,
   requestTimeout: 600,
   timeoutCheckInterval: 50,
@@ -64,6 +64,8 @@ t.test('a body not received in time: 408 requestTimedOut, nothing forwarded', as
 
 t.test('a client that resets mid-headers gets nothing and is not logged as a refusal', async (t) => {
   const before = logLines.length
+  // The gateway's side of the connection: once it has closed, the gateway is done with the client.
+  const accepted = new Promise<Socket>((resolve) => gateway.server.once('connection', resolve))
   await new Promise<void>((resolve) => {
     const socket = connect(port, '127.0.0.1', () => {
       socket.write(`GET /x HTTP/1.1\r\nHost: a\r\n`)
@@ -71,7 +73,8 @@ t.test('a client that resets mid-headers gets nothing and is not logged as a ref
     })
     socket.on('close', () => resolve())
   })
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  const served = await accepted
+  if (!served.closed) await new Promise((resolve) => served.once('close', resolve))
   t.same(
     logLines.slice(before).filter((line) => line.includes('refused below HTTP')),
     [],

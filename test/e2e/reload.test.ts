@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import { spawnCli, type Running } from '../helpers/cli.js'
 import { basic, policyJson, saleBody, TEST_COST } from '../helpers/fixtures.js'
-import { keepAliveSender, paymentHeaders, until, waitFor, type Reply } from '../helpers/http.js'
+import { keepAliveSender, paymentHeaders, until, type Reply } from '../helpers/http.js'
 import { freePort, startBackend } from '../helpers/servers.js'
 
 /**
@@ -80,13 +80,14 @@ function sale(post: ReturnType<typeof keepAliveSender>, username: string, passwo
   })
 }
 
-/** Sales as `username` from a few concurrent loops until `done()`, bounded in count and time; every status, or the error. */
-async function load(
-  post: ReturnType<typeof keepAliveSender>,
-  username: string,
-  password: string,
-  done: () => boolean,
-): Promise<(number | string)[]> {
+/** A load running: every status so far, or the error, and its end. */
+interface Load {
+  readonly statuses: (number | string)[]
+  readonly finished: Promise<(number | string)[]>
+}
+
+/** Sales as `username` from a few concurrent loops until `done()`, bounded in count and time. */
+function load(post: ReturnType<typeof keepAliveSender>, username: string, password: string, done: () => boolean): Load {
   const statuses: (number | string)[] = []
   const deadline = Date.now() + 20_000
   const loop = async () => {
@@ -99,8 +100,13 @@ async function load(
       )
     }
   }
-  await Promise.all([loop(), loop(), loop()])
-  return statuses
+  return { statuses, finished: Promise.all([loop(), loop(), loop()]).then(() => statuses) }
+}
+
+/** Lets the load answer `count` more requests from now: its requests are then known to span what came before. */
+async function moreOf(steady: Load, count: number): Promise<boolean> {
+  const mark = steady.statuses.length
+  return until(() => steady.statuses.length >= mark + count, 10_000)
 }
 
 t.test(
@@ -126,9 +132,9 @@ t.test(
     // A few only: each is a failed login, and ten within a minute would lock the username out (docs/credentials.md).
     const old: number[] = []
     for (let i = 0; i < 3; i++) old.push((await sale(post, 'shop-1', 'old password')).status)
-    await waitFor(200)
+    t.ok(await moreOf(steady, 10), 'the other user paid on after the switch')
     stopped = true
-    const statuses = await steady
+    const statuses = await steady.finished
 
     t.same(new Set(before), new Set([201]), 'the old password is accepted before the switch')
     t.same(new Set(after), new Set([201]), 'the new password is accepted after it')
@@ -163,11 +169,14 @@ t.test(
     let stopped = false
     const steady = load(post, 'steady', 'unchanged', () => stopped)
 
-    for (let i = 0; i < 5; i++) {
+    const sighups = () =>
+      gateway.run.output().stdout.split('"msg":"SIGHUP: reloading policies and credentials"').length - 1
+    for (let i = 1; i <= 5; i++) {
       gateway.run.child.kill('SIGHUP')
-      await waitFor(50)
+      // Each signal handled before the next: the kernel merges a signal sent while the same one is pending.
+      t.ok(await until(() => sighups() >= i), `SIGHUP ${i} handled`)
+      t.ok(await moreOf(steady, 3), `payments answered after SIGHUP ${i}`)
     }
-    await gateway.run.waitFor(/"msg":"SIGHUP: reloading policies and credentials"/)
     t.ok(
       await until(
         async () => valueOf(await gateway.metrics(), 'payments_gate_policy_reloads_total{outcome="ok"}') >= 1,
@@ -192,9 +201,9 @@ t.test(
       'counted as a failed reload',
     )
     await gateway.run.waitFor(/"msg":"credentials file refused, its last good users stay in force"/)
-    await waitFor(200)
+    t.ok(await moreOf(steady, 10), 'payments answered after the refused file')
     stopped = true
-    const statuses = await steady
+    const statuses = await steady.finished
     t.ok(statuses.length > 0)
     t.same(new Set(statuses), new Set([201]), `every request passed (${statuses.length})`)
     t.equal(gateway.run.child.exitCode, null, 'still running')

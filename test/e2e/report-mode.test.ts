@@ -85,6 +85,21 @@ const cases: Case[] = [
     wouldRefuse: 'headerHasInvalidValue',
   },
   {
+    name: 'plain JSON, which a backend parsing application/json reads as the checks read it',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(saleBody({ transactionReference: 'report-json' })),
+    entity: 'default',
+    wouldRefuse: 'headerHasInvalidValue',
+  },
+  {
+    name: 'a +json type (RFC 6839) in UTF-8, chunked',
+    headers: { 'content-type': 'application/merchant+json; charset=utf-8' },
+    chunked: true,
+    body: JSON.stringify(saleBody({ transactionReference: 'report-plus-json' })),
+    entity: 'default',
+    wouldRefuse: 'headerHasInvalidValue',
+  },
+  {
     name: 'a chunked body',
     chunked: true,
     body: JSON.stringify(saleBody({ transactionReference: 'report-chunked' })),
@@ -197,6 +212,36 @@ t.test('what report mode still refuses, and the answer enforce gives to what it 
     [
       'a Content-Type enforce refuses',
       { headers: paymentHeaders({ 'content-type': 'text/plain' }), body: JSON.stringify(saleBody()) },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
+      'text/json',
+      { headers: paymentHeaders({ 'content-type': 'text/json' }), body: JSON.stringify(saleBody()) },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
+      'JSON in latin1',
+      {
+        headers: paymentHeaders({ 'content-type': 'application/json; charset=latin1' }),
+        body: JSON.stringify(saleBody()),
+      },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
+      'gzipped JSON',
+      {
+        headers: paymentHeaders({ 'content-type': 'application/json', 'content-encoding': 'gzip' }),
+        body: JSON.stringify(saleBody()),
+      },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
+      'JSON that names no entity',
+      { headers: paymentHeaders({ 'content-type': 'application/json' }), body: '{"merchant":{}}' },
       415,
       'headerHasInvalidValue',
     ],

@@ -1,12 +1,15 @@
 // Loaded with --import into a child process: appends a line to the file named by PAYMENTS_GATE_TEST_LOADS
-// for every package the child resolves, so a test can tell which dependencies a configuration loads.
+// for every module the child loads from a package, as its path in node_modules (`undici/lib/dispatcher/pool.js`),
+// so a test can tell which dependencies a configuration loads, and which of their files.
 import { appendFileSync } from 'node:fs'
 import { registerHooks } from 'node:module'
 
+const PACKAGES = '/node_modules/'
+
 registerHooks({
-  resolve(specifier, context, next) {
-    if (/^[@a-z]/.test(specifier) && !specifier.startsWith('node:'))
-      appendFileSync(process.env.PAYMENTS_GATE_TEST_LOADS, `package loaded: ${specifier}\n`)
-    return next(specifier, context)
+  load(url, context, next) {
+    const at = url.lastIndexOf(PACKAGES)
+    if (at >= 0) appendFileSync(process.env.PAYMENTS_GATE_TEST_LOADS, `${url.slice(at + PACKAGES.length)}\n`)
+    return next(url, context)
   },
 })

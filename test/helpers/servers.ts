@@ -18,7 +18,7 @@ export async function listenOnLoopback(server: NetServer, port = 0): Promise<num
 }
 
 /** Closes a node HTTP server and its open connections. */
-export function closeServer(server: Server): Promise<void> {
+export function closeServer(server: { closeAllConnections(): void; close(done: () => void): unknown }): Promise<void> {
   return new Promise((resolve) => {
     server.closeAllConnections()
     server.close(() => resolve())

@@ -47,8 +47,71 @@ t.test(
     const near = Buffer.from(reference.bytes)
     near[150] = (near[150] as number) ^ 1
     t.ok(roundTrip(t, near, reference, 'one byte changed').length < 40, 'two copies and a literal')
+    for (const at of [0, 1, 2, 3, 4]) {
+      const changed = Buffer.from(reference.bytes)
+      changed[at] = (changed[at] as number) ^ 1
+      roundTrip(t, changed, reference, `byte ${at} changed: no copy starts before it and runs over it`)
+    }
   },
 )
+
+/** The tokens of an encoding as the format says (body-delta.ts): `[offset, length]` for a copy, the count for literals. */
+function tokens(encoded: string): (number | [number, number])[] {
+  const bytes = Buffer.from(encoded, 'latin1')
+  const found: (number | [number, number])[] = []
+  for (let i = 4; i < bytes.length;) {
+    const token = bytes[i] as number
+    if (token === 0x80) {
+      found.push([bytes.readUInt16LE(i + 1), bytes.readUInt16LE(i + 3)])
+      i += 5
+    } else {
+      found.push(token)
+      i += 1 + token
+    }
+  }
+  return found
+}
+
+t.test(
+  'a run of six bytes or more shared with the reference is one copy, wherever it lies in either; a shorter one stays literal',
+  async (t) => {
+    // 64 bytes, no two alike; the filler byte occurs nowhere in them.
+    const bytes = Buffer.from(Array.from({ length: 64 }, (_, i) => (i * 37) & 0xff))
+    const filler = (n: number) => Buffer.alloc(n, 0x01)
+    t.notOk(bytes.includes(0x01))
+    const reference = new Reference(bytes)
+    const cases: [string, Buffer, (number | [number, number])[]][] = [
+      ['the whole reference', bytes, [[0, 64]]],
+      ["the reference's first six bytes", bytes.subarray(0, 6), [[0, 6]]],
+      ["the reference's last six bytes", bytes.subarray(58), [[58, 6]]],
+      ["six bytes at the body's end", Buffer.concat([filler(10), bytes.subarray(20, 26)]), [10, [20, 6]]],
+      ['five bytes', bytes.subarray(20, 25), [5]],
+      [
+        'runs of four between literals',
+        Buffer.concat(Array.from({ length: 10 }, (_, i) => [filler(3), bytes.subarray(i * 6, i * 6 + 4)]).flat()),
+        [70],
+      ],
+    ]
+    for (const [name, body, expected] of cases) t.same(tokens(roundTrip(t, body, reference, name)), expected, name)
+    t.ok(encode(cases[5]?.[1] as Buffer, reference).length <= 4 + 70 + 1, 'never longer than the body as literals')
+  },
+)
+
+t.test(
+  "a run at the reference's start is copied even when its first four bytes come again at the reference's end",
+  async (t) => {
+    const bytes = Buffer.from(Array.from({ length: 64 }, (_, i) => (i * 37) & 0xff))
+    bytes.copy(bytes, 60, 0, 4)
+    const reference = new Reference(bytes)
+    t.same(tokens(roundTrip(t, bytes.subarray(0, 10), reference, 'ten bytes')), [[0, 10]])
+  },
+)
+
+t.test('the longest reference, 65,535 bytes: a body equal to it is one copy of its whole length', async (t) => {
+  // A header, then zeros: no later place hides the first under its slot.
+  const reference = new Reference(Buffer.concat([Buffer.from('{"a"'), Buffer.alloc(65_531)]))
+  t.same(tokens(roundTrip(t, Buffer.from(reference.bytes), reference, 'the same bytes')), [[0, 65_535]])
+})
 
 t.test('a reference is at most 65535 bytes; a longer body is written against its start', async (t) => {
   const long = randomBytes(70_000)

@@ -120,7 +120,11 @@ t.test(
       { state: 'recorded', answer: OVERSIZED },
       'kept as the stand-in: not forwarded again',
     )
-    t.ok(store.bytes <= MIN_MAX_BYTES, `${store.bytes} bytes held`)
+    t.equal(
+      store.bytes,
+      6 * 16_384 + (8_704 + 60_000) + (16_384 - ANSWER_ROOM + headOf(OVERSIZED) + OVERSIZED.body.length),
+      'six claims, the reference the evicted answer was, and the stand-in counted as an answer',
+    )
     t.ok(headOf(OVERSIZED) + OVERSIZED.body.length <= ANSWER_ROOM, "the stand-in fits in a claim's room")
   },
 )
@@ -397,6 +401,7 @@ t.test('past 2^31 ms of uptime and past 2^31 claims: windows to the ms, tokens a
     const { store, clock, seen } = watched({ ttlMs: 300, inFlightMs: 200, claims, maxEntries: 3 }, start)
     const a = token(store, 'a')
     const b = token(store, 'b')
+    t.equal(a, String((claims + 1) % 2 ** 30), 'the count goes on from the claims already made')
     t.not(a, b, `tokens ${a} and ${b} from ${claims} claims`)
     t.ok(Number(a) < 2 ** 30 && Number(b) < 2 ** 30, 'small integers')
     clock.time += 199
@@ -441,6 +446,7 @@ t.test('a TTL longer than 2^29 ms: coarser ticks, never a shorter window', async
   record(store, 'a', Buffer.from('{}'))
   clock.time += ttlMs - 1
   t.equal(store.peek('a', 'f'), 'recorded', 'alive to the last ms')
+  t.ok(Math.abs(store.window - (ttlMs - 1) / 1000) < 0.01, `the window, ${store.window} s, to a tick`)
   clock.time += 1_000
   t.equal(store.peek('a', 'f'), 'free', 'gone within a few ticks after')
   store.claim('b', 'f')
@@ -448,4 +454,140 @@ t.test('a TTL longer than 2^29 ms: coarser ticks, never a shorter window', async
   t.equal(store.peek('b', 'f'), 'inFlight')
   clock.time += 20
   t.equal(store.peek('b', 'f'), 'recorded', 'unknown within a few ticks after its window')
+})
+
+/** 100 bytes, no two alike, and a byte none of them is. */
+const PLAIN = Buffer.from(Array.from({ length: 100 }, (_, i) => (i * 37) & 0xff))
+const FILLER = Array.from({ length: 256 }, (_, i) => i).find((byte) => !PLAIN.includes(byte)) as number
+
+t.test(
+  'what an entry counts against maxBytes (docs/idempotency.md): 224 bytes of its own, its key and fingerprint, room for its answer, then its answer',
+  async (t) => {
+    const { store } = watched()
+    const [key, print] = ['k'.repeat(100), 'f'.repeat(50)]
+    const claim = store.claim(key, print)
+    t.equal(store.bytes, 224 + 100 + 50 + ANSWER_ROOM, "a claim: room for a typical answer's 512 bytes")
+    const body = Buffer.from('{"outcome":"authorized"}')
+    if (claim.state === 'claimed') store.record(key, claim.token, { ...ANSWER, body })
+    const first = 224 + 100 + 50 + headOf(ANSWER) + body.length
+    t.equal(store.bytes, first, 'recorded: its head (status and headers) and its body, shorter than 64 bytes, as it is')
+    const again = store.claim('j', 'g')
+    if (again.state === 'claimed') store.record('j', again.token, { ...ANSWER, body })
+    t.equal(store.bytes, first + 224 + 1 + 1 + body.length, 'an answer with the same head as the last counts it once')
+    const before = store.bytes
+    const other = store.claim('i', 'h')
+    if (other.state === 'claimed') store.record('i', other.token, { ...ANSWER, status: 200, body })
+    t.equal(store.bytes, before + 224 + 1 + 1 + headOf(ANSWER) + body.length, 'another head counts its own')
+
+    const big = { status: 500, headers: ['Content-Type', 'application/json'], body: Buffer.alloc(1_000, 'x') }
+    const roomy = watched({ oversizedAnswer: big }).store
+    roomy.claim('k', 'f')
+    t.equal(roomy.bytes, 224 + 1 + 1 + headOf(big) + 1_000, 'a claim holds room for a stand-in larger than 512 bytes')
+  },
+)
+
+t.test(
+  'a body of 64 bytes or more is written against a reference, which counts its bytes and 8,704 more',
+  async (t) => {
+    const short = watched().store
+    record(short, 'k', PLAIN.subarray(0, 63))
+    t.equal(short.bytes, 224 + 1 + 1 + headOf(ANSWER) + 63, '63 bytes: kept as they are')
+    const long = watched().store
+    record(long, 'k', PLAIN.subarray(0, 64))
+    t.equal(long.bytes, 224 + 1 + 1 + headOf(ANSWER) + 9 + 8_704 + 64, '64: the first reference, and one copy of it')
+  },
+)
+
+/** The bytes an answer adds to the store as it is recorded under a one-letter key. */
+function added(store: MemoryIdempotencyStore, key: string, body: Buffer): number {
+  const before = store.bytes
+  record(store, key, body)
+  const claim = store.claim(key, 'f')
+  if (claim.state !== 'recorded' || !claim.answer.body.equals(body)) throw new Error(`${key} not replayed as recorded`)
+  return store.bytes - before
+}
+
+t.test('a body the reference halves is written against it, to the byte; one it does not is kept whole', async (t) => {
+  const store = watched().store
+  added(store, 'r', PLAIN)
+  const entry = 224 + 1 + 1
+  // The reference's first 50 bytes (one five-byte copy) and 30 others (a count and 30 literals), behind the 4-byte length.
+  const halved = Buffer.concat([PLAIN.subarray(0, 50), Buffer.alloc(30, FILLER)])
+  t.equal(added(store, 'h', halved), entry + 4 + 5 + 1 + 30, '80 bytes written in 40')
+  const not = Buffer.concat([PLAIN.subarray(0, 50), Buffer.alloc(31, FILLER)])
+  t.equal(added(store, 'n', not), entry + 81, '81 bytes that would take 41: kept whole')
+})
+
+t.test(
+  'after eight bodies in a row the reference does not halve, the eighth becomes the reference the next are written against',
+  async (t) => {
+    const store = watched().store
+    added(store, 'r', PLAIN)
+    const unlike = Array.from({ length: 8 }, () => randomBytes(100))
+    const counts = unlike.map((body, i) => added(store, `u${i}`, body))
+    t.same(counts.slice(0, 7), Array(7).fill(224 + 2 + 1 + 100), 'seven kept whole')
+    t.equal(counts[7], 224 + 2 + 1 + 9 + 8_704 + 100, 'the eighth: the new reference, one copy of it')
+    const like = Buffer.from(unlike[7] as Buffer)
+    like[99] = (like[99] as number) ^ 1
+    t.equal(added(store, 'l', like), 224 + 1 + 1 + 4 + 5 + 1 + 1, 'one like it: a copy and a literal')
+  },
+)
+
+t.test(
+  'once every answer has ended, only the current reference is counted, whatever references came before',
+  async (t) => {
+    const { store, clock } = watched({ ttlMs: 1_000, inFlightMs: 1_000 })
+    added(store, 'r', PLAIN)
+    clock.time += 1_000
+    t.equal(store.peek('r', 'f'), 'free', 'the first reference outlives its only answer')
+    const unlike = Array.from({ length: 8 }, () => randomBytes(100))
+    unlike.forEach((body, i) => added(store, `u${i}`, body))
+    const like = Buffer.from(unlike[7] as Buffer)
+    like[99] = (like[99] as number) ^ 1
+    t.ok(added(store, 'like', like) < 300, 'the second reference in use when the third comes')
+    const next = Array.from({ length: 8 }, () => randomBytes(100))
+    next.forEach((body, i) => added(store, `w${i}`, body))
+    clock.time += 1_000
+    t.same([store.window, store.size], [0, 0], 'every answer ended')
+    const fresh = watched({ ttlMs: 1_000, inFlightMs: 1_000 })
+    added(fresh.store, 'w', next[7] as Buffer)
+    fresh.clock.time += 1_000
+    t.same([fresh.store.window, fresh.store.size], [0, 0])
+    t.equal(store.bytes, fresh.store.bytes, 'what a store that saw only the last reference counts')
+  },
+)
+
+t.test('without a clock of its own, the store reads performance.now', async (t) => {
+  const store = new MemoryIdempotencyStore({ ...OPTIONS, ttlMs: 1, inFlightMs: 1 })
+  record(store, 'a', Buffer.from('{}'))
+  const recorded = performance.now()
+  // The TTL passing on the real clock: the event waited for, two ms at most.
+  while (performance.now() < recorded + 2);
+  t.equal(store.peek('a', 'f'), 'free', 'a TTL of 1 ms has ended')
+})
+
+t.test('a full store without a report still fails a claim as a store failure', async (t) => {
+  const store = new MemoryIdempotencyStore({ ...OPTIONS, maxEntries: 1 })
+  store.claim('a', 'f')
+  t.throws(() => store.claim('b', 'f'), { code: 'ESTOREFULL' })
+})
+
+t.test('after close, an entry of before never ends nor counts against one of after', async (t) => {
+  const { store, clock } = watched({ ttlMs: 1_000, inFlightMs: 1_000 })
+  record(store, 'a', Buffer.from('{}'))
+  store.claim('b', 'f')
+  await store.close()
+  clock.time += 500
+  record(store, 'a', Buffer.from('{}'))
+  const b = token(store, 'b')
+  const held = store.bytes
+  clock.time += 600
+  t.same(
+    [store.peek('a', 'f'), store.peek('b', 'f')],
+    ['recorded', 'inFlight'],
+    'the entries of before would have ended now',
+  )
+  t.equal(store.bytes, held)
+  store.release('b', b)
+  t.equal(store.peek('b', 'f'), 'free')
 })

@@ -13,6 +13,18 @@ import { startGateway } from '../helpers/surfaces.js'
  */
 const noCrashes = watchCrashes(t)
 
+/**
+ * The first exception or rejection that escapes the gateway. watchCrashes records it and keeps the process alive,
+ * and the client that was never answered would then wait for its connection until tap's timeout: each
+ * wait for an answer below races it, so a relay that throws fails the test at once, with its stack.
+ */
+const crashed = new Promise<never>((_resolve, reject) => {
+  process.once('uncaughtException', reject)
+  process.once('unhandledRejection', reject)
+})
+crashed.catch(() => undefined)
+const answered = <T>(answer: Promise<T>): Promise<T> => Promise.race([answer, crashed])
+
 const exchange = () => ({ droppedHeaders: undefined }) as unknown as Exchange
 
 t.test('a reason phrase node would refuse is dropped: node sends its standard one', async (t) => {
@@ -48,9 +60,12 @@ t.test(
       socket.write('HTTP/1.1 201 Cre\u0001ated\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'),
     )
     const { port } = await startGateway(t, { target: backend.url, idempotency: 'memory' })
-    t.match(await raw(port, rawPayment('reason-1'), { keepOpen: true }), /^HTTP\/1\.1 201 Created\r\n[^]*\r\n\r\n\{\}$/)
     t.match(
-      await raw(port, rawPayment('reason-1'), { keepOpen: true }),
+      await answered(raw(port, rawPayment('reason-1'), { keepOpen: true })),
+      /^HTTP\/1\.1 201 Created\r\n[^]*\r\n\r\n\{\}$/,
+    )
+    t.match(
+      await answered(raw(port, rawPayment('reason-1'), { keepOpen: true })),
       /^HTTP\/1\.1 201 Created\r\n[^]*\r\n\r\n\{\}$/,
       'replayed',
     )
@@ -66,7 +81,7 @@ t.test(
     )
     const { port } = await startGateway(t, { target: backend.url })
     t.match(
-      await raw(port, rawPayment('reason-2'), { keepOpen: true }),
+      await answered(raw(port, rawPayment('reason-2'), { keepOpen: true })),
       /^HTTP\/1\.1 502 Bad Gateway\r\n[^]*"errorName":"internalErrorOccurred"/,
     )
   },
@@ -80,25 +95,27 @@ t.test('a passed-through path: the status relayed with the standard reason, a 5x
   const backend = await startRawBackend(t, (socket, request) => socket.write(answers[request.index % 2] as string))
   const { url, port } = await startGateway(t, { target: backend.url })
   const get = `GET ${OTHER_PATH} HTTP/1.1\r\nHost: a\r\n\r\n`
-  const text = await raw(port, `${get}${get.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`, {
-    keepOpen: true,
-  })
+  const text = await answered(
+    raw(port, `${get}${get.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`, {
+      keepOpen: true,
+    }),
+  )
   t.match(text, /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\nhiHTTP\/1\.1 503 Service Unavailable\r\n/)
   t.match(text, /retry-after: 3\r\n/i)
-  t.equal((await send(url, { method: 'GET', path: OTHER_PATH })).status, 200, 'the gateway still answers')
+  t.equal((await answered(send(url, { method: 'GET', path: OTHER_PATH }))).status, 200, 'the gateway still answers')
 })
 
 t.test('a status node refuses to write (below 100) is a broken answer: 500, never a crash', async (t) => {
   const backend = await startRawBackend(t, (socket) => socket.write('HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\nhi'))
   const { url } = await startGateway(t, { target: backend.url })
-  const other = await send(url, { method: 'GET', path: OTHER_PATH })
+  const other = await answered(send(url, { method: 'GET', path: OTHER_PATH }))
   t.equal(other.status, 500)
   t.equal(other.json.errorName, 'internalErrorOccurred')
-  const payment = await send(url, { headers: paymentHeaders(), body: saleBody() })
+  const payment = await answered(send(url, { headers: paymentHeaders(), body: saleBody() }))
   t.equal(payment.status, 500, 'undici refuses it: the payment was written, its outcome unknown')
   t.match(loggedRequests().at(-1), { status: 500, backendError: 'reset' })
   backend.answer = (socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok')
-  t.equal((await send(url, { method: 'GET', path: OTHER_PATH })).text, 'ok', 'the gateway still answers')
+  t.equal((await answered(send(url, { method: 'GET', path: OTHER_PATH }))).text, 'ok', 'the gateway still answers')
 })
 
 t.test(
@@ -108,14 +125,14 @@ t.test(
       socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}'),
     )
     const { url } = await startGateway(t, { target: backend.url, idempotency: 'memory' })
-    const other = await send(url, { method: 'GET', path: OTHER_PATH })
+    const other = await answered(send(url, { method: 'GET', path: OTHER_PATH }))
     t.same([other.status, other.text], [201, '{}'], 'node skips the 100, the 201 relayed')
     const body = saleBody({ transactionReference: 'continue-1' })
-    const payment = await send(url, { headers: paymentHeaders(), body })
+    const payment = await answered(send(url, { headers: paymentHeaders(), body }))
     t.equal(payment.status, 500, 'undici drops the connection on an unsolicited 100 (docs/backend-faults.md)')
     t.equal(payment.json.errorName, 'internalErrorOccurred')
     t.match(loggedRequests().at(-1), { status: 500, backendError: 'reset', backendErrorCode: 'UND_ERR_SOCKET' })
-    const retry = await send(url, { headers: paymentHeaders(), body })
+    const retry = await answered(send(url, { headers: paymentHeaders(), body }))
     t.same([retry.status, retry.headers['idempotent-replayed']], [500, 'true'], 'the outcome unknown, replayed')
     t.equal(backend.requests.length, 2, 'the payment sent once, beside the other path')
   },

@@ -1,18 +1,33 @@
+import { createHash } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import { Redis } from 'ioredis'
 import t from 'tap'
-import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
-import type { IdempotencyStore } from '../../lib/idempotency/store.js'
+import type { Principal } from '../../lib/checks/auth.js'
+import { buildChecks, type Checks, type Entitled } from '../../lib/checks/index.js'
+import { idempotencyKey } from '../../lib/idempotency/key.js'
+import { MemoryIdempotencyStore, MIN_MAX_BYTES } from '../../lib/idempotency/memory.js'
+import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
+import type { Claim, IdempotencyStore, Peek } from '../../lib/idempotency/store.js'
+import { createMetrics } from '../../lib/metrics.js'
 import type { PaymentRequest } from '../../lib/schema/payment.js'
-import type { BackendOutcome } from '../../lib/proxy/forward.js'
+import type { Exchange, GatewayResponse } from '../../lib/proxy/exchange.js'
+import type { BackendOutcome, Forwarder } from '../../lib/proxy/forward.js'
+import type { OnSettled } from '../../lib/proxy/payment-relay.js'
 import {
+  createPayments,
   createRetryProtection,
+  createRetryStore,
+  inFlightWindowMs,
   OVERSIZED_ANSWER,
   protectedPayment,
   UNKNOWN_ANSWER,
   type Guard,
+  type Payments,
+  type PaymentsOptions,
   type ProtectedPayment,
   type Ticket,
 } from '../../lib/proxy/retry-protection.js'
-import { saleBody } from '../helpers/fixtures.js'
+import { bytes, FINGERPRINT_KEY, policies, saleBody } from '../helpers/fixtures.js'
 
 function passed(reference = 'order-1', entity = 'default', amount = 250): ProtectedPayment {
   const document = saleBody() as PaymentRequest
@@ -291,4 +306,352 @@ t.test('close closes the store', async (t) => {
   const store = unreachable('throw')
   await createRetryProtection(store).close()
   t.ok(store.closed)
+})
+
+t.test(
+  'a record made before keyed fingerprints (the SHA-256 of the document forwarded) is still the same payment',
+  async (t) => {
+    const store = memory()
+    const document = passed().asForwarded()
+    const digest = createHash('sha256').update(document).digest('base64')
+    const claim = store.claim(idempotencyKey('default', 'order-1'), `sale ${digest}`)
+    if (claim.state === 'claimed') store.record(idempotencyKey('default', 'order-1'), claim.token, CREATED)
+    const protection = createRetryProtection(store)
+    t.match(await guard(protection), { kind: 'replay', answer: { status: 201 } }, 'replayed')
+    t.match(
+      await guard(protection, passed('order-1', 'default', 999)),
+      { outcome: 'alreadyUsed' },
+      'another payment: 422',
+    )
+    const reordered = saleBody() as PaymentRequest
+    reordered.transactionReference = 'order-1'
+    reordered.instruction.value.amount = 250
+    const { instruction, ...rest } = reordered
+    const shuffled = { instruction, ...rest }
+    t.match(
+      await guard(protection, protectedPayment('sale', 'default', shuffled, reordered)),
+      { kind: 'replay' },
+      'the same payment with its members in another order',
+    )
+  },
+)
+
+/** The sample policy for `default`, and `euro` taking euros only. */
+const CHECKS = buildChecks({ policies: policies({ entity: 'euro', currencies: ['EUR'] }) })
+/** The same, after `euro`'s policy changed to dollars only. */
+const DOLLARS = buildChecks({ policies: policies({ entity: 'euro', currencies: ['USD'] }) })
+const SHOP: Principal = { username: 'shop', entities: new Set(['default', 'euro']) }
+const LONG_LINE = 'A narrative line longer than the twenty-four characters a card statement shows'
+
+/** A sale that passed checks 1 to 9 for `euro`, in `currency`, as the proxy hands it to `createPayments`. */
+function entitled(currency = 'EUR', amount = 250, reference = 'order-1'): Entitled {
+  const body = saleBody({ entity: 'euro', transactionReference: reference })
+  body.instruction.value = { amount, currency }
+  body.instruction.narrative.line1 = LONG_LINE
+  const verdict = CHECKS.checkEntitled('sale', bytes(body), SHOP)
+  if (verdict.ok !== 'entitled') throw new Error(`not entitled: ${JSON.stringify(verdict)}`)
+  return verdict
+}
+
+/** A forwarder standing for the backend: it keeps each call, and the test tells each how it ended. */
+function backend(): { forwarder: Forwarder; calls: { payload: Buffer | undefined; settled: OnSettled | undefined }[] } {
+  const calls: { payload: Buffer | undefined; settled: OnSettled | undefined }[] = []
+  return {
+    calls,
+    forwarder: { forward: (_req, _res, payload, settled) => void calls.push({ payload, settled }), close() {} },
+  }
+}
+
+interface Sent {
+  status?: number
+  headers?: unknown
+  body?: unknown
+}
+
+/** One payment through `payments.forward`, with `checks`'s policy: what the client was sent (nothing when forwarded), and the exchange. */
+async function pay(
+  payments: Payments,
+  payment: Entitled,
+  checks: Checks = CHECKS,
+): Promise<{ sent: Sent; exchange: Exchange }> {
+  const sent: Sent = {}
+  const res = {
+    headersSent: false,
+    writeHead(status: number, headers: unknown) {
+      Object.assign(sent, { status, headers })
+      this.headersSent = true
+    },
+    end(body: unknown) {
+      sent.body = body
+    },
+  }
+  const exchange = { errorName: undefined, retryProtection: undefined, sendBy: undefined } as unknown as Exchange
+  await payments.forward(
+    {} as IncomingMessage,
+    res as unknown as GatewayResponse,
+    exchange,
+    payment,
+    checks.checkPolicy,
+  )
+  return { sent, exchange }
+}
+
+const errorOf = (sent: Sent) => JSON.parse(String(sent.body)) as { errorName: string; message: string }
+
+t.test(
+  'the proxy: a payment forwarded once, policy applied; a copy in flight 409; its answer replayed; another payment 422',
+  async (t) => {
+    const { forwarder, calls } = backend()
+    const metrics = createMetrics({ defaultMetrics: false })
+    const payments = createPayments(forwarder, { timeout: 1_000, metrics })
+    const before = performance.now()
+    const first = await pay(payments, entitled())
+    const after = performance.now()
+    t.same(first.sent, {}, 'nothing answered by retry protection: the backend answers')
+    t.equal(calls.length, 1)
+    t.equal(
+      JSON.parse(String(calls[0]?.payload)).instruction.narrative.line1,
+      LONG_LINE.slice(0, 24),
+      'the document as the policy rewrote it (line1 cut to 24 characters)',
+    )
+    t.match(first.exchange, { retryProtection: 'claimed' })
+    const sendBy = first.exchange.sendBy as number
+    t.ok(sendBy >= before + 1_000 && sendBy <= after + 1_000, 'sent by the timeout from now: the wait for a connection')
+
+    const copy = await pay(payments, entitled())
+    t.match(copy.sent, { status: 409, headers: { 'Retry-After': '1' } })
+    t.match(copy.exchange, { errorName: 'paymentIsInProgress', retryProtection: 'inProgress' })
+    t.equal(errorOf(copy.sent).errorName, 'paymentIsInProgress')
+
+    calls[0]?.settled?.(CREATED)
+    const retry = await pay(payments, entitled())
+    t.same(retry.sent, {
+      status: 201,
+      headers: ['content-type', 'application/json', 'Idempotent-Replayed', 'true'],
+      body: CREATED.body,
+    })
+    t.match(retry.exchange, { retryProtection: 'replayed', errorName: undefined })
+
+    const other = await pay(payments, entitled('EUR', 999))
+    t.match(other.sent, { status: 422 })
+    t.match(other.exchange, { errorName: 'transactionReferenceIsAlreadyUsed', retryProtection: 'alreadyUsed' })
+    t.equal(calls.length, 1, 'forwarded once')
+    const counted = await metrics.registry.getSingleMetricAsString('payments_gate_retry_protection_total')
+    for (const outcome of ['claimed', 'inProgress', 'replayed', 'alreadyUsed'])
+      t.match(counted, new RegExp(`outcome="${outcome}"} 1$`, 'm'), `${outcome} counted`)
+    t.equal(payments.inspect(passed('order-9')), 'claimed', "report mode's look")
+    t.equal(await payments.ready(), true, 'a memory store is ready at once')
+    await payments.close()
+    await pay(payments, entitled())
+    t.equal(calls.length, 2, 'closed: the store forgot')
+  },
+)
+
+t.test(
+  "a payment its policy refuses gets the policy's answer and frees its key; a recorded one is replayed whatever its policy says now",
+  async (t) => {
+    const { forwarder, calls } = backend()
+    const metrics = createMetrics({ defaultMetrics: false })
+    const payments = createPayments(forwarder, { timeout: 1_000, metrics })
+    const refused = await pay(payments, entitled('GBP'))
+    t.match(refused.sent, { status: 400 })
+    t.equal(errorOf(refused.sent).errorName, 'currencyIsNotSupported')
+    t.equal(refused.exchange.errorName, 'currencyIsNotSupported')
+    t.equal(refused.exchange.retryProtection, undefined, 'no retry-protection outcome: it was never forwarded')
+    t.equal(calls.length, 0)
+    t.notMatch(await metrics.registry.getSingleMetricAsString('payments_gate_retry_protection_total'), /} 1/)
+    const fixed = await pay(payments, entitled('EUR'))
+    t.match(fixed.exchange, { retryProtection: 'claimed' }, 'the fixed payment under the same reference is forwarded')
+    calls[0]?.settled?.(CREATED)
+    const retry = await pay(payments, entitled('EUR'), DOLLARS)
+    t.match(retry, { sent: { status: 201 }, exchange: { retryProtection: 'replayed' } }, 'replayed, not refused')
+  },
+)
+
+/** A store that cannot be reached: every call throws. */
+const DOWN = {
+  claim: () => {
+    throw new Error('store down')
+  },
+  record() {},
+  release() {},
+  close: async () => {},
+} as unknown as IdempotencyStore
+
+t.test(
+  "a store that cannot be reached, failure open: a payment its policy refuses still gets the policy's 400 (issue 47); one it accepts goes unprotected",
+  async (t) => {
+    const { forwarder, calls } = backend()
+    const errors: unknown[] = []
+    const options = {
+      timeout: 1_000,
+      metrics: undefined,
+      idempotency: DOWN,
+      onStoreError: (e: unknown) => errors.push(e),
+    }
+    const open = createPayments(forwarder, { ...options, idempotencyFailure: 'open' })
+    const refused = await pay(open, entitled('GBP'))
+    t.match(refused.sent, { status: 400 })
+    t.equal(errorOf(refused.sent).errorName, 'currencyIsNotSupported')
+    t.equal(refused.exchange.errorName, 'currencyIsNotSupported')
+    t.match(errors, [{ message: 'store down' }], 'the store failure reported, and nothing else')
+    t.equal(errors.length, 1)
+    t.equal(calls.length, 0, 'not forwarded')
+    const accepted = await pay(open, entitled('EUR'))
+    t.same(accepted.sent, {})
+    t.equal(accepted.exchange.retryProtection, 'unprotected')
+    t.equal(calls.length, 1)
+    t.equal(calls[0]?.settled, undefined, 'nothing to settle')
+
+    const closed = createPayments(forwarder, options)
+    for (const currency of ['EUR', 'GBP']) {
+      const answer = await pay(closed, entitled(currency))
+      t.match(answer.sent, { status: 503 }, currency)
+      t.match(answer.exchange, { errorName: 'serviceUnavailable', retryProtection: 'storeUnavailable' })
+    }
+    t.equal(calls.length, 1, 'closed: nothing forwarded')
+  },
+)
+
+/** The memory store answering through promises, as a Redis store does. */
+function later(store: MemoryIdempotencyStore): IdempotencyStore {
+  return {
+    claim: async (
+      key: string,
+      fingerprint: string,
+      matches?: (stored: string) => boolean | undefined,
+    ): Promise<Claim> => store.claim(key, fingerprint, matches),
+    record: async (...args: Parameters<MemoryIdempotencyStore['record']>) => store.record(...args),
+    release: async (...args: Parameters<MemoryIdempotencyStore['release']>) => store.release(...args),
+    peek: async (key: string, fingerprint: string): Promise<Peek> => store.peek(key, fingerprint),
+    close: () => store.close(),
+  } as IdempotencyStore
+}
+
+t.test('a store that answers later (Redis): the same decisions, once it answers', async (t) => {
+  const { forwarder, calls } = backend()
+  const payments = createPayments(forwarder, { timeout: 1_000, metrics: undefined, idempotency: later(memory()) })
+  const pending = payments.forward(
+    {} as IncomingMessage,
+    { writeHead() {}, end() {} } as unknown as GatewayResponse,
+    { errorName: undefined } as unknown as Exchange,
+    entitled(),
+    CHECKS.checkPolicy,
+  )
+  t.ok(pending instanceof Promise)
+  await pending
+  t.equal(calls.length, 1)
+  t.match(await pay(payments, entitled()), { sent: { status: 409 } })
+  const refused = await pay(payments, entitled('GBP', 250, 'order-2'))
+  t.match(refused, { sent: { status: 400 }, exchange: { retryProtection: undefined } })
+  await new Promise((resolve) => setImmediate(resolve))
+  t.match(await pay(payments, entitled('EUR', 250, 'order-2')), { exchange: { retryProtection: 'claimed' } }, 'freed')
+  calls[0]?.settled?.(CREATED)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.match(await pay(payments, entitled()), { sent: { status: 201 }, exchange: { retryProtection: 'replayed' } })
+  t.equal(await payments.inspect(passed('order-9')), 'claimed')
+})
+
+t.test('off: the policy alone, every payment forwarded, nothing claimed or counted', async (t) => {
+  const { forwarder, calls } = backend()
+  const metrics = createMetrics({ defaultMetrics: false })
+  const payments = createPayments(forwarder, { timeout: 1_000, metrics, idempotency: 'off' })
+  const before = performance.now()
+  const first = await pay(payments, entitled())
+  t.ok((first.exchange.sendBy as number) >= before + 1_000)
+  await pay(payments, entitled())
+  t.equal(calls.length, 2, 'the same payment forwarded twice')
+  t.equal(JSON.parse(String(calls[0]?.payload)).instruction.narrative.line1, LONG_LINE.slice(0, 24))
+  t.equal(calls[0]?.settled, undefined)
+  t.equal(first.exchange.retryProtection, undefined)
+  const refused = await pay(payments, entitled('GBP'))
+  t.match(refused.sent, { status: 400 })
+  t.equal(refused.exchange.errorName, 'currencyIsNotSupported')
+  t.equal(calls.length, 2)
+  t.notMatch(await metrics.registry.getSingleMetricAsString('payments_gate_retry_protection_total'), /} 1/)
+  t.equal(payments.inspect(passed()), undefined)
+  t.equal(await payments.ready(), true)
+  await payments.close()
+})
+
+/** Waits for the real clock to pass `ms`: the event a TTL on performance.now waits for. */
+function pass(ms: number): void {
+  const end = performance.now() + ms
+  while (performance.now() < end);
+}
+
+t.test("the memory store by default, with the options' TTL and bounds", async (t) => {
+  const { forwarder, calls } = backend()
+  const short = createPayments(forwarder, { timeout: 1_000, metrics: undefined, idempotencyTtl: 0.002 })
+  await pay(short, entitled())
+  calls[0]?.settled?.(CREATED)
+  pass(3)
+  await pay(short, entitled())
+  t.equal(calls.length, 2, 'a TTL of 2 ms: forwarded again after 3 ms')
+  const day = createPayments(forwarder, { timeout: 1_000, metrics: undefined, idempotencyTtl: 1 })
+  await pay(day, entitled())
+  calls[2]?.settled?.(CREATED)
+  pass(3)
+  t.match(await pay(day, entitled()), { sent: { status: 201 } }, 'a TTL of 1 s: still replayed after 3 ms')
+
+  const full: string[] = []
+  const errors: unknown[] = []
+  let window: (() => number) | undefined
+  const one = createPayments(forwarder, {
+    timeout: 1_000,
+    metrics: undefined,
+    idempotencyMaxEntries: 1,
+    idempotencyReport: { evicted() {}, full: () => void full.push('full'), window: (read) => void (window = read) },
+    onStoreError: (error) => errors.push(error),
+  })
+  t.equal(window?.(), 0, 'the window reported from the start')
+  await pay(one, entitled())
+  t.match(await pay(one, entitled('EUR', 250, 'order-2')), { sent: { status: 503 } }, 'one key at most')
+  t.match(errors, [{ code: 'ESTOREFULL' }])
+  t.same(full, ['full'])
+  t.throws(
+    () => createPayments(forwarder, { timeout: 1_000, metrics: undefined, idempotencyMaxBytes: MIN_MAX_BYTES - 1 }),
+    RangeError,
+  )
+
+  const big = createPayments(forwarder, { timeout: 1_000, metrics: undefined })
+  await pay(big, entitled())
+  calls.at(-1)?.settled?.({ ...CREATED, body: Buffer.alloc(70_000, 'x') })
+  const retry = await pay(big, entitled())
+  t.same([retry.sent.status, String(retry.sent.body)], [500, String(OVERSIZED_ANSWER.body)], 'too large to keep')
+})
+
+t.test('a Redis store needs the fleet fingerprint key; the store given is used as it is', async (t) => {
+  for (const idempotency of ['redis://127.0.0.1:6379', 'rediss-sentinel://127.0.0.1:26379#main'])
+    t.throws(() => createRetryStore({ idempotency, timeout: 1_000 }), {
+      code: 'EFINGERPRINTKEY',
+      message:
+        'idempotencyFingerprintKey must be given with a Redis store: every gateway sharing it fingerprints payments with the same key',
+    })
+  const redis = new Redis({ lazyConnect: true })
+  const store = new RedisIdempotencyStore(redis, {
+    ttlMs: 1_000,
+    inFlightMs: 1_000,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+  })
+  t.throws(() => createRetryStore({ idempotency: store, timeout: 1_000 }), { code: 'EFINGERPRINTKEY' })
+  const options: PaymentsOptions = {
+    idempotency: store,
+    idempotencyFingerprintKey: FINGERPRINT_KEY,
+    timeout: 1_000,
+    metrics: undefined,
+  }
+  t.equal(createRetryStore(options), store)
+  const payments = createPayments(backend().forwarder, options)
+  t.equal(await payments.ready(5), false, "the Redis store's own readiness: not connected")
+  await payments.close()
+  t.equal(redis.status, 'end', 'closed')
+  t.ok(createRetryStore({ timeout: 1_000 }) instanceof MemoryIdempotencyStore, 'memory without a key: a key of its own')
+  t.equal(createRetryStore({ idempotency: 'off', timeout: 1_000 }), undefined)
+})
+
+t.test('a claim holds its key for three times the backend timeout and five seconds', async (t) => {
+  t.equal(inFlightWindowMs(1_000), 8_000)
+  t.equal(inFlightWindowMs(30_000), 95_000)
 })

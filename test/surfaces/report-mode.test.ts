@@ -20,7 +20,7 @@ import {
   writeCredentials,
 } from '../helpers/fixtures.js'
 import { serveHono } from '../helpers/hono-app.js'
-import { paymentHeaders, send } from '../helpers/http.js'
+import { abortMidBody, paymentHeaders, send } from '../helpers/http.js'
 import { memoryLogger } from '../helpers/logs.js'
 import { closeServer, listenOnLoopback } from '../helpers/servers.js'
 import { testGate } from '../helpers/surfaces.js'
@@ -32,7 +32,14 @@ import { testGate } from '../helpers/surfaces.js'
 interface Handed {
   context: Omit<GateContext, 'requestId'> | null
   body: unknown
-  report: { entity?: string; wouldRefuse?: string; wouldRewrite: readonly string[]; bytes?: string } | null
+  report: {
+    entity?: string
+    wouldRefuse?: string
+    /** The status and header enforce would have refused with. */
+    refusedWith?: string
+    wouldRewrite: readonly string[]
+    bytes?: string
+  } | null
 }
 
 function handed(context: GateContext | Passed | undefined, body: unknown, report: GateReport | undefined): Handed {
@@ -52,6 +59,7 @@ function handed(context: GateContext | Passed | undefined, body: unknown, report
         : {
             entity: report.entity,
             wouldRefuse: report.wouldRefuse?.body.errorName,
+            refusedWith: `${report.wouldRefuse?.status} ${report.wouldRefuse?.body.headerName}`,
             wouldRewrite: report.wouldRewrite,
             bytes: Buffer.from(report.body).toString('hex'),
           },
@@ -84,9 +92,11 @@ async function nodeApp(): Promise<number> {
   return listenOnLoopback(server)
 }
 
+/** Express, with a JSON body parser after the gate, as an application that also takes JSON elsewhere has. */
 async function expressApp(): Promise<number> {
   const app = express()
   app.use(gate.express())
+  app.use(express.json({ type: ['application/json', '+json'] }))
   app.all(SALE_PATH, (req, res) => {
     res.end(JSON.stringify(handed(req.paymentsGate, req.body, req.paymentsGateReport)))
   })
@@ -95,9 +105,15 @@ async function expressApp(): Promise<number> {
   return listenOnLoopback(server)
 }
 
+/** Fastify, with a parser for `+json` types as an application that takes them has (its own takes only application/json). */
 async function fastifyApp(): Promise<number> {
   const app = Fastify()
   await app.register(gate.fastify)
+  app.addContentTypeParser(
+    /^application\/[^;]+\+json/,
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  )
   app.all(SALE_PATH, async (request, reply) =>
     reply.send(JSON.stringify(handed(request.paymentsGate, request.body, request.paymentsGateReport))),
   )
@@ -115,7 +131,8 @@ async function honoApp(): Promise<number> {
     const passed = c.get('paymentsGate')
     const report = c.get('paymentsGateReport')
     const body: unknown = c.req.valid('json' as never)
-    return c.body(JSON.stringify({ ...handed(passed, body, report), form }))
+    const json: unknown = await c.req.json()
+    return c.body(JSON.stringify({ ...handed(passed, body, report), form, json }))
   })
   return serveHono(t, app)
 }
@@ -243,8 +260,23 @@ for (const [name, port] of surfaces) {
           'Content-Type',
         ],
         [
-          'plain JSON',
-          { headers: paymentHeaders({ 'content-type': 'application/json' }), body: saleBody() },
+          'text/json, which readers read as text or in ISO-8859-1',
+          { headers: paymentHeaders({ 'content-type': 'text/json' }), body: saleBody() },
+          415,
+          'Content-Type',
+        ],
+        [
+          'JSON in charset=utf-7',
+          { headers: paymentHeaders({ 'content-type': 'application/json; charset=utf-7' }), body: utf7 },
+          415,
+          'Content-Type',
+        ],
+        [
+          'gzipped JSON',
+          {
+            headers: paymentHeaders({ 'content-type': 'application/json', 'content-encoding': 'gzip' }),
+            body: gzipSync(JSON.stringify(saleBody({ entity: 'eu-tokens' }))),
+          },
           415,
           'Content-Type',
         ],
@@ -291,6 +323,53 @@ for (const [name, port] of surfaces) {
         )
         t.equal(reply.json.context, undefined, `${what}: the handler was not called`)
       }
+    },
+  )
+
+  t.test(
+    `${name}: a JSON type in UTF-8 reaches the handler as the checks read it, reported with enforce's 415`,
+    async (t) => {
+      for (const type of ['application/json', 'application/json; charset=UTF-8', 'application/merchant+json']) {
+        const body = saleBody({ transactionReference: 'mw-json' })
+        const sent = ` ${JSON.stringify(body)}\n`
+        const reply = await send(port, { headers: paymentHeaders({ 'content-type': type }), body: sent })
+        t.equal(reply.status, 200, `${type}: the handler answered`)
+        t.match(
+          reply.json,
+          {
+            context: null,
+            report: {
+              entity: 'default',
+              wouldRefuse: 'headerHasInvalidValue',
+              refusedWith: '415 Content-Type',
+              wouldRewrite: [],
+              bytes: Buffer.from(sent).toString('hex'),
+            },
+          },
+          `${type}: reported as enforce would refuse it`,
+        )
+        t.same(reply.json.body, body, `${type}: the body the checks read`)
+        if (name === 'hono') t.same(reply.json.json, body, `${type}: c.req.json() reads the same`)
+      }
+      const strict = saleBody({ entity: 'collections' })
+      t.match(
+        await send(port, { headers: paymentHeaders({ 'content-type': 'application/json' }), body: strict }),
+        { status: 415, json: { errorName: 'headerHasInvalidValue', headerName: 'Content-Type' } },
+        'an entity that enforces gets the 415',
+      )
+      t.match(
+        await send(port, { headers: paymentHeaders({ 'content-type': 'application/json' }), body: '{"merchant"' }),
+        { status: 415, json: { headerName: 'Content-Type' } },
+        'a body that names no entity gets the 415',
+      )
+      t.match(
+        await send(port, {
+          headers: paymentHeaders({ 'content-type': 'application/json' }),
+          body: saleBody({ entity: 'eu-tokens' }),
+        }),
+        { status: 401, json: { errorName: 'accessDenied' } },
+        'check 9 still refuses',
+      )
     },
   )
 
@@ -349,3 +428,77 @@ for (const mode of ['enforce', 'report'] as const) {
     },
   )
 }
+
+t.test(
+  "fastify, report: a JSON type goes to the application's parser for it, and the handler still gets what the checks read",
+  async (t) => {
+    const app = Fastify()
+    await app.register(gate.fastify)
+    const given: string[] = []
+    // A parser of the application's own for application/json, reading the bytes otherwise than the checks do.
+    app.removeContentTypeParser('application/json')
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+      given.push(body as string)
+      done(null, saleBody({ entity: 'eu-tokens' }))
+    })
+    let handled = 0
+    app.post(SALE_PATH, async (request) => {
+      handled++
+      return JSON.stringify(handed(request.paymentsGate, request.body, request.paymentsGateReport))
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.teardown(() => app.close())
+    const port = (app.server.address() as AddressInfo).port
+    const body = saleBody({ transactionReference: 'own-parser' })
+    const sent = JSON.stringify(body)
+    const reply = await send(port, { headers: paymentHeaders({ 'content-type': 'application/json' }), body: sent })
+    t.match(reply, {
+      status: 200,
+      json: { context: null, report: { entity: 'default', refusedWith: '415 Content-Type' } },
+    })
+    t.same(reply.json.body, body, 'the body the checks read, not the one that parser made')
+    t.same(given, [sent], 'that parser was given the bytes as they came, once')
+    const chunked = await send(port, {
+      headers: paymentHeaders({ 'content-type': 'application/json' }),
+      body: sent,
+      chunked: true,
+    })
+    t.same(chunked.json.body, body, 'chunked too')
+    const refused = await send(port, {
+      headers: paymentHeaders({ 'content-type': 'application/json' }),
+      body: saleBody({ entity: 'collections' }),
+    })
+    t.match(refused, { status: 415, json: { headerName: 'Content-Type' } }, 'an entity that enforces gets the 415')
+    t.equal(given.length, 2, 'and no parser of the application read it')
+    t.equal(handled, 2)
+    const none = await send(port, {
+      headers: paymentHeaders({ 'content-type': 'application/merchant+json' }),
+      body: saleBody(),
+    })
+    t.match(
+      none,
+      { status: 415, json: { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' } },
+      'a JSON type the application has no parser for gets its own answer, as without the plugin',
+    )
+    t.equal(handled, 2, 'no handler called')
+  },
+)
+
+t.test('fastify, report: a client that leaves mid-body with a JSON type: the handler is not called', async (t) => {
+  const app = Fastify()
+  await app.register(gate.fastify)
+  let calls = 0
+  let seen: (error: unknown) => void
+  const errored = new Promise<unknown>((resolve) => (seen = resolve))
+  app.setErrorHandler((error, _request, reply) => {
+    seen(error)
+    return reply.send(error)
+  })
+  app.post(SALE_PATH, async () => (calls++, 'ok'))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+  const port = (app.server.address() as AddressInfo).port
+  await abortMidBody(port, SALE_PATH, paymentHeaders({ 'content-type': 'application/json' }) as Record<string, string>)
+  t.match(await errored, { message: 'payments-gate: the client aborted the request body' })
+  t.equal(calls, 0)
+})
