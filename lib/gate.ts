@@ -14,6 +14,8 @@ import { RedisLoginThrottle } from './login-throttle-redis.js'
 import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
+import { RateLimiter } from './rate-limit/limiter.js'
+import { MemoryRateLimitStore } from './rate-limit/memory.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin } from './surfaces/fastify.js'
 import { honoMiddleware } from './surfaces/hono.js'
@@ -193,6 +195,8 @@ function assemble(options: GateOptions, authenticator: Authenticator, policies: 
     basePath: options.basePath,
     bodyLimit: options.bodyLimit,
     mode: options.mode,
+    // The middleware counts a policy's rate limit in this process (docs/middleware.md, rate limits).
+    rateLimiter: new RateLimiter(new MemoryRateLimitStore()),
   })
   const express = expressMiddleware(checks, logger)
   const hono = honoMiddleware(checks, logger)

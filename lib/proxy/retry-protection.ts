@@ -22,6 +22,8 @@ import type { PaymentRequest } from '../schema/payment.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
 import { faultAnswer } from './faults.js'
 import type { BackendOutcome, Forwarder } from './forward.js'
+import { admitted, guardWithLimit, rateLimiterOf } from './rate-limits.js'
+import type { Admission, RateLimiter } from '../rate-limit/limiter.js'
 
 /** Retry protection's settings, the same as `payments-gate serve`'s (docs/idempotency.md). */
 export interface RetryProtectionOptions {
@@ -343,6 +345,8 @@ export interface Payments {
   ): void | Promise<void>
   /** What retry protection would do with the payment (report mode); undefined when it is off or cannot look. */
   inspect(payment: ProtectedPayment): ReturnType<RetryProtection['inspect']>
+  /** The rate limit, counted in the store's backend (docs/policies.md, rate limit). */
+  readonly rateLimiter: RateLimiter
   /** Resolves true once the store answers (at once for memory), false after `timeoutMs`; never rejects. */
   ready(timeoutMs?: number): Promise<boolean>
   /** Closes the store. */
@@ -411,6 +415,7 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
   const { metrics } = options
   const store = createRetryStore(options)
   const protection = store && createRetryProtection(store, options)
+  const rateLimiter = rateLimiterOf(store, { failure: options.idempotencyFailure, onError: options.onStoreError })
 
   async function guarded(
     req: IncomingMessage,
@@ -457,10 +462,35 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
     }
   }
 
+  /** A payment of an entity with a rate limit: counted after retry protection's look-up, before its claim. */
+  async function limited(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    entitled: Entitled,
+    checkPolicy: PolicyCheck,
+  ): Promise<void> {
+    const { operation, entity, document, policy } = entitled
+    if (protection === undefined) {
+      const verdict = checkPolicy(entitled)
+      if (!verdict.ok) return refuse(res, exchange, verdict)
+      // The policy has a rate limit: admit decides.
+      const admission = (await rateLimiter.admit(entity, policy)) as Admission
+      if (admitted(res, exchange, entity, admission, metrics)) forwarder.forward(req, res, payloadOf(verdict))
+      return
+    }
+    const payment = protectedPayment(operation, entity, document, document)
+    const verdict = checkPolicy(entitled)
+    const { guard, admission } = await guardWithLimit(protection, rateLimiter, payment, policy, verdict.ok)
+    if (admission !== undefined && !admitted(res, exchange, entity, admission, metrics)) return
+    act(req, res, exchange, guard as Guard, verdict)
+  }
+
   return {
     forward(req, res, exchange, entitled, checkPolicy) {
       // Taken before the claim, so that a claim's window covers the whole wait for a connection.
       exchange.sendBy = performance.now() + options.timeout
+      if (entitled.policy.rateLimit !== undefined) return limited(req, res, exchange, entitled, checkPolicy)
       if (protection === undefined) {
         const verdict = checkPolicy(entitled)
         if (verdict.ok) forwarder.forward(req, res, payloadOf(verdict))
@@ -476,6 +506,7 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
       act(req, res, exchange, guard, verdict)
     },
     inspect: (payment) => protection?.inspect(payment),
+    rateLimiter,
     async ready(timeoutMs) {
       return store instanceof RedisIdempotencyStore ? store.ready(timeoutMs) : true
     },
