@@ -368,3 +368,29 @@ t.test('a limit needs no retry protection: with --idempotency off, counted in th
   t.equal(policyRefused.status, 400, 'a payment its policy refuses is refused for that, and not counted')
   t.equal(started.backend.received.length, 1)
 })
+
+t.test(
+  'report mode does not count a payment retry protection would answer, and a failing store refuses nothing',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const policies = limited({ payments: 5, seconds: 60 })
+    const enforce = await startGateway(t, { idempotency: redis.url, gate: { policies } })
+    const report = await startGateway(t, { idempotency: redis.url, mode: 'report', gate: { policies } })
+    const body = sale()
+    t.equal((await pay(enforce.url, body)).status, 201, 'recorded by a gateway that enforces')
+    t.equal((await pay(report.url, body, 'report-replayed')).status, 201)
+    t.match(
+      loggedRequests().find((line) => line.requestId === 'report-replayed'),
+      { wouldRetryProtection: 'replayed' },
+    )
+    t.equal(
+      await metric(report, 'payments_gate_rate_limit_total', 'entity="default",outcome="admitted"'),
+      0,
+      'not counted',
+    )
+    await redis.stop()
+    t.equal((await pay(report.url, sale())).status, 201, 'the store gone: passed on')
+    t.equal(await metric(report, 'payments_gate_rate_limit_total', 'entity="default",outcome="unchecked"'), 1)
+  },
+)
