@@ -57,6 +57,27 @@ export const TARGETS = [
     body: 'valid',
     expect: 201,
   },
+  // A policy's rate limit (docs/policies.md): the sample entity limited far above the load, against (c) and (cr).
+  {
+    key: 'cl',
+    name: 'payments-gate, valid sale, an entity with a rate limit (memory store)',
+    server: 'gateway-limited',
+    script: 'gateway',
+    idempotency: 'memory',
+    rateLimit: '1000000/1',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'crl',
+    name: 'payments-gate, valid sale, an entity with a rate limit (Redis store)',
+    server: 'gateway-redis-limited',
+    script: 'gateway',
+    idempotency: 'redis',
+    rateLimit: '1000000/1',
+    body: 'valid',
+    expect: 201,
+  },
   {
     key: 'ct',
     name: 'payments-gate, valid sale, tracing on (OTLP to a local receiver)',
@@ -169,6 +190,7 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
           BENCH_TARGET: backend.url,
           BENCH_USERS: users,
           BENCH_IDEMPOTENCY: (redisTarget ? redis.url : t.idempotency) ?? '',
+          BENCH_RATE_LIMIT: t.rateLimit ?? '',
         }
         // Every request sampled, batches sent as the SDK's defaults send them.
         if (t.tracing)
@@ -213,6 +235,15 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
       c && c0
         ? await pairRounds([{ name: 'this build', memory: c, off: c0 }], s, load, (text) => log(`e2e: ${text}`))
         : undefined
+    // A rate limit's cost, paired the same way: the limited entity's gateway as `memory`, the unlimited one as `off`.
+    const limitPairs = [
+      ['cl', 'c', 'a rate limit, memory store: CPU(cl)/CPU(c)'],
+      ['crl', 'cr', 'a rate limit, Redis store: CPU(crl)/CPU(cr)'],
+    ]
+      .map(([x, y, name]) => ({ name, memory: live.find((t) => t.key === x), off: live.find((t) => t.key === y) }))
+      .filter((pair) => pair.memory && pair.off)
+    const limited =
+      limitPairs.length > 0 ? await pairRounds(limitPairs, s, load, (text) => log(`e2e: ${text}`)) : undefined
 
     if (gateway) {
       const c = live.find((t) => t.key === 'c')
@@ -236,7 +267,7 @@ export async function runE2E({ quick, rounds, pairs, profileDir, log }) {
         chunks: SERIAL_CHUNKS,
       })
     }
-    return { settings: s, targets: targets.map(summarize), memory, profiled, paired }
+    return { settings: s, targets: targets.map(summarize), memory, profiled, paired, limited }
   } finally {
     await stopAll()
     await redis?.stop?.()

@@ -47,6 +47,8 @@ const RATIOS = [
   ['c', 'a', 'payments-gate vs the bare backend'],
   ['c0', 'c', 'retry protection off vs the memory store'],
   ['cr', 'c', 'the Redis store vs the memory store'],
+  ['cl', 'c', 'an entity with a rate limit vs one without (memory)'],
+  ['crl', 'cr', 'an entity with a rate limit vs one without (Redis)'],
   ['ct', 'c', 'tracing on vs off'],
   ['cs', 'c', 'TLS on the listener vs plain HTTP'],
   ['cb', 'c', 'an https backend vs a plain one'],
@@ -178,6 +180,11 @@ export function targetsSection(e2e) {
           ],
         ]
       : []),
+    ...(e2e?.limited ?? []).map((pair) => [
+      `${pair.name}, median of ${e2e.settings.pairs} per-pair ratios`,
+      fixed(pair.ratio),
+      'no target',
+    ]),
     ['ct/c: tracing on vs off', fixed(over('ct', 'c')), 'no target'],
     ['cs/c: TLS on the listener vs plain HTTP', fixed(over('cs', 'c')), 'no target'],
     ['cb/c: an https backend vs a plain one', fixed(over('cb', 'c')), 'no target'],
