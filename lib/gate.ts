@@ -15,6 +15,7 @@ import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { lendRetryProtection } from './proxy/retry-protection.js'
+import { rateLimiterOf } from './proxy/rate-limits.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin } from './surfaces/fastify.js'
 import { honoMiddleware } from './surfaces/hono.js'
@@ -210,8 +211,15 @@ interface Watched {
   readonly retry: HandlerStore | undefined
 }
 
+const RATE_STORE_FAILED = 'payments-gate: rate-limit store failed'
+
 function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched): Gate {
   const { logger } = options
+  // A policy's rate limit counted where retry protection keeps its keys: this process, or the gate's Redis (docs/middleware.md).
+  const rateLimiter = rateLimiterOf(watched.retry?.store, {
+    failure: options.idempotencyFailure,
+    onError: options.onStoreError ?? (logger && ((error) => logger.error({ err: error }, RATE_STORE_FAILED))),
+  })
   const checks = buildChecks({
     policies,
     authenticator,
@@ -219,8 +227,9 @@ function assemble(options: GateOptions, authenticator: Authenticator, policies: 
     basePath: options.basePath,
     bodyLimit: options.bodyLimit,
     mode: options.mode,
+    rateLimiter,
   })
-  const protection = watched.retry && new HandlerProtection(checks, watched.retry, options, logger)
+  const protection = watched.retry && new HandlerProtection(checks, watched.retry, rateLimiter, options, logger)
   // A gateway built from these checks protects its payments with the same store (docs/middleware.md).
   if (protection !== undefined) lendRetryProtection(checks, protection.lent)
   const express = expressMiddleware(checks, logger, protection)

@@ -41,7 +41,18 @@ export interface Metrics {
   wouldRefuse(operation: string, errorName: string, entity: string): void
   /** Report mode: a rewrite enforce mode would have made to a request it forwards. */
   wouldRewrite(operation: string, rewrite: string, entity: string): void
+  /** What the rate limit did with a payment of an entity that has one (docs/policies.md, rate limit). */
+  rateLimit(entity: string, outcome: RateLimitMetric): void
+  /** A payment refused by `--backend-max-in-flight` (docs/deployment.md, backend protection). */
+  shed(entity: string): void
 }
+
+/**
+ * Counted under the limit (`admitted`), refused for it (`limited`), over it in report mode (`reported`), not
+ * counted for a store failure with `--idempotency-failure open` (`unchecked`), refused for one with `closed`
+ * (`unavailable`).
+ */
+export type RateLimitMetric = 'admitted' | 'limited' | 'reported' | 'unchecked' | 'unavailable'
 
 /** Whose certificate files: the listener's (`--tls-cert`, `--tls-key`) or those towards the backend (`--target-ca`, `--target-cert`, `--target-key`). */
 export type TlsSide = 'listener' | 'target'
@@ -178,6 +189,23 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     labelNames: ['operation', 'rewrite', 'entity'] as const,
     registers: [registry],
   })
+  // `entity` is bounded as in the report-mode counters: a payment reaches the limit only for an entity its user may act for.
+  const rateLimits = new EntityCounts(true)
+  registry.registerMetric(
+    new PlainCounter(
+      'payments_gate_rate_limit_total',
+      'Payments of entities with a rate limit, by entity and outcome: admitted, limited (429), reported (over it in report mode), unchecked or unavailable (the store failed, --idempotency-failure open or closed).',
+      rateLimits,
+    ) as unknown as Counter,
+  )
+  const shed = new EntityCounts(false)
+  registry.registerMetric(
+    new PlainCounter(
+      'payments_gate_shed_total',
+      'Payments answered 503 because this process was forwarding --backend-max-in-flight payments, by entity.',
+      shed,
+    ) as unknown as Counter,
+  )
   return {
     registry,
     request: (operation, status, errorName, seconds) => requests.add(operation, status, errorName ?? 'none', seconds),
@@ -212,6 +240,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
     wouldRefuse: (operation, errorName, entity) => wouldRefuse.inc({ operation, error_name: errorName, entity }),
     wouldRewrite: (operation, rewrite, entity) => wouldRewrite.inc({ operation, rewrite, entity }),
+    rateLimit: (entity, outcome) => rateLimits.inc(entity, outcome),
+    shed: (entity) => shed.inc(entity),
   }
 }
 
@@ -382,6 +412,35 @@ class OutcomeCounts implements Counts {
 
   reset(): void {
     this.#byOutcome.clear()
+    this.counts.length = 0
+  }
+}
+
+/** Counts by entity, and by outcome where there is one: two map look-ups a payment, nothing built. */
+class EntityCounts implements Counts {
+  readonly counts: Count[] = []
+  readonly #outcome: boolean
+  readonly #byEntity = new Map<string, Map<string, Count>>()
+
+  /** `outcome`: whether the counts carry an `outcome` label besides `entity`. */
+  constructor(outcome: boolean) {
+    this.#outcome = outcome
+  }
+
+  inc(entity: string, outcome = ''): void {
+    let outcomes = this.#byEntity.get(entity)
+    if (outcomes === undefined) this.#byEntity.set(entity, (outcomes = new Map()))
+    let counted = outcomes.get(outcome)
+    if (counted === undefined) {
+      counted = { labels: this.#outcome ? { entity, outcome } : { entity }, count: 0 }
+      outcomes.set(outcome, counted)
+      this.counts.push(counted)
+    }
+    counted.count++
+  }
+
+  reset(): void {
+    this.#byEntity.clear()
     this.counts.length = 0
   }
 }

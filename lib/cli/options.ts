@@ -258,6 +258,14 @@ const SERVE_FLAGS = {
     parse: wholeNumberIn(BOUNDS.trustProxy),
     see: '[logs and metrics](logs-and-metrics.md#the-clients-address)',
   }),
+  backendMaxInFlight: option({
+    value: 'K',
+    summary:
+      'most payments this process forwards at once, at least 1: one more is answered 503 with `Retry-After: 1` before anything is claimed; per process with `--workers`',
+    shown: 'off',
+    parse: wholeNumberIn(BOUNDS.backendMaxInFlight),
+    see: '[backend protection](deployment.md#backend-protection)',
+  }),
   shutdownDelay: option({
     value: 'SECONDS',
     summary:

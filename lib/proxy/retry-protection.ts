@@ -23,6 +23,8 @@ import type { PaymentRequest } from '../schema/payment.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
 import { faultAnswer } from './faults.js'
 import type { BackendOutcome, Forwarder } from './forward.js'
+import { admitted, guardWithLimit, rateLimiterOf } from './rate-limits.js'
+import type { Admission, RateLimiter } from '../rate-limit/limiter.js'
 
 /** Retry protection's settings, the same as `payments-gate serve`'s (docs/idempotency.md). */
 export interface RetryProtectionOptions {
@@ -356,6 +358,8 @@ export interface Payments {
   ): void | Promise<void>
   /** What retry protection would do with the payment (report mode); undefined when it is off or cannot look. */
   inspect(payment: ProtectedPayment): ReturnType<RetryProtection['inspect']>
+  /** The rate limit, counted in the store's backend (docs/policies.md, rate limit). */
+  readonly rateLimiter: RateLimiter
   /** Resolves true once the store answers (at once for memory), false after `timeoutMs`; never rejects. */
   ready(timeoutMs?: number): Promise<boolean>
   /** Closes the store. */
@@ -490,6 +494,7 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions, l
       ? createRetryStore({ ...options, idempotencyClusterMetrics: options.idempotencyClusterMetrics ?? metrics })
       : lent.store
   const protection = lent === undefined ? store && createRetryProtection(store, options) : lent.protection
+  const rateLimiter = rateLimiterOf(store, { failure: options.idempotencyFailure, onError: options.onStoreError })
 
   async function guarded(
     req: IncomingMessage,
@@ -536,10 +541,35 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions, l
     }
   }
 
+  /** A payment of an entity with a rate limit: counted after retry protection's look-up, before its claim. */
+  async function limited(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    entitled: Entitled,
+    checkPolicy: PolicyCheck,
+  ): Promise<void> {
+    const { operation, entity, document, policy } = entitled
+    if (protection === undefined) {
+      const verdict = checkPolicy(entitled)
+      if (!verdict.ok) return refuse(res, exchange, verdict)
+      // The policy has a rate limit: admit decides.
+      const admission = (await rateLimiter.admit(entity, policy)) as Admission
+      if (admitted(res, exchange, entity, admission, metrics)) forwarder.forward(req, res, payloadOf(verdict))
+      return
+    }
+    const payment = protectedPayment(operation, entity, document, document)
+    const verdict = checkPolicy(entitled)
+    const { guard, admission } = await guardWithLimit(protection, rateLimiter, payment, policy, verdict.ok)
+    if (admission !== undefined && !admitted(res, exchange, entity, admission, metrics)) return
+    act(req, res, exchange, guard as Guard, verdict)
+  }
+
   return {
     forward(req, res, exchange, entitled, checkPolicy) {
       // Taken before the claim, so that a claim's window covers the whole wait for a connection.
       exchange.sendBy = performance.now() + options.timeout
+      if (entitled.policy.rateLimit !== undefined) return limited(req, res, exchange, entitled, checkPolicy)
       if (protection === undefined) {
         const verdict = checkPolicy(entitled)
         if (verdict.ok) forwarder.forward(req, res, payloadOf(verdict))
@@ -555,6 +585,7 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions, l
       act(req, res, exchange, guard, verdict)
     },
     inspect: (payment) => protection?.inspect(payment),
+    rateLimiter,
     async ready(timeoutMs) {
       return store instanceof RedisIdempotencyStore ? store.ready(timeoutMs) : true
     },
