@@ -1,17 +1,30 @@
 import { writeFile } from 'node:fs/promises'
+import { createServer } from 'node:http'
 import { join } from 'node:path'
 import t from 'tap'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import { closeRedisClient, createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { loginKeys } from '../../lib/login-throttle-redis.js'
 import { spawnCli } from '../helpers/cli.js'
-import { basic, ENTITIES, saleBody, TEST_COST, USERNAME, PASSWORD, writeFingerprintKey } from '../helpers/fixtures.js'
+import {
+  basic,
+  ENTITIES,
+  FINGERPRINT_KEY,
+  policy,
+  saleBody,
+  TEST_COST,
+  USERNAME,
+  PASSWORD,
+  writeFingerprintKey,
+} from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, waitFor, type Reply } from '../helpers/http.js'
 import { slotOf, startRedisCluster, type RedisCluster, type Shard } from '../helpers/redis-cluster.js'
-import { created, type Answer, type Backend } from '../helpers/servers.js'
-import { startGateway } from '../helpers/surfaces.js'
+import { closeServer, created, listenOnLoopback, type Answer, type Backend } from '../helpers/servers.js'
+import { startGateway, testGate } from '../helpers/surfaces.js'
 import { idempotencyKey } from '../../lib/idempotency/key.js'
 import { redisKey } from '../../lib/idempotency/redis.js'
+import { staticPolicies } from '../../lib/policy/policy.js'
+import { rateKey } from '../../lib/rate-limit/redis.js'
 
 /**
  * Gateways on a real Redis Cluster (docs/idempotency.md, Redis Cluster), one cluster for the file: two gateways
@@ -144,6 +157,47 @@ t.test(
     for (const url of [a, b.url])
       t.equal((await send(url, { headers: paymentHeaders(right), body: sale() })).status, 401, 'refused on both')
     t.notMatch(run.output().stdout, /"level":(40|50)/, 'no store error logged')
+  },
+)
+
+t.test(
+  "the rate limit on the cluster: a gateway and a gate around an application's handler count each entity's payments together, exactly, each entity's key on its own slot",
+  async (t) => {
+    if (cluster === undefined) return
+    const running = cluster
+    const payments = 4
+    const policies = staticPolicies(ENTITIES.map((entity) => policy({ entity, rateLimit: { payments, seconds: 60 } })))
+    const gateway = await startGateway(t, { idempotency: running.url, gate: { policies } })
+    const gate = await testGate(t, { policies, idempotency: running.url, idempotencyFingerprintKey: FINGERPRINT_KEY })
+    let handled = 0
+    const server = createServer(
+      gate.handler((_req, res) => {
+        handled++
+        res.statusCode = 201
+        res.end()
+      }),
+    )
+    const app = `http://127.0.0.1:${await listenOnLoopback(server)}`
+    t.teardown(() => closeServer(server))
+    const direct = createRedisClient(running.url)
+    t.teardown(() => closeRedisClient(direct))
+    t.ok(await whenReady(direct, 10_000))
+    // Two entities whose keys two shards serve (the tag is the entity's, rate-limit/redis.ts).
+    const entities = ['default', 'ghost']
+    const shards = await Promise.all(entities.map(async (entity) => (await running.shardOf(rateKey(entity))).id))
+    t.not(shards[0], shards[1], 'the two entities counted on two shards')
+    for (const entity of entities) {
+      const replies = await Promise.all(
+        Array.from({ length: 3 * payments }, (_, i) =>
+          pay(i % 2 === 0 ? gateway.url : app, { ...sale(), merchant: { entity } }),
+        ),
+      )
+      const statuses = replies.map(({ status }) => status)
+      t.equal(statuses.filter((status) => status === 201).length, payments, `${entity}: ${payments} of ${3 * payments}`)
+      t.equal(statuses.filter((status) => status === 429).length, 2 * payments, `${entity}: the rest 429`)
+      t.equal(await direct.zcard(rateKey(entity)), payments, `${entity}: counted in one key`)
+    }
+    t.equal(gateway.backend.received.length + handled, 2 * payments, 'only the counted reached a backend or a handler')
   },
 )
 

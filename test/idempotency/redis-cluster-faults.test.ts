@@ -12,7 +12,10 @@ import {
 } from '../../lib/idempotency/redis-client.js'
 import { redisKey, RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from '../../lib/idempotency/redis.js'
 import { loginKeys, RedisLoginThrottle } from '../../lib/login-throttle-redis.js'
+import { RateLimiter } from '../../lib/rate-limit/limiter.js'
+import { rateKey, RedisRateLimitStore } from '../../lib/rate-limit/redis.js'
 import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js'
+import { policy } from '../helpers/fixtures.js'
 import { runs } from '../helpers/fuzz.js'
 import { until } from '../helpers/http.js'
 import { slotOf, startRedisCluster, type RedisCluster, type Shard } from '../helpers/redis-cluster.js'
@@ -180,6 +183,31 @@ t.test('a failure of the login throttle whose reply is lost is counted once in t
   await second?.settle(false)
   t.equal(await direct.get(failures), '2', 'the next failure is the second')
 })
+
+t.test(
+  "the rate limit's count whose reply is lost is never sent again: the payment is refused (closed), never counted twice",
+  async (t) => {
+    if (cluster === undefined) return
+    const { proxy, shard, direct, client } = await faulty(t, cluster)
+    let entity = ''
+    for (let i = 0; entity === ''; i++) {
+      const slot = slotOf(rateKey(`shop-${i}`))
+      if (shard.slots.some(([first, last]) => slot >= first && slot <= last)) entity = `shop-${i}`
+    }
+    const redis = client({ commandTimeoutMs: 1000 })
+    t.ok(await whenReady(redis, 10_000))
+    const errors: unknown[] = []
+    const limiter = new RateLimiter(new RedisRateLimitStore(redis), { onError: (error) => errors.push(error) })
+    const limited = policy({ entity, rateLimit: { payments: 5, seconds: 60 } })
+    const cut = proxy.cutReply(rateKey(entity))
+    // ioredis's default would send it again 100 ms later, and the count would answer "admitted".
+    const admission = await limiter.admit(entity, limited)
+    await cut
+    t.match(admission, { outcome: 'unavailable' }, 'the count ran, lost its reply, and failed: 503 under closed')
+    t.match(errors[0], { message: 'Connection is closed.' })
+    t.ok((await direct.zcard(rateKey(entity))) <= 1, 'counted once at most (taken back once the node answers)')
+  },
+)
 
 t.test(
   'the cluster store keeps the contract of the plain model through cut, dropped, late replies and resets on one node',

@@ -6,6 +6,7 @@ import { createIdempotencyStore } from '../../lib/idempotency/create-store.js'
 import { idempotencyKey } from '../../lib/idempotency/key.js'
 import { closeRedisClient, createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { clusterSlots, redirection } from '../../lib/idempotency/redis-cluster.js'
+import { RedisRateLimitStore } from '../../lib/rate-limit/redis.js'
 import { redisKey, RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from '../../lib/idempotency/redis.js'
 import { loginKeys, RedisLoginThrottle } from '../../lib/login-throttle-redis.js'
 import { createMetrics } from '../../lib/metrics.js'
@@ -262,7 +263,7 @@ const documentedUser = (() => {
 })()
 
 t.test(
-  "the documented ACL on every node: the store, a slot moving and moved, and the throttle run as the gateway's user; nothing else does",
+  "the documented ACL on every node: the store, a slot moving and moved, the throttle and the rate limit run as the gateway's user; nothing else does",
   async (t) => {
     if (cluster === undefined) return
     const running = cluster
@@ -299,6 +300,17 @@ t.test(
     t.equal(await throttle.admit('acl-user'), undefined, 'locked out after two failures, counted in the cluster')
     await (await throttle.admit('acl-other'))?.settle(true)
     await throttle.clear('acl-user')
+    const counts = new RedisRateLimitStore(store.redis)
+    const limit = { payments: 1, seconds: 60 }
+    t.match(
+      await counts.take('acl-entity', limit, 'one'),
+      { admitted: true, counted: 1 },
+      "the rate limit's script runs",
+    )
+    t.match(await counts.take('acl-entity', limit, 'one'), { admitted: true, counted: 1 }, 'sent twice, counted once')
+    t.match(await counts.take('acl-entity', limit, 'two'), { admitted: false, counted: 1 })
+    await counts.refund('acl-entity', 'one')
+    t.match(await counts.take('acl-entity', limit, 'two'), { admitted: true, counted: 1 }, 'refunded, then admitted')
     t.same(errors, [], 'no command refused')
     await t.rejects(store.redis.get('elsewhere'), /NOPERM/, 'no key outside payments-gate:*')
     await t.rejects(store.redis.call('KEYS', 'payments-gate:*'), /NOPERM/, 'no listing of the keys')
