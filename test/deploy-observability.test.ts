@@ -287,6 +287,8 @@ t.test(
       /Reloads/,
       /Refused files/,
       /Rate limited and shed/,
+      /Redis Cluster slots without a primary/,
+      /Redis Cluster redirections/,
     ]) {
       t.match(titles, wanted)
     }
