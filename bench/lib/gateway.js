@@ -27,7 +27,7 @@ const {
 } = gatePackage
 
 /** What BENCH_IDEMPOTENCY may say: the store of retry protection, as `--idempotency` takes it. */
-export const IDEMPOTENCY = /^(memory|off|redis:\/\/.+)$/
+export const IDEMPOTENCY = /^(memory|off|redis(-cluster)?:\/\/.+)$/
 
 /** The sample policy, with `rateLimit` (`{ payments, seconds }`) when given: (cl) and (crl) count every payment. */
 function loadPolicy(rateLimit) {
@@ -43,7 +43,9 @@ function loadPolicy(rateLimit) {
  */
 export function buildGate({ users, idempotency = 'memory', rateLimit }) {
   if (!IDEMPOTENCY.test(idempotency))
-    throw new Error(`BENCH_IDEMPOTENCY: expected memory, off or redis://HOST:PORT, got ${idempotency}`)
+    throw new Error(
+      `BENCH_IDEMPOTENCY: expected memory, off, redis://HOST:PORT or redis-cluster://HOST:PORT,..., got ${idempotency}`,
+    )
   // `idempotency` also goes to the gate: a build from before retry protection moved to the proxy (`--baseline`) reads it
   // there, and this build's middleware arms (servers/*-protected.js) protect their handler with it.
   return createGate({
