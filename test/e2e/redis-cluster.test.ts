@@ -187,15 +187,21 @@ t.test(
     const shards = await Promise.all(entities.map(async (entity) => (await running.shardOf(rateKey(entity))).id))
     t.not(shards[0], shards[1], 'the two entities counted on two shards')
     for (const entity of entities) {
-      const replies = await Promise.all(
-        Array.from({ length: 3 * payments }, (_, i) =>
-          pay(i % 2 === 0 ? gateway.url : app, { ...sale(), merchant: { entity } }),
-        ),
-      )
+      const bodies = Array.from({ length: 3 * payments }, () => ({ ...sale(), merchant: { entity } }))
+      const replies = await Promise.all(bodies.map((body, i) => pay(i % 2 === 0 ? gateway.url : app, body)))
       const statuses = replies.map(({ status }) => status)
       t.equal(statuses.filter((status) => status === 201).length, payments, `${entity}: ${payments} of ${3 * payments}`)
       t.equal(statuses.filter((status) => status === 429).length, 2 * payments, `${entity}: the rest 429`)
       t.equal(await direct.zcard(rateKey(entity)), payments, `${entity}: counted in one key`)
+      // A retry on the other side of one the application answered: the same payment, replayed, not counted.
+      const answered = statuses.findIndex((status, i) => status === 201 && i % 2 === 1)
+      const retry = await pay(gateway.url, bodies[answered] as object)
+      t.equal(
+        retry.headers['idempotent-replayed'],
+        'true',
+        `${entity}: the application's payment replayed by the gateway`,
+      )
+      t.equal(await direct.zcard(rateKey(entity)), payments, `${entity}: the replay not counted`)
     }
     t.equal(gateway.backend.received.length + handled, 2 * payments, 'only the counted reached a backend or a handler')
   },
