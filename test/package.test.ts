@@ -120,7 +120,7 @@ const [packed] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-d
 const files = packed?.files.map((file) => file.path) ?? []
 
 const readme = snippetsOf('README.md')
-const middleware = snippetsOf('docs/middleware.md')
+const middleware = new Map([...snippetsOf('docs/middleware.md'), ...snippetsOf('docs/middleware-reference.md')])
 const policies = snippetsOf('docs/policies.md')
 const snippet = (docs: Map<string, Snippet>, name: string): Snippet => {
   const found = docs.get(name)
