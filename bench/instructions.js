@@ -119,6 +119,38 @@ const TARGETS = {
     expect: 201,
     gateway: true,
   },
+  mx: {
+    name: 'Express 5 route behind the gate, retry protection in memory',
+    script: 'express-protected',
+    env: { BENCH_IDEMPOTENCY: 'memory' },
+    body: 'valid',
+    expect: 201,
+    gateway: true,
+  },
+  mx0: {
+    name: 'Express 5 route behind the gate, retry protection off',
+    script: 'express-protected',
+    env: { BENCH_IDEMPOTENCY: 'off' },
+    body: 'valid',
+    expect: 201,
+    gateway: true,
+  },
+  mf: {
+    name: 'Fastify 5 route behind the gate, retry protection in memory',
+    script: 'fastify-protected',
+    env: { BENCH_IDEMPOTENCY: 'memory' },
+    body: 'valid',
+    expect: 201,
+    gateway: true,
+  },
+  mf0: {
+    name: 'Fastify 5 route behind the gate, retry protection off',
+    script: 'fastify-protected',
+    env: { BENCH_IDEMPOTENCY: 'off' },
+    body: 'valid',
+    expect: 201,
+    gateway: true,
+  },
 }
 
 /** The ratios printed when both sides were measured: x/y is instructions(y) / instructions(x), as the bench's CPU ratios. */
@@ -127,6 +159,8 @@ const RATIOS = [
   ['c', 'c0', 'c/c0: retry protection in memory against off (memory/off is its inverse)'],
   ['fg', 'fs', 'fg/fs: the Fastify plugin against the schema route'],
   ['fg', 'fa', 'fg/fa: the Fastify plugin against the schema route with a BasicAuth hook'],
+  ['mx0', 'mx', 'express memory/off: instructions(mx)/instructions(mx0), retry protection around an Express handler'],
+  ['mf0', 'mf', 'fastify memory/off: instructions(mf)/instructions(mf0), retry protection around a Fastify handler'],
 ]
 
 const { values } = parseArgs({
