@@ -95,7 +95,7 @@ t.test(
     )
     const user = final.findLast((step) => step.keyword === 'USER')?.argument
     t.ok(user !== undefined && !/^(root|0)(:|$)/.test(user), `non-root user: ${user}`)
-    // Exec form, no shell in between: SIGTERM reaches node, which drains (docs/deployment.md, stopping).
+    // Exec form, no shell in between: SIGTERM reaches node, which drains (docs/deployment-reference.md, stopping).
     t.same(entrypoint, ['node', 'dist/cli.js'])
     t.equal(JSON.parse(read('package.json')).bin['payments-gate'], entrypoint[1], 'the package bin')
     t.same(command, ['serve'], 'the command alone: arguments after the image name replace it, the settings stay')
@@ -433,13 +433,13 @@ t.test(
 )
 
 t.test(
-  'terminationGracePeriodSeconds covers the shutdown delay, the drain and the trace flush, and docs/deployment.md gives the same figures',
+  'terminationGracePeriodSeconds covers the shutdown delay, the drain and the trace flush, and docs/deployment-reference.md gives the same figures',
   async (t) => {
     const delay = DEFAULTS.shutdownDelaySeconds
     const drain = Math.ceil(inFlightWindowMs(DEFAULTS.timeout) / 1000)
     const flush = DEFAULTS.traceFlushMs / 1000
     t.ok(pod.terminationGracePeriodSeconds > delay + drain + flush, `${pod.terminationGracePeriodSeconds} s`)
-    const page = read('docs/deployment.md')
+    const page = read('docs/deployment-reference.md')
     t.ok(page.includes(`${delay} + ${drain} + ${flush} = ${delay + drain + flush} s`), 'the sum')
     t.ok(page.includes(`\`terminationGracePeriodSeconds\`: ${pod.terminationGracePeriodSeconds}`), 'the figure')
   },

@@ -257,7 +257,7 @@ t.test('start-up failures: invalid policy, bad credentials, port in use; nothing
     message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
   })
   await t.rejects(startServing(setup({ tlsCert: join(dir, 'none.pem'), tlsKey: join(dir, 'none.key') }), io().io), {
-    message: `--tls-cert: ${join(dir, 'none.pem')}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)`,
+    message: `--tls-cert: ${join(dir, 'none.pem')}: no such file or folder; give a readable PEM file (docs/deployment-reference.md#tls)`,
   })
   await t.rejects(
     startServing(
