@@ -158,6 +158,10 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
   replicas: 0,
   /** `Retry-After` of a 409 `paymentIsInProgress`, in seconds. */
   retryAfterSeconds: 1,
+  /** The middleware's store (`createGate`'s `idempotency`): off, so that no handler's behaviour changes unasked. */
+  middlewareStore: 'off',
+  /** How long a claim of the middleware holds its key while the handler runs, in seconds: the proxy's window at its default `--timeout`. */
+  middlewareInFlightSeconds: 95,
 } as const)
 
 /**

@@ -9,15 +9,23 @@ import { watchCredentials, type WatchedCredentials } from './credentials/watch.j
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
+import { RedisIdempotencyStore } from './idempotency/redis.js'
 import { closeRedisClient, createRedisClient, whenReady } from './idempotency/redis-client.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
 import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
+import { lendRetryProtection } from './proxy/retry-protection.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin } from './surfaces/fastify.js'
 import { honoMiddleware } from './surfaces/hono.js'
 import { nodeHandler, type NodeNext } from './surfaces/node.js'
+import {
+  createHandlerStore,
+  HandlerProtection,
+  type HandlerRetryOptions,
+  type HandlerStore,
+} from './surfaces/retry-protection.js'
 import type { GateLogger } from './surfaces/shared.js'
 import type {
   ExpressErrorMiddleware,
@@ -29,9 +37,10 @@ import type { ReloadOutcome } from './watch.js'
 
 /**
  * The options of `createGate`, the same as `payments-gate serve`'s (docs/cli.md).
- * Every other options type of the library picks from this one.
+ * Every other options type of the library picks from this one. Retry protection around your handler
+ * (`idempotency` and its settings) is off unless asked for (docs/middleware.md, retry protection).
  */
-export interface GateOptions {
+export interface GateOptions extends HandlerRetryOptions {
   /** A folder of `<entity>.json` policy files, loaded and then watched; or your own source of policies. Default `./policies`. */
   policies?: string | PolicySource
   /** A credentials file (`{"users": [...]}` with hashes from `payments-gate hash-password`), loaded and then watched; or your own authenticator. */
@@ -55,12 +64,13 @@ export interface GateOptions {
    * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
    * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL (`rediss://`,
    * `rediss-sentinel://`: over TLS), whose client the gate opens and closes,
-   * or an ioredis client of yours. Default: each process counts alone.
+   * or an ioredis client of yours. Default: each process counts alone. The same URL as
+   * `idempotency`: one client carries both.
    */
   throttleRedis?: string | Redis
   /** A PEM bundle the certificate of a TLS `throttleRedis` URL is verified against, in place of the system's roots. */
   throttleRedisCa?: Buffer
-  /** Told of every failure of the shared throttle's Redis (the gateway logs and counts them). */
+  /** Told of every failure of the shared throttle's Redis and of retry protection's store (the gateway logs and counts them); without it, the store's go to `logger`. */
   onStoreError?: (error: unknown) => void
   /**
    * Rules naming the backend's error answers on the two operations, which the
@@ -118,7 +128,10 @@ export interface Gate {
   errors(res: ServerResponse, errorName: ErrorName, options?: RejectOptions): void
   /** Re-reads the watched policy folder, credentials file and rules file now, as SIGHUP asks; resolves once what was read is in force. */
   reload(): Promise<void>
-  /** Stops watching the files, and closes the throttle's Redis client when the gate opened it. */
+  /**
+   * Stops watching the files, and closes retry protection's store and the throttle's Redis client when the
+   * gate opened them. Close it once your server has answered its last request.
+   */
   close(): Promise<void>
 }
 
@@ -133,15 +146,25 @@ export async function createGate(options: GateOptions): Promise<Gate> {
   // The bounds `serve` puts on its flags (docs/cli.md), before anything is opened.
   checkGateOptions(options)
   const { logger, onStoreError } = options
+  // Retry protection's store first: its Redis client carries the throttle when both name that Redis.
+  const retry = createHandlerStore(options)
+  const shared =
+    retry?.store instanceof RedisIdempotencyStore && options.throttleRedis === options.idempotency
+      ? retry.store.redis
+      : undefined
   // A URL's client is the gate's to close; a client given is the caller's.
-  const owned = typeof options.throttleRedis === 'string' ? throttleClient(options.throttleRedis, options) : undefined
-  const redis = owned ?? (options.throttleRedis as Redis | undefined)
+  const owned =
+    shared === undefined && typeof options.throttleRedis === 'string'
+      ? throttleClient(options.throttleRedis, options)
+      : undefined
+  const redis = shared ?? owned ?? (options.throttleRedis as Redis | undefined)
   let users: WatchedCredentials | undefined
   let store: PolicyStore | undefined
   try {
     // With Redis, ten wrong passwords are ten across the fleet, not ten per gateway (docs/credentials.md).
     const throttle = redis && new RedisLoginThrottle(redis, { onError: onStoreError })
     if (owned !== undefined) await whenReady(owned, IDEMPOTENCY_DEFAULTS.commandTimeoutMs)
+    if (retry?.store instanceof RedisIdempotencyStore) await retry.store.ready()
     if (typeof options.credentials === 'string')
       users = await watchCredentials(options.credentials, { throttle, logger, onReload: options.onCredentialsReload })
     const source = options.policies ?? DEFAULTS.policies
@@ -150,7 +173,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
       typeof options.backendErrors === 'string'
         ? await watchBackendErrors(options.backendErrors, { logger, onReload: options.onBackendErrorsReload })
         : undefined
-    const watched = { users, policies: store, backendErrors: rules, redis: owned }
+    const watched = { users, policies: store, backendErrors: rules, redis: owned, retry }
     return assemble(
       options,
       users ?? (options.credentials as Authenticator),
@@ -161,6 +184,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     users?.close()
     store?.close()
     if (owned !== undefined) await closeRedisClient(owned)
+    if (retry?.owned === true) await retry.store.close()
     throw error
   }
 }
@@ -180,8 +204,10 @@ interface Watched {
   readonly users: WatchedCredentials | undefined
   readonly policies: PolicyStore | undefined
   readonly backendErrors: BackendErrorStore | undefined
-  /** The throttle's Redis client when the gate opened it. */
+  /** The throttle's Redis client when the gate opened it for the throttle alone. */
   readonly redis: Redis | undefined
+  /** Retry protection's store around the handler; undefined when off. */
+  readonly retry: HandlerStore | undefined
 }
 
 function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched): Gate {
@@ -194,16 +220,19 @@ function assemble(options: GateOptions, authenticator: Authenticator, policies: 
     bodyLimit: options.bodyLimit,
     mode: options.mode,
   })
-  const express = expressMiddleware(checks, logger)
-  const hono = honoMiddleware(checks, logger)
+  const protection = watched.retry && new HandlerProtection(checks, watched.retry, options, logger)
+  // A gateway built from these checks protects its payments with the same store (docs/middleware.md).
+  if (protection !== undefined) lendRetryProtection(checks, protection.lent)
+  const express = expressMiddleware(checks, logger, protection)
+  const hono = honoMiddleware(checks, logger, protection)
   return {
     checks,
     policies,
     backendErrors: watched.backendErrors ?? (options.backendErrors as BackendErrorSource | undefined),
-    handler: (next) => nodeHandler(checks, next, logger),
+    handler: (next) => nodeHandler(checks, next, logger, protection),
     express: () => express,
     expressErrorHandler: () => expressErrorHandler(logger),
-    fastify: fastifyPlugin(checks, logger),
+    fastify: fastifyPlugin(checks, logger, protection),
     hono: () => hono,
     errors: sendError,
     async reload() {
@@ -214,6 +243,7 @@ function assemble(options: GateOptions, authenticator: Authenticator, policies: 
       watched.users?.close()
       watched.backendErrors?.close()
       if (watched.redis !== undefined) await closeRedisClient(watched.redis)
+      await protection?.close()
     },
   }
 }

@@ -58,6 +58,8 @@ export const BOUNDS = {
   idempotencyTtl: { unit: 'seconds', min: 1, max: Math.floor(SAFE / 1000) },
   idempotencyReplicas: { unit: 'replicas', min: 0, max: SAFE },
   idempotencyMaxEntries: { unit: 'keys', min: 1, max: SAFE },
+  // A timer holds it: the middleware waits at most the window for a handler whose client left (answer-capture.ts).
+  idempotencyInFlight: { unit: 'seconds', min: 1, max: TIMER_SECONDS },
   trustProxy: { unit: 'proxies', min: 0, max: SAFE },
   shutdownDelay: { unit: 'seconds', min: 0, max: TIMER_SECONDS },
   drainTimeout: { unit: 'seconds', min: 0, max: TIMER_SECONDS },

@@ -353,8 +353,9 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
   t.teardown(() => void flagged.child.kill('SIGKILL'))
   await poll(`http://127.0.0.1:${admin}/healthz`, 200)
   t.equal(healthy(flagged.child.pid as number), 0, 'the flag wins over the variable')
-  // A process whose only setting is the variable, pointing at the listener above.
-  const variable = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+  // A process with a gateway's command line whose admin setting is the variable, pointing at the listener above.
+  const gatewayArgs = ['--', 'serve', '--target', backend.url, '--credentials', credentials]
+  const variable = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', ...gatewayArgs], {
     env: { ...process.env, PAYMENTS_GATE_ADMIN: `0.0.0.0:${admin}` },
   })
   t.teardown(() => void variable.kill('SIGKILL'))

@@ -1,14 +1,24 @@
 import t from 'tap'
 import { NO_RULES } from '../lib/backend-errors/rules.js'
-import { createGate, type Gate } from '../lib/gate.js'
+import { createGate, type Gate, type GateOptions } from '../lib/gate.js'
+import type { IdempotencyStore } from '../lib/idempotency/store.js'
 import { writeFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import { createRedisClient } from '../lib/idempotency/redis-client.js'
 import { LOGIN_KEY_PREFIX } from '../lib/login-throttle-redis.js'
 import { serializeError } from '../lib/errors.js'
 import { CASES } from './helpers/cases.js'
-import { basic, OTHER_PATH, POLICIES_DIR, saleBody, TEST_PAN, USERNAME, writeCredentials } from './helpers/fixtures.js'
-import { paymentHeaders, raw, type Reply, send } from './helpers/http.js'
+import {
+  basic,
+  FINGERPRINT_KEY,
+  OTHER_PATH,
+  POLICIES_DIR,
+  saleBody,
+  TEST_PAN,
+  USERNAME,
+  writeCredentials,
+} from './helpers/fixtures.js'
+import { paymentHeaders, raw, type Reply, send, until } from './helpers/http.js'
 import { startRedis } from './helpers/redis.js'
 import { closeServer, listenOnLoopback } from './helpers/servers.js'
 import { scanLogsForCards } from './helpers/logs.js'
@@ -279,5 +289,93 @@ t.test('backend-errors rules: a file loaded and watched, or a source of your own
     'the policy folder is let go too',
   )
 })
+
+t.test('retry protection around the handler: its settings are checked before anything is opened', async (t) => {
+  const options = { policies: new Map(), credentials: { authenticate: () => undefined as never } }
+  const refused: [Partial<GateOptions>, string, RegExp][] = [
+    [{ idempotencyInFlight: 0 }, 'EINVALID', /^idempotencyInFlight=0 must be a whole number of seconds from 1 to /],
+    [{ idempotencyTtl: 1.5 }, 'EINVALID', /^idempotencyTtl=1.5 /],
+    [{ idempotencyReplicas: -1 }, 'EINVALID', /^idempotencyReplicas=-1 /],
+    [{ idempotencyMaxEntries: 0 }, 'EINVALID', /^idempotencyMaxEntries=0 /],
+    [{ idempotencyFailure: 'maybe' as 'open' }, 'EINVALID', /^idempotencyFailure="maybe" must be closed or open$/],
+    [{ idempotency: 'mongodb://x' }, 'EIDEMPOTENCY', /is none of memory, off, /],
+    [{ idempotency: 'redis://127.0.0.1:1/0' }, 'EFINGERPRINTKEY', /must be given with a Redis store/],
+  ]
+  for (const [settings, code, message] of refused)
+    await t.rejects(createGate({ ...options, ...settings }), { code, message }, JSON.stringify(settings))
+})
+
+t.test('a store of yours is yours to close; store failures go to onStoreError', async (t) => {
+  let closed = 0
+  const failures: unknown[] = []
+  const store: IdempotencyStore = {
+    claim: () => Promise.reject(new Error('down')),
+    record() {},
+    release() {},
+    close: async () => void closed++,
+  }
+  const gate = await createGate({
+    policies: POLICIES_DIR,
+    credentials: await writeCredentials(t.testdir()),
+    idempotency: store,
+    onStoreError: (error) => failures.push(error),
+  })
+  const server = createServer(gate.handler((_req, res) => res.end('handled')))
+  const port = await listenOnLoopback(server)
+  t.teardown(() => closeServer(server))
+  t.equal((await send(port, { headers: paymentHeaders(), body: saleBody() })).status, 503)
+  t.match(failures, [{ message: 'down' }])
+  await gate.close()
+  t.equal(closed, 0, 'a store given is the caller to close')
+})
+
+t.test(
+  'a Redis store: one client carries the throttle when throttleRedis names the same Redis; the gate closes it',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const credentials = await writeCredentials(t.testdir())
+    const observer = createRedisClient(redis.url)
+    t.teardown(() => observer.disconnect())
+    const clients = async () =>
+      String(await observer.client('LIST'))
+        .trim()
+        .split('\n').length - 1
+    const protectedGate = (throttleRedis: string | undefined) =>
+      createGate({
+        policies: POLICIES_DIR,
+        credentials,
+        idempotency: redis.url,
+        idempotencyFingerprintKey: FINGERPRINT_KEY,
+        throttleRedis,
+      })
+    const one = await protectedGate(redis.url)
+    t.equal(await clients(), 1, 'one client for the store and the throttle')
+    const server = createServer(one.handler((_req, res) => res.end()))
+    const port = await listenOnLoopback(server)
+    t.teardown(() => closeServer(server))
+    const wrong = { ...paymentHeaders(), authorization: basic(USERNAME, 'wrong') }
+    t.equal((await send(port, { headers: wrong, body: saleBody() })).status, 401)
+    t.same(await observer.keys(`${LOGIN_KEY_PREFIX}*`), [`${LOGIN_KEY_PREFIX}failures:${USERNAME}`], 'counted there')
+    await one.close()
+    t.ok(await until(async () => (await clients()) === 0), 'closed with the gate')
+    const two = await protectedGate(redis.url.replace(/\/0$/, '/1'))
+    t.equal(await clients(), 2, 'another Redis for the throttle: a client of its own')
+    await two.close()
+    const alone = await protectedGate(undefined)
+    t.equal(await clients(), 1, 'no throttleRedis: the throttle counts in the process, as before')
+    await alone.close()
+    const dir = t.testdir({ 'bad.json': '{"users": 1}' })
+    await t.rejects(
+      createGate({
+        credentials: `${dir}/bad.json`,
+        idempotency: redis.url,
+        idempotencyFingerprintKey: FINGERPRINT_KEY,
+      }),
+      { code: 'ECREDENTIALS' },
+    )
+    t.ok(await until(async () => (await clients()) === 0), 'a gate that cannot start closes the store it opened')
+  },
+)
 
 scanLogsForCards(t)

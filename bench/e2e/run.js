@@ -110,6 +110,41 @@ export const TARGETS = [
     body: 'valid',
     expect: 201,
   },
+  // The middleware with retry protection around the application's own handler, each paired with it off.
+  {
+    key: 'mx',
+    name: 'Express 5 route behind the gate, retry protection on (memory store)',
+    server: 'express-protected',
+    idempotency: 'memory',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'mx0',
+    name: 'Express 5 route behind the gate, retry protection off',
+    server: 'express-unprotected',
+    script: 'express-protected',
+    idempotency: 'off',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'mf',
+    name: 'Fastify 5 route behind the gate, retry protection on (memory store)',
+    server: 'fastify-protected',
+    idempotency: 'memory',
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'mf0',
+    name: 'Fastify 5 route behind the gate, retry protection off',
+    server: 'fastify-unprotected',
+    script: 'fastify-protected',
+    idempotency: 'off',
+    body: 'valid',
+    expect: 201,
+  },
 ]
 
 /** The serial probe's requests are taken in this many chunks; its server CPU per request is the median chunk's. */

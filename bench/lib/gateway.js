@@ -44,12 +44,14 @@ function loadPolicy() {
 export function buildGate({ users, idempotency = 'memory' }) {
   if (!IDEMPOTENCY.test(idempotency))
     throw new Error(`BENCH_IDEMPOTENCY: expected memory, off or redis://HOST:PORT, got ${idempotency}`)
-  // `idempotency` also goes to the gate: a build from before retry protection moved to the proxy (`--baseline`) reads it there.
+  // `idempotency` also goes to the gate: a build from before retry protection moved to the proxy (`--baseline`) reads it
+  // there, and this build's middleware arms (servers/*-protected.js) protect their handler with it.
   return createGate({
     policies: staticPolicies([loadPolicy()]),
     credentials: new CredentialStore(JSON.parse(users)),
     vendor: 'example',
     idempotency,
+    idempotencyFingerprintKey: BENCH_FINGERPRINT_KEY,
   })
 }
 

@@ -104,10 +104,10 @@ export interface Checks {
   readonly mode: Mode
   /**
    * The one reading of a request target that routing and forwarding share: its operation (whatever the
-   * method) and origin form, or the 400 for a target that is not one (docs/checks.md, routes). `mount`
-   * is the path a middleware is mounted under, for a target below it.
+   * method) and the origin form to forward, or the 400 for a target that is not one (docs/checks.md,
+   * routes). `mounted` reads it as a middleware must, an operation's path under any mount point.
    */
-  targetOf(url: string | undefined, mount?: string): RequestTarget | Rejection
+  targetOf(url: string | undefined, mounted?: boolean): RequestTarget | Rejection
   /** The operation whose path `url` names (whatever the method), or undefined for a path that is not ours or a target refused. */
   operationOf(url: string | undefined): Operation | undefined
   /** The operation a request addresses, a 405, the 400 for a target that is not one, or undefined for a path that is not ours. */

@@ -9,24 +9,73 @@ const MALFORMED_TARGET = reject('requestIsMalformed')
 const HTTP_SCHEME = /^https?:\/\//i
 /** A run of percent-escapes, decoded together: the bytes of one UTF-8 character may be spread over several. */
 const ESCAPES = /(?:%[\da-f]{2})+/gi
+/**
+ * A request target that cannot be read one way: some reader takes it for the sale and another for the
+ * recurring authorization, or it names an operation in a spelling that readers read apart.
+ */
+const UNREADABLE_TARGET = MALFORMED_TARGET
+/**
+ * What may take segments off the front of a path, once decoded: a dot segment (`..`, `.`, with a
+ * parameter as Tomcat reads `..;x`), resolved by some readers before they decode or cut the path and by
+ * others after, and a leading `//`, an authority to a URL parser.
+ */
+const LOSES_FRONT = /^[/\\]{2}|(?:^|[/\\])\.{1,2}(?:;[^/\\]*)?(?:$|[/\\])/
+/** The longest path, in bytes, that names an operation and may lose segments off its front, read every way rather than refused. */
+const READ_EVERY_WAY_UP_TO = 512
+/** What WHATWG URL drops wherever it stands in a URL (URL Standard, basic URL parser): a tab or a newline, once decoded. */
+const TAB_OR_NEWLINE = /[\t\n\r]/g
+/** A dot segment, its dots escaped or not, between slashes or backslashes. */
+const DOT_SEGMENT = /(?:^|[/\\])(?:\.|%2e){1,2}(?=[/\\]|$)/i
+const SLASH = 0x2f
+const BACKSLASH = 0x5c
 
 /**
- * What the router made of a request target: the one reading of it that the
- * checks route on and the forwarders send on (docs/checks.md, routes).
+ * What the router made of a request target: the operation that any plausible
+ * reader takes it for, which the checks route on, and the target the
+ * forwarders send (docs/checks.md, routes).
  */
 export interface RequestTarget {
   readonly ok: true
   /** The operation the path names (another spelling of its path included), or undefined for a path not ours. */
   readonly operation: Operation | undefined
-  /** Path and query in origin form (RFC 9112 3.2.1): what the backend is sent. The request's own target unless it came in absolute form. */
+  /**
+   * Path and query in origin form (RFC 9112 3.2.1): what the backend is sent. The request's own target,
+   * unless it came in absolute form or its path starts with more than one slash (forwardedPath).
+   */
   readonly path: string
   /** The authority of an absolute-form target, which a server uses instead of `Host` (RFC 9112 3.2.2); undefined in origin form. */
   readonly host: string | undefined
 }
 
+/** The value of a hexadecimal digit's character code (the pattern that found it admits no other). */
+function hexDigit(code: number): number {
+  return code <= 0x39 ? code - 0x30 : (code | 0x20) - 0x57
+}
+
 /** An escaped run decoded as UTF-8; bytes that are not UTF-8 become U+FFFD, as a lenient decoder reads them. */
 function unescapeRun(run: string): string {
-  return Buffer.from(run.replaceAll('%', ''), 'hex').toString('utf8')
+  let ascii = ''
+  for (let at = 0; at < run.length; at += 3) {
+    const byte = hexDigit(run.charCodeAt(at + 1)) * 16 + hexDigit(run.charCodeAt(at + 2))
+    // Bytes past ASCII may be one character together: UTF-8 decodes them.
+    if (byte > 0x7f) return Buffer.from(run.replaceAll('%', ''), 'hex').toString('utf8')
+    ascii += String.fromCharCode(byte)
+  }
+  return ascii
+}
+
+/**
+ * A path decoded once more, as a hop that decodes it before handing it on
+ * does: each run of escapes, and what WHATWG URL drops wherever it stands
+ * (a tab or a newline, which only an escape can bring into a target).
+ */
+function decodeOnce(path: string): string {
+  return path.includes('%') ? path.replace(ESCAPES, unescapeRun).replace(TAB_OR_NEWLINE, '') : path
+}
+
+/** Percent-escapes decoded twice, for a backend behind another hop that decodes. */
+function decodeTwice(path: string): string {
+  return decodeOnce(decodeOnce(path))
 }
 
 /** Where a decoded path ends for some backend: a NUL (C strings), or an escaped `?` or `#` decoded before the path was split off. */
@@ -39,29 +88,38 @@ function pathEnd(text: string): number {
   return end
 }
 
+/** A segment without the C0 controls and spaces it ends with, which WHATWG URL strips from a URL's end and Windows from a name's. */
+function trimmed(segment: string): string {
+  let end = segment.length
+  while (end > 0 && segment.charCodeAt(end - 1) <= 0x20) end--
+  return end === segment.length ? segment : segment.slice(0, end)
+}
+
 /**
  * A path as a lenient backend router may read it, so that no other spelling
  * of an operation's path slips past the checks as "not ours": percent-escapes
- * decoded (twice, for a backend behind another hop that decodes), cut at a
+ * decoded (twice, for a backend behind another hop that decodes; a tab or
+ * newline so decoded dropped, as WHATWG URL drops them), cut at a
  * decoded NUL, `?` or `#`, letters folded (foldCase), a backslash taken as
  * `/`, path parameters (`;jsessionid=...`, RFC 3986 3.3, which servlet
  * containers strip) dropped, empty and `.` segments dropped, `..` applied
  * (RFC 3986 5.2.4), a trailing slash ignored, and a segment cut at its first
- * `.` (Spring's suffix patterns, Windows' trailing dots) (docs/checks.md, routes).
+ * `.` (Spring's suffix patterns, Windows' trailing dots) and its trailing
+ * spaces and controls dropped (docs/checks.md, routes).
  * Reading more paths as an operation's than a backend would costs nothing:
  * such a request is checked.
  */
 export function canonicalPath(path: string): string {
-  const decoded = path.replace(ESCAPES, unescapeRun).replace(ESCAPES, unescapeRun)
+  const decoded = decodeTwice(path)
   const folded = foldCase(decoded.slice(0, pathEnd(decoded)))
   const segments: string[] = []
   for (const part of folded.replaceAll('\\', '/').split('/')) {
     const parameters = part.indexOf(';')
-    const segment = parameters === -1 ? part : part.slice(0, parameters)
+    const segment = trimmed(parameters === -1 ? part : part.slice(0, parameters))
     if (segment === '..') segments.pop()
     else {
       const suffix = segment.indexOf('.')
-      const name = suffix === -1 ? segment : segment.slice(0, suffix)
+      const name = suffix === -1 ? segment : trimmed(segment.slice(0, suffix))
       if (name !== '') segments.push(name)
     }
   }
@@ -92,39 +150,227 @@ export function parseTarget(url: string): { path: string; host: string | undefin
   return { path: tail.startsWith('/') ? tail : `/${tail}`, host }
 }
 
+function isForwardSlash(code: number): boolean {
+  return code === SLASH
+}
+
+function isSlash(code: number): boolean {
+  return code === SLASH || code === BACKSLASH
+}
+
+/** How many slashes and backslashes a path starts with. */
+function leadingSlashes(path: string): number {
+  let run = 0
+  while (isSlash(path.charCodeAt(run))) run++
+  return run
+}
+
+/**
+ * The target the backend is sent: the one given, but a path that starts with
+ * two or more slashes or backslashes starts with one slash. Readers disagree
+ * on such a path: `new URL(target, base)` (node's documented way), Python's
+ * `urlsplit` or Java's `URI` read its first segment as an authority (RFC 3986
+ * 4.2, a network-path reference), a router as a path. With one slash, every
+ * one of them reads a path, and reads the same one.
+ */
+export function forwardedPath(path: string): string {
+  const run = leadingSlashes(path)
+  return run < 2 ? path : `/${path.slice(run)}`
+}
+
+/** A segment's dots as a resolver reads them: 1 for `.`, 2 for `..`, an escaped dot (`%2e`) included, as WHATWG URL reads it; else 0. */
+function dotsOf(segment: string): number {
+  if (segment === '.' || segment === '..') return segment.length
+  if (segment.length < 3 || segment.length > 6 || !segment.includes('%')) return 0
+  const dots = segment.toLowerCase().replaceAll('%2e', '.')
+  return dots === '.' ? 1 : dots === '..' ? 2 : 0
+}
+
+/**
+ * RFC 3986 5.2.4 remove_dot_segments on a path not yet decoded, as a URL
+ * parser applies it before any router decodes the path: segments split at
+ * `/`, and with `backslash` at `\` too (WHATWG URL, for http and https).
+ */
+function withoutDotSegments(path: string, backslash: boolean): string {
+  if (!DOT_SEGMENT.test(path)) return backslash ? path.replaceAll('\\', '/') : path
+  const out: string[] = []
+  const parts = backslash ? path.replaceAll('\\', '/').split('/') : path.split('/')
+  for (let at = 0; at < parts.length; at++) {
+    const segment = parts[at] as string
+    // What comes before the first slash: nothing in a path that starts with one.
+    if (at === 0 && segment === '') continue
+    const dots = dotsOf(segment)
+    if (dots === 2) out.pop()
+    // A dot segment last leaves the path ending in a slash, as the RFC's output buffer does.
+    if (dots !== 0 && at === parts.length - 1) out.push('')
+    if (dots === 0) out.push(segment)
+  }
+  return `/${out.join('/')}`
+}
+
+/**
+ * What follows the authority of a path that starts with two slashes, as a
+ * reader that takes it for a network-path reference (RFC 3986 4.2) reads it:
+ * WHATWG URL (`backslash`) skips every leading slash and backslash and ends
+ * the host at the next one; RFC 3986 (node's legacy `url.parse`, Python,
+ * Java) ends the authority at the next `/`, after as many empty ones as the
+ * slashes make. Undefined for a path that does not start so.
+ */
+function afterAuthority(path: string, backslash: boolean): string | undefined {
+  const separates = backslash ? isSlash : isForwardSlash
+  let start = 0
+  while (separates(path.charCodeAt(start))) start++
+  if (start < 2) return undefined
+  let end = start
+  while (end < path.length && !separates(path.charCodeAt(end))) end++
+  return end === path.length ? '/' : path.slice(end)
+}
+
+/**
+ * How URL parsers read a path before a router compares it (each may be a
+ * hop's, which hands its reading on, or the backend's own): `new URL(target,
+ * base)` (node's documented way: an authority after a leading `//` or `/\`, a
+ * backslash a slash, dot segments removed, escaped dots included), `new
+ * URL(base + target)` (dot segments alone), RFC 3986 resolution (an authority
+ * after `//`, ended by `/` alone; dot segments), and node's legacy `url.parse`
+ * with `slashesDenoteHost` (backslashes made slashes, then an authority).
+ */
+const PARSERS: readonly ((path: string) => string)[] = [
+  (path) => withoutDotSegments(afterAuthority(path, true) ?? path, true),
+  (path) => withoutDotSegments(path, true),
+  (path) => withoutDotSegments(afterAuthority(path, false) ?? path, false),
+  (path) => afterAuthority(path.replaceAll('\\', '/'), false) ?? path,
+]
+
+/**
+ * Every path that some reader of a request's path may take it for, each to
+ * be read leniently after (canonicalPath): the path as it came, and after one
+ * or two hops that percent-decode it before handing it on
+ * (`/%2F%2Fevil/payments/...`); each of those as read by one of PARSERS, or
+ * by one and then another (a hop that resolves `/a/..//evil/payments/...`
+ * before a backend that takes `evil` for an authority). A parser removes dot
+ * segments before any router decodes and cuts the path: `/x%00/../payments/...`
+ * is the sale to `new URL`, and `/x` to a router that cuts at the NUL first.
+ */
+function readingsOf(paths: Iterable<string>): Set<string> {
+  const readings = new Set<string>()
+  for (const path of paths) {
+    let text = path
+    for (let hop = 0; hop < 3; hop++) {
+      if (hop > 0) {
+        if (!text.includes('%')) break
+        text = decodeOnce(text)
+      }
+      readings.add(text)
+      for (const parse of PARSERS) {
+        const once = parse(text)
+        if (readings.has(once)) continue
+        readings.add(once)
+        for (const again of PARSERS) readings.add(again(once))
+      }
+    }
+  }
+  return readings
+}
+
 /**
  * Which operation a request target addresses, whatever the method, read
- * once by parseTarget: the operation for one of the two paths or another
- * spelling of one (canonicalPath), undefined for any other path (forwarded
- * untouched); a target parseTarget refuses, refused. The query string does
- * not take part. The exact path is looked up first, so a payment pays
- * nothing for the other spellings. `mount` is the path a middleware is
- * mounted under: a target below it is also read with `mount` taken off
- * (docs/middleware.md, base path).
+ * once by parseTarget: the operation that some plausible reader of its path
+ * takes it for (readingsOf, each read by canonicalPath), undefined for a path
+ * that no reader takes for one (forwarded untouched), and a refusal for a
+ * target parseTarget refuses, that one reader takes for the sale and another
+ * for the recurring authorization, or that cannot be read every way
+ * (operationOf). The query string does not take part. The exact path is looked up first, so a payment pays nothing for the
+ * other readings.
+ *
+ * `mounted` reads the target as a middleware must, not knowing what its
+ * application mounts below it: a path whose reading ends with an
+ * operation's path is that operation, whatever comes before it (a mount
+ * point, a prefix, a path parameter) (docs/middleware.md, mounts). The
+ * proxy has no such rule: `/v5/...` and an application's own
+ * `/admin/.../payments/...` are not `{base}/payments/...`.
  */
-export function buildRouter(basePath: string): (url: string | undefined, mount?: string) => RequestTarget | Rejection {
+export function buildRouter(
+  basePath: string,
+): (url: string | undefined, mounted?: boolean) => RequestTarget | Rejection {
   const routes = new Map<string, Operation>()
   const spellings = new Map<string, Operation>()
+  const tails = new Map<string, Operation>()
+  let tailSegments = 0
   for (const operation of OPERATIONS) {
-    const path = basePath + OPERATION_PATHS[operation]
-    routes.set(path, operation)
-    spellings.set(canonicalPath(path), operation)
+    const path = OPERATION_PATHS[operation]
+    routes.set(basePath + path, operation)
+    spellings.set(canonicalPath(basePath + path), operation)
+    const tail = canonicalPath(path)
+    tails.set(tail, operation)
+    tailSegments = Math.max(tailSegments, tail.split('/').length - 1)
   }
-  function operationOf(path: string, mount: string): Operation | undefined {
-    const exact = routes.get(path)
+
+  // An operation's last segment standing whole, up to where some reader ends or cuts it.
+  const lasts = OPERATIONS.map((operation) =>
+    foldCase(OPERATION_PATHS[operation].slice(OPERATION_PATHS[operation].lastIndexOf('/') + 1)),
+  )
+  const names = new RegExp(`(?:^|[/\\\\])(?:${lasts.join('|')})(?:$|[/\\\\.;?#\\0]|[\\0- ]+$)`)
+
+  /** The operation whose path a canonical path ends with. */
+  function tailOf(canonical: string): Operation | undefined {
+    let at = canonical.length
+    for (let segment = 0; segment < tailSegments && at > 0; segment++) at = canonical.lastIndexOf('/', at - 1)
+    return tails.get(canonical.slice(at))
+  }
+
+  /** A path ending in an operation's own path after plain segments (no escapes, dots, backslashes or parameters): no reader takes it for another. */
+  function plainTail(path: string): Operation | undefined {
+    for (const operation of OPERATIONS) {
+      const own = OPERATION_PATHS[operation]
+      if (!path.endsWith(own)) continue
+      for (let at = path.length - own.length - 1; at >= 0; at--) {
+        const code = path.charCodeAt(at)
+        if (code === 0x25 || code === 0x2e || code === BACKSLASH || code === 0x3b) return undefined
+      }
+      return operation
+    }
+    return undefined
+  }
+
+  /**
+   * `path` as sent, and `forwarded`, the one the backend reads (forwardedPath), the same unless it
+   * started with several slashes. A path in which no operation's last segment stands whole once
+   * decoded and folded is nobody's operation; one whose readers could only differ in what
+   * canonicalPath reads leniently (escapes, case, a backslash, parameters, repeated slashes, a
+   * suffix) is read by it alone; one in which a reader may take segments off the front (LOSES_FRONT)
+   * by every reading, and refused when none of them takes it for an operation, since a reader beyond
+   * them might, or when it is too long to read every way.
+   */
+  function operationOf(path: string, forwarded: string, mounted: boolean): Operation | Rejection | undefined {
+    const exact = routes.get(path) ?? (mounted ? plainTail(path) : undefined)
     if (exact !== undefined) return exact
-    const canonical = canonicalPath(path)
-    const spelt = spellings.get(canonical)
-    if (spelt !== undefined || mount === '') return spelt
-    const under = canonicalPath(mount)
-    return canonical.startsWith(`${under}/`) ? spellings.get(canonical.slice(under.length)) : undefined
+    const decoded = decodeTwice(path)
+    if (!names.test(foldCase(decoded))) return undefined
+    const apart = LOSES_FRONT.test(decoded)
+    // Reading it every way costs in proportion to its length; a payment's path is a few dozen bytes.
+    if (apart && path.length > READ_EVERY_WAY_UP_TO) return UNREADABLE_TARGET
+    const paths = new Set([path, forwarded])
+    let found: Operation | undefined
+    for (const reading of apart ? readingsOf(paths) : paths) {
+      const canonical = canonicalPath(reading)
+      const operation = spellings.get(canonical) ?? (mounted ? tailOf(canonical) : undefined)
+      if (operation === undefined) continue
+      if (found !== undefined && found !== operation) return UNREADABLE_TARGET
+      found = operation
+    }
+    return found === undefined && apart ? UNREADABLE_TARGET : found
   }
-  return (url = '/', mount = '') => {
+
+  return (url = '/', mounted = false) => {
     const target = parseTarget(url)
     if ('ok' in target) return target
+    const forwarded = forwardedPath(target.path)
     const query = target.path.indexOf('?')
     const path = query === -1 ? target.path : target.path.slice(0, query)
-    return { ok: true, operation: operationOf(path, mount), path: target.path, host: target.host }
+    const operation = operationOf(path, forwarded === target.path ? path : forwardedPath(path), mounted)
+    if (typeof operation === 'object') return operation
+    return { ok: true, operation, path: forwarded, host: target.host }
   }
 }
 

@@ -150,6 +150,12 @@ export function parseFlags<F extends Flags>(
     } else {
       if (token.value === undefined)
         throw new CodedError('EUSAGE', `${token.rawName} needs a value: ${token.rawName} ${flag.value}`)
+      // `--target --credentials c.json` is a forgotten value, not a target named "--credentials" (docs/cli.md).
+      if (!token.inlineValue && token.value.startsWith('-'))
+        throw new CodedError(
+          'EUSAGE',
+          `${token.rawName} needs a value, not the next flag ${JSON.stringify(hideUserinfo(token.value))}: ${token.rawName} ${flag.value}, or ${token.rawName}=VALUE for a value that starts with -`,
+        )
       given.set(key, token.value)
     }
   }

@@ -163,8 +163,8 @@ const SERVE_FLAGS = {
     see: '[backend faults](backend-faults.md)',
   }),
   admin: option({
-    value: 'HOST:PORT',
-    summary: 'health and metrics listener',
+    value: '[HOST:]PORT',
+    summary: 'health and metrics listener (`[::1]:9901` for IPv6); all interfaces when no host is given',
     shown: 'off',
     parse: parseAddress,
     see: '[deployment](deployment.md#health-readiness-and-metrics)',

@@ -12,6 +12,7 @@ import { RedisIdempotencyStore } from '../idempotency/redis.js'
 import { createLogger, errorFacts, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createRetryStore, inFlightWindowMs } from '../proxy/retry-protection.js'
+import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
 import { hideUserinfo } from '../shown-url.js'
 import { loadCertificates, type Certificates } from './certificates.js'
@@ -19,7 +20,7 @@ import { flagName, type ConfigWarning } from './flags.js'
 import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
-import { reloadSignal, shutdownDelay, stopSignals, type StopSignals } from './signals.js'
+import { reloadSignal, shutdownDelay, startOrStop, stopSignals, type StopSignals } from './signals.js'
 import { bind, storeCa, storePassword, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
@@ -126,6 +127,8 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         try {
           const gate = await createGate({
             ...setup,
+            // Retry protection is the gateway's, the store above: the gate's, around a handler, serves nothing here.
+            ...NO_HANDLER_PROTECTION,
             logger,
             onPolicyReload: (outcome) => metrics.policyReload(outcome),
             onCredentialsReload: (outcome) => metrics.credentialsReload(outcome),
@@ -283,34 +286,25 @@ export const run: Command = async (args, io) => {
   const signals = stopSignals()
   const onReload = reloadSignal()
   if (options.workers > 1 && cluster.isPrimary) return runPrimary(options, io, signals, onReload)
-  if (cluster.isWorker) return runWorker(options, io, signals, onReload)
+  if (cluster.isWorker) return exitAfterStop(await runWorker(options, io, signals, onReload))
   const serving = await startOrStop(startServing(options, io), signals.stop)
   onReload(reloader(serving))
   await signals.stop
   await serving.stop(signals.hurry)
-  return EXIT_OK
+  return exitAfterStop(EXIT_OK)
 }
 
 /**
- * A stop signal before start-up is done ends the process: nothing is served yet, and a read that never returns
- * (a FIFO given as a file) would keep it alive, and a signal ignored, for as long as it blocks. The signal is
- * raised again with its listeners gone, so the kernel ends the process whatever its threads are doing.
+ * How long a stopped gateway lets what a dependency still holds open finish before it exits all the same: the trace
+ * exporter's request to a collector that never answers would hold the process until the exporter's own timeout,
+ * past the stop's bound (docs/tracing.md).
  */
-async function startOrStop<T>(starting: Promise<T>, stop: Promise<NodeJS.Signals>): Promise<T> {
-  // Over once start-up has ended either way: a start-up that failed has its own way out (exit 2).
-  let started = false
-  void stop.then((signal) => {
-    if (started) return
-    /* c8 ignore start: the process ends here, by its signal, before V8 can write its coverage */
-    process.removeAllListeners(signal)
-    process.kill(process.pid, signal)
-    /* c8 ignore stop */
-  })
-  try {
-    return await starting
-  } finally {
-    started = true
-  }
+const LEFT_OPEN_MS = 1000
+
+/** The exit code, with the process ended `LEFT_OPEN_MS` from now if it is still alive; unref'd, the timer never holds it. */
+function exitAfterStop(code: number): number {
+  setTimeout(() => process.exit(code), LEFT_OPEN_MS).unref()
+  return code
 }
 
 /** One of the `--workers` processes: a gateway without admin, reporting to the primary. */

@@ -50,3 +50,26 @@ export function reloadSignal(): (reload: () => void) => void {
     handler = reload
   }
 }
+
+/**
+ * A stop signal before start-up is done ends the process (a gateway, a worker, or the primary until it has forked
+ * its workers): nothing is served yet, and a wait that never ends (a store that does not answer, a disk that does
+ * not) would keep it alive, and a signal ignored, for as long as it lasts. The signal is raised again with its
+ * listeners gone, so the kernel ends the process whatever its threads are doing.
+ */
+export async function startOrStop<T>(starting: Promise<T>, stop: Promise<NodeJS.Signals>): Promise<T> {
+  // Over once start-up has ended either way: a start-up that failed has its own way out (exit 2).
+  let started = false
+  void stop.then((signal) => {
+    if (started) return
+    /* c8 ignore start: the process ends here, by its signal, before V8 can write its coverage */
+    process.removeAllListeners(signal)
+    process.kill(process.pid, signal)
+    /* c8 ignore stop */
+  })
+  try {
+    return await starting
+  } finally {
+    started = true
+  }
+}

@@ -3,13 +3,14 @@ import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, type Admin } from '../admin.js'
 import { CodedError, isCoded } from '../coded-error.js'
 import { createGate } from '../gate.js'
+import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
 import { loadCertificates } from './certificates.js'
 import { EXIT_OK, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
-import type { StopSignals } from './signals.js'
+import { startOrStop, type StopSignals } from './signals.js'
 
 /** What a worker tells the primary once it listens. */
 export const WORKER_READY = 'payments-gate:ready'
@@ -51,19 +52,7 @@ export async function runPrimary(
   onReload: (reload: () => void) => void,
 ): Promise<number> {
   refuseSeparateStores(options)
-  const checked = await Promise.resolve()
-    .then(() => {
-      checkIdempotencySpec(options.idempotency)
-      return createGate(options)
-    })
-    .catch((error: unknown) => {
-      throw unreadable(error, options.where)
-    })
-  await checked.close()
-  ;(await loadCertificates(options, options.where)).close()
   const logger = createLogger({ destination: logDestination(io, true) })
-  // Once for the fleet: the workers read the same variables and leave the warnings to the primary.
-  for (const { variable, message } of options.warnings) logger.warn({ variable }, message)
   const ready = new Set<number>()
   const workers = new Set<Worker>()
   let stopping = false
@@ -90,17 +79,34 @@ export async function runPrimary(
     })
   }
 
-  let admin: Admin | undefined
-  if (options.admin !== undefined) {
+  /** The files checked once, the variables warned about once for the fleet, the admin listener bound. */
+  async function startUp(): Promise<Admin | undefined> {
+    const checked = await Promise.resolve()
+      .then(() => {
+        checkIdempotencySpec(options.idempotency)
+        return createGate({ ...options, ...NO_HANDLER_PROTECTION })
+      })
+      .catch((error: unknown) => {
+        throw unreadable(error, options.where)
+      })
+    await checked.close()
+    ;(await loadCertificates(options, options.where)).close()
+    // The workers read the same variables and leave the warnings to the primary.
+    for (const { variable, message } of options.warnings) logger.warn({ variable }, message)
+    if (options.admin === undefined) return undefined
     const aggregator = new AggregatorRegistry()
-    admin = createAdmin({
+    const listener = createAdmin({
       ready: () => !stopping && ready.size === options.workers,
       metrics: () => aggregator.clusterMetrics(),
       contentType: aggregator.contentType,
     })
     const { port, host } = options.admin
-    await bind(options.where('admin'), options.admin, () => (admin as Admin).listen(port, host))
+    await bind(options.where('admin'), options.admin, () => listener.listen(port, host))
+    return listener
   }
+
+  // Until the workers are forked, a stop signal ends the primary at once, as it ends a gateway still starting.
+  const admin = await startOrStop(startUp(), signals.stop)
   for (let i = 0; i < options.workers; i++) fork()
   logger.info({ workers: options.workers }, 'workers started')
   // A worker still starting reads the files itself, and has no SIGHUP listener yet to keep it alive.

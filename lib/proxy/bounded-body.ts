@@ -13,6 +13,11 @@ export class BoundedBody {
     if (this.size <= this.limit) this.chunks.push(chunk)
   }
 
+  /** Whether the body went past the limit: nothing more of it is kept. */
+  get over(): boolean {
+    return this.size > this.limit
+  }
+
   /**
    * The whole body, or `undefined` once it went past the limit. A body that
    * came in one chunk (most answers) is that chunk, not a copy: whoever keeps

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import type { Entitled, Passed } from '../checks/index.js'
+import type { Checks, Entitled, Passed } from '../checks/index.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { reject, type Rejection } from '../errors.js'
 import { answerOf, flatHeaders, writeAnswer, type Answer } from '../http/answer.js'
@@ -28,7 +28,8 @@ export interface RetryProtectionOptions {
   /**
    * `memory` (this process, the default), `off`, a Redis shared by every
    * replica (`redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,...][/DB]#MASTER`;
-   * `rediss://`, `rediss-sentinel://` over TLS), or your own store.
+   * `rediss://`, `rediss-sentinel://` over TLS), or your own store. A gateway built from a gate
+   * with retry protection (`createGate`'s `idempotency`) and given none of its own uses the gate's.
    */
   idempotency?: 'memory' | 'off' | string | IdempotencyStore
   /** The Redis password, in place of one in the URL (`--idempotency-password-file`). */
@@ -161,8 +162,8 @@ export const OVERSIZED_ANSWER = recorded(
   ),
 )
 
-/** A payment its policy refused after its claim: never forwarded, so its key is released. */
-const NOT_FORWARDED: BackendOutcome = Object.freeze({ kind: 'refused' })
+/** A payment its policy refused after its claim, or whose handler never started: never forwarded, so its key is released. */
+export const NOT_FORWARDED: BackendOutcome = Object.freeze({ kind: 'refused' })
 
 /** What the client got when the backend timed out or reset after the write (answer-fault.ts): what its retries get. */
 const UNKNOWN_OUTCOME: Readonly<Record<'timeout' | 'reset', RecordedAnswer>> = {
@@ -188,17 +189,18 @@ export const UNKNOWN_ANSWER = recorded(
  * What a retry gets after this outcome, or undefined when the outcome frees the key: the backend
  * refused the request (4xx: the client fixes it and retries), said it is unavailable (503), or was
  * never reached. Anything else may have moved money, so it is recorded and replayed, never forwarded
- * again: the backend's answer as the client got it (the stand-in when the forwarder did not keep its
- * body), or the unknown outcome of a timeout or a reset.
+ * again: the backend's answer as the client got it (`oversized` when the forwarder did not keep its
+ * body), or the unknown outcome of a timeout or a reset. The middleware's handlers are settled by this
+ * same table (docs/middleware.md, retry protection).
  */
-function retryAnswer(outcome: BackendOutcome): RecordedAnswer | undefined {
+function retryAnswer(outcome: BackendOutcome, oversized: RecordedAnswer): RecordedAnswer | undefined {
   switch (outcome.kind) {
     case 'refused':
       return undefined
     case 'answered': {
       const { status, headers, body } = outcome
       if ((status >= 400 && status < 500) || status === 503) return undefined
-      return body === undefined ? OVERSIZED_ANSWER : { status, headers, body }
+      return body === undefined ? oversized : { status, headers, body }
     }
     default:
       return UNKNOWN_OUTCOME[outcome.kind]
@@ -215,11 +217,18 @@ const WOULD: Readonly<Record<Peek, RetryProtectionOutcome>> = {
 }
 const would = (peek: Peek) => WOULD[peek]
 
-export function createRetryProtection(
-  store: IdempotencyStore,
-  options: Pick<RetryProtectionOptions, 'idempotencyFailure' | 'onStoreError' | 'idempotencyFingerprintKey'> = {},
-): RetryProtection {
+/** The settings `createRetryProtection` reads: the store's failure mode, its errors, the fingerprints' keys. */
+export interface ProtectionSettings extends Pick<
+  RetryProtectionOptions,
+  'idempotencyFailure' | 'onStoreError' | 'idempotencyFingerprintKey'
+> {
+  /** What a retry gets of an answer kept without its body (too large to keep). Default `OVERSIZED_ANSWER`, the proxy's words. */
+  readonly oversizedAnswer?: RecordedAnswer
+}
+
+export function createRetryProtection(store: IdempotencyStore, options: ProtectionSettings = {}): RetryProtection {
   const failOpen = options.idempotencyFailure === 'open'
+  const oversized = options.oversizedAnswer ?? OVERSIZED_ANSWER
   const onStoreError = options.onStoreError
   const fingerprinter: Fingerprinter = createFingerprinter(
     options.idempotencyFingerprintKey === undefined
@@ -270,7 +279,7 @@ export function createRetryProtection(
     },
     settle(ticket, outcome) {
       try {
-        const kept = retryAnswer(outcome)
+        const kept = retryAnswer(outcome, oversized)
         settled(
           kept === undefined ? store.release(ticket.key, ticket.token) : store.record(ticket.key, ticket.token, kept),
         )
@@ -367,6 +376,16 @@ export function inFlightWindowMs(timeout: number): number {
   return 3 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs
 }
 
+/** What a store built for retry protection holds a claim for, and the words of what it records in an answer's stead. */
+export interface StoreSettings {
+  /** The in-flight window, in ms: past it, a claim with neither a record nor a release is the unknown outcome. */
+  readonly inFlightMs: number
+  /** Recorded in place of an answer too large to keep. */
+  readonly oversizedAnswer: RecordedAnswer
+  /** What a claim past its window answers. */
+  readonly unknownAnswer: RecordedAnswer
+}
+
 /**
  * The store `idempotency` names, with the proxy's settings (undefined when
  * `off`), or the store given. Throws the one-line `EIDEMPOTENCY` error for a
@@ -374,7 +393,22 @@ export function inFlightWindowMs(timeout: number): number {
  * gate, so that a Redis store's client also carries the login throttle.
  */
 export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): IdempotencyStore | undefined {
-  const idempotency = options.idempotency ?? IDEMPOTENCY_DEFAULTS.store
+  return retryStoreOf(options.idempotency ?? IDEMPOTENCY_DEFAULTS.store, options, {
+    inFlightMs: inFlightWindowMs(options.timeout),
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+  })
+}
+
+/**
+ * The store `idempotency` names, built with `settings` (undefined when `off`), or the store given: the one
+ * way the proxy and the middleware (`createGate`) get theirs, through `createIdempotencyStore`.
+ */
+export function retryStoreOf(
+  idempotency: NonNullable<RetryProtectionOptions['idempotency']>,
+  options: RetryProtectionOptions,
+  settings: StoreSettings,
+): IdempotencyStore | undefined {
   const shared =
     idempotency instanceof RedisIdempotencyStore ||
     (typeof idempotency === 'string' && redisTarget(idempotency) !== undefined)
@@ -388,9 +422,7 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
   if (typeof idempotency !== 'string') return idempotency
   return createIdempotencyStore(idempotency, {
     ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
-    inFlightMs: inFlightWindowMs(options.timeout),
-    oversizedAnswer: OVERSIZED_ANSWER,
-    unknownAnswer: UNKNOWN_ANSWER,
+    ...settings,
     replicas: options.idempotencyReplicas,
     maxEntries: options.idempotencyMaxEntries,
     maxBytes: options.idempotencyMaxBytes,
@@ -401,16 +433,55 @@ export function createRetryStore(options: Omit<PaymentsOptions, 'metrics'>): Ide
   })
 }
 
+/** A gate's retry protection (`createGate`'s `idempotency`), lent to a gateway built from the gate's checks. */
+export interface LentProtection {
+  readonly protection: RetryProtection
+  readonly store: IdempotencyStore
+  /** The gate's in-flight window, in ms. */
+  readonly inFlightMs: number
+}
+
+/** The retry protection of each gate that has one, by the gate's checks: what `createGateway` is given of a gate. */
+const LENT = new WeakMap<Checks, LentProtection>()
+
+/**
+ * Lends a gate's retry protection to every gateway built from its checks, so that one store, one client,
+ * one fingerprint key and one failure mode protect every payment the process takes (docs/middleware.md).
+ */
+export function lendRetryProtection(checks: Checks, lent: LentProtection): void {
+  LENT.set(checks, lent)
+}
+
+/**
+ * The retry protection a gateway on `checks` runs: its own `idempotency` when given, else the gate's that
+ * built the checks, else none (undefined: `createPayments` builds the default). Throws `EIDEMPOTENCY` when the
+ * gate's window is shorter than the gateway's: a payment still with the backend would be told its
+ * outcome is unknown, and its client could pay again.
+ */
+export function lentRetryProtection(
+  checks: Checks,
+  options: Pick<RetryProtectionOptions, 'idempotency'> & { readonly timeout: number },
+): LentProtection | undefined {
+  const lent = options.idempotency === undefined ? LENT.get(checks) : undefined
+  const needed = inFlightWindowMs(options.timeout)
+  if (lent !== undefined && lent.inFlightMs < needed)
+    throw new CodedError(
+      'EIDEMPOTENCY',
+      `the gate's idempotencyInFlight (${lent.inFlightMs / 1000} s) is shorter than this gateway's in-flight window (3 x timeout + 5 s = ${needed / 1000} s): raise it, or give the gateway an idempotency of its own`,
+    )
+  return lent
+}
+
 /**
  * Retry protection as the proxy runs it around the forwarder: the store
- * `idempotency` names, a claim before each payment is forwarded, its outcome
+ * `idempotency` names (or the gate's, `lent`), a claim before each payment is forwarded, its outcome
  * recorded or its key released after. Throws the one-line `EIDEMPOTENCY`
  * error for a store spec it does not take.
  */
-export function createPayments(forwarder: Forwarder, options: PaymentsOptions): Payments {
+export function createPayments(forwarder: Forwarder, options: PaymentsOptions, lent?: LentProtection): Payments {
   const { metrics } = options
-  const store = createRetryStore(options)
-  const protection = store && createRetryProtection(store, options)
+  const store = lent === undefined ? createRetryStore(options) : lent.store
+  const protection = lent === undefined ? store && createRetryProtection(store, options) : lent.protection
 
   async function guarded(
     req: IncomingMessage,
@@ -479,6 +550,7 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions): 
     async ready(timeoutMs) {
       return store instanceof RedisIdempotencyStore ? store.ready(timeoutMs) : true
     },
-    close: async () => protection?.close(),
+    // The gate's is the gate's to close (gate.close()).
+    close: async () => (lent === undefined ? protection?.close() : undefined),
   }
 }

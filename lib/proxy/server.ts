@@ -23,7 +23,13 @@ import type { KeyPair } from '../tls/pem.js'
 import { registeredTracer, startServerSpan } from '../tracing.js'
 import { GatewayResponse, record, track, withOwnId, type Exchange, type GatewayState } from './exchange.js'
 import { createForwarder } from './forward.js'
-import { createPayments, inFlightWindowMs, protectedPayment, type RetryProtectionOptions } from './retry-protection.js'
+import {
+  createPayments,
+  inFlightWindowMs,
+  lentRetryProtection,
+  protectedPayment,
+  type RetryProtectionOptions,
+} from './retry-protection.js'
 import { clientAddress } from './x-forwarded.js'
 
 /**
@@ -112,6 +118,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const recorder = { logger, metrics }
   const trustProxy = options.trustProxy ?? DEFAULTS.trustProxy
   const protectedPayments = options.idempotency !== 'off'
+  // Built from a gate with retry protection and given none of its own: the gate's (docs/middleware.md).
+  const lent = lentRetryProtection(checks, { idempotency: options.idempotency, timeout })
   // Asked once: without a registered SDK no request makes a span (docs/tracing.md).
   const tracer = registeredTracer()
   const forwarder = createForwarder({
@@ -123,7 +131,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     keepAnswerBytes: protectedPayments ? IDEMPOTENCY_DEFAULTS.maxAnswerBytes : undefined,
     backendErrors: options.backendErrors,
   })
-  const payments = createPayments(forwarder, { ...options, timeout, metrics })
+  const payments = createPayments(forwarder, { ...options, timeout, metrics }, lent)
   const serverOptions = {
     ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.
@@ -219,10 +227,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     // the path both engines send (forward.ts), so that no target is routed on one reading and sent on another.
     const target = checks.targetOf(req.url)
     const operation = target.ok ? target.operation : undefined
-    if (target.ok && target.host !== undefined) {
-      // Absolute form: the backend gets the origin form and the target's host for `Host` (RFC 9112 3.2.2).
+    if (target.ok) {
+      // Absolute form, or a path led by several slashes: the backend gets the origin form every reader
+      // reads alike (lib/checks/route.ts, forwardedPath), and an absolute form's host for `Host` (RFC 9112 3.2.2).
       req.url = target.path
-      req.headers.host = target.host
+      if (target.host !== undefined) req.headers.host = target.host
     }
     const exchange = track(
       res,

@@ -6,9 +6,12 @@ import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead } from '../http/screen.js'
 import type { Operation } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
+import { threwOn } from './answer-capture.js'
+import { answerFor, type HandlerProtection } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
+  eitherOperation,
   internalError,
   isClientError,
   operationOfTarget,
@@ -25,17 +28,18 @@ const BODY_ALREADY_READ =
 const BODY_ALREADY_READ_ANSWER = answerOf(INTERNAL_ERROR)
 
 /**
- * The operation a request names, or the refusal of its target: on its path
- * from the server's root (`originalUrl`, which Express never shortens), or,
- * that failing, on its path below the mount point (`url`, what Express
- * leaves of it under `app.use(path, ...)` or a router): `basePath` is
- * relative to the root, and the gate mounted under a path with no
- * `basePath` still screens what its mount point routes (docs/middleware.md,
- * base path).
+ * The operation a request names, or the refusal of its target, read as a
+ * mounted target, an operation's path under any mount point (when the gate
+ * runs, Express has not yet chosen a route below it): on the target as the
+ * client sent it (`req.originalUrl`), and on what Express routes below the
+ * gate's mount point (`req.url`, whose path is `req.path` under `req.baseUrl`)
+ * when a middleware in front rewrote it (docs/middleware.md, mounts).
  */
 function operationOfMounted(checks: Checks, req: ExpressRequest): Operation | Rejection | undefined {
-  const full = operationOfTarget(checks.targetOf(req.originalUrl))
-  return full !== undefined || req.originalUrl === req.url ? full : operationOfTarget(checks.targetOf(req.url))
+  const sent = operationOfTarget(checks.targetOf(req.originalUrl, true))
+  // Unless rewritten, the mount point and what lies below it are the target as sent.
+  if ((req.baseUrl ?? '') + req.url === req.originalUrl) return sent
+  return eitherOperation(sent, operationOfTarget(checks.targetOf(req.url, true)))
 }
 
 /**
@@ -43,8 +47,13 @@ function operationOfMounted(checks: Checks, req: ExpressRequest): Operation | Re
  * passed goes on with `req.body` set to the validated, rewritten document and
  * `req.paymentsGate` to its operation, entity and user; other paths go on
  * untouched. It reads the body itself, so it must come before any body parser.
+ * With `protection`, a payment's retries get its first answer (docs/middleware.md, retry protection).
  */
-export function expressMiddleware(checks: Checks, logger?: GateLogger): ExpressMiddleware {
+export function expressMiddleware(
+  checks: Checks,
+  logger?: GateLogger,
+  protection?: HandlerProtection,
+): ExpressMiddleware {
   const tracer = registeredTracer()
   return (req, res, next) =>
     inTurn(res, () => {
@@ -63,10 +72,11 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): ExpressM
             endScreening(screening, BODY_ALREADY_READ_ANSWER.status)
             return writeAnswer(res, BODY_ALREADY_READ_ANSWER)
           }
-          const outcome = await screenBody(checks, req, head)
+          const outcome =
+            protection === undefined ? await screenBody(checks, req, head) : await protection.screenBody(req, head, res)
           if (outcome === ABORTED) return endScreening(screening, 0)
           endScreening(screening, outcome)
-          if (!outcome.ok) return writeAnswer(res, answerOf(outcome))
+          if (!outcome.ok || outcome.ok === 'replay') return writeAnswer(res, answerFor(outcome))
           if (outcome.ok === 'report') {
             // The body as it came: what the application gets in report mode (docs/middleware.md).
             req.body = outcome.received
@@ -93,7 +103,10 @@ export function expressMiddleware(checks: Checks, logger?: GateLogger): ExpressM
  * never shown). Errors that carry a 4xx status are left to Express.
  */
 export function expressErrorHandler(logger?: GateLogger): ExpressErrorMiddleware {
-  return (error: unknown, _req, res, next) => {
+  return (error: unknown, req, res, next) => {
+    // A protected payment's route threw: its outcome is unknown (docs/middleware.md, retry protection). An error
+    // before any route matched (a middleware's) is answered as it would be, and settled by its status.
+    if (req.route !== undefined && threwOn(res, error)) return
     if (res.headersSent || isClientError(error)) return next(error)
     writeAnswer(res, internalError(error, logger))
   }

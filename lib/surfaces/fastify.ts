@@ -1,5 +1,5 @@
-import type { IncomingMessage } from 'node:http'
-import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks } from '../checks/index.js'
 import type { Verdict } from '../checks/index.js'
 import { INTERNAL_ERROR, type Rejection } from '../errors.js'
@@ -9,13 +9,17 @@ import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import type { Operation, RecurringRequest, SaleRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
+import { markStarted, markThrew, threwMarked } from './answer-capture.js'
+import { answerFor, THREW, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
+  eitherOperation,
   internalError,
   isClientError,
   operationOfTarget,
   passedAsItCame,
+  routeReader,
   screeningOf,
   type GateContext,
   type GateLogger,
@@ -78,11 +82,15 @@ function bodyError(outcome: Rejection | typeof ABORTED): Error {
 const ADMITTED = Symbol('payments-gate admitted')
 const REFUSED = Symbol('payments-gate refused')
 const SCREENING = Symbol('payments-gate screening')
+/** With retry protection, the node response of a request admitted: the parser captures its handler's answer there. */
+const RESPONSE = Symbol('payments-gate response')
 
 interface Screened {
   [ADMITTED]: Admitted | undefined
-  [REFUSED]: Rejection | undefined
+  /** A refusal, or a replay of retry protection, answered in preValidation. */
+  [REFUSED]: Rejection | Replay | undefined
   [SCREENING]: Screening | undefined
+  [RESPONSE]: ServerResponse | undefined
 }
 
 type GateRequest = FastifyRequest & Screened
@@ -103,8 +111,9 @@ type Parsed = (error: Error | null, body?: unknown) => void
  * promise, a closure or a weak-map entry per request and hook is what made the
  * plugin dearer than the schema route it replaces (docs/performance.md).
  */
-export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGatePlugin {
+export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: HandlerProtection): FastifyGatePlugin {
   const tracer = registeredTracer()
+  const routeOperation = routeReader(checks)
   const internal = (reply: FastifyReply, error: unknown): FastifyReply => write(reply, internalError(error, logger))
 
   /** The head screened: refused, or admitted for its body to be read by the parser. */
@@ -122,12 +131,23 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
     }
     request[ADMITTED] = head
     request[SCREENING] = screening
+    if (protection !== undefined) request[RESPONSE] = reply.raw
     done()
   }
 
-  /** `mount` is the registering instance's prefix: `raw.url` is the path from the server's root (docs/middleware.md, base path). */
-  function screen(request: GateRequest, reply: FastifyReply, done: Done, mount: string): void {
-    const operation = operationOfTarget(checks.targetOf(request.raw.url, mount))
+  /**
+   * The request's operation, by the route Fastify matched (`routeOptions.url`, its prefix included,
+   * parameterised or not) and by the target as sent, read as a mounted target (docs/middleware.md, mounts).
+   */
+  function operationOf(request: GateRequest): Operation | Rejection | undefined {
+    const sent = operationOfTarget(checks.targetOf(request.raw.url, true))
+    const route = request.routeOptions.url
+    // No route matched: Fastify answers 404 from its not-found handler, which is no payment handler.
+    return route === undefined ? sent : eitherOperation(sent, routeOperation(route))
+  }
+
+  function screen(request: GateRequest, reply: FastifyReply, done: Done): void {
+    const operation = operationOf(request)
     if (operation === undefined) {
       done()
       return
@@ -150,11 +170,11 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
   }
 
   /** The verdict on a v6 body the parser read: the document for the route, or the refusal kept for preValidation. */
-  function bodyScreened(request: GateRequest, parsed: Parsed, outcome: Verdict | typeof ABORTED): void {
+  function bodyScreened(request: GateRequest, parsed: Parsed, outcome: Verdict | Replay | typeof ABORTED): void {
     const screening = request[SCREENING] as Screening
     endScreening(screening, outcome === ABORTED ? 0 : outcome)
     if (outcome === ABORTED) return parsed(bodyError(ABORTED))
-    if (!outcome.ok) {
+    if (!outcome.ok || outcome.ok === 'replay') {
       request[REFUSED] = outcome
       return parsed(null, undefined)
     }
@@ -187,11 +207,14 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
     fastify.decorateRequest(ADMITTED, undefined)
     fastify.decorateRequest(REFUSED, undefined)
     fastify.decorateRequest(SCREENING, undefined)
+    if (protection !== undefined) {
+      fastify.decorateRequest(RESPONSE, undefined)
+      protectHandlers(fastify)
+    }
     const jsonParser = fastify.getDefaultJsonParser('error', 'error')
 
-    const mount = fastify.prefix
     fastify.addHook('onRequest', (request, reply, next) => {
-      inTurn(reply.raw, () => screen(request as GateRequest, reply, next, mount))
+      inTurn(reply.raw, () => screen(request as GateRequest, reply, next))
     })
 
     const { request: mediaType } = checks.mediaTypes
@@ -207,15 +230,20 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
         })
         return
       }
-      const screened = (outcome: Verdict | typeof ABORTED) => bodyScreened(request as GateRequest, parsed, outcome)
-      void screenBody(checks, payload, head).then(screened, parsed)
+      const screened = (outcome: Verdict | Replay | typeof ABORTED) =>
+        bodyScreened(request as GateRequest, parsed, outcome)
+      if (protection === undefined) void screenBody(checks, payload, head).then(screened, parsed)
+      else
+        void protection
+          .screenBody(payload, head, (request as GateRequest)[RESPONSE] as ServerResponse)
+          .then(screened, parsed)
     })
 
     fastify.addHook('preValidation', (request, reply, next) => {
       if ((request as GateRequest)[ADMITTED] !== undefined) return readElsewhere(request as GateRequest, reply)
       const outcome = (request as GateRequest)[REFUSED]
       if (outcome === undefined) next()
-      else write(reply, answerOf(outcome))
+      else write(reply, answerFor(outcome))
     })
 
     if (options.errorHandler === true) {
@@ -230,4 +258,29 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger): FastifyGateP
     [Symbol.for('skip-override')]: true,
     [Symbol.for('fastify.display-name')]: 'payments-gate',
   }) as FastifyGatePlugin
+}
+
+/**
+ * Fastify's hooks for a handler of a protected payment that throws: each route registered from now on marks
+ * its payment when its handler starts (a wrapper made once per route), `onError` marks the claim of a payment
+ * whose handler started, and `onSend` replaces the error's reply with the unknown outcome, which the capture
+ * then records as the client gets it (docs/middleware.md, retry protection).
+ */
+function protectHandlers(fastify: FastifyInstance): void {
+  fastify.addHook('onRoute', (route) => {
+    const handler = route.handler as (this: unknown, request: FastifyRequest, reply: FastifyReply) => unknown
+    route.handler = function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
+      markStarted(reply.raw)
+      return handler.call(this, request, reply)
+    } as typeof route.handler
+  })
+  fastify.addHook('onError', (_request, reply, _error, done) => {
+    markThrew(reply.raw)
+    done()
+  })
+  fastify.addHook('onSend', (_request, reply, payload, done) => {
+    if (!threwMarked(reply.raw)) return done(null, payload)
+    reply.code(THREW.status).headers(THREW.headers)
+    done(null, THREW.body)
+  })
 }

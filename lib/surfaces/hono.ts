@@ -2,17 +2,23 @@ import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web'
 import type { Context, MiddlewareHandler } from 'hono'
+import type { RouterRoute } from 'hono/types'
 import type { Checks, Reported, Verdict } from '../checks/index.js'
 import type { Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { ABORTED } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
+import type { Operation } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
+import { answerFor, type Claimed, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
+  eitherOperation,
   endScreening,
   internalError,
+  operationOfTarget,
   passedAsItCame,
+  routeReader,
   screeningOf,
   type GateContext,
   type GateLogger,
@@ -47,9 +53,14 @@ function headOf(request: Request): IncomingMessage {
  * close` goes with it: node's `Response` carries it and @hono/node-server closes the connection after an
  * unread body as the proxy does; a runtime that cannot carry it (HTTP/2, RFC 9113 8.2.2) drops it.
  */
-function responseOf(answer: Answer, screening: Screening): Response {
-  const headers = new Headers({ 'x-request-id': screening.requestId })
-  for (const name of Object.keys(answer.headers)) headers.set(name, String(answer.headers[name]))
+function responseOf(answer: Answer, screening: Screening | undefined): Response {
+  const headers = new Headers(screening === undefined ? undefined : { 'x-request-id': screening.requestId })
+  for (const name of Object.keys(answer.headers)) {
+    // A name a replay holds more than once (`set-cookie`) comes as a list.
+    const value = answer.headers[name]
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item)
+    else headers.set(name, String(value))
+  }
   return new Response(new Uint8Array(answer.body), { status: answer.status, headers })
 }
 
@@ -77,26 +88,55 @@ function clientGone(): Response {
 }
 
 /**
+ * The request's operation, by the routes Hono matched that run after the gate (each declared path
+ * whole, a sub-app's mount and `basePath` included, the route helpers' `matchedRoutes(c)` and
+ * `routePath(c)`, read here through `c.req`, as `hono/route` reads them, since importing that helper
+ * would make Hono a dependency of every install) and by the request's path and query as Hono routes
+ * on them, both read as a mounted target (docs/middleware.md, mounts).
+ */
+function operationOf(
+  c: Context,
+  checks: Checks,
+  routeOperation: (route: string) => Operation | undefined,
+): Operation | Rejection | undefined {
+  const { url } = c.req
+  let operation = operationOfTarget(checks.targetOf(url.slice(url.indexOf('/', url.indexOf('//') + 2)), true))
+  // Deprecated in favour of hono/route, which reads the same match.
+  const routes = c.req.matchedRoutes
+  for (let at = c.req.routeIndex + 1; at < routes.length; at++)
+    operation = eitherOperation(operation, routeOperation((routes[at] as RouterRoute).path))
+  return operation
+}
+
+/**
  * Hono middleware on the Fetch API's `Request` and `Response`. A refusal is returned as a `Response`; a
  * request that passed goes on with `c.req.valid('json')` set to the validated, rewritten document and
- * `c.get('paymentsGate')` to its operation, entity, user and id; other paths go on untouched. The path
- * is the request's whole path (`new URL(c.req.url).pathname`), which Hono keeps under `app.route()`:
- * `basePath` is relative to the server's root (docs/middleware.md, Hono).
+ * `c.get('paymentsGate')` to its operation, entity, user and id; other paths go on untouched.
  */
-export function honoMiddleware(checks: Checks, logger?: GateLogger): HonoGateMiddleware {
+export function honoMiddleware(
+  checks: Checks,
+  logger?: GateLogger,
+  protection?: HandlerProtection,
+): HonoGateMiddleware {
   const tracer = registeredTracer()
+  const routeOperation = routeReader(checks)
   const middleware: MiddlewareHandler = async (c, next) => {
-    // A URL's path is always in origin form, so it is never a target refused.
-    const operation = checks.operationOf(new URL(c.req.url).pathname)
+    const operation = operationOf(c, checks, routeOperation)
     if (operation === undefined) return next()
     const head = headOf(c.req.raw)
+    // Refused whatever else the request holds: screenHead only adds `Connection: close` for an unread body.
+    if (typeof operation === 'object')
+      return responseOf(answerOf((await screenHead(checks, head, operation)) as Rejection), undefined)
     const screening = screeningOf(tracer, operation, head)
-    let outcome: Verdict | typeof ABORTED
+    let outcome: Verdict | Claimed | Replay | typeof ABORTED
     try {
       // Never undefined: the path is an operation's.
       const admitted = (await screenHead(checks, head, operation)) as Admitted | Rejection
       if (admitted.ok === true) {
-        outcome = await screenBody(checks, bodyOf(c.req.raw), admitted)
+        outcome =
+          protection === undefined
+            ? await screenBody(checks, bodyOf(c.req.raw), admitted)
+            : await protection.claimBody(bodyOf(c.req.raw), admitted, c.req.raw.signal)
       } else {
         outcome = admitted
       }
@@ -104,13 +144,17 @@ export function honoMiddleware(checks: Checks, logger?: GateLogger): HonoGateMid
       endScreening(screening, 500)
       return responseOf(internalError(error, logger), screening)
     }
-    endScreening(screening, outcome === ABORTED ? 0 : outcome)
+    endScreening(screening, outcome === ABORTED ? 0 : outcome.ok === 'claimed' ? outcome.passed : outcome)
     if (outcome === ABORTED) return clientGone()
-    if (!outcome.ok) return responseOf(answerOf(outcome), screening)
+    if (!outcome.ok || outcome.ok === 'replay') return responseOf(answerFor(outcome), screening)
     // On the application's answer too, as Hono's own requestId middleware sets it.
     c.header('x-request-id', screening.requestId)
     if (outcome.ok === 'report') {
       report(c, outcome, screening)
+    } else if (outcome.ok === 'claimed') {
+      c.req.addValidatedData('json', outcome.passed.document)
+      c.set('paymentsGate', contextOf(outcome.passed, screening))
+      return (protection as HandlerProtection).respond(c, next, outcome.ticket, screening.requestId)
     } else {
       c.req.addValidatedData('json', outcome.document)
       c.set('paymentsGate', contextOf(outcome, screening))

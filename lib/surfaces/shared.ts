@@ -2,13 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Span, Tracer } from '@opentelemetry/api'
 import type { Logger } from 'pino'
 import type { Principal } from '../checks/auth.js'
-import type { Passed, Reported, Verdict } from '../checks/index.js'
+import type { Checks, Passed, Reported, Verdict } from '../checks/index.js'
 import type { RequestTarget } from '../checks/route.js'
-import { INTERNAL_ERROR, type Rejection } from '../errors.js'
+import { INTERNAL_ERROR, reject, type Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { requestIdOf } from '../http/request-id.js'
+import type { RetryProtectionOutcome } from '../metrics.js'
 import type { Operation } from '../schema/payment.js'
 import { endSpan, startCheckSpan } from '../tracing.js'
+import type { Replay } from './retry-protection.js'
 
 /** What the application learns about a request that passed every check. */
 export interface GateContext {
@@ -29,11 +31,51 @@ export type GateLogger = Pick<Logger, 'info' | 'warn' | 'error'>
  * BasicAuth and named an entity the user may act for: the verdict of the checks as report mode gives
  * it (docs/rollout.md), with the body's bytes as they came.
  */
-export type GateReport = Reported
+export type GateReport = Reported & {
+  /**
+   * With retry protection (`createGate`'s `idempotency`), on a payment every check passed: what it would
+   * have done, from a look at the store that claims nothing (docs/middleware.md, retry protection).
+   */
+  readonly wouldRetryProtection?: RetryProtectionOutcome
+}
 
 /** What a surface screens a request on: its operation, the refusal of a target that is not one, or undefined for a path not ours. */
 export function operationOfTarget(target: RequestTarget | Rejection): Operation | Rejection | undefined {
   return target.ok ? target.operation : target
+}
+
+/** A request that one reading takes for the sale and another for the recurring authorization, as the router refuses a target so read. */
+const AMBIGUOUS = reject('requestIsMalformed')
+
+/**
+ * What two readings of one request make of it: the operation either names (the request is checked if
+ * any reading takes it for a payment), a refusal either holds, and a refusal when they name two.
+ */
+export function eitherOperation(
+  one: Operation | Rejection | undefined,
+  other: Operation | Rejection | undefined,
+): Operation | Rejection | undefined {
+  if (other === undefined || one === other) return one
+  if (one === undefined || typeof other === 'object') return other
+  return typeof one === 'object' ? one : AMBIGUOUS
+}
+
+/**
+ * The operation of a route as the framework declared it (`/:tenant/payments/sales/migrateCardOnFile`,
+ * a sub-app's `/v6/payments/...`), read as a mounted target is read: an operation's path after any
+ * mount point or path parameter (docs/middleware.md, mounts); undefined for any other route, `*` and
+ * `/payments/*` included (the request's own path decides those). A route's path is the same for every
+ * request it matches, so each is read once, when it first matches.
+ */
+export function routeReader(checks: Checks): (route: string) => Operation | undefined {
+  const read = new Map<string, Operation | undefined>()
+  return (route) => {
+    if (read.has(route)) return read.get(route)
+    const target = checks.targetOf(route, true)
+    const operation = target.ok ? target.operation : undefined
+    read.set(route, operation)
+    return operation
+  }
 }
 
 /** The context of a request that went through `screen`, which always authenticates. */
@@ -79,14 +121,15 @@ export function screeningOf(tracer: Tracer | undefined, operation: Operation, re
 }
 
 /**
- * The screening is over: the verdict of the checks, or the status the
+ * The screening is over: the verdict of the checks, a replay of retry protection, or the status the
  * middleware answered itself (500 for an internal error, 0 when the client
  * left). Nothing to do for a path not screened, or without an SDK.
  */
-export function endScreening(screening: Screening | undefined, verdict: Verdict | number): void {
+export function endScreening(screening: Screening | undefined, verdict: Verdict | Replay | number): void {
   const span = screening?.span
   if (span === undefined) return
   if (typeof verdict === 'number') endSpan(span, { status: verdict })
+  else if (verdict.ok === 'replay') endSpan(span, { status: verdict.answer.status })
   else if (verdict.ok) endSpan(span, { entity: verdict.entity })
   else endSpan(span, { status: verdict.status, errorName: verdict.body.errorName })
 }

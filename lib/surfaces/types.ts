@@ -26,6 +26,10 @@ declare global {
 export interface ExpressRequest extends IncomingMessage, Express.Request {
   /** The request target from the server's root, which Express never shortens. */
   readonly originalUrl: string
+  /** The path the router was mounted on, which Express takes off `url` (empty for the app itself; unset by Connect). */
+  readonly baseUrl?: string
+  /** The route Express matched, once one did: set only inside a route's handlers. */
+  readonly route?: unknown
   /** Express's path below the mount point, for the log. */
   readonly path?: string
   /** The validated, rewritten document, once the request passed. */
@@ -62,6 +66,16 @@ export interface FastifyGateOptions {
  * whose type is Fastify's to declare: any value is taken here, so Fastify's is.
  */
 export type FastifyGatePlugin = (instance: unknown, options: FastifyGateOptions, done: (error?: Error) => void) => void
+
+/**
+ * What retry protection uses of Hono's `Context` once the handler ran: the error Hono caught and the
+ * answer, which it replaces. Written here so that the package's declarations need no Hono types.
+ */
+export interface HonoAnswer {
+  readonly error: unknown
+  get res(): Response
+  set res(answer: Response | undefined)
+}
 
 /** `gate.hono()`: Hono middleware, on the Fetch API's `Request` and `Response`; its context's type is Hono's. */
 export type HonoGateMiddleware = (c: unknown, next: () => Promise<void>) => Promise<Response | void>

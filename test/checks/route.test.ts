@@ -5,8 +5,8 @@ import type { Operation } from '../../lib/schema/payment.js'
 /** The operation of a target alone: undefined for a path not ours, `refused` for a target refused. */
 function operationsOf(basePath: string) {
   const targetOf = buildRouter(basePath)
-  return (url: string | undefined, mount?: string) => {
-    const target = targetOf(url, mount)
+  return (url: string | undefined, mounted?: boolean) => {
+    const target = targetOf(url, mounted)
     return target.ok ? target.operation : 'refused'
   }
 }
@@ -37,7 +37,7 @@ t.test('any other path is not ours', async (t) => {
   t.equal(route('POST', '/api/payments/sales'), undefined)
   t.equal(route('POST', '/api/payments/sales/migrateCardOnFileX'), undefined)
   t.equal(route('POST', '/api/payments/sales/migrateCardOnFile/x'), undefined)
-  t.equal(route('POST', '/api/payments/sales/migrateCardOnFile/..'), undefined)
+  t.equal(route('POST', '/api/payments/sales/migrateCardOnFile/..'), 'refused', 'named, then a dot segment: read apart')
   t.equal(route('POST', undefined), undefined)
   t.equal(route('POST', '/api/payments/sales/migrateCardOnFile'), 'sale')
   t.equal(route('GET', '/status'), undefined, 'whatever the method: the 405 is for our paths only')
@@ -131,15 +131,124 @@ t.test('an absolute-form target routes on its path, a fragment is refused, whate
   t.equal(router('')('POST', '/payments/sales/migrateCardOnFile#x'), 'refused')
 })
 
-t.test('below a mount point: read with the mount taken off, in any spelling of it', async (t) => {
+t.test('read as a middleware reads it: an operation path under any mount point, in any spelling', async (t) => {
   const operationOf = operationsOf('')
-  t.equal(operationOf('/v6/payments/sales/migrateCardOnFile', '/v6'), 'sale')
-  t.equal(operationOf('/V6//payments/sales/migrateCardOnFile/', '/v6'), 'sale')
-  t.equal(operationOf('/v6/payments/sales/migrateCardOnFile'), undefined, 'no mount: not ours')
-  t.equal(operationOf('/v7/payments/sales/migrateCardOnFile', '/v6'), undefined, 'not below the mount')
-  t.equal(operationOf('/v6/elsewhere', '/v6'), undefined)
-  t.equal(operationOf('/payments/sales/migrateCardOnFile', '/v6'), 'sale', 'from the root as well')
+  for (const mount of ['/v6', '/V6', '/api/', '/acme', '/:tenant', '/a/b/c', '/V6//']) {
+    t.equal(operationOf(`${mount}/payments/sales/migrateCardOnFile`, true), 'sale', mount)
+    t.equal(operationOf(`${mount}/Payments//sales/migrateCardOnFile/`, true), 'sale', `${mount}, respelt`)
+    t.equal(operationOf(`${mount}/payments/sales/migrateCardOnFile`), undefined, `${mount}: not to the proxy`)
+  }
+  t.equal(operationOf('/v6/payments/authorizations/migrateRecurring', true), 'recurring')
+  t.equal(operationOf('/payments/sales/migrateCardOnFile', true), 'sale', 'from the root as well')
+  t.equal(operationOf('/v6/elsewhere', true), undefined)
+  t.equal(
+    operationOf('/v6/payments/sales/migrateCardOnFile/x', true),
+    undefined,
+    'the operation is the end of the path',
+  )
+  t.equal(
+    operationOf('/v6%2Fpayments/sales/migrateCardOnFile', true),
+    'sale',
+    'a mount spelt with an escape: every reading',
+  )
+  t.equal(operationOf('/api/V6/payments/sales/migrateCardOnFile', true), 'sale')
 })
+
+t.test('base path: relative to the root for the proxy, and under any mount for a middleware', async (t) => {
+  const operationOf = operationsOf('/v6')
+  t.equal(operationOf('/v6/payments/sales/migrateCardOnFile'), 'sale')
+  t.equal(operationOf('/V6/payments/sales/migrateCardOnFile/'), 'sale')
+  t.equal(operationOf('/payments/sales/migrateCardOnFile'), undefined, '--base-path keeps its meaning')
+  t.equal(operationOf('/v5/payments/sales/migrateCardOnFile'), undefined)
+  t.equal(operationOf('/payments/sales/migrateCardOnFile', true), 'sale', 'a middleware fails closed')
+  t.equal(operationOf('/api/v6/payments/sales/migrateCardOnFile', true), 'sale')
+})
+
+t.test('the proxy has no suffix rule: an application path that ends like an operation passes through', async (t) => {
+  const targetOf = buildRouter('')
+  for (const path of [
+    '/v5/payments/sales/migrateCardOnFile',
+    '/admin/x/payments/sales/migrateCardOnFile',
+    '/admin/payments/authorizations/migrateRecurring?x=1',
+    '/evil/payments/sales/migrateCardOnFile',
+  ])
+    t.same(targetOf(path), { ok: true, operation: undefined, path, host: undefined }, path)
+})
+
+t.test('readers that take segments off the front: checked as the operation they read', async (t) => {
+  const operationOf = operationsOf('')
+  for (const [path, why] of [
+    ['//evil/payments/sales/migrateCardOnFile', 'new URL(target, base): an authority'],
+    ['///evil/payments/sales/migrateCardOnFile', 'WHATWG skips every leading slash'],
+    ['/\\evil/payments/sales/migrateCardOnFile', 'and backslash'],
+    ['//evil\\x/payments/sales/migrateCardOnFile', 'RFC 3986: the authority ends at the next slash only'],
+    ['/%2F%2Fevil/payments/sales/migrateCardOnFile', 'behind a hop that decodes'],
+    ['/a/..//evil/payments/sales/migrateCardOnFile', 'behind a hop that resolves dot segments'],
+    ['/x%00/../payments/sales/migrateCardOnFile', 'dot segments removed before a decoded NUL cuts'],
+    ['/x%3F/../payments/sales/migrateCardOnFile', '... or a decoded ?'],
+    ['/x%23/%2e%2e/payments/sales/migrateCardOnFile', '... or a decoded #, the dots escaped'],
+    ['/x%2500/%252e%252e/payments/sales/migrateCardOnFile', 'escaped twice, behind a hop that decodes'],
+    ['/x\\y/../payments/sales/migrateCardOnFile', 'a backslash kept in its segment (RFC 3986)'],
+  ])
+    t.equal(operationOf(path), 'sale', `${path}: ${why}`)
+})
+
+t.test('a target read as both operations, or read apart and as none, is refused', async (t) => {
+  const operationOf = operationsOf('')
+  t.match(
+    operationOf('/payments/authorizations/migrateRecurring%00/../../../payments/sales/migrateCardOnFile'),
+    'refused',
+    'a router that cuts at the NUL reads the recurring authorization, new URL the sale',
+  )
+  t.equal(operationOf('/x/../y/payments/sales/migrateCardOnFile'), 'refused', 'no reading takes it for the sale')
+  t.equal(operationOf('//evil/v5/payments/sales/migrateCardOnFile'), 'refused')
+  t.equal(operationOf('/x/../y/elsewhere'), undefined, 'naming no operation: not ours')
+  t.equal(operationOf('//cdn/assets/app.js'), undefined)
+  t.equal(operationOf('/v5/payments/sales/migrateCardOnFile%20notes'), undefined, 'the name not whole')
+  t.equal(operationOf('/v5/payments%2Fsales/migrateCardOnFile'), undefined, 'escapes alone take no segment off')
+})
+
+t.test('a mounted path in front of which readers may differ is read every way', async (t) => {
+  const operationOf = operationsOf('')
+  for (const front of ['/a%2Fb', '/a.b', '/a\\b', '/a;b=1', '/a/./b'])
+    t.equal(operationOf(`${front}/payments/sales/migrateCardOnFile`, true), 'sale', front)
+  t.equal(operationOf('/a%2F..%2F../payments/sales/migrateCardOnFile', true), 'sale')
+})
+
+t.test('a path too long to read every way, that names an operation and may lose its front, is refused', async (t) => {
+  const operationOf = operationsOf('')
+  const padding = '/y'.repeat(300)
+  t.equal(operationOf(`/x/..${padding}/../../payments/sales/migrateCardOnFile`), 'refused')
+  t.equal(
+    operationOf(`/x/..${'/y'.repeat(200)}/payments/sales/migrateCardOnFile`),
+    'refused',
+    'under the bound: read, no operation',
+  )
+  t.equal(operationOf(`/x/..${padding}/elsewhere`), undefined, 'naming none: not ours')
+  t.equal(operationOf(`${padding}/payments/sales/migrateCardOnFile`, true), 'sale', 'nothing to lose: read')
+})
+
+t.test('a path led by several slashes is forwarded with one: every reader reads it alike', async (t) => {
+  const targetOf = buildRouter('')
+  t.match(targetOf('//evil/elsewhere?x=//y'), { ok: true, operation: undefined, path: '/evil/elsewhere?x=//y' })
+  t.match(targetOf('/\\//a'), { path: '/a' })
+  t.match(targetOf('http://h//payments/sales/migrateCardOnFile'), {
+    operation: 'sale',
+    path: '/payments/sales/migrateCardOnFile',
+    host: 'h',
+  })
+  t.match(targetOf('/a//b'), { path: '/a//b' }, 'slashes inside are left as they came')
+})
+
+t.test(
+  'trailing spaces and controls, and a decoded tab or newline, are dropped as WHATWG URL drops them',
+  async (t) => {
+    const operationOf = operationsOf('')
+    t.equal(operationOf('/payments/sales/migrateCardOnFile%20'), 'sale')
+    t.equal(operationOf('/payments/sales/migrate%09CardOnFile'), 'sale')
+    t.equal(canonicalPath('/a%20%01/b'), '/a/b')
+  },
+)
 
 t.test('base paths are normalized', async (t) => {
   t.equal(normalizeBasePath(''), '')

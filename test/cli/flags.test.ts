@@ -12,6 +12,7 @@ import {
   type CommandSpec,
 } from '../../lib/cli/flags.js'
 import { SUBCOMMANDS } from '../../lib/cli/main.js'
+import { runCli } from '../helpers/cli.js'
 
 const page = readFileSync(new URL('../../docs/cli.md', import.meta.url), 'utf8')
 
@@ -147,6 +148,39 @@ t.test('parseFlags: a flag given twice is refused, whichever spelling', async (t
       { code: 'EUSAGE', message: /^--(count|loud) is given more than once; give it once$/ },
       args.join(' '),
     )
+})
+
+t.test('parseFlags: a value that starts with - is a forgotten value unless given as --flag=VALUE', async (t) => {
+  for (const [args, next] of [
+    [['--label', '--count', '2'], '--count'],
+    [['--label', '--loud'], '--loud'],
+    [['--label', '-h2'], '-h2'],
+    [['--count', '-1'], '-1'],
+    [['--label', '-'], '-'],
+  ] as const)
+    t.throws(
+      () => parseFlags(spec, [...args], {}),
+      {
+        code: 'EUSAGE',
+        message: `${args[0]} needs a value, not the next flag "${next}": ${args[0]} ${args[0] === '--label' ? 'TEXT' : 'N'}, or ${args[0]}=VALUE for a value that starts with -`,
+      },
+      args.join(' '),
+    )
+  const hidden = t.throws(() => parseFlags(spec, ['--label', '-https://user:secret@host'], {}), {
+    message: /^--label needs a value, not the next flag "[^"]*@host"/,
+  }) as Error
+  t.notMatch(hidden.message, /secret/, 'what could be a password is not shown')
+  t.same(parseFlags(spec, ['--label=-x', '--count=-1'], {}).values, { count: -1, label: '-x', loud: false })
+  t.same(parseFlags(spec, ['--label', 'x-', '--', '-'], {}).positionals, ['-'], 'a lone - after -- is an argument')
+})
+
+t.test('serve --target --credentials FILE: one line naming the forgotten value, exit 2', async (t) => {
+  t.same(await runCli(['serve', '--target', '--credentials', 'credentials.json']), {
+    code: 2,
+    stdout: '',
+    stderr:
+      'payments-gate serve: --target needs a value, not the next flag "--credentials": --target URL, or --target=VALUE for a value that starts with -\n',
+  })
 })
 
 t.test(

@@ -219,10 +219,7 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
       [...required, '--trust-proxy', 'two'],
       '--trust-proxy="two" must be a whole number of proxies from 0 to 9007199254740991',
     ],
-    [
-      [...required, '--shutdown-delay', '-1'],
-      '--shutdown-delay="-1" must be a whole number of seconds from 0 to 2147483',
-    ],
+    [[...required, '--shutdown-delay=-1'], '--shutdown-delay="-1" must be a whole number of seconds from 0 to 2147483'],
     [
       [...required, '--drain-timeout', '1.5'],
       '--drain-timeout="1.5" must be a whole number of seconds from 0 to 2147483',

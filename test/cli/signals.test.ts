@@ -186,6 +186,25 @@ t.test(
   },
 )
 
+t.test(
+  '--workers: SIGTERM while the primary still reads its files ends it at once, before any worker is forked',
+  async (t) => {
+    // The credentials file sits on a disk that takes a minute to answer (test/helpers/slow-disk.mjs).
+    const slowDisk = new URL('../helpers/slow-disk.mjs', import.meta.url).href
+    const run = spawnCli(
+      ['serve', '--workers', '2', '--idempotency', 'off', '--target', backend.url, '--credentials', credentials],
+      { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${slowDisk}`, SLOW_DISK_FILE: credentials },
+    )
+    t.teardown(() => run.child.kill('SIGKILL'))
+    await run.waitFor(/slow disk: /)
+    run.child.kill('SIGTERM')
+    // Far below the disk's minute: the signal is not held until the workers are forked.
+    t.ok(await until(() => run.child.signalCode !== null, 20_000), 'ended while its disk was still silent')
+    t.equal(run.child.signalCode, 'SIGTERM', 'ended by the signal it was sent')
+    t.notMatch(run.output().stdout, /workers started/, 'no worker forked')
+  },
+)
+
 t.test('SIGHUP: ignored until a reload is given, then runs it each time; the process stays', async (t) => {
   const before = process.listenerCount('SIGHUP')
   const onReload = reloadSignal()

@@ -7,7 +7,7 @@ import { batchSetting, samplerSetting, startTracing, tracingRequested } from '..
 import { CodedError, isCoded } from '../../lib/coded-error.js'
 import { spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
-import { paymentHeaders, send } from '../helpers/http.js'
+import { paymentHeaders, send, until } from '../helpers/http.js'
 import { startReceiver } from '../helpers/otlp.js'
 import { freePort, serveOnLoopback, startBackend } from '../helpers/servers.js'
 
@@ -231,10 +231,20 @@ t.test(
 
 t.test('the flush on stop is bounded: a collector that takes the spans and never answers is given up on', async (t) => {
   // Holds every export open: only the bound ends the wait.
-  const { port } = await serveOnLoopback(t, () => undefined)
-  const tracing = await startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` })
+  let received = 0
+  const { port } = await serveOnLoopback(t, () => received++)
+  // The exporter reads its variables from the process's environment, not from the one given to startTracing; its
+  // timeout, above the bound, only keeps this test's process from retrying for long once the collector is closed.
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${port}`
+  process.env.OTEL_EXPORTER_OTLP_TIMEOUT = '1000'
+  t.teardown(() => {
+    delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT
+    delete process.env.OTEL_EXPORTER_OTLP_TIMEOUT
+  })
+  const tracing = await startTracing(process.env)
   trace.getTracer('test').startSpan('queued').end()
-  await t.rejects(tracing!.shutdown(50), /the spans still queued were not sent within 50 ms/)
+  await t.rejects(tracing!.shutdown(200), /the spans still queued were not sent within 200 ms/)
+  t.equal(received, 1, 'the export reached the collector, which held it')
   t.equal(trace.getTracer('test').startSpan('after').isRecording(), false, 'the SDK is unregistered all the same')
 })
 
@@ -260,5 +270,32 @@ t.test(
     const { stdout, stderr } = run.output()
     t.match(stdout, /"level":40,[^\n]*"msg":"spans not sent to the collector, dropped"[^]*"msg":"stopped"/)
     t.notMatch(stderr, /at async/, 'no stack')
+  },
+)
+
+t.test(
+  'the real process with a collector that takes the spans and never answers, under a 60 s exporter timeout: exit 0 soon after "stopped"',
+  async (t) => {
+    // Accepts every export and never answers: only the gateway's own bound ends the flush.
+    const { port: collector } = await serveOnLoopback(t, () => undefined)
+    const backend = await startBackend()
+    t.teardown(() => backend.close())
+    const credentials = await writeCredentials(t.testdir())
+    const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector}`,
+      OTEL_EXPORTER_OTLP_TIMEOUT: '60000',
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
+      PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
+    })
+    t.teardown(() => void run.child.kill('SIGKILL'))
+    await run.waitFor(/"msg":"gateway listening"/)
+    const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+    t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
+    run.child.kill('SIGTERM')
+    await run.waitFor(/"msg":"stopped"/)
+    // Generous for a loaded machine, and far below the 60 s the exporter would hold its request open.
+    t.ok(await until(() => run.child.exitCode !== null, 15_000), 'exited soon after "stopped"')
+    t.equal(await run.exited, 0)
+    t.match(run.output().stdout, /"msg":"spans not sent to the collector, dropped"[^]*"msg":"stopped"/)
   },
 )

@@ -46,9 +46,9 @@ export interface Running {
  */
 const CHILD_ARGS = [`--import=${new URL('../typescript.mjs', import.meta.url).href}`]
 
-/** The real CLI in a child process, its TypeScript run as the tests run theirs. */
-export function spawnCli(args: string[], env: Record<string, string> = {}): Running {
-  const child = spawn(process.execPath, [...CHILD_ARGS, 'lib/cli.ts', ...args], {
+/** The real CLI (or another `script` of the repository) in a child process, its TypeScript run as the tests run theirs. */
+export function spawnCli(args: string[], env: Record<string, string> = {}, script = 'lib/cli.ts'): Running {
+  const child = spawn(process.execPath, [...CHILD_ARGS, script, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -187,3 +187,49 @@ t.test(
     }
   },
 )
+
+/** docs/middleware.md, mounts: Express routes what a middleware in front left in `req.url`, which the gate reads too. */
+t.test('a middleware in front that rewrites req.url: the path Express routes is screened', async (t) => {
+  const gate = await testGate(t)
+  const app = express()
+  const router = express.Router()
+  // A legacy alias, rewritten below the router's mount point before the gate runs.
+  router.use((req, _res, next) => {
+    if (req.url === '/legacy-sale') req.url = SALE_PATH
+    next()
+  })
+  router.use(gate.express())
+  let handled = 0
+  router.post(SALE_PATH, (req, res) => {
+    handled++
+    res.status(201).send(req.paymentsGate?.operation)
+  })
+  app.use('/v6', router)
+  const { port, agent } = await serve(t, app)
+  const { authorization: _, ...anonymous } = CLEAN.headers
+  const refused = await send(port, { path: '/v6/legacy-sale', headers: anonymous, body: { amount: -1 } }, agent)
+  t.equal(refused.status, 401)
+  t.equal(handled, 0)
+  t.equal((await send(port, { ...CLEAN, path: '/v6/legacy-sale' }, agent)).text, 'sale')
+})
+
+t.test('under Connect, which sets originalUrl but no baseUrl, a mounted payment path is screened', async (t) => {
+  const gate = await testGate(t)
+  const middleware = gate.express()
+  let handled = 0
+  // What Connect's `app.use('/v6', ...)` does to a request: originalUrl kept, the mount point taken off url.
+  const { port, agent } = await serve(t, (req, res) => {
+    Object.assign(req, { originalUrl: req.url })
+    if (req.url?.startsWith('/v6/')) req.url = req.url.slice('/v6'.length)
+    middleware(req as never, res, () => {
+      handled++
+      res.writeHead(201).end()
+    })
+  })
+  const { authorization: _, ...anonymous } = CLEAN.headers
+  const refused = await send(port, { path: `/v6${SALE_PATH}`, headers: anonymous, body: { amount: -1 } }, agent)
+  t.equal(refused.status, 401)
+  t.equal(handled, 0)
+  t.equal((await send(port, { ...CLEAN, path: `/v6${SALE_PATH}` }, agent)).status, 201)
+  t.equal(handled, 1)
+})

@@ -185,6 +185,66 @@ t.test('the plugin guards the path it is registered on: under a prefix, with and
   }
 })
 
+/**
+ * Issue 47: a prefix that is not already in the router's canonical spelling (upper case, a trailing
+ * slash) still guards the payment route below it.
+ */
+t.test(
+  'a prefix spelt otherwise than the router reads it, /V6 or /api/: the payment route is still screened',
+  async (t) => {
+    for (const prefix of ['/V6', '/api/']) {
+      const gate = await testGate(t)
+      const app = Fastify()
+      const handled: unknown[] = []
+      await app.register(
+        async (child) => {
+          await child.register(gate.fastify)
+          child.post(SALE_PATH, async (request, reply) => {
+            handled.push(request.paymentsGate?.operation)
+            return reply.code(201).send()
+          })
+        },
+        { prefix },
+      )
+      const { port, agent } = await serve(t, app)
+      const path = `${prefix.replace(/\/$/, '')}${SALE_PATH}`
+      const { authorization: _, ...anonymous } = CLEAN.headers
+      t.equal(
+        (await send(port, { path, headers: anonymous, body: { amount: -1 } }, agent)).status,
+        401,
+        `${prefix}: no credentials`,
+      )
+      t.equal((await send(port, { ...CLEAN, path }, agent)).status, 201, `${prefix}: a clean payment`)
+      t.same(handled, ['sale'], `${prefix}: the handler saw only the checked one`)
+    }
+  },
+)
+
+/** Issue 42: the plugin under a parameterised prefix, `{ prefix: '/:tenant' }`, compared as literal text before. */
+t.test('under a parameterised prefix: bogus credentials are refused, the handler not called', async (t) => {
+  const gate = await testGate(t)
+  const app = Fastify()
+  let handled = 0
+  await app.register(
+    async (child) => {
+      await child.register(gate.fastify)
+      child.post(SALE_PATH, async (request, reply) => {
+        handled++
+        return reply.code(201).send(request.paymentsGate?.operation)
+      })
+    },
+    { prefix: '/:tenant' },
+  )
+  const { port, agent } = await serve(t, app)
+  const path = `/acme${SALE_PATH}`
+  const bogus = { ...CLEAN.headers, authorization: `Basic ${Buffer.from('shop-1:guess').toString('base64')}` }
+  t.equal((await send(port, { path, headers: bogus, body: { merchant: { entity: 'victim' } } }, agent)).status, 401)
+  t.equal(handled, 0)
+  const passed = await send(port, { ...CLEAN, path }, agent)
+  t.equal(passed.status, 201)
+  t.equal(passed.text, 'sale')
+})
+
 t.test('a target with a fragment, which Fastify routes on the path before it, is refused 400', async (t) => {
   const gate = await testGate(t)
   const app = await fastifyApp(gate, () => t.fail('not reached'))

@@ -9,6 +9,7 @@ import {
   AUTH,
   BODY_LIMIT,
   OTHER_PATH,
+  REQUEST_TYPE,
   SALE_PATH,
   saleBody,
   TEST_PAN,
@@ -16,7 +17,7 @@ import {
   writeCredentials,
 } from '../helpers/fixtures.js'
 import { honoApp, honoServer, serveHono } from '../helpers/hono-app.js'
-import { abortMidBody, keepAliveAgent, paymentHeaders, send, type Reply } from '../helpers/http.js'
+import { abortMidBody, keepAliveAgent, paymentHeaders, raw, send, type Reply } from '../helpers/http.js'
 import { memoryLogger } from '../helpers/logs.js'
 import { closedOnServer, closeServer, listenOnLoopback } from '../helpers/servers.js'
 import { type Echo, testGate } from '../helpers/surfaces.js'
@@ -109,6 +110,68 @@ t.test('under app.route(): the whole path, so basePath is relative to the root',
   const passed = await send(port, { ...CLEAN, path })
   t.equal(passed.status, 201)
   t.equal(passed.text, 'sale')
+})
+
+/**
+ * Issue 42: a sub-app screened by its own `use('/payments/*')`, mounted with `app.route('/v6', ...)` and
+ * no `basePath`, or under a path parameter: screened wherever it is mounted (docs/middleware.md, mounts).
+ */
+t.test('a sub-app that screens its own payments, mounted under /v6 or /:tenant without basePath', async (t) => {
+  for (const mount of ['/v6', '/:tenant']) {
+    const gate = await testGate(t)
+    const payments = new Hono()
+    payments.use('/payments/*', gate.hono())
+    let handled = 0
+    payments.post(SALE_PATH, (c) => (handled++, c.text(String(c.get('paymentsGate')?.operation), 201)))
+    const app = new Hono()
+    app.route(mount, payments)
+    const port = await serveHono(t, app)
+    const path = `${mount === '/v6' ? '/v6' : '/acme'}${SALE_PATH}`
+    const { authorization: _, ...anonymous } = CLEAN.headers
+    const refused = await send(port, { path, headers: anonymous, body: { merchant: { entity: 'anyone' } } })
+    t.equal(refused.status, 401, `${mount}: no credentials`)
+    t.equal(handled, 0, `${mount}: the handler not called`)
+    const passed = await send(port, { ...CLEAN, path })
+    t.equal(passed.status, 201, `${mount}: a clean payment`)
+    t.equal(passed.text, 'sale')
+  }
+})
+
+t.test('decided by the route Hono matched: a path its getPath maps to a payment route is screened', async (t) => {
+  const gate = await testGate(t)
+  // An application whose routing reads another path than the request's own: `/p/...` is `/payments/...`.
+  const app = new Hono({
+    getPath: (request) => new URL(request.url).pathname.replace(/^\/p\//, '/payments/'),
+  })
+  app.use('*', gate.hono())
+  let handled = 0
+  app.post(SALE_PATH, (c) => (handled++, c.text(String(c.get('paymentsGate')?.operation), 201)))
+  app.post('/p/other', (c) => c.text('other'))
+  const port = await serveHono(t, app)
+  const { authorization: _, ...anonymous } = CLEAN.headers
+  const refused = await send(port, { path: '/p/sales/migrateCardOnFile', headers: anonymous, body: { amount: -1 } })
+  t.equal(refused.status, 401, 'the request path names no operation, the route it reached does')
+  t.equal(handled, 0)
+  t.equal((await send(port, { ...CLEAN, path: '/p/sales/migrateCardOnFile' })).text, 'sale')
+  t.equal((await send(port, { path: '/other', headers: anonymous, body: 'x' })).status, 404, 'not a route')
+})
+
+t.test('a target the router refuses, a fragment, is answered 400 as on every surface', async (t) => {
+  const gate = await testGate(t)
+  let handled = 0
+  const port = await serveHono(
+    t,
+    honoApp(gate, () => handled++),
+  )
+  const body = JSON.stringify({ amount: -1 })
+  const answer = await raw(
+    port,
+    `POST ${SALE_PATH}#x HTTP/1.1\r\nHost: a\r\nConnection: close\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    { keepOpen: true },
+  )
+  t.match(answer, /^HTTP\/1\.1 400 [^]*"errorName":"requestIsMalformed"/)
+  t.notMatch(answer, /x-request-id/i, 'no id: no operation was screened')
+  t.equal(handled, 0)
 })
 
 t.test('a body past the limit: 413, the connection closed, never buffered whole, the handler not called', async (t) => {
