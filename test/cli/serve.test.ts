@@ -289,6 +289,8 @@ t.test('the real process on the memory store loads no Redis client: ioredis wait
   const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${report}`,
     PAYMENTS_GATE_TEST_LOADS: loads,
+    // What it loaded is known once it listens: no shutdown delay to wait out.
+    PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
   })
   await run.waitFor(/"msg":"gateway listening"/)
   run.child.kill('SIGTERM')
