@@ -31,6 +31,9 @@ async function runProbe(
   return { passed: code === 0, ms: Date.now() - started }
 }
 
+// Each test starts its own servers; the failover's waits leave room for the others beside it: two at a time.
+t.jobs = 2
+
 t.test(
   'the Redis probes: a command with a timeout, passing on a server that answers and failing within its timeout on a wedged one; liveness needs no password and a minute of failures',
   async (t) => {
