@@ -35,8 +35,57 @@ async function claimWhenBack(store: RedisIdempotencyStore, key: string): Promise
   return undefined
 }
 
-// Each test has a Redis of its own; the replicas' test waits out two command timeouts: two at a time.
+// Each test has a Redis of its own. The replicas' test, which waits out two command timeouts, runs first and beside
+// the others, which run one after another.
 t.jobs = 2
+
+t.test(
+  'replicas: claims and records wait for a replica on connections of their own; too few acknowledgements, or no free connection in time, fail the write',
+  async (t) => {
+    const primary = await startRedis(t)
+    if (primary === undefined) return
+    const replica = (await startRedis(t, { replicaOf: primary })) as RedisServer
+    const errors: Error[] = []
+    const options = { ...OPTIONS, replicas: 1, commandTimeoutMs: 1000, onError: (error: Error) => errors.push(error) }
+    const store = new RedisIdempotencyStore(createRedisClient(primary.url, options), options)
+    t.teardown(() => store.close())
+    t.ok(await store.ready(5000), 'the client and every connection for acknowledged writes')
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claim(`k${i}`, 'f')))
+    t.ok(
+      claims.every((claim) => claim.state === 'claimed'),
+      'twenty claims share the eight connections, each acknowledged',
+    )
+    const [first] = claims
+    await store.record('k0', 'stale', ANSWER)
+    t.same(await store.claim('k0', 'f'), { state: 'inFlight' }, 'a stale token records nothing, and waits for nobody')
+    await store.record('k0', first?.state === 'claimed' ? first.token : '', ANSWER)
+    t.equal((await store.claim('k0', 'f')).state, 'recorded')
+
+    replica.freeze()
+    await t.rejects(store.claim('unacknowledged', 'f'), {
+      code: 'EREPLICAS',
+      message: '0 of 1 replicas acknowledged the write within 1000 ms',
+    })
+    replica.thaw()
+    t.equal(
+      (await claimWhenBack(store, 'unacknowledged'))?.state,
+      'claimed',
+      'the claim no replica acknowledged was released',
+    )
+
+    primary.freeze()
+    t.teardown(() => primary.thaw())
+    const held = Array.from({ length: 8 }, (_, i) => store.claim(`held${i}`, 'f'))
+    await t.rejects(store.claim('ninth', 'f'), {
+      message: 'no connection for an acknowledged write was free within 1000 ms',
+    })
+    t.ok(
+      (await Promise.allSettled(held)).every((result) => result.status === 'rejected'),
+      'the eight writes of the frozen primary timed out',
+    )
+    primary.thaw()
+  },
+)
 
 t.test('two stores (two clients) on one Redis agree', async (t) => {
   const redis = await startRedis(t)
@@ -127,51 +176,3 @@ t.test('whenReady on a connected client answers at once', async (t) => {
   t.ok(await store.ready())
   t.ok(await whenReady(store.redis, 0))
 })
-
-t.test(
-  'replicas: claims and records wait for a replica on connections of their own; too few acknowledgements, or no free connection in time, fail the write',
-  async (t) => {
-    const primary = await startRedis(t)
-    if (primary === undefined) return
-    const replica = (await startRedis(t, { replicaOf: primary })) as RedisServer
-    const errors: Error[] = []
-    const options = { ...OPTIONS, replicas: 1, commandTimeoutMs: 1000, onError: (error: Error) => errors.push(error) }
-    const store = new RedisIdempotencyStore(createRedisClient(primary.url, options), options)
-    t.teardown(() => store.close())
-    t.ok(await store.ready(5000), 'the client and every connection for acknowledged writes')
-    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => store.claim(`k${i}`, 'f')))
-    t.ok(
-      claims.every((claim) => claim.state === 'claimed'),
-      'twenty claims share the eight connections, each acknowledged',
-    )
-    const [first] = claims
-    await store.record('k0', 'stale', ANSWER)
-    t.same(await store.claim('k0', 'f'), { state: 'inFlight' }, 'a stale token records nothing, and waits for nobody')
-    await store.record('k0', first?.state === 'claimed' ? first.token : '', ANSWER)
-    t.equal((await store.claim('k0', 'f')).state, 'recorded')
-
-    replica.freeze()
-    await t.rejects(store.claim('unacknowledged', 'f'), {
-      code: 'EREPLICAS',
-      message: '0 of 1 replicas acknowledged the write within 1000 ms',
-    })
-    replica.thaw()
-    t.equal(
-      (await claimWhenBack(store, 'unacknowledged'))?.state,
-      'claimed',
-      'the claim no replica acknowledged was released',
-    )
-
-    primary.freeze()
-    t.teardown(() => primary.thaw())
-    const held = Array.from({ length: 8 }, (_, i) => store.claim(`held${i}`, 'f'))
-    await t.rejects(store.claim('ninth', 'f'), {
-      message: 'no connection for an acknowledged write was free within 1000 ms',
-    })
-    t.ok(
-      (await Promise.allSettled(held)).every((result) => result.status === 'rejected'),
-      'the eight writes of the frozen primary timed out',
-    )
-    primary.thaw()
-  },
-)
