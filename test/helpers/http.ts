@@ -1,7 +1,8 @@
 /** The clients of the tests: one HTTP sender, raw bytes on a socket, a bounded load run, and waiting. */
 import { Agent, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
+import { createRequire } from 'node:module'
 import { connect } from 'node:net'
-import autocannon, { type Result, type Run } from 'autocannon'
+import type { Options, Result, Run } from 'autocannon'
 import type { Test } from 'tap'
 import { AUTH, REQUEST_TYPE, RESPONSE_TYPE, SALE_PATH, saleBody } from './fixtures.js'
 
@@ -125,6 +126,8 @@ export async function abortMidBody(
 /** A bounded autocannon run of valid sales: `duration` seconds at most (`stop()` ends it sooner), few connections. */
 export function loadSales(url: string, duration: number, connections = 4): Run {
   const headers = { authorization: AUTH, 'content-type': REQUEST_TYPE, accept: RESPONSE_TYPE }
+  // Loaded by the few load tests as they run, not at start by every file that imports this module.
+  const autocannon = createRequire(import.meta.url)('autocannon') as (options: Options) => Run
   return autocannon({
     url,
     connections,
