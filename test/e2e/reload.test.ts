@@ -80,14 +80,17 @@ function sale(post: ReturnType<typeof keepAliveSender>, username: string, passwo
   })
 }
 
-/** Sales as `username` from a few concurrent loops until `done()`, bounded in count and time; every status, or the error. */
+/**
+ * Sales as `username` from a few concurrent loops until `done()`, bounded in count and time; every status, or the
+ * error, pushed to `statuses` as it comes, which it resolves with.
+ */
 async function load(
   post: ReturnType<typeof keepAliveSender>,
   username: string,
   password: string,
   done: () => boolean,
+  statuses: (number | string)[] = [],
 ): Promise<(number | string)[]> {
-  const statuses: (number | string)[] = []
   const deadline = Date.now() + 20_000
   const loop = async () => {
     while (!done() && statuses.length < 5000 && Date.now() < deadline) {
@@ -112,7 +115,8 @@ t.test(
     const gateway = await serve(t, file, join(dir, 'policies'))
     const post = keepAliveSender(t, gateway.url)
     let stopped = false
-    const steady = load(post, 'steady', 'unchanged', () => stopped)
+    const answered: (number | string)[] = []
+    const steady = load(post, 'steady', 'unchanged', () => stopped, answered)
 
     // The rotated user's client: the old password until the file is replaced.
     const before: number[] = []
@@ -126,7 +130,9 @@ t.test(
     // A few only: each is a failed login, and ten within a minute would lock the username out (docs/credentials.md).
     const old: number[] = []
     for (let i = 0; i < 3; i++) old.push((await sale(post, 'shop-1', 'old password')).status)
-    await waitFor(200)
+    // The other user's load goes on past the last step: a few more of its requests answered after it.
+    const sent = answered.length
+    t.ok(await until(() => answered.length >= sent + 6), 'the load went on')
     stopped = true
     const statuses = await steady
 
@@ -161,7 +167,8 @@ t.test(
     const gateway = await serve(t, file, join(dir, 'policies'))
     const post = keepAliveSender(t, gateway.url)
     let stopped = false
-    const steady = load(post, 'steady', 'unchanged', () => stopped)
+    const answered: (number | string)[] = []
+    const steady = load(post, 'steady', 'unchanged', () => stopped, answered)
 
     for (let i = 0; i < 5; i++) {
       gateway.run.child.kill('SIGHUP')
@@ -192,7 +199,9 @@ t.test(
       'counted as a failed reload',
     )
     await gateway.run.waitFor(/"msg":"credentials file refused, its last good users stay in force"/)
-    await waitFor(200)
+    // The other user's load goes on past the last step: a few more of its requests answered after it.
+    const sent = answered.length
+    t.ok(await until(() => answered.length >= sent + 6), 'the load went on')
     stopped = true
     const statuses = await steady
     t.ok(statuses.length > 0)
