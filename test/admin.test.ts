@@ -3,7 +3,7 @@ import t from 'tap'
 import { createAdmin, metricsOf } from '../lib/admin.js'
 import { ADMIN_DEFAULTS } from '../lib/defaults.js'
 import { createMetrics } from '../lib/metrics.js'
-import { until } from './helpers/http.js'
+import { until } from './helpers/wait.js'
 
 async function get(url: string): Promise<{ status: number; text: string; type: string | null }> {
   const res = await fetch(url)

@@ -8,7 +8,7 @@ import t from 'tap'
 import { maskCardNumbers } from '../lib/card-mask.js'
 import { LOG_DEFAULTS } from '../lib/defaults.js'
 import { createLogDestination, createLogger, errorFacts, isoTime } from '../lib/log.js'
-import { until } from './helpers/http.js'
+import { until } from './helpers/wait.js'
 import { secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from './helpers/logs.js'
 
 t.test('every line the logger writes is masked, wherever the number sits, and has no epoch timestamp', async (t) => {

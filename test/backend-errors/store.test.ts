@@ -7,7 +7,7 @@ import {
   type WatchBackendErrorsOptions,
 } from '../../lib/backend-errors/store.js'
 import type { ReloadOutcome } from '../../lib/watch.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 
 /** Ten seconds for a change to be seen: generous for a loaded machine (the contract says within a second). */
 const SEEN_MS = 10_000

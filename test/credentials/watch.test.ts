@@ -6,7 +6,7 @@ import type { CredentialStore } from '../../lib/credentials/store.js'
 import { watchCredentials, type WatchCredentialsOptions } from '../../lib/credentials/watch.js'
 import type { ReloadOutcome } from '../../lib/watch.js'
 import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 
 async function credentialsText(users: Record<string, string>): Promise<string> {
   const list = await Promise.all(

@@ -142,12 +142,5 @@ export function statusCounts(result: Result): Record<string, number> {
   return Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]))
 }
 
-export function waitFor(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
-/** Polls until the predicate holds, at most `ms`; the caller asserts the outcome. */
-export async function until(predicate: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; await waitFor(10)) if (await predicate()) return true
-  return predicate()
-}
+// Waiting, for the files that already import this module; a helper that needs nothing else imports wait.ts.
+export { until, waitFor } from './wait.js'

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import type { Test } from 'tap'
-import { until } from './http.js'
+import { until } from './wait.js'
 import { freePort } from './servers.js'
 
 export interface RedisServer {

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import type { Claim } from '../../lib/idempotency/store.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 import { type RedisServer, startRedis } from '../helpers/redis.js'
 import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 

@@ -9,7 +9,7 @@ import {
   type WatchPoliciesOptions,
 } from '../../lib/policy/store.js'
 import { policyJson } from '../helpers/fixtures.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 
 /** Ten seconds for a change to be seen: generous for a loaded machine (the contract says within a second). */
 const SEEN_MS = 10_000
