@@ -335,8 +335,7 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
     PAYMENTS_GATE_ADMIN: '127.0.0.1:1',
   })
   t.teardown(() => void run.child.kill('SIGKILL'))
-  await run.waitFor(/"msg":"gateway listening"/)
-  t.equal(healthy(run.child.pid as number), 1, 'nothing answers where the variable points')
+  // The second gateway starts beside the first: neither waits on the other.
   const flagged = spawnCli(
     [
       'serve',
@@ -351,6 +350,8 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
     { PAYMENTS_GATE_ADMIN: '127.0.0.1:1', PAYMENTS_GATE_SHUTDOWN_DELAY: '0' },
   )
   t.teardown(() => void flagged.child.kill('SIGKILL'))
+  await run.waitFor(/"msg":"gateway listening"/)
+  t.equal(healthy(run.child.pid as number), 1, 'nothing answers where the variable points')
   await poll(`http://127.0.0.1:${admin}/healthz`, 200)
   t.equal(healthy(flagged.child.pid as number), 0, 'the flag wins over the variable')
   // A process with a gateway's command line whose admin setting is the variable, pointing at the listener above.

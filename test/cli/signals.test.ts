@@ -11,6 +11,9 @@ import { freePort, poll, startBackend } from '../helpers/servers.js'
 const credentials = await writeCredentials(t.testdir())
 const backend = await startBackend()
 t.teardown(() => backend.close())
+// Most of these tests wait on a timer (a shutdown delay, a slow backend), each with a gateway process of its own: three
+// at a time. Only the first sends payments to this backend, and counts them.
+t.jobs = 3
 
 interface Gateway {
   readonly run: Running

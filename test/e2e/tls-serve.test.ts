@@ -6,7 +6,7 @@ import { spawnCli, type Running } from '../helpers/cli.js'
 import { httpsSale, serialOf, servedSerial as servedSerialOf } from '../helpers/tls-client.js'
 import { makePki, type PemFiles } from '../helpers/certificates.js'
 import { writeCredentials } from '../helpers/fixtures.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
 
 /** docs/deployment-reference.md, TLS, on the real `serve` process: a Secret's `..data` swap, a refused pair counted, SIGHUP; --workers in tls-workers.test.ts. */
