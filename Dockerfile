@@ -37,6 +37,6 @@ ENV PAYMENTS_GATE_LISTEN=0.0.0.0:8080 \
     PAYMENTS_GATE_ADMIN=0.0.0.0:9901 \
     PAYMENTS_GATE_POLICIES=/etc/payments-gate/policies \
     PAYMENTS_GATE_CREDENTIALS=/etc/payments-gate/credentials/credentials.json
-# Exec form: node is PID 1 and gets SIGTERM itself, so a stop drains (docs/deployment.md, stopping).
+# Exec form: node is PID 1 and gets SIGTERM itself, so a stop drains (docs/deployment-reference.md, stopping).
 ENTRYPOINT ["node", "dist/cli.js"]
 CMD ["serve"]

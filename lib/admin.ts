@@ -22,7 +22,7 @@ export interface Admin {
  * The `--admin` listener, apart from the gateway's port so that probes and
  * scrapes never count as payments traffic: `/healthz` (the process runs),
  * `/readyz` (send traffic), `/metrics`. Its timeouts are short and its
- * connections capped (docs/deployment.md, health).
+ * connections capped (docs/deployment-reference.md, health).
  */
 export function createAdmin(options: AdminOptions): Admin {
   const { headersTimeout, requestTimeout, keepAliveTimeout, timeoutCheckInterval, maxConnections } = ADMIN_DEFAULTS

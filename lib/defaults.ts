@@ -44,7 +44,7 @@ export const DEFAULTS = Object.freeze({
   trustProxy: 0,
   /** Refuse what the checks refuse (`enforce`), or pass it on and report it (`report`; docs/rollout.md). */
   mode: 'enforce' as 'enforce' | 'report',
-  /** After `SIGTERM`, how long `serve` keeps serving before it drains, in seconds (docs/deployment.md, stopping). */
+  /** After `SIGTERM`, how long `serve` keeps serving before it drains, in seconds (docs/deployment-reference.md, stopping). */
   shutdownDelaySeconds: 5,
   /**
    * How long `serve`'s stop waits for the spans still queued to reach the collector, in ms (docs/tracing.md); the
@@ -71,7 +71,7 @@ export const FILE_LIMITS = Object.freeze({
 })
 
 /**
- * The `--admin` listener (docs/deployment.md, health): a probe or a scrape is
+ * The `--admin` listener (docs/deployment-reference.md, health): a probe or a scrape is
  * one small GET, so a request that is slow to arrive is cut soon, and the
  * connections it may hold are capped, so that slow or many clients of the admin
  * port cannot take the file descriptors payments need.

@@ -47,7 +47,7 @@ export interface GateOptions extends HandlerRetryOptions {
   credentials: string | Authenticator
   /** The `<vendor>` in the media types. Default `example`. */
   vendor?: string
-  /** Prefix in front of `/payments/...` in the target a client sends, from the server's root, not the mount point (docs/middleware.md, base path). Default empty. */
+  /** Prefix in front of `/payments/...` in the target a client sends, from the server's root, not the mount point (docs/middleware-reference.md, base path). Default empty. */
   basePath?: string
   /** Largest body read, in bytes, at least the smallest valid payment (`BODY_LIMIT_MIN`). Default 65536. */
   bodyLimit?: number

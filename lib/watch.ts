@@ -29,6 +29,11 @@ export interface WatchOptions {
   rescanMs?: number
   /** Where a watch the OS refused is reported. */
   logger?: Pick<Logger, 'warn'>
+  /**
+   * Told after every read of the files, once what was read is in force or refused, even a read that found
+   * nothing new (which reports nothing else): what a caller that wrote a file waits for to know it was read.
+   */
+  onRead?: () => void
 }
 
 /** Re-reads on demand and on every change; `close` stops it. */
@@ -68,7 +73,9 @@ export function watchFolder(
         queued = undefined
         const asked = forced
         forced = false
-        if (!closed) await reload(asked)
+        if (closed) return
+        await reload(asked)
+        options.onRead?.()
       })
       tail = queued
     }

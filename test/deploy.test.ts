@@ -96,7 +96,7 @@ t.test(
     )
     const user = final.findLast((step) => step.keyword === 'USER')?.argument
     t.ok(user !== undefined && !/^(root|0)(:|$)/.test(user), `non-root user: ${user}`)
-    // Exec form, no shell in between: SIGTERM reaches node, which drains (docs/deployment.md, stopping).
+    // Exec form, no shell in between: SIGTERM reaches node, which drains (docs/deployment-reference.md, stopping).
     t.same(entrypoint, ['node', 'dist/cli.js'])
     t.equal(JSON.parse(read('package.json')).bin['payments-gate'], entrypoint[1], 'the package bin')
     t.same(command, ['serve'], 'the command alone: arguments after the image name replace it, the settings stay')
@@ -344,8 +344,7 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
     PAYMENTS_GATE_ADMIN: '127.0.0.1:1',
   })
   t.teardown(() => void run.child.kill('SIGKILL'))
-  await run.waitFor(/"msg":"gateway listening"/)
-  t.equal(healthy(run.child.pid as number), 1, 'nothing answers where the variable points')
+  // The second gateway starts beside the first: neither waits on the other.
   const flagged = spawnCli(
     [
       'serve',
@@ -360,6 +359,8 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
     { PAYMENTS_GATE_ADMIN: '127.0.0.1:1', PAYMENTS_GATE_SHUTDOWN_DELAY: '0' },
   )
   t.teardown(() => void flagged.child.kill('SIGKILL'))
+  await run.waitFor(/"msg":"gateway listening"/)
+  t.equal(healthy(run.child.pid as number), 1, 'nothing answers where the variable points')
   await poll(`http://127.0.0.1:${admin}/healthz`, 200)
   t.equal(healthy(flagged.child.pid as number), 0, 'the flag wins over the variable')
   // A process with a gateway's command line whose admin setting is the variable, pointing at the listener above.
@@ -442,13 +443,13 @@ t.test(
 )
 
 t.test(
-  'terminationGracePeriodSeconds covers the shutdown delay, the drain and the trace flush, and docs/deployment.md gives the same figures',
+  'terminationGracePeriodSeconds covers the shutdown delay, the drain and the trace flush, and docs/deployment-reference.md gives the same figures',
   async (t) => {
     const delay = DEFAULTS.shutdownDelaySeconds
     const drain = Math.ceil(inFlightWindowMs(DEFAULTS.timeout) / 1000)
     const flush = DEFAULTS.traceFlushMs / 1000
     t.ok(pod.terminationGracePeriodSeconds > delay + drain + flush, `${pod.terminationGracePeriodSeconds} s`)
-    const page = read('docs/deployment.md')
+    const page = read('docs/deployment-reference.md')
     t.ok(page.includes(`${delay} + ${drain} + ${flush} = ${delay + drain + flush} s`), 'the sum')
     t.ok(page.includes(`\`terminationGracePeriodSeconds\`: ${pod.terminationGracePeriodSeconds}`), 'the figure')
   },

@@ -9,11 +9,11 @@ import { paymentHeaders, send, until } from './helpers/http.js'
 import { freePort } from './helpers/servers.js'
 
 /**
- * docs/middleware.md's report-mode example for node:http, taken from the page as it is, type-checked against the
+ * docs/middleware-reference.md's report-mode example for node:http, taken from the page as it is, type-checked against the
  * package's types and run against the real gate: what a reader copies must compile and do what the page says.
  */
 const repository = new URL('..', import.meta.url)
-const page = await readFile(new URL('docs/middleware.md', repository), 'utf8')
+const page = await readFile(new URL('docs/middleware-reference.md', repository), 'utf8')
 const section = page.slice(page.indexOf('\n## Report mode\n'))
 const example = /\n```js\n([^]*?)\n```\n/.exec(section)?.[1] ?? ''
 const index = pathToFileURL(join(repository.pathname, 'lib/index.js')).href

@@ -249,7 +249,7 @@ t.test("docs/deployment.md's docker run lines work against the Dockerfile's ENTR
         gateway.exited.then(() => Promise.reject(new Error(gateway.output()))),
       ])
       t.pass(`${args.slice(2).join(' ')}: ready`)
-      // Ctrl-C skips the shutdown delay (docs/deployment.md, stopping).
+      // Ctrl-C skips the shutdown delay (docs/deployment-reference.md, stopping).
       gateway.child.kill('SIGINT')
       t.equal(await gateway.exited, 0, gateway.output())
     })

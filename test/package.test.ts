@@ -2,10 +2,12 @@
 // outside the repository (docs/deployment.md, the package). Dependencies come from the npm registry, through npm's
 // cache when it holds them: the frameworks and @types/node at the versions the repository's lock installed. It packs
 // the dist/ that `npm ci` built (the `prepare` script), as test/bench.test.ts runs it: rebuilding here would race the
-// other tests reading it. In that folder it then follows the docs as a user does, doctest-like (test/helpers/
-// snippets.ts): the README's command lines, and every TypeScript example of the README and docs/ compiled together
-// with `tsc --strict` (no skipLibCheck) and run with one request each. One pack, two installs (the package, then
-// the three frameworks beside it), one compilation of all the examples.
+// other tests reading it. Then it follows the docs as a user does, doctest-like (test/helpers/snippets.ts): the
+// README's command lines, and every TypeScript example of the README and docs/ compiled together with `tsc --strict`
+// (no skipLibCheck) and run with one request each. One pack, two projects installed at once: the package alone (it
+// serves, and its declarations compile without any framework), and the package beside the three frameworks, where
+// the README's lines and the examples run. Each compilation starts as soon as its project is installed, while the
+// tests before it run; the examples run side by side, each on its own port.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
@@ -33,6 +35,17 @@ function npm(args: string[], cwd: string) {
   return run.stdout
 }
 
+/** A command run to its end without blocking the tests; killed after `timeout` ms. */
+function finished(command: string, args: string[], cwd: string, timeout: number) {
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(command, args, { cwd, env, timeout, stdio: ['ignore', 'pipe', 'pipe'] })
+    let [stdout, stderr] = ['', '']
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on('close', (status) => resolve({ status, stdout, stderr }))
+  })
+}
+
 /** A package at the version the repository's lock installed, so that npm finds it in its cache. */
 function locked(name: string): string {
   const manifest = JSON.parse(readFileSync(join(repository, 'node_modules', name, 'package.json'), 'utf8')) as {
@@ -50,14 +63,9 @@ function modules(folder: string): string[] {
   })
 }
 
-/** The repository's TypeScript, as a user's project would have its own; `args` as for `tsc`. */
-function tsc(args: string[]) {
-  return spawnSync(process.execPath, [join(repository, 'node_modules/typescript/bin/tsc'), ...args], {
-    cwd: folder,
-    env,
-    encoding: 'utf8',
-    timeout: 120_000,
-  })
+/** The repository's TypeScript, as a user's project would have its own, run in `cwd`; `args` as for `tsc`. */
+function tsc(args: string[], cwd: string) {
+  return finished(process.execPath, [join(repository, 'node_modules/typescript/bin/tsc'), ...args], cwd, 120_000)
 }
 
 /** Resolves once something accepts connections on the loopback port. */
@@ -98,10 +106,10 @@ function started(t: Test, child: ChildProcess, group: boolean) {
   }
 }
 
-/** A shell snippet of the docs, run by bash in the folder, in a process group of its own. */
-function shell(t: Test, script: string) {
+/** A shell snippet of the docs, run by bash in `cwd`, in a process group of its own. */
+function shell(t: Test, script: string, cwd: string) {
   const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
-    cwd: folder,
+    cwd,
     env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -111,16 +119,47 @@ function shell(t: Test, script: string) {
 
 t.comment(`node ${process.version}: tap, npm and the packed gateway run on it (.ci/run runs this file on Node 24 too)`)
 t.ok(existsSync(join(repository, 'dist/cli.js')), 'dist/ is built (npm ci or npm run build)')
-const folder = mkdtempSync(join(tmpdir(), 'payments-gate-package-'))
-t.teardown(() => rmSync(folder, { recursive: true, force: true }))
-const [packed] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', folder], repository)) as {
+const root = mkdtempSync(join(tmpdir(), 'payments-gate-package-'))
+t.teardown(() => rmSync(root, { recursive: true, force: true }))
+const [packed] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', root], repository)) as {
   filename: string
   files: { path: string }[]
 }[]
 const files = packed?.files.map((file) => file.path) ?? []
+const tarball = join(root, packed?.filename ?? '')
+
+/**
+ * An ES module project (docs/middleware.md) in a folder of its own, with @types/node as a TypeScript user's has it,
+ * and the packed package installed beside `others`. The install runs while the tests before its use do.
+ */
+function project(name: string, others: string[]) {
+  const folder = join(root, name)
+  mkdirSync(folder)
+  writeFileSync(join(folder, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }))
+  const install = [
+    'install',
+    '--omit=dev',
+    '--prefer-offline',
+    '--no-audit',
+    '--no-fund',
+    tarball,
+    locked('@types/node'),
+  ]
+  const installed = finished('npm', [...install, ...others.map(locked)], folder, 100_000).then((run) => {
+    if (run.status !== 0) throw new Error(`npm install in ${name}: ${run.status}\n${run.stderr}`)
+  })
+  // Awaited by the tests that use it; until then, a failure must not end the process as an unhandled rejection.
+  installed.catch(() => undefined)
+  return { folder, installed }
+}
+
+/** The package alone, as `npm install --omit=dev` in an empty folder leaves it. */
+const alone = project('alone', [])
+/** The package beside Express, Fastify and Hono: the README's lines and the examples run here. */
+const frameworks = project('frameworks', ['express', '@types/express', 'fastify', 'hono', '@hono/node-server'])
 
 const readme = snippetsOf('README.md')
-const middleware = snippetsOf('docs/middleware.md')
+const middleware = new Map([...snippetsOf('docs/middleware.md'), ...snippetsOf('docs/middleware-reference.md')])
 const policies = snippetsOf('docs/policies.md')
 const snippet = (docs: Map<string, Snippet>, name: string): Snippet => {
   const found = docs.get(name)
@@ -130,6 +169,31 @@ const snippet = (docs: Map<string, Snippet>, name: string): Snippet => {
 /** The password the README's sidecar lines give the user `shop-1`, in place of a random one. */
 const PASSWORD = 'a-readme-password-of-32-characters'
 const shop = { authorization: basic('shop-1', PASSWORD) }
+
+/** The declarations compiled in the project without any framework, once it is installed. */
+const compiledAlone = alone.installed.then(() => {
+  mkdirSync(join(alone.folder, 'none'))
+  writeFileSync(
+    join(alone.folder, 'none/app.ts'),
+    [
+      "import { createGate, createGateway, createLogger, type ExpressMiddleware, type FastifyGatePlugin, type HonoGateMiddleware } from 'payments-gate'",
+      "const gate = await createGate({ credentials: './credentials.json' })",
+      'export const middleware: [ExpressMiddleware, FastifyGatePlugin, HonoGateMiddleware] = [gate.express(), gate.fastify, gate.hono()]',
+      "export const gateway = createGateway({ checks: gate.checks, target: 'http://127.0.0.1:9', logger: createLogger() })",
+      '// The Express request is typed by the import alone, Express or not.',
+      'export const entity = ({} as Express.Request).paymentsGate?.entity',
+    ].join('\n'),
+  )
+  writeFileSync(
+    join(alone.folder, 'tsconfig.none.json'),
+    JSON.stringify({
+      compilerOptions: { strict: true, module: 'nodenext', target: 'es2022', noEmit: true },
+      include: ['none'],
+    }),
+  )
+  return tsc(['-p', 'tsconfig.none.json'], alone.folder)
+})
+compiledAlone.catch(() => undefined)
 
 t.test(
   'npm pack holds the compiled modules, their declarations and the sample policies, and nothing else',
@@ -149,15 +213,8 @@ t.test(
 t.test(
   'installed with --omit=dev in an empty folder, it serves a payment and a refusal, and imports as a library',
   async (t) => {
-    // An ES module project (docs/middleware.md), with @types/node as a TypeScript user's has it.
-    writeFileSync(
-      join(folder, 'package.json'),
-      JSON.stringify({ name: 'tarball-check', private: true, type: 'module' }),
-    )
-    npm(
-      ['install', '--omit=dev', '--prefer-offline', join(folder, packed?.filename ?? ''), locked('@types/node')],
-      folder,
-    )
+    await alone.installed
+    const folder = alone.folder
     t.ok(existsSync(join(folder, 'node_modules/payments-gate/dist/cli.js')))
     t.notOk(existsSync(join(folder, 'node_modules/typescript')), 'no dev dependency')
     t.notOk(existsSync(join(folder, 'node_modules/tap')), 'no dev dependency')
@@ -245,34 +302,16 @@ t.test(
 t.test(
   'the declarations compile in a project without Express, Fastify or Hono, and without skipLibCheck',
   async (t) => {
+    const run = await compiledAlone
     for (const framework of ['express', '@types/express', 'fastify', 'hono'])
-      t.notOk(existsSync(join(folder, 'node_modules', framework)), `no ${framework} installed`)
-    mkdirSync(join(folder, 'none'))
-    writeFileSync(
-      join(folder, 'none/app.ts'),
-      [
-        "import { createGate, createGateway, createLogger, type ExpressMiddleware, type FastifyGatePlugin, type HonoGateMiddleware } from 'payments-gate'",
-        "const gate = await createGate({ credentials: './credentials.json' })",
-        'export const middleware: [ExpressMiddleware, FastifyGatePlugin, HonoGateMiddleware] = [gate.express(), gate.fastify, gate.hono()]',
-        "export const gateway = createGateway({ checks: gate.checks, target: 'http://127.0.0.1:9', logger: createLogger() })",
-        '// The Express request is typed by the import alone, Express or not.',
-        'export const entity = ({} as Express.Request).paymentsGate?.entity',
-      ].join('\n'),
-    )
-    writeFileSync(
-      join(folder, 'tsconfig.none.json'),
-      JSON.stringify({
-        compilerOptions: { strict: true, module: 'nodenext', target: 'es2022', noEmit: true },
-        include: ['none'],
-      }),
-    )
-    const run = tsc(['-p', 'tsconfig.none.json'])
+      t.notOk(existsSync(join(alone.folder, 'node_modules', framework)), `no ${framework} installed`)
     t.equal(run.status, 0, run.stdout)
   },
 )
 
 t.test('README: npx payments-gate demo in an empty project, on the policies the package ships', async (t) => {
-  t.notOk(existsSync(join(folder, 'policies')), 'no ./policies')
+  await frameworks.installed
+  t.notOk(existsSync(join(frameworks.folder, 'policies')), 'no ./policies')
   const port = await freePort()
   const demo = shell(
     t,
@@ -281,6 +320,7 @@ t.test('README: npx payments-gate demo in an empty project, on the policies the 
       ['npm install payments-gate', ': npm install payments-gate'],
       ['npx payments-gate demo', `npx payments-gate demo --listen 127.0.0.1:${port}`],
     ]),
+    frameworks.folder,
   )
   await demo.until(until(() => demo.output().includes('Ctrl-C stops the demo.'), 60_000))
   const curls = demo
@@ -310,6 +350,7 @@ t.test("README: the sidecar's lines, then the example body of a recurring author
       ['--listen 8080', `--listen 127.0.0.1:${listen}`],
       ['--admin 127.0.0.1:9901', `--admin 127.0.0.1:${admin}`],
     ]),
+    frameworks.folder,
   )
   await sidecar.until(poll(`http://127.0.0.1:${admin}/readyz`, 200))
   const body = JSON.parse(snippet(readme, 'readme-recurring').code) as Record<string, any>
@@ -335,56 +376,94 @@ interface Example {
   readonly after?: string
 }
 
+/** The examples that start a server. */
+const SERVING = [
+  'readme-express',
+  'middleware-express',
+  'middleware-fastify',
+  'middleware-hono',
+  'middleware-node',
+  'middleware-gateway',
+]
+// What the examples talk to, and the port each listens on: known before they are compiled.
+const exampleBackend = await startBackend()
+t.teardown(() => exampleBackend.close())
+const redis = await startRedis(t)
+const ports: Record<string, number> = {}
+for (const name of SERVING) ports[name] = await freePort()
+/** The example's port 3000 made its own free one. */
+const onPort = (name: string, text: string) => [text, text.replace('3000', String(ports[name]))] as const
+const examples: Record<string, Example> = {
+  'readme-express': {
+    snippet: snippet(readme, 'readme-express'),
+    replacements: [onPort('readme-express', 'app.listen(3000)')],
+  },
+  'middleware-options': { snippet: snippet(middleware, 'middleware-options'), after: 'await gate.close()' },
+  'middleware-gateway': {
+    snippet: snippet(middleware, 'middleware-gateway'),
+    replacements: [
+      ["'redis://redis:6379/0'", `'${redis?.url ?? 'redis://127.0.0.1:9/0'}'`],
+      ["'http://127.0.0.1:9000'", `'${exampleBackend.url}'`],
+      ["gateway.listen(8080, '0.0.0.0')", `gateway.listen(${ports['middleware-gateway']}, '127.0.0.1')`],
+    ],
+  },
+  'middleware-node': {
+    snippet: snippet(middleware, 'middleware-node'),
+    replacements: [onPort('middleware-node', '.listen(3000)')],
+  },
+  'middleware-express': {
+    snippet: snippet(middleware, 'middleware-express'),
+    replacements: [onPort('middleware-express', 'app.listen(3000)')],
+  },
+  'middleware-fastify': {
+    snippet: snippet(middleware, 'middleware-fastify'),
+    replacements: [onPort('middleware-fastify', 'app.listen({ port: 3000 })')],
+  },
+  'middleware-hono': {
+    snippet: snippet(middleware, 'middleware-hono'),
+    replacements: [onPort('middleware-hono', 'port: 3000')],
+  },
+  'policies-code': { snippet: snippet(policies, 'policies-code'), after: 'await gate.close()' },
+}
+
+/** Every example compiled together beside the frameworks, once they are installed. */
+const compiledExamples = frameworks.installed.then(() => {
+  const folder = frameworks.folder
+  mkdirSync(join(folder, 'examples'))
+  for (const [name, example] of Object.entries(examples)) {
+    const code = substituted(example.snippet, example.replacements ?? [])
+    writeFileSync(join(folder, 'examples', `${name}.ts`), `${code}\n${example.after ?? ''}\n`)
+  }
+  // Beside them, what an application that types the middleware with each framework's own types writes.
+  writeFileSync(
+    join(folder, 'examples/frameworks.ts'),
+    [
+      "import type { ErrorRequestHandler, RequestHandler } from 'express'",
+      "import type { FastifyPluginCallback } from 'fastify'",
+      "import type { MiddlewareHandler } from 'hono'",
+      "import type { Gate } from 'payments-gate'",
+      "import type { FastifyGateOptions } from 'payments-gate/fastify'",
+      'declare const gate: Gate',
+      'export const express: RequestHandler = gate.express()',
+      'export const errors: ErrorRequestHandler = gate.expressErrorHandler()',
+      'export const fastify: FastifyPluginCallback<FastifyGateOptions> = gate.fastify',
+      'export const hono: MiddlewareHandler = gate.hono()',
+    ].join('\n'),
+  )
+  writeFileSync(
+    join(folder, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { strict: true, module: 'nodenext', target: 'es2022', outDir: 'out' },
+      include: ['examples'],
+    }),
+  )
+  return tsc(['-p', 'tsconfig.json'], folder)
+})
+compiledExamples.catch(() => undefined)
+
 t.test(
   "the docs' TypeScript examples, compiled together beside Express, Fastify and Hono, run with one request each",
   async (t) => {
-    npm(
-      [
-        'install',
-        '--prefer-offline',
-        ...['express', '@types/express', 'fastify', 'hono', '@hono/node-server'].map(locked),
-      ],
-      folder,
-    )
-    const backend = await startBackend()
-    t.teardown(() => backend.close())
-    const redis = await startRedis(t)
-    const port = await freePort()
-    writeFileSync(join(folder, 'fingerprint-key'), `${'k'.repeat(64)}\n`)
-    writeFileSync(
-      join(folder, 'backend-errors.json'),
-      JSON.stringify({
-        rules: [{ status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' }],
-      }),
-    )
-    /** The example's port 3000 made the free one. */
-    const onPort = (text: string) => [text, text.replace('3000', String(port))] as const
-    const examples: Record<string, Example> = {
-      'readme-express': { snippet: snippet(readme, 'readme-express'), replacements: [onPort('app.listen(3000)')] },
-      'middleware-options': { snippet: snippet(middleware, 'middleware-options'), after: 'await gate.close()' },
-      'middleware-gateway': {
-        snippet: snippet(middleware, 'middleware-gateway'),
-        replacements: [
-          ["'redis://redis:6379/0'", `'${redis?.url ?? 'redis://127.0.0.1:9/0'}'`],
-          ["'http://127.0.0.1:9000'", `'${backend.url}'`],
-          ["gateway.listen(8080, '0.0.0.0')", `gateway.listen(${port}, '127.0.0.1')`],
-        ],
-      },
-      'middleware-node': { snippet: snippet(middleware, 'middleware-node'), replacements: [onPort('.listen(3000)')] },
-      'middleware-express': {
-        snippet: snippet(middleware, 'middleware-express'),
-        replacements: [onPort('app.listen(3000)')],
-      },
-      'middleware-fastify': {
-        snippet: snippet(middleware, 'middleware-fastify'),
-        replacements: [onPort('app.listen({ port: 3000 })')],
-      },
-      'middleware-hono': {
-        snippet: snippet(middleware, 'middleware-hono'),
-        replacements: [onPort('port: 3000')],
-      },
-      'policies-code': { snippet: snippet(policies, 'policies-code'), after: 'await gate.close()' },
-    }
     t.same(
       [
         ...middleware.keys(),
@@ -394,38 +473,19 @@ t.test(
       Object.keys(examples).sort(),
       'every TypeScript example the docs mark is compiled and run here',
     )
-    mkdirSync(join(folder, 'examples'))
-    for (const [name, example] of Object.entries(examples)) {
-      const code = substituted(example.snippet, example.replacements ?? [])
-      writeFileSync(join(folder, 'examples', `${name}.ts`), `${code}\n${example.after ?? ''}\n`)
-    }
-    // Beside them, what an application that types the middleware with each framework's own types writes.
+    const compiled = await compiledExamples
+    t.equal(compiled.status, 0, compiled.stdout)
+    const folder = frameworks.folder
+    // What middleware-gateway reads beside the README's ./policies and credentials.json.
+    writeFileSync(join(folder, 'fingerprint-key'), `${'k'.repeat(64)}\n`)
     writeFileSync(
-      join(folder, 'examples/frameworks.ts'),
-      [
-        "import type { ErrorRequestHandler, RequestHandler } from 'express'",
-        "import type { FastifyPluginCallback } from 'fastify'",
-        "import type { MiddlewareHandler } from 'hono'",
-        "import type { Gate } from 'payments-gate'",
-        "import type { FastifyGateOptions } from 'payments-gate/fastify'",
-        'declare const gate: Gate',
-        'export const express: RequestHandler = gate.express()',
-        'export const errors: ErrorRequestHandler = gate.expressErrorHandler()',
-        'export const fastify: FastifyPluginCallback<FastifyGateOptions> = gate.fastify',
-        'export const hono: MiddlewareHandler = gate.hono()',
-      ].join('\n'),
-    )
-    writeFileSync(
-      join(folder, 'tsconfig.json'),
+      join(folder, 'backend-errors.json'),
       JSON.stringify({
-        compilerOptions: { strict: true, module: 'nodenext', target: 'es2022', outDir: 'out' },
-        include: ['examples'],
+        rules: [{ status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' }],
       }),
     )
-    const compiled = tsc(['-p', 'tsconfig.json'])
-    t.equal(compiled.status, 0, compiled.stdout)
 
-    /** A compiled example, started in the folder. */
+    /** A compiled example, started in the folder (where the README's sidecar lines left ./policies and credentials.json). */
     function start(t: Test, name: string) {
       const child = spawn(process.execPath, [join('out', `${name}.js`)], {
         cwd: folder,
@@ -434,38 +494,47 @@ t.test(
       })
       return { child, example: started(t, child, false) }
     }
-    /** An example that starts a server: `request` once it listens on `port`. */
+    /** An example that starts a server: `request` once it listens on its port. */
     async function run(t: Test, name: string, request: () => Promise<Reply>): Promise<Reply> {
       const { child, example } = start(t, name)
-      await example.until(until(() => accepts(port), 60_000))
+      await example.until(until(() => accepts(ports[name] as number), 60_000))
       const reply = await request()
       child.kill('SIGKILL')
       await example.exited
       return reply
     }
-    const sale = (reference: string) => () =>
-      send(port, { headers: paymentHeaders(shop), body: saleBody({ transactionReference: reference }) })
+    const sale = (name: string, reference: string) => () =>
+      send(ports[name] as number, {
+        headers: paymentHeaders(shop),
+        body: saleBody({ transactionReference: reference }),
+      })
 
+    // Side by side: each example is a process of its own, on its own port.
+    t.jobs = Object.keys(examples).length
     for (const name of ['middleware-options', 'policies-code'])
-      await t.test(name, async (t) => {
+      t.test(name, async (t) => {
         const { example } = start(t, name)
         t.equal(await example.exited, 0, example.output())
       })
     for (const name of ['readme-express', 'middleware-express', 'middleware-fastify', 'middleware-hono'])
-      await t.test(name, async (t) => {
-        const reply = await run(t, name, sale(name))
+      t.test(name, async (t) => {
+        const reply = await run(t, name, sale(name, name))
         t.equal(reply.status, 201, reply.text)
         t.match(reply.json, { accepted: name, entity: 'default', by: 'shop-1' })
       })
-    await t.test('middleware-node', async (t) => {
-      const reply = await run(t, 'middleware-node', sale('node'))
+    t.test('middleware-node', async (t) => {
+      const reply = await run(t, 'middleware-node', sale('middleware-node', 'node'))
       t.equal(reply.status, 201, reply.text)
       t.same(reply.json, { ok: true })
     })
-    await t.test('middleware-gateway', { skip: redis === undefined && 'no redis-server' }, async (t) => {
-      const reply = await run(t, 'middleware-gateway', sale('gateway'))
+    t.test('middleware-gateway', { skip: redis === undefined && 'no redis-server' }, async (t) => {
+      const reply = await run(t, 'middleware-gateway', sale('middleware-gateway', 'gateway'))
       t.equal(reply.status, 201, reply.text)
-      t.equal(JSON.parse(backend.received.at(-1)?.body.toString() ?? '{}').transactionReference, 'gateway', 'forwarded')
+      t.equal(
+        JSON.parse(exampleBackend.received.at(-1)?.body.toString() ?? '{}').transactionReference,
+        'gateway',
+        'forwarded',
+      )
     })
   },
 )

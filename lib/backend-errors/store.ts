@@ -20,6 +20,8 @@ export interface WatchBackendErrorsOptions {
   rescanMs?: number
   /** Told what a reload did, when it applied the file, refused a new version of it, or the file stopped being refused. */
   onReload?: (outcome: ReloadOutcome) => void
+  /** Told after every read of the file, even one that found nothing new (lib/watch.ts). */
+  onRead?: () => void
 }
 
 /**
@@ -61,6 +63,7 @@ export async function watchBackendErrors(
     debounceMs: options.debounceMs,
     rescanMs: options.rescanMs,
     logger,
+    onRead: options.onRead,
   })
   return {
     get rules() {

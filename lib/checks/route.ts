@@ -286,7 +286,7 @@ function readingsOf(paths: Iterable<string>): Set<string> {
  * `mounted` reads the target as a middleware must, not knowing what its
  * application mounts below it: a path whose reading ends with an
  * operation's path is that operation, whatever comes before it (a mount
- * point, a prefix, a path parameter) (docs/middleware.md, mounts). The
+ * point, a prefix, a path parameter) (docs/middleware-reference.md, mounts). The
  * proxy has no such rule: `/v5/...` and an application's own
  * `/admin/.../payments/...` are not `{base}/payments/...`.
  */

@@ -86,7 +86,7 @@ export async function loadCertificates(
       for (const other of watched) other.close()
       /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
       if (!(error instanceof TlsProblem)) throw error
-      const fix = 'give a readable PEM file (docs/deployment.md#tls)'
+      const fix = 'give a readable PEM file (docs/deployment-reference.md#tls)'
       throw new CodedError('EUSAGE', `${where(error.file.key)}: ${error.message}; ${fix}`)
     })
     watched.push(watch)

@@ -114,13 +114,13 @@ const SERVE_FLAGS = {
       "PEM bundle of the CAs an `https://` target's certificate is verified against, instead of the system's roots; watched",
     shown: "the system's roots",
     parse: identity,
-    see: '[TLS](deployment.md#tls)',
+    see: '[TLS](deployment-reference.md#tls)',
   }),
   targetCert: option({
     value: 'FILE',
     summary: 'PEM client certificate presented to an `https://` target (mutual TLS), with `--target-key`; watched',
     parse: identity,
-    see: '[TLS](deployment.md#tls)',
+    see: '[TLS](deployment-reference.md#tls)',
   }),
   targetKey: option({
     value: 'FILE',
@@ -148,7 +148,7 @@ const SERVE_FLAGS = {
       'serve HTTPS on `--listen` with this PEM certificate (its chain may follow), with `--tls-key`; watched and re-read on SIGHUP, new connections get a new one',
     shown: 'off: plain HTTP',
     parse: identity,
-    see: '[TLS](deployment.md#tls)',
+    see: '[TLS](deployment-reference.md#tls)',
   }),
   tlsKey: option({
     value: 'FILE',
@@ -167,7 +167,7 @@ const SERVE_FLAGS = {
     summary: 'health and metrics listener (`[::1]:9901` for IPv6); all interfaces when no host is given',
     shown: 'off',
     parse: parseAddress,
-    see: '[deployment](deployment.md#health-readiness-and-metrics)',
+    see: '[deployment](deployment-reference.md#health-readiness-and-metrics)',
   }),
   workers: option({
     value: 'N|auto',
@@ -175,7 +175,7 @@ const SERVE_FLAGS = {
       'processes sharing the port; `auto`: one per core; more than one needs `--idempotency` `off` or a Redis URL',
     default: '1',
     parse: parseWorkers,
-    see: '[deployment](deployment.md#workers)',
+    see: '[deployment](deployment-reference.md#workers)',
   }),
   idempotency: option({
     value: 'memory|off|URL',
@@ -264,7 +264,7 @@ const SERVE_FLAGS = {
       'most payments this process forwards at once, at least 1: one more is answered 503 with `Retry-After: 1` before anything is claimed; per process with `--workers`',
     shown: 'off',
     parse: wholeNumberIn(BOUNDS.backendMaxInFlight),
-    see: '[backend protection](deployment.md#backend-protection)',
+    see: '[backend protection](deployment-reference.md#backend-protection)',
   }),
   shutdownDelay: option({
     value: 'SECONDS',
@@ -272,14 +272,14 @@ const SERVE_FLAGS = {
       'after `SIGTERM`, how long the gateway keeps accepting and serving (answering with `Connection: close`) while `/readyz` says 503, before it drains',
     default: String(DEFAULTS.shutdownDelaySeconds),
     parse: wholeNumberIn(BOUNDS.shutdownDelay),
-    see: '[deployment](deployment.md#stopping)',
+    see: '[deployment](deployment-reference.md#stopping)',
   }),
   drainTimeout: option({
     value: 'SECONDS',
     summary: 'after the delay, how long requests in flight may take to finish before their connections are cut',
     shown: '3 × `--timeout` + 5 s: the in-flight window',
     parse: wholeNumberIn(BOUNDS.drainTimeout),
-    see: '[deployment](deployment.md#stopping)',
+    see: '[deployment](deployment-reference.md#stopping)',
   }),
 }
 

@@ -204,7 +204,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           started.withdraw()
           logger.info({ shutdownDelay: delay }, 'shutting down')
           await shutdownDelay(delay, hurry ?? new Promise(() => undefined))
-          // No payment still in its in-flight window is cut (docs/deployment.md, stopping).
+          // No payment still in its in-flight window is cut (docs/deployment-reference.md, stopping).
           const drainTimeout = setup.drainTimeout ?? Math.ceil(inFlightWindowMs(setup.timeout) / 1000)
           logger.info({ drainTimeout }, 'draining')
           await started.drain(drainTimeout * 1000)

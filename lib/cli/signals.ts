@@ -1,4 +1,4 @@
-/** The signals that stop `serve` and `demo` (docs/deployment.md, stopping). */
+/** The signals that stop `serve` and `demo` (docs/deployment-reference.md, stopping). */
 export interface StopSignals {
   /** Resolves on the first SIGTERM (Kubernetes stopping the pod) or SIGINT (Ctrl-C). */
   readonly stop: Promise<NodeJS.Signals>

@@ -8,11 +8,19 @@
  * (docs/idempotency.md, the key and the fingerprint).
  */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
   if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  // One string grown in place: a payment is fingerprinted on every request (docs/performance.md).
+  if (Array.isArray(value)) {
+    let text = '['
+    for (let i = 0; i < value.length; i++) text += (i === 0 ? '' : ',') + canonicalJson(value[i])
+    return text + ']'
+  }
   const members = value as Record<string, unknown>
-  return `{${Object.keys(members)
-    .sort()
-    .map((name) => `${JSON.stringify(name)}:${canonicalJson(members[name])}`)
-    .join(',')}}`
+  const names = Object.keys(members).sort()
+  let text = '{'
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string
+    text += (i === 0 ? '' : ',') + JSON.stringify(name) + ':' + canonicalJson(members[name])
+  }
+  return text + '}'
 }

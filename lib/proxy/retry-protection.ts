@@ -378,7 +378,7 @@ export interface PaymentsOptions extends RetryProtectionOptions {
 /**
  * How long a payment may take with backend timeout `timeout` (ms), and so how long its claim holds its key: the wait
  * for a connection (never longer: payment-relay.ts), the headers, a gap in the body, and the margin to record the
- * answer (docs/idempotency.md, the in-flight window). A drain waits as long (docs/deployment.md, stopping).
+ * answer (docs/idempotency.md, the in-flight window). A drain waits as long (docs/deployment-reference.md, stopping).
  */
 export function inFlightWindowMs(timeout: number): number {
   return 3 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs

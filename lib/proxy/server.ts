@@ -54,7 +54,7 @@ export interface GatewayOptions extends RetryProtectionOptions {
   target: string | URL
   /** For an `https:` target: its CA bundle, client certificate and server name. Default: the system's roots, the target's host. */
   targetTls?: TargetTls
-  /** Serve HTTPS with this certificate and key, each new one for new connections (docs/deployment.md, TLS). Default: plain HTTP. */
+  /** Serve HTTPS with this certificate and key, each new one for new connections (docs/deployment-reference.md, TLS). Default: plain HTTP. */
   tls?: TlsSource<KeyPair>
   /** How long the backend may stay silent, in ms, and how long a payment may wait for a connection to it. Default 30000. */
   timeout?: number
@@ -102,14 +102,14 @@ export interface Gateway {
    * The first step of stopping: not ready any more, and every answer from now
    * on says `Connection: close`, while new connections are still accepted and
    * served, so that clients move to other instances as the load balancers
-   * learn that this one is leaving (docs/deployment.md, stopping).
+   * learn that this one is leaving (docs/deployment-reference.md, stopping).
    */
   withdraw(): void
   /**
    * Withdraws, stops accepting, answers 503 to new requests on open
    * connections, lets the requests in flight finish, then closes. After
    * `graceMs` the connections still open are cut: by default the in-flight window (three times `timeout` and a
-   * margin), so that no payment still in its window is cut (docs/deployment.md, stopping). Retry protection's
+   * margin), so that no payment still in its window is cut (docs/deployment-reference.md, stopping). Retry protection's
    * store is closed with it.
    */
   drain(graceMs?: number): Promise<void>

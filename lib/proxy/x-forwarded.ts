@@ -8,7 +8,7 @@ import type { TLSSocket } from 'node:tls'
  * option has always sent, now written once for both engines.
  */
 export function addForwardedHeaders(headers: IncomingHttpHeaders, req: IncomingMessage): void {
-  // With --tls-cert the gateway ends TLS itself (docs/deployment.md, TLS).
+  // With --tls-cert the gateway ends TLS itself (docs/deployment-reference.md, TLS).
   const secure = (req.socket as TLSSocket).encrypted === true
   append(headers, 'x-forwarded-for', `${req.socket.remoteAddress}`)
   append(headers, 'x-forwarded-port', portOf(headers.host, secure))

@@ -33,7 +33,7 @@ const BODY_ALREADY_READ_ANSWER = answerOf(INTERNAL_ERROR)
  * runs, Express has not yet chosen a route below it): on the target as the
  * client sent it (`req.originalUrl`), and on what Express routes below the
  * gate's mount point (`req.url`, whose path is `req.path` under `req.baseUrl`)
- * when a middleware in front rewrote it (docs/middleware.md, mounts).
+ * when a middleware in front rewrote it (docs/middleware-reference.md, mounts).
  */
 function operationOfMounted(checks: Checks, req: ExpressRequest): Operation | Rejection | undefined {
   const sent = operationOfTarget(checks.targetOf(req.originalUrl, true))

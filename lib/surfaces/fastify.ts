@@ -141,7 +141,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
 
   /**
    * The request's operation, by the route Fastify matched (`routeOptions.url`, its prefix included,
-   * parameterised or not) and by the target as sent, read as a mounted target (docs/middleware.md, mounts).
+   * parameterised or not) and by the target as sent, read as a mounted target (docs/middleware-reference.md, mounts).
    */
   function operationOf(request: GateRequest): Operation | Rejection | undefined {
     const sent = operationOfTarget(checks.targetOf(request.raw.url, true))
@@ -197,7 +197,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
    * v6 type, `checks.holdable`): Fastify hands its body to its parser for that type, never to the
    * plugin's, so the body is read and checked here, before any parser. That parser gets the same
    * bytes, and preValidation hands the route the document the checks read, whatever the parser made
-   * of them (docs/middleware.md, report mode).
+   * of them (docs/middleware-reference.md, report mode).
    */
   function readHeldJson(request: GateRequest, reply: FastifyReply, payload: Readable, done: Replaced): void {
     const head = request[ADMITTED]

@@ -92,7 +92,7 @@ function clientGone(): Response {
  * whole, a sub-app's mount and `basePath` included, the route helpers' `matchedRoutes(c)` and
  * `routePath(c)`, read here through `c.req`, as `hono/route` reads them, since importing that helper
  * would make Hono a dependency of every install) and by the request's path and query as Hono routes
- * on them, both read as a mounted target (docs/middleware.md, mounts).
+ * on them, both read as a mounted target (docs/middleware-reference.md, mounts).
  */
 function operationOf(
   c: Context,

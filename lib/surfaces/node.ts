@@ -46,7 +46,7 @@ export function nodeHandler(
   const tracer = registeredTracer()
   return (req, res) =>
     inTurn(res, () => {
-      // No mount point to know of: an operation's path under any prefix is screened (docs/middleware.md, mounts).
+      // No mount point to know of: an operation's path under any prefix is screened (docs/middleware-reference.md, mounts).
       const operation = operationOfTarget(checks.targetOf(req.url, true))
       const screening = typeof operation === 'string' ? startScreening(tracer, operation, req, res) : undefined
       const screened =

@@ -46,7 +46,7 @@ export interface HandlerRetryOptions extends Omit<RetryProtectionOptions, 'idemp
 
 /**
  * What `serve` gives `createGate` of retry protection, over its own flags' (which are the gateway's):
- * none, since it mounts no handler; its gateway builds the store (docs/middleware.md, the proxy as a library).
+ * none, since it mounts no handler; its gateway builds the store (docs/middleware-reference.md, the proxy as a library).
  */
 export const NO_HANDLER_PROTECTION = Object.freeze({
   idempotency: 'off',

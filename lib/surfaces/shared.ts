@@ -63,7 +63,7 @@ export function eitherOperation(
 /**
  * The operation of a route as the framework declared it (`/:tenant/payments/sales/migrateCardOnFile`,
  * a sub-app's `/v6/payments/...`), read as a mounted target is read: an operation's path after any
- * mount point or path parameter (docs/middleware.md, mounts); undefined for any other route, `*` and
+ * mount point or path parameter (docs/middleware-reference.md, mounts); undefined for any other route, `*` and
  * `/payments/*` included (the request's own path decides those). A route's path is the same for every
  * request it matches, so each is read once, when it first matches.
  */

@@ -11,7 +11,7 @@ function contextOf(pair: KeyPair) {
 }
 
 /**
- * The gateway's server with TLS (docs/deployment.md, TLS): HTTP/1.1 only
+ * The gateway's server with TLS (docs/deployment-reference.md, TLS): HTTP/1.1 only
  * (ALPN `http/1.1`), TLS 1.2 at least, node's default ciphers. Each new pair
  * the source gives is set with `setSecureContext`: new connections get it,
  * open ones keep theirs. Plain HTTP sent to this port fails the handshake and
@@ -27,7 +27,7 @@ export function createSecureServer(
     ...contextOf(pair.current),
     ALPNProtocols: ['http/1.1'],
     // A connection silent before its handshake is let go as soon as one silent before its headers on the
-    // HTTP listener would be, not after node's 120 s (docs/deployment.md, limits).
+    // HTTP listener would be, not after node's 120 s (docs/deployment-reference.md, server limits).
     handshakeTimeout: options.headersTimeout,
   })
   // node's https server hands a failed handshake (its timeout included) to `clientError`, whose handler

@@ -1,7 +1,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { createSecureContext, type SecureContext } from 'node:tls'
 
-/** TLS 1.2 at least, on both sides (docs/deployment.md, TLS): node's default, said outright. */
+/** TLS 1.2 at least, on both sides (docs/deployment-reference.md, TLS): node's default, said outright. */
 export const MIN_VERSION = 'TLSv1.2'
 
 /** A certificate (its chain may follow) and its private key, as PEM. */

@@ -1,6 +1,5 @@
 import { rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import {
   watchBackendErrors,
@@ -8,12 +7,10 @@ import {
   type WatchBackendErrorsOptions,
 } from '../../lib/backend-errors/store.js'
 import type { ReloadOutcome } from '../../lib/watch.js'
+import { until } from '../helpers/wait.js'
 
-/** Polls until `condition` holds; fails the test after ten seconds, generous for a loaded machine (the contract says within a second). */
-async function eventually(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i++) await sleep(10)
-  if (!condition()) throw new Error('condition not met within 10 s')
-}
+/** Ten seconds for a change to be seen: generous for a loaded machine (the contract says within a second). */
+const SEEN_MS = 10_000
 
 const rulesFile = (name: string) =>
   JSON.stringify({ rules: [{ status: 400, errorName: name, message: `${name} happened.` }] })
@@ -24,7 +21,9 @@ function recorder() {
     info: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'info', fields, message }),
     warn: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'warn', fields, message }),
   } as unknown as NonNullable<WatchBackendErrorsOptions['logger']>
-  return { lines, logger }
+  /** How many reads of the file ended: one that found nothing new logs nothing. */
+  const reads = { count: 0 }
+  return { lines, logger, reads, onRead: () => void reads.count++ }
 }
 
 async function open(t: Test, file: string, options: WatchBackendErrorsOptions = {}): Promise<BackendErrorStore> {
@@ -56,16 +55,17 @@ t.test(
     const dir = t.testdir({ 'rules.json': rulesFile('firstName') })
     const file = join(dir, 'rules.json')
     const log = recorder()
-    const store = await open(t, file, { logger: log.logger })
+    const store = await open(t, file, { logger: log.logger, onRead: log.onRead })
     t.equal(nameOf(store), 'firstName')
     await writeFile(file, rulesFile('secondName'))
-    await eventually(() => nameOf(store) === 'secondName')
+    t.ok(await until(() => nameOf(store) === 'secondName', SEEN_MS))
     t.match(log.lines, [{ level: 'info', fields: { file, rules: 1 }, message: 'backend errors rules reloaded' }])
 
     await writeFile(file, '{"rules": [1]}')
-    await eventually(() => log.lines.length === 2)
-    // Several re-reads of the same bad file: still one warning.
-    await sleep(350)
+    t.ok(await until(() => log.lines.length === 2, SEEN_MS))
+    // Several re-reads of the same bad file: still one warning. The read that logged it has ended.
+    const warned = log.reads.count
+    t.ok(await until(() => log.reads.count >= warned + 2, SEEN_MS), 're-read twice')
     t.equal(nameOf(store), 'secondName', 'the last good rules stay in force')
     t.match(log.lines.slice(1), [
       {
@@ -76,15 +76,17 @@ t.test(
     ])
 
     await rm(file)
-    await eventually(() => log.lines.length === 3)
+    t.ok(await until(() => log.lines.length === 3, SEEN_MS))
     t.match(log.lines[2], { level: 'warn', fields: { reason: 'no such file or folder' } }, 'a missing file too')
     t.equal(nameOf(store), 'secondName')
 
     await writeFile(file, rulesFile('secondName'))
-    await sleep(350)
+    // A read running as the file was written may have begun before: the one after it read the file written.
+    const written = log.reads.count
+    t.ok(await until(() => log.reads.count >= written + 2, SEEN_MS), 'read since it was written')
     t.equal(log.lines.length, 3, 'the same rules again: nothing to reload, nothing logged')
     await writeFile(file, '{')
-    await eventually(() => log.lines.length === 4)
+    t.ok(await until(() => log.lines.length === 4, SEEN_MS))
     t.match(
       log.lines[3],
       { level: 'warn', fields: { reason: /^not JSON/ } },
@@ -111,7 +113,7 @@ t.test(
     t.same(outcomes, [{ applied: true, refused: [], refusedNow: 0 }], 'SIGHUP: a reload, even when nothing changed')
     t.match(log.lines, [{ level: 'info', message: 'backend errors rules reloaded' }])
     await replace(file, '{"rules": [1]}')
-    await eventually(() => outcomes.length === 2)
+    t.ok(await until(() => outcomes.length === 2, SEEN_MS))
     t.same(outcomes[1], { applied: false, refused: [{ file, reason: '$.rules[0]: must be an object' }], refusedNow: 1 })
     await store.reload()
     t.same(
@@ -120,14 +122,14 @@ t.test(
       'SIGHUP: refused again',
     )
     await replace(file, rulesFile('firstName'))
-    await eventually(() => outcomes.length === 4)
+    t.ok(await until(() => outcomes.length === 4, SEEN_MS))
     t.same(
       outcomes[3],
       { applied: false, refused: [], refusedNow: 0 },
       'the same rules again: nothing applied, nothing refused any more',
     )
     await replace(file, rulesFile('secondName'))
-    await eventually(() => outcomes.length === 5)
+    t.ok(await until(() => outcomes.length === 5, SEEN_MS))
     t.same(outcomes[4], { applied: true, refused: [], refusedNow: 0 })
     t.equal(nameOf(store), 'secondName')
   },
@@ -139,7 +141,7 @@ t.test('an atomic rename and a Kubernetes-style symlink swap are both seen', asy
   const store = await open(t, file)
   await writeFile(join(dir, '.rules.json.tmp'), rulesFile('renamedName'))
   await rename(join(dir, '.rules.json.tmp'), file)
-  await eventually(() => nameOf(store) === 'renamedName')
+  t.ok(await until(() => nameOf(store) === 'renamedName', SEEN_MS))
 
   const secret = t.testdir({
     '..v1': { 'rules.json': rulesFile('versionOne') },
@@ -151,14 +153,16 @@ t.test('an atomic rename and a Kubernetes-style symlink swap are both seen', asy
   t.equal(nameOf(mounted), 'versionOne')
   await symlink('..v2', join(secret, '..data_tmp'))
   await rename(join(secret, '..data_tmp'), join(secret, '..data'))
-  await eventually(() => nameOf(mounted) === 'versionTwo')
+  t.ok(await until(() => nameOf(mounted) === 'versionTwo', SEEN_MS))
 })
 
 t.test('closed: no reload after close', async (t) => {
   const dir = t.testdir({ 'rules.json': rulesFile('firstName') })
   const store = await watchBackendErrors(join(dir, 'rules.json'), { debounceMs: 10, rescanMs: 50 })
   store.close()
+  // A store still watching, as the closed one did, shows when the change was there to be seen.
+  const witness = await open(t, join(dir, 'rules.json'), { debounceMs: 10, rescanMs: 50 })
   await writeFile(join(dir, 'rules.json'), rulesFile('laterName'))
-  await sleep(200)
+  t.ok(await until(() => nameOf(witness) === 'laterName', SEEN_MS), 'a store still watching read it')
   t.equal(nameOf(store), 'firstName')
 })

@@ -40,15 +40,15 @@ t.test('start-up: one line naming the flag (or the variable) that named the file
   )
   t.equal(
     await refusal({ target: http, tlsCert: missing, tlsKey: pki.server.key }),
-    `--tls-cert: ${missing}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)`,
+    `--tls-cert: ${missing}: no such file or folder; give a readable PEM file (docs/deployment-reference.md#tls)`,
   )
   t.equal(
     await refusal({ target: http, tlsCert: pki.server.cert, tlsKey: pki.client.key }, fromEnv),
-    `PAYMENTS_GATE_TLS_KEY: ${pki.client.key}: not the key of the certificate; give a readable PEM file (docs/deployment.md#tls)`,
+    `PAYMENTS_GATE_TLS_KEY: ${pki.client.key}: not the key of the certificate; give a readable PEM file (docs/deployment-reference.md#tls)`,
   )
   t.equal(
     await refusal({ target: https, targetCa: pki.server.key }),
-    `--target-ca: ${pki.server.key}: not a PEM certificate; give a readable PEM file (docs/deployment.md#tls)`,
+    `--target-ca: ${pki.server.key}: not a PEM certificate; give a readable PEM file (docs/deployment-reference.md#tls)`,
   )
   const expired = await pki.issue('expired-client', { client: true, days: -1 })
   // The listener's pair loaded first is closed again when the target's files fail.

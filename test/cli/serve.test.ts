@@ -1,7 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { startServing, storeErrorReporter, type ServeSetup } from '../../lib/cli/serve.js'
@@ -205,7 +204,7 @@ t.test(
     }
     /** Polls until none is left: Redis drops a connection that sent QUIT just after answering it. Fails after 10 s. */
     async function allClosed(): Promise<number> {
-      for (let i = 0; i < 200 && (await connections()) > 0; i++) await sleep(50)
+      await until(async () => (await connections()) === 0, 10_000)
       return connections()
     }
 
@@ -257,7 +256,7 @@ t.test('start-up failures: invalid policy, bad credentials, port in use; nothing
     message: `--listen: 127.0.0.1:${port} is in use; stop what listens there or give another port`,
   })
   await t.rejects(startServing(setup({ tlsCert: join(dir, 'none.pem'), tlsKey: join(dir, 'none.key') }), io().io), {
-    message: `--tls-cert: ${join(dir, 'none.pem')}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)`,
+    message: `--tls-cert: ${join(dir, 'none.pem')}: no such file or folder; give a readable PEM file (docs/deployment-reference.md#tls)`,
   })
   await t.rejects(
     startServing(
@@ -291,6 +290,8 @@ t.test(
     const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
       NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${report}`,
       PAYMENTS_GATE_TEST_LOADS: loads,
+      // What it loaded is known once it listens: no shutdown delay to wait out.
+      PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
     })
     await run.waitFor(/"msg":"gateway listening"/)
     const listening = run
@@ -335,7 +336,7 @@ t.test('the real process: SIGTERM with a request in flight lets it finish, then 
   await run.waitFor(/"msg":"gateway listening"/)
   const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
   const reply = send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })
-  for (let i = 0; i < 1000 && slow.started === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.ok(await until(() => slow.started > 0, 10_000), 'the backend has the request')
   run.child.kill('SIGTERM')
   t.match(await reply, { status: 201, text: 'late but whole' })
   t.equal(await run.exited, 0)

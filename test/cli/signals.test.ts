@@ -7,10 +7,13 @@ import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixt
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
 
-/** `serve` and its shutdown (docs/deployment.md, stopping) in real processes, with signals sent to them. */
+/** `serve` and its shutdown (docs/deployment-reference.md, stopping) in real processes, with signals sent to them. */
 const credentials = await writeCredentials(t.testdir())
 const backend = await startBackend()
 t.teardown(() => backend.close())
+// Most of these tests wait on a timer (a shutdown delay, a slow backend), each with a gateway process of its own: three
+// at a time. Only the first sends payments to this backend, and counts them.
+t.jobs = 3
 
 interface Gateway {
   readonly run: Running

@@ -6,7 +6,7 @@ import { main } from '../../lib/cli/main.js'
 import { FIELD_RULE_CASES } from '../helpers/cases.js'
 import { bytes, policyFile, saleBody, TEST_PAN } from '../helpers/fixtures.js'
 import { maskPan } from '../../lib/card-mask.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 
 async function run(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
   const io = { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), env: {} }

@@ -8,6 +8,8 @@ import { freePort, poll, startBackend, takenPort } from '../helpers/servers.js'
 const credentials = await writeCredentials(t.testdir())
 const backend = await startBackend()
 t.teardown(() => backend.close())
+// Each test has its own process tree and ports, and none counts what the shared backend received: two at a time.
+t.jobs = 2
 
 t.test('--workers: an admin port in use stops the primary before any worker starts', async (t) => {
   const taken = await takenPort(t)

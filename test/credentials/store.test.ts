@@ -4,7 +4,7 @@ import { hashPassword } from '../../lib/credentials/hash.js'
 import { CredentialStore, HASHING_IS_BUSY, type CredentialStoreOptions } from '../../lib/credentials/store.js'
 import { MemoryLoginThrottle } from '../../lib/login-throttle.js'
 import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 
 function clock(): { now: () => number; advance: (ms: number) => void } {
   let time = 1_000_000

@@ -1,21 +1,12 @@
 import t from 'tap'
 import { rename, symlink, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import type { CredentialStore } from '../../lib/credentials/store.js'
 import { watchCredentials, type WatchCredentialsOptions } from '../../lib/credentials/watch.js'
 import type { ReloadOutcome } from '../../lib/watch.js'
 import { basic, isPrincipal, TEST_COST as CHEAP } from '../helpers/fixtures.js'
-
-/** Polls until `condition` holds; fails after two seconds (a change takes effect within about a second). */
-async function eventually(condition: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await condition()) return
-    await sleep(10)
-  }
-  throw new Error('condition not met within 2 s')
-}
+import { until } from '../helpers/wait.js'
 
 async function credentialsText(users: Record<string, string>): Promise<string> {
   const list = await Promise.all(
@@ -30,6 +21,8 @@ async function credentialsText(users: Record<string, string>): Promise<string> {
 
 function watching() {
   const outcomes: ReloadOutcome[] = []
+  /** How many reads of the file ended: one that found nothing new reports nothing else. */
+  const reads = { count: 0 }
   const lines: { level: string; fields: Record<string, unknown>; message: string }[] = []
   const logger = {
     info: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'info', fields, message }),
@@ -38,7 +31,13 @@ function watching() {
   return {
     outcomes,
     lines,
-    options: { logger, onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome), debounceMs: 10 },
+    reads,
+    options: {
+      logger,
+      onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome),
+      onRead: () => void reads.count++,
+      debounceMs: 10,
+    },
   }
 }
 
@@ -56,26 +55,28 @@ t.test(
     t.equal(users.size, 2)
     t.ok(await accepts(users, 'shop-1', 'old'))
     await writeFile(file, await credentialsText({ 'shop-1': 'new', other: 'same' }))
-    await eventually(() => accepts(users, 'shop-1', 'new'))
+    t.ok(await until(() => accepts(users, 'shop-1', 'new')), 'the new password is let in')
     t.notOk(await accepts(users, 'shop-1', 'old'), 'the old password is refused')
     t.same(log.outcomes, [{ applied: true, refused: [], refusedNow: 0 }])
     t.match(log.lines, [{ level: 'info', fields: { file, users: 2 }, message: 'credentials reloaded' }])
 
     await writeFile(file, '{"users": [')
-    await eventually(() => log.outcomes.length === 2)
+    t.ok(await until(() => log.outcomes.length === 2))
     t.match(log.outcomes[1], { applied: false, refused: [{ file, reason: /^not JSON: / }], refusedNow: 1 })
-    await sleep(1200)
+    // The read that reported it has ended: the next one, a re-scan, reads the same refused version.
+    const seen = log.reads.count
+    t.ok(await until(() => log.reads.count > seen), 'read again')
     t.equal(log.outcomes.length, 2, 'the re-scans found the same refused version: nothing more reported')
     t.equal(log.lines.filter((line) => line.level === 'warn').length, 1, 'logged once')
     t.ok(await accepts(users, 'shop-1', 'new'), 'the last good users stay in force')
     await unlink(file)
-    await eventually(() => log.outcomes.length === 3)
+    t.ok(await until(() => log.outcomes.length === 3))
     t.match(log.outcomes[2], { applied: false, refused: [{ file, reason: 'no such file or folder' }], refusedNow: 1 })
     t.ok(await accepts(users, 'other', 'same'))
 
     // Back to the version in force: nothing changes, but the file is no longer refused.
     await writeFile(file, await credentialsText({ 'shop-1': 'new', other: 'same' }))
-    await eventually(() => log.outcomes.length === 4)
+    t.ok(await until(() => log.outcomes.length === 4))
     t.same(
       log.outcomes[3],
       { applied: true, refused: [], refusedNow: 0 },
@@ -112,7 +113,7 @@ t.test('watchCredentials: re-reads that find the file as it was report nothing',
   const log = watching()
   const users = await watchCredentials(join(dir, 'credentials.json'), { ...log.options, rescanMs: 10 })
   t.teardown(() => users.close())
-  await sleep(150)
+  t.ok(await until(() => log.reads.count >= 3), 're-read three times')
   t.same(log.outcomes, [])
   t.same(log.lines, [])
 })
@@ -123,7 +124,7 @@ t.test("watchCredentials: an editor's rename and a Kubernetes Secret's ..data sw
   t.teardown(() => users.close())
   await writeFile(join(dir, '.credentials.json.tmp'), await credentialsText({ u: 'two' }))
   await rename(join(dir, '.credentials.json.tmp'), join(dir, 'credentials.json'))
-  await eventually(() => accepts(users, 'u', 'two'))
+  t.ok(await until(() => accepts(users, 'u', 'two')), 'the renamed file is read')
 
   // A Secret is mounted as files that link through `..data` to a versioned folder, swapped by a rename.
   const root = t.testdir({
@@ -137,7 +138,7 @@ t.test("watchCredentials: an editor's rename and a Kubernetes Secret's ..data sw
   t.ok(await accepts(mounted, 'k', 'v1'))
   await symlink('v2', join(root, '..data_tmp'))
   await rename(join(root, '..data_tmp'), join(root, '..data'))
-  await eventually(() => accepts(mounted, 'k', 'v2'))
+  t.ok(await until(() => accepts(mounted, 'k', 'v2')), 'the swapped version is read')
   t.notOk(await accepts(mounted, 'k', 'v1'))
 })
 

@@ -5,6 +5,7 @@ import t from 'tap'
 import { compileBackendErrors, type BackendErrorRules } from '../../lib/backend-errors/rules.js'
 import { ERRORS, serializeError } from '../../lib/errors.js'
 import { serverErrorMessage } from '../../lib/proxy/faults.js'
+import type { ReloadOutcome } from '../../lib/watch.js'
 import { spawnCli } from '../helpers/cli.js'
 import { RESPONSE_TYPE, SALE_PATH, saleBody, TEST_PAN, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
@@ -70,10 +71,12 @@ const standard = (errorName: keyof typeof ERRORS) => serializeError({ errorName,
 
 const dir = t.testdir({ 'rules.json': JSON.stringify(RULES) })
 const rulesFile = join(dir, 'rules.json')
+/** What each reload of the rules file did. */
+const reloads: ReloadOutcome[] = []
 const { url, backend } = await startGateway(t, {
   answer: legacy,
   idempotency: 'memory',
-  gate: { backendErrors: rulesFile },
+  gate: { backendErrors: rulesFile, onBackendErrorsReload: (outcome) => void reloads.push(outcome) },
 })
 
 t.test('without a matching rule: the standard body, named by status, with the backend status', async (t) => {
@@ -246,8 +249,14 @@ t.test('the rules file is hot reloaded; an invalid version keeps the last good r
     await until(async () => (await pay(url, 'currency400')).json.errorName === 'currencyIsNotConfigured'),
     'the new rule answers',
   )
+  const before = reloads.length
   await writeFile(rulesFile, '{"rules": [{"status": 999}]}')
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.ok(
+    await until(() =>
+      reloads.slice(before).some((outcome) => outcome.refused.some(({ reason }) => reason.includes('.status: '))),
+    ),
+    'the invalid version was read, and refused',
+  )
   t.same((await pay(url, 'currency400')).json, {
     errorName: 'currencyIsNotConfigured',
     message: 'Ask us to enable this currency.',

@@ -51,6 +51,10 @@ async function replicated(
   return { primary, replicas: started }
 }
 
+// Each test has its own servers, gateways and backends, and waits on Redis (a failover, a replica's timeout):
+// the three side by side.
+t.jobs = 3
+
 t.test(
   'Sentinel: the primary killed after payments were recorded; every retry replayed from the promoted replica, nothing forwarded twice, new payments protected again without a restart',
   async (t) => {

@@ -62,6 +62,10 @@ const slowly =
   (req, res, body) =>
     setTimeout(() => then(req, res, body), ms)
 
+// Each test has its own gateway, backend and store (and Redis), and references no other test uses; a few wait out
+// timeouts (a queued payment's 1 s, two processes starting): two at a time.
+t.jobs = 2
+
 t.test('a sequential retry is replayed byte for byte, marked, and never forwarded', async (t) => {
   const { url, backend, metrics } = await protectedGateway(t)
   const payment = sale()

@@ -6,10 +6,10 @@ import { spawnCli, type Running } from '../helpers/cli.js'
 import { httpsSale, serialOf, servedSerial as servedSerialOf } from '../helpers/tls-client.js'
 import { makePki, type PemFiles } from '../helpers/certificates.js'
 import { writeCredentials } from '../helpers/fixtures.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
 
-/** docs/deployment.md, TLS, on the real `serve` process: a Secret's `..data` swap, a refused pair counted, SIGHUP; --workers in tls-workers.test.ts. */
+/** docs/deployment-reference.md, TLS, on the real `serve` process: a Secret's `..data` swap, a refused pair counted, SIGHUP; --workers in tls-workers.test.ts. */
 const dir = t.testdir()
 const pki = await makePki(dir)
 const ca = readFileSync(pki.ca)
@@ -150,7 +150,7 @@ t.test('a missing file: one line naming the flag, exit 2, also under --workers',
     t.equal(await run.exited, 2)
     t.equal(
       run.output().stderr,
-      `payments-gate serve: --tls-key: ${missing}: no such file or folder; give a readable PEM file (docs/deployment.md#tls)\n`,
+      `payments-gate serve: --tls-key: ${missing}: no such file or folder; give a readable PEM file (docs/deployment-reference.md#tls)\n`,
     )
   }
 })

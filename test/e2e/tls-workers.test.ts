@@ -8,7 +8,7 @@ import { makePki } from '../helpers/certificates.js'
 import { writeCredentials } from '../helpers/fixtures.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
 
-/** docs/deployment.md, TLS, with --workers 2 (a file of its own: three processes start slowly under the TypeScript loader). */
+/** docs/deployment-reference.md, TLS, with --workers 2 (a file of its own: three processes start slowly under the TypeScript loader). */
 const dir = t.testdir()
 const pki = await makePki(dir)
 const ca = readFileSync(pki.ca)

@@ -19,7 +19,7 @@ import { POLICIES_DIR, saleBody, testCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, raw, send, until } from '../helpers/http.js'
 import { captureLogger, loggedRequests } from '../helpers/logs.js'
 
-/** docs/deployment.md, TLS: the gateway's own HTTPS listener, and https backends, with certificates made for the test. */
+/** docs/deployment-reference.md, TLS: the gateway's own HTTPS listener, and https backends, with certificates made for the test. */
 const pki = await makePki(t.testdir())
 const ca = readFileSync(pki.ca)
 const gate = await createGate({ policies: POLICIES_DIR, credentials: await testCredentials() })

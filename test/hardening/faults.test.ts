@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net'
 import t from 'tap'
 import { AUTH, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
-import { loadSales, paymentHeaders, send, statusCounts, until, waitFor } from '../helpers/http.js'
+import { loadSales, paymentHeaders, send, statusCounts, until } from '../helpers/http.js'
 import { loggedRequests, watchCrashes } from '../helpers/logs.js'
 import { type Backend, startBackend } from '../helpers/servers.js'
 import { type Started, startGateway } from '../helpers/surfaces.js'
@@ -27,14 +27,23 @@ t.test(
     const first = started.backend
     const port = Number(new URL(first.url).port)
     let second: Backend | undefined
+    const answered = (status: number, from: number) =>
+      loggedRequests()
+        .slice(from)
+        .some((line) => line.status === status)
+    // Each step once the one before it showed: payments through, the outage answered, payments through again.
     const outage = (async () => {
-      await waitFor(700)
+      await until(() => first.received.length >= 20, 10_000)
+      const down = loggedRequests().length
       await first.close()
-      await waitFor(700)
+      await until(() => answered(503, down), 10_000)
       second = await startBackend(undefined, port)
+      await until(() => (second?.received.length ?? 0) >= 20, 10_000)
     })()
-    const result = await loadSales(started.url, 2.5)
+    const load = loadSales(started.url, 30)
     await outage
+    load.stop()
+    const result = await load
     t.teardown(() => second?.close())
     const counts = statusCounts(result)
     t.equal(result.errors, 0, 'no connection error: every answer was complete')

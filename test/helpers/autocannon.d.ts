@@ -24,6 +24,10 @@ declare module 'autocannon' {
     resets: number
     statusCodeStats: Record<string, { count: number }>
   }
-  function autocannon(options: Options): Promise<Result>
+  /** A run: its result once over, and `stop()` to end it before its duration. */
+  export interface Run extends PromiseLike<Result> {
+    stop(): void
+  }
+  function autocannon(options: Options): Run
   export default autocannon
 }

@@ -1,7 +1,8 @@
 /** The clients of the tests: one HTTP sender, raw bytes on a socket, a bounded load run, and waiting. */
 import { Agent, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
+import { createRequire } from 'node:module'
 import { connect } from 'node:net'
-import autocannon, { type Result } from 'autocannon'
+import type { Options, Result, Run } from 'autocannon'
 import type { Test } from 'tap'
 import { AUTH, REQUEST_TYPE, RESPONSE_TYPE, SALE_PATH, saleBody } from './fixtures.js'
 
@@ -122,9 +123,11 @@ export async function abortMidBody(
   })
 }
 
-/** A bounded autocannon run of valid sales: `duration` seconds, few connections. */
-export function loadSales(url: string, duration: number, connections = 4): Promise<Result> {
+/** A bounded autocannon run of valid sales: `duration` seconds at most (`stop()` ends it sooner), few connections. */
+export function loadSales(url: string, duration: number, connections = 4): Run {
   const headers = { authorization: AUTH, 'content-type': REQUEST_TYPE, accept: RESPONSE_TYPE }
+  // Loaded by the few load tests as they run, not at start by every file that imports this module.
+  const autocannon = createRequire(import.meta.url)('autocannon') as (options: Options) => Run
   return autocannon({
     url,
     connections,
@@ -139,12 +142,5 @@ export function statusCounts(result: Result): Record<string, number> {
   return Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]))
 }
 
-export function waitFor(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
-/** Polls until the predicate holds, at most `ms`; the caller asserts the outcome. */
-export async function until(predicate: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; await waitFor(10)) if (await predicate()) return true
-  return predicate()
-}
+// Waiting, for the files that already import this module; a helper that needs nothing else imports wait.ts.
+export { until, waitFor } from './wait.js'

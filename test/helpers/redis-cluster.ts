@@ -10,7 +10,8 @@ import { Command, Redis } from 'ioredis'
 import type { Test } from 'tap'
 import type { PemFiles } from './certificates.js'
 import { onPath } from './provision.js'
-import { ask, eventually, redisRuns, scratch, spawnRedis, waitForPong } from './redis.js'
+import { ask, redisRuns, scratch, spawnRedis, waitForPong } from './redis.js'
+import { until } from './wait.js'
 import { freePort } from './servers.js'
 
 export interface ClusterNode {
@@ -216,7 +217,12 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
       }))
   }
   const settled = async (replicas = primaries * replicasPerPrimary) => {
-    const agreed = await eventually(async () => {
+    // Up to 15 s, a node that does not answer yet read as not settled: a loaded machine makes a replica's first sync slow.
+    const agreed = await until(() => settledNow(replicas), 15_000)
+    if (!agreed) throw new Error('the Redis Cluster did not settle')
+  }
+  const settledNow = async (replicas: number): Promise<boolean> =>
+    (async () => {
       for (const node of live()) {
         const info = (await ask(node.port, (client) => client.cluster('INFO'))) as string
         if (!info.includes('cluster_state:ok') || !info.includes('cluster_slots_ok:16384')) return false
@@ -230,9 +236,7 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
         }
       }
       return true
-    })
-    if (!agreed) throw new Error('the Redis Cluster did not settle')
-  }
+    })().catch(() => false)
   await settled()
   const shardOf = async (key: string) => {
     const slot = slotOf(key)
@@ -297,13 +301,14 @@ export async function startTlsRedisCluster(t: Test, server: PemFiles, ca: string
   })
   client.on('error', () => {})
   try {
-    const served = await eventually(async () => {
+    const serving = async (): Promise<boolean> => {
       if (child.exitCode !== null) throw new Error(`redis-server (TLS cluster) exited with ${child.exitCode}`)
       if (client.status === 'wait') await client.connect()
       const info = (await client.cluster('INFO')) as string
       if (info.includes('cluster_slots_assigned:0')) await client.cluster('ADDSLOTSRANGE', 0, 16_383)
       return info.includes('cluster_state:ok')
-    })
+    }
+    const served = await until(() => serving().catch(() => false), 15_000)
     if (!served) throw new Error(`the TLS cluster node on port ${port} did not serve its slots`)
   } finally {
     client.disconnect()

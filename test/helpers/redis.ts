@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import type { Test } from 'tap'
+import { until } from './wait.js'
 import { freePort } from './servers.js'
 
 export interface RedisServer {
@@ -119,16 +120,6 @@ export async function ask<T>(port: number, question: (client: Redis) => Promise<
   }
 }
 
-/** Waits, bounded, until `ok` holds; false when it never did. */
-export async function eventually(ok: () => Promise<boolean>): Promise<boolean> {
-  // Up to 15 s: a loaded machine makes a replica's first sync slow.
-  for (let attempt = 0; attempt < 750; attempt++) {
-    if (await ok().catch(() => false)) return true
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  return false
-}
-
 export async function waitForPong(port: number, child: ChildProcess): Promise<void> {
   // Up to 30 s: a loaded machine starts a process slowly.
   for (let attempt = 0; attempt < 1500; attempt++) {
@@ -167,8 +158,13 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
     await waitForPong(port, child)
     if (
       primary !== undefined &&
-      !(await eventually(() =>
-        ask(port, async (client) => (await client.info('replication')).includes('master_link_status:up')),
+      // Up to 15 s: a loaded machine makes a replica's first sync slow. A question that fails is asked again.
+      !(await until(
+        () =>
+          ask(port, async (client) => (await client.info('replication')).includes('master_link_status:up')).catch(
+            () => false,
+          ),
+        15_000,
       ))
     ) {
       throw new Error(`the replica on port ${port} did not connect to its primary`)
@@ -229,8 +225,12 @@ export async function startSentinel(t: Test, primary: RedisServer, downAfterMs =
       Number(((await client.call('SENTINEL', 'get-master-addr-by-name', master)) as string[])[1]),
     )
   // The Sentinel learns the replicas from the primary: wait until it knows them, or a failover has none to promote.
-  const replicas = await eventually(() =>
-    ask(port, async (client) => ((await client.call('SENTINEL', 'replicas', master)) as unknown[]).length > 0),
+  const replicas = await until(
+    () =>
+      ask(port, async (client) => ((await client.call('SENTINEL', 'replicas', master)) as unknown[]).length > 0).catch(
+        () => false,
+      ),
+    15_000,
   )
   if (!replicas) throw new Error('the Sentinel did not discover the replicas')
   return { port, master, url: `redis-sentinel://127.0.0.1:${port}/0#${master}`, primaryPort }

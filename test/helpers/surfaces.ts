@@ -7,8 +7,7 @@
 import type { Agent } from 'node:http'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import express from 'express'
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Test } from 'tap'
 import { createGate, type Gate, type GateOptions } from '../../lib/gate.js'
 import { createMetrics, type Metrics } from '../../lib/metrics.js'
@@ -122,6 +121,8 @@ async function nodeEmbedding(gate: Gate): Promise<Embedding> {
 
 async function expressEmbedding(gate: Gate): Promise<Embedding> {
   let handled = 0
+  // The frameworks are loaded by the few files that embed the gate in them, not by every file that starts a gateway.
+  const { default: express } = await import('express')
   const app = express()
   app.use(gate.express())
   app.post([SALE_PATH, RECURRING_PATH], (req, res) => {
@@ -152,6 +153,7 @@ async function expressEmbedding(gate: Gate): Promise<Embedding> {
 
 /** A Fastify application with the gate registered and the echo routes; `onHandled` is called by each. */
 export async function fastifyApp(gate: Gate, onHandled: () => void = () => {}): Promise<FastifyInstance> {
+  const { default: Fastify } = await import('fastify')
   const app = Fastify()
   await app.register(gate.fastify)
   app.post(SALE_PATH, async (request, reply) => (onHandled(), reply.code(201).send(echoOf(request))))

@@ -12,7 +12,7 @@ import type { Logger } from '../../lib/log.js'
 import { createMetrics } from '../../lib/metrics.js'
 import { type FaultyProxy, startFaultyProxy } from '../helpers/faulty-proxy.js'
 import { saleBody } from '../helpers/fixtures.js'
-import { paymentHeaders, send } from '../helpers/http.js'
+import { paymentHeaders, send, until } from '../helpers/http.js'
 import { type RedisServer, startRedis } from '../helpers/redis.js'
 import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 import { startGateway } from '../helpers/surfaces.js'
@@ -66,6 +66,9 @@ async function open(
   if (warm.state === 'claimed') await store.release('warm-up', warm.token)
   return store
 }
+
+// Each test has a Redis and a proxy of its own, and most wait out a command timeout: three at a time.
+t.jobs = 3
 
 const tokenOf = async (direct: Redis, key: string) =>
   (JSON.parse((await direct.get(REDIS_KEY_PREFIX + key)) ?? '{}') as { token?: string }).token
@@ -264,8 +267,7 @@ t.test('a claim not sent, because the connection is down, is not released', asyn
   const errors: Error[] = []
   const store = await open(t, proxy.url, errors, { releaseRetry: { attempts: 1, firstDelayMs: 10, maxDelayMs: 10 } })
   await redis.stop()
-  for (let wait = 0; wait < 200 && store.redis.status === 'ready'; wait++)
-    await new Promise((resolve) => setTimeout(resolve, 25))
+  t.ok(await until(() => store.redis.status !== 'ready'), 'the client saw the connection go')
   await t.rejects(store.claim('unsent', 'f'), { code: 'ENOTCONNECTED' })
   t.notOk(
     errors.some((error) => (error as { code?: string }).code === 'ERELEASE'),

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import {
@@ -163,13 +164,11 @@ async function refusedPayment(t: Test, idempotency: string, ca?: Buffer) {
 
 t.test('an untrusted certificate fails closed: 503, nothing forwarded, never in clear', async (t) => {
   const { ca, server } = await pki
-  const redis = await startTlsRedis(t, server, ca)
-  const other = await makePki(t.testdir())
-  for (const [name, bundle] of [
-    ["no CA given: the system's roots do not hold the test CA", undefined],
-    ['another CA', await readFile(other.ca)],
-  ] as const) {
-    const { answer, errors, backend } = await refusedPayment(t, redis.url, bundle)
+  // A folder for each of the two other authorities: they are made at once.
+  const dir = t.testdir({ other: {}, misnamed: {} })
+  const trusted = startTlsRedis(t, server, ca)
+  const untrusted = async (name: string, bundle: () => Promise<Buffer | undefined>) => {
+    const { answer, errors, backend } = await refusedPayment(t, (await trusted).url, await bundle())
     t.equal(answer.status, 503, name)
     t.equal(answer.json.errorName, 'serviceUnavailable', name)
     t.equal(backend.received.length, 0, `${name}: nothing forwarded`)
@@ -177,17 +176,30 @@ t.test('an untrusted certificate fails closed: 503, nothing forwarded, never in 
       { code: /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)$/ },
     ])
   }
-  const wrongName = await makePki(t.testdir())
-  const elsewhere = await wrongName.issue('elsewhere', { names: 'DNS:redis.elsewhere' })
-  const misnamed = await startTlsRedis(t, elsewhere, wrongName.ca, 'redis.elsewhere')
-  const { answer, errors } = await refusedPayment(t, misnamed.url, await readFile(wrongName.ca))
-  t.equal(answer.status, 503, "a certificate from the CA given, for another name than the URL's host")
-  t.match(errors, [{ code: 'ERR_TLS_CERT_ALTNAME_INVALID' }])
-  const plain = await startRedis(t)
-  if (plain === undefined) return
-  const inClear = await refusedPayment(t, `rediss://127.0.0.1:${plain.port}/0`, await readFile(ca))
-  t.equal(inClear.answer.status, 503, 'a Redis that speaks only in clear is never used by a rediss:// URL')
-  t.equal(inClear.backend.received.length, 0)
+  const misnamed = async () => {
+    const wrongName = await makePki(join(dir, 'misnamed'))
+    const elsewhere = await wrongName.issue('elsewhere', { names: 'DNS:redis.elsewhere' })
+    const redis = await startTlsRedis(t, elsewhere, wrongName.ca, 'redis.elsewhere')
+    const { answer, errors } = await refusedPayment(t, redis.url, await readFile(wrongName.ca))
+    t.equal(answer.status, 503, "a certificate from the CA given, for another name than the URL's host")
+    t.match(errors, [{ code: 'ERR_TLS_CERT_ALTNAME_INVALID' }])
+  }
+  const inClear = async () => {
+    const plain = await startRedis(t)
+    if (plain === undefined) return
+    const refused = await refusedPayment(t, `rediss://127.0.0.1:${plain.port}/0`, await readFile(ca))
+    t.equal(refused.answer.status, 503, 'a Redis that speaks only in clear is never used by a rediss:// URL')
+    t.equal(refused.backend.received.length, 0)
+  }
+  // Each case waits out its own gateway's store failure: the four run side by side. Every case ends before the
+  // test does, a failed one too, so that none runs on past the test's teardowns.
+  const cases = await Promise.allSettled([
+    untrusted("no CA given: the system's roots do not hold the test CA", async () => undefined),
+    untrusted('another CA', async () => readFile((await makePki(join(dir, 'other'))).ca)),
+    misnamed(),
+    inClear(),
+  ])
+  for (const result of cases) if (result.status === 'rejected') throw result.reason
 })
 
 t.test(

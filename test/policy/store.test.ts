@@ -9,12 +9,10 @@ import {
   type WatchPoliciesOptions,
 } from '../../lib/policy/store.js'
 import { policyJson } from '../helpers/fixtures.js'
+import { until } from '../helpers/wait.js'
 
-/** Polls until `condition` holds; fails the test after ten seconds, generous for a loaded machine (the contract says within a second). */
-async function eventually(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i++) await sleep(10)
-  if (!condition()) throw new Error('condition not met within 10 s')
-}
+/** Ten seconds for a change to be seen: generous for a loaded machine (the contract says within a second). */
+const SEEN_MS = 10_000
 
 interface Logged {
   readonly level: 'info' | 'warn'
@@ -29,7 +27,16 @@ function recorder() {
     info: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'info', fields, message }),
     warn: (fields: Record<string, unknown>, message: string) => void lines.push({ level: 'warn', fields, message }),
   } as unknown as NonNullable<WatchPoliciesOptions['logger']>
-  return { lines, outcomes, logger, onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome) }
+  /** How many reads of the folder ended: one that found nothing new reports nothing else. */
+  const reads = { count: 0 }
+  return {
+    lines,
+    outcomes,
+    reads,
+    logger,
+    onReload: (outcome: ReloadOutcome) => void outcomes.push(outcome),
+    onRead: () => void reads.count++,
+  }
 }
 
 async function open(t: Test, dir: string, options: WatchPoliciesOptions = {}): Promise<PolicyStore> {
@@ -65,12 +72,12 @@ t.test('a changed, added or removed file takes effect without a restart', async 
   const log = recorder()
   const store = await open(t, dir, { logger: log.logger, onReload: log.onReload, settleMs: 0 })
   await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['EUR'] }))
-  await eventually(() => store.get('a')?.currencies.has('EUR') === true)
+  t.ok(await until(() => store.get('a')?.currencies.has('EUR') === true, SEEN_MS))
   await writeFile(join(dir, 'b.json'), policyJson('b'))
-  await eventually(() => store.size === 2)
+  t.ok(await until(() => store.size === 2, SEEN_MS))
   t.same(store.entities, ['a', 'b'])
   await unlink(join(dir, 'a.json'))
-  await eventually(() => store.get('a') === undefined)
+  t.ok(await until(() => store.get('a') === undefined, SEEN_MS))
   t.same(store.entities, ['b'])
   t.ok(log.outcomes.length >= 3, 'each change reported')
   t.ok(log.outcomes.every((outcome) => outcome.applied && outcome.refused.length === 0 && outcome.refusedNow === 0))
@@ -83,7 +90,7 @@ t.test('a file that fails to load keeps the last good policy, and is reported', 
   const store = await open(t, dir, { logger: log.logger, onReload: log.onReload })
   const good = store.get('a')
   await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['usd'] }))
-  await eventually(() => log.outcomes.some((outcome) => outcome.refused.length > 0))
+  t.ok(await until(() => log.outcomes.some((outcome) => outcome.refused.length > 0), SEEN_MS))
   t.equal(store.get('a'), good, 'the very same last good policy')
   const refused = log.outcomes.find((outcome) => outcome.refused.length > 0)
   t.match(refused, { applied: false, refusedNow: 1 })
@@ -98,18 +105,21 @@ t.test('a file that fails to load keeps the last good policy, and is reported', 
   )
   // A new file that is invalid from the start has no last good policy: its entity stays unknown.
   await writeFile(join(dir, 'new.json'), '{"entity": "new"}')
-  await eventually(() =>
-    log.outcomes.some((outcome) => outcome.refused.some(({ file }) => file === join(dir, 'new.json'))),
+  t.ok(
+    await until(
+      () => log.outcomes.some((outcome) => outcome.refused.some(({ file }) => file === join(dir, 'new.json'))),
+      SEEN_MS,
+    ),
   )
   t.equal(store.get('new'), undefined)
   t.equal(log.outcomes.at(-1)?.refusedNow, 2)
   // Once fixed, the file takes effect again.
   await writeFile(join(dir, 'a.json'), policyJson('a', { currencies: ['CHF'] }))
-  await eventually(() => store.get('a')?.currencies.has('CHF') === true)
+  t.ok(await until(() => store.get('a')?.currencies.has('CHF') === true, SEEN_MS))
   t.match(log.outcomes.at(-1), { applied: true, refused: [], refusedNow: 1 })
   // A refused file removed changes no policy, but no file is refused any more.
   await unlink(join(dir, 'new.json'))
-  await eventually(() => log.outcomes.at(-1)?.refusedNow === 0)
+  t.ok(await until(() => log.outcomes.at(-1)?.refusedNow === 0, SEEN_MS))
   t.match(log.outcomes.at(-1), { applied: false, refused: [] })
 })
 
@@ -118,18 +128,20 @@ t.test(
   async (t) => {
     const dir = t.testdir({ 'a.json': policyJson('a') })
     const log = recorder()
-    await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 20 })
+    await open(t, dir, { logger: log.logger, onReload: log.onReload, onRead: log.onRead, rescanMs: 20 })
     await writeFile(join(dir, 'a.json'), 'oops')
-    await eventually(() => log.outcomes.length === 1)
-    await sleep(200)
+    t.ok(await until(() => log.outcomes.length === 1, SEEN_MS))
+    // The read that reported it has ended: the next two re-read the same version.
+    const seen = log.reads.count
+    t.ok(await until(() => log.reads.count >= seen + 2, SEEN_MS), 're-scanned twice')
     t.equal(log.outcomes.length, 1, 'the re-scans that found the same version reported nothing')
     t.equal(log.lines.filter((line) => line.level === 'warn').length, 1)
     // Another broken version with the very same reason is another refused version.
     await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 1}')
     await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 2}')
-    await eventually(() => log.outcomes.length >= 2)
+    t.ok(await until(() => log.outcomes.length >= 2, SEEN_MS))
     await writeFile(join(dir, 'a.json'), '{"entity": "a", "currencies": 3}')
-    await eventually(() => log.outcomes.length >= 3)
+    t.ok(await until(() => log.outcomes.length >= 3, SEEN_MS))
     t.ok(log.outcomes.every((outcome) => !outcome.applied && outcome.refused.length === 1 && outcome.refusedNow === 1))
   },
 )
@@ -137,9 +149,11 @@ t.test(
 t.test('nothing changed, nothing reported: the re-scans do not count as reloads', async (t) => {
   const dir = t.testdir({ 'a.json': policyJson('a') })
   const log = recorder()
-  await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 10 })
+  await open(t, dir, { logger: log.logger, onReload: log.onReload, onRead: log.onRead, rescanMs: 10 })
   await writeFile(join(dir, 'a.json'), policyJson('a'))
-  await sleep(200)
+  // A read running as the file was written may have begun before: the one after it read the file written.
+  const seen = log.reads.count
+  t.ok(await until(() => log.reads.count >= seen + 2, SEEN_MS), 'read since it was written')
   t.same(log.outcomes, [], 'a file written again with the same policy changes nothing in force')
   t.same(log.lines, [])
 })
@@ -175,7 +189,7 @@ t.test("an editor's write-and-rename and a ConfigMap's symlink swap are both pic
   const store = await open(t, dir)
   await writeFile(join(dir, '.a.json.swp'), policyJson('a', { currencies: ['JPY'] }))
   await rename(join(dir, '.a.json.swp'), join(dir, 'a.json'))
-  await eventually(() => store.get('a')?.currencies.has('JPY') === true)
+  t.ok(await until(() => store.get('a')?.currencies.has('JPY') === true, SEEN_MS))
 
   // Kubernetes mounts a ConfigMap as files that link through `..data` to a versioned folder,
   // and updates it by pointing `..data` at a new folder.
@@ -189,7 +203,7 @@ t.test("an editor's write-and-rename and a ConfigMap's symlink swap are both pic
   t.ok(mounted.get('k')?.currencies.has('GBP'))
   await symlink('v2', join(root, '..data_tmp'))
   await rename(join(root, '..data_tmp'), join(root, '..data'))
-  await eventually(() => mounted.get('k')?.currencies.has('SEK') === true)
+  t.ok(await until(() => mounted.get('k')?.currencies.has('SEK') === true, SEEN_MS))
 })
 
 t.test('a folder that disappears keeps every last good policy and is reported', async (t) => {
@@ -199,7 +213,7 @@ t.test('a folder that disappears keeps every last good policy and is reported', 
   const log = recorder()
   const store = await open(t, dir, { logger: log.logger, onReload: log.onReload, rescanMs: 20 })
   await rm(dir, { recursive: true })
-  await eventually(() => log.outcomes.some((outcome) => outcome.refused.some(({ file }) => file === dir)))
+  t.ok(await until(() => log.outcomes.some((outcome) => outcome.refused.some(({ file }) => file === dir)), SEEN_MS))
   t.match(log.outcomes.at(-1), { applied: false, refused: [{ file: dir, reason: /ENOENT/ }], refusedNow: 1 })
   t.equal(store.get('a')?.entity, 'a')
 })
@@ -208,7 +222,7 @@ t.test('the periodic re-scan alone picks up changes', async (t) => {
   const dir = t.testdir({ 'a.json': policyJson('a') })
   const store = await open(t, dir, { debounceMs: 60_000, rescanMs: 20 })
   await writeFile(join(dir, 'b.json'), policyJson('b'))
-  await eventually(() => store.size === 2)
+  t.ok(await until(() => store.size === 2, SEEN_MS))
 })
 
 t.test('after close nothing is reloaded', async (t) => {
@@ -216,14 +230,15 @@ t.test('after close nothing is reloaded', async (t) => {
   const log = recorder()
   const store = await watchPolicies(dir, { onReload: log.onReload, debounceMs: 5, rescanMs: 5 })
   await writeFile(join(dir, 'c.json'), policyJson('c'))
-  await eventually(() => log.outcomes.length > 0)
+  t.ok(await until(() => log.outcomes.length > 0, SEEN_MS))
   store.close()
   await store.reload()
   t.equal(log.outcomes.length, 1, 'not even one asked for')
-  await sleep(10)
   const seen = log.outcomes.length
+  // A store still watching, as the closed one did, shows when the change was there to be seen.
+  const witness = await open(t, dir, { debounceMs: 5, rescanMs: 5 })
   await writeFile(join(dir, 'b.json'), policyJson('b'))
-  await sleep(100)
+  t.ok(await until(() => witness.size === 3, SEEN_MS), 'a store still watching read it')
   t.equal(store.size, 2)
   t.ok(log.outcomes.length <= seen + 1, 'at most the reload that was already running')
 })
@@ -313,7 +328,7 @@ t.test('a vanished file removes its entity once the folder has stayed the same f
   await unlink(join(dir, 'a.json'))
   await store.reload()
   t.equal(store.get('a')?.entity, 'a', 'kept at first')
-  await eventually(() => store.get('a') === undefined)
+  t.ok(await until(() => store.get('a') === undefined, SEEN_MS))
   t.same(store.entities, ['b'])
 })
 

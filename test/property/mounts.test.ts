@@ -15,7 +15,7 @@ import { closeServer, listenOnLoopback } from '../helpers/servers.js'
 import { testGate } from '../helpers/surfaces.js'
 
 /**
- * Mounts on every middleware surface (docs/middleware.md, mounts): generated layouts of nested
+ * Mounts on every middleware surface (docs/middleware-reference.md, mounts): generated layouts of nested
  * Express routers, Fastify plugins with prefixes, Hono sub-apps (`app.route`, `basePath`) and a plain
  * node router, with fixed and parameterised mount points, mount points spelt otherwise than the
  * router reads them (`/V6`, `/api/`), the gate at any level above the payment route (and, on

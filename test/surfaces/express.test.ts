@@ -121,7 +121,7 @@ t.test('isClientError', async (t) => {
 })
 
 /**
- * docs/middleware.md, base path: `basePath` is relative to the server's root, and a gate mounted under
+ * docs/middleware-reference.md, base path: `basePath` is relative to the server's root, and a gate mounted under
  * a path also screens what lies below its mount point. In every layout a request with no credentials
  * and a made-up body is refused before the handler, and a clean payment reaches it, checked.
  */
@@ -188,7 +188,7 @@ t.test(
   },
 )
 
-/** docs/middleware.md, mounts: Express routes what a middleware in front left in `req.url`, which the gate reads too. */
+/** docs/middleware-reference.md, mounts: Express routes what a middleware in front left in `req.url`, which the gate reads too. */
 t.test('a middleware in front that rewrites req.url: the path Express routes is screened', async (t) => {
   const gate = await testGate(t)
   const app = express()

@@ -149,7 +149,7 @@ t.test('the plugin announces itself and skips encapsulation', async (t) => {
 })
 
 /**
- * docs/middleware.md, base path: `basePath` is relative to the server's root, and the plugin also
+ * docs/middleware-reference.md, base path: `basePath` is relative to the server's root, and the plugin also
  * screens what lies below the prefix of the instance it is registered on.
  */
 t.test('the plugin guards the path it is registered on: under a prefix, with and without basePath', async (t) => {

@@ -114,7 +114,7 @@ t.test('under app.route(): the whole path, so basePath is relative to the root',
 
 /**
  * Issue 42: a sub-app screened by its own `use('/payments/*')`, mounted with `app.route('/v6', ...)` and
- * no `basePath`, or under a path parameter: screened wherever it is mounted (docs/middleware.md, mounts).
+ * no `basePath`, or under a path parameter: screened wherever it is mounted (docs/middleware-reference.md, mounts).
  */
 t.test('a sub-app that screens its own payments, mounted under /v6 or /:tenant without basePath', async (t) => {
   for (const mount of ['/v6', '/:tenant']) {

@@ -5,7 +5,7 @@ import t from 'tap'
 import { watchTlsFiles, type TlsFile } from '../../lib/tls/files.js'
 import { PemRefusal } from '../../lib/tls/pem.js'
 import type { ReloadOutcome } from '../../lib/watch.js'
-import { until } from '../helpers/http.js'
+import { until } from '../helpers/wait.js'
 
 let builds = 0
 /** Files of text: a version is refused when its first file says `bad`. */

@@ -1,0 +1,11 @@
+/** Waiting: for an event by polling a condition, bounded. It imports nothing, so any helper may use it. */
+
+export function waitFor(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** Polls until the predicate holds, at most `ms`; the caller asserts the outcome. */
+export async function until(predicate: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await waitFor(10)) if (await predicate()) return true
+  return predicate()
+}
