@@ -138,7 +138,7 @@ export const POLICY_WATCH_DEFAULTS = Object.freeze({
 
 /** Retry protection on `transactionReference` (docs/idempotency.md). */
 export const IDEMPOTENCY_DEFAULTS = Object.freeze({
-  /** The store: `memory`, `off`, or a `redis://` or `redis-sentinel://` URL. */
+  /** The store: `memory`, `off`, or a `redis://`, `redis-sentinel://` or `redis-cluster://` URL. */
   store: 'memory',
   /** How long a recorded answer is replayed, in seconds (`--idempotency-ttl`). */
   ttlSeconds: 86_400,

@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Redis } from 'ioredis'
 import type { BackendErrorSource } from './backend-errors/rules.js'
 import { watchBackendErrors, type BackendErrorStore } from './backend-errors/store.js'
 import type { Authenticator } from './checks/auth.js'
@@ -10,12 +9,13 @@ import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from './defaults.js'
 import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
 import { RedisIdempotencyStore } from './idempotency/redis.js'
-import { closeRedisClient, createRedisClient, whenReady } from './idempotency/redis-client.js'
+import { closeRedisClient, createRedisClient, whenReady, type RedisClient } from './idempotency/redis-client.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
 import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
 import { watchPolicies, type PolicyStore } from './policy/store.js'
 import { lendRetryProtection } from './proxy/retry-protection.js'
+import { rateLimiterOf } from './proxy/rate-limits.js'
 import { expressErrorHandler, expressMiddleware } from './surfaces/express.js'
 import { fastifyPlugin } from './surfaces/fastify.js'
 import { honoMiddleware } from './surfaces/hono.js'
@@ -61,13 +61,14 @@ export interface GateOptions extends HandlerRetryOptions {
   onBackendErrorsReload?: (outcome: ReloadOutcome) => void
   /**
    * The Redis that shares the failed-login throttle among every replica
-   * (docs/credentials.md): a `redis://HOST:PORT[/DB]` or
-   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL (`rediss://`,
-   * `rediss-sentinel://`: over TLS), whose client the gate opens and closes,
-   * or an ioredis client of yours. Default: each process counts alone. The same URL as
+   * (docs/credentials.md): a `redis://HOST:PORT[/DB]`,
+   * `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` or
+   * `redis-cluster://HOST:PORT[,HOST:PORT...]` URL (`rediss://`,
+   * `rediss-sentinel://`, `rediss-cluster://`: over TLS), whose client the gate opens and closes,
+   * or an ioredis client (or Cluster client) of yours. Default: each process counts alone. The same URL as
    * `idempotency`: one client carries both.
    */
-  throttleRedis?: string | Redis
+  throttleRedis?: string | RedisClient
   /** A PEM bundle the certificate of a TLS `throttleRedis` URL is verified against, in place of the system's roots. */
   throttleRedisCa?: Buffer
   /** Told of every failure of the shared throttle's Redis and of retry protection's store (the gateway logs and counts them); without it, the store's go to `logger`. */
@@ -157,7 +158,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
     shared === undefined && typeof options.throttleRedis === 'string'
       ? throttleClient(options.throttleRedis, options)
       : undefined
-  const redis = shared ?? owned ?? (options.throttleRedis as Redis | undefined)
+  const redis = shared ?? owned ?? (options.throttleRedis as RedisClient | undefined)
   let users: WatchedCredentials | undefined
   let store: PolicyStore | undefined
   try {
@@ -190,7 +191,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
 }
 
 /** The throttle's own Redis client, made by the store's code: its errors name the gate's options. */
-function throttleClient(url: string, options: GateOptions): Redis {
+function throttleClient(url: string, options: GateOptions): RedisClient {
   try {
     return createRedisClient(url, { onError: options.onStoreError, ca: options.throttleRedisCa })
   } catch (error) {
@@ -205,13 +206,20 @@ interface Watched {
   readonly policies: PolicyStore | undefined
   readonly backendErrors: BackendErrorStore | undefined
   /** The throttle's Redis client when the gate opened it for the throttle alone. */
-  readonly redis: Redis | undefined
+  readonly redis: RedisClient | undefined
   /** Retry protection's store around the handler; undefined when off. */
   readonly retry: HandlerStore | undefined
 }
 
+const RATE_STORE_FAILED = 'payments-gate: rate-limit store failed'
+
 function assemble(options: GateOptions, authenticator: Authenticator, policies: PolicySource, watched: Watched): Gate {
   const { logger } = options
+  // A policy's rate limit counted where retry protection keeps its keys: this process, or the gate's Redis (docs/middleware.md).
+  const rateLimiter = rateLimiterOf(watched.retry?.store, {
+    failure: options.idempotencyFailure,
+    onError: options.onStoreError ?? (logger && ((error) => logger.error({ err: error }, RATE_STORE_FAILED))),
+  })
   const checks = buildChecks({
     policies,
     authenticator,
@@ -219,8 +227,9 @@ function assemble(options: GateOptions, authenticator: Authenticator, policies: 
     basePath: options.basePath,
     bodyLimit: options.bodyLimit,
     mode: options.mode,
+    rateLimiter,
   })
-  const protection = watched.retry && new HandlerProtection(checks, watched.retry, options, logger)
+  const protection = watched.retry && new HandlerProtection(checks, watched.retry, rateLimiter, options, logger)
   // A gateway built from these checks protects its payments with the same store (docs/middleware.md).
   if (protection !== undefined) lendRetryProtection(checks, protection.lent)
   const express = expressMiddleware(checks, logger, protection)

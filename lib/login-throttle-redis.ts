@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import type { Redis } from 'ioredis'
 import { THROTTLE_DEFAULTS } from './defaults.js'
+import { hashTag } from './idempotency/key.js'
+import type { RedisClient } from './idempotency/redis-client.js'
 import {
   definedOnly,
   MemoryLoginThrottle,
@@ -9,8 +10,21 @@ import {
   type LoginThrottleOptions,
 } from './login-throttle.js'
 
-/** Every key this throttle writes starts so; then `failures:`, `locked:` or `reserved:` and the username. */
+/**
+ * Every key this throttle writes starts so; then `failures:`, `locked:` or `reserved:` and the username, or on a
+ * Redis Cluster the username as JSON in a hash tag (key.ts), so that a username's three keys share a slot.
+ */
 export const LOGIN_KEY_PREFIX = 'payments-gate:login:'
+
+/** A username's keys: locked, failures, reserved. On one Redis as they always were (an upgrade never splits a fleet). */
+export function loginKeys(username: string, cluster: boolean): [locked: string, failures: string, reserved: string] {
+  const user = cluster ? hashTag(JSON.stringify(username)) : username
+  return [
+    `${LOGIN_KEY_PREFIX}locked:${user}`,
+    `${LOGIN_KEY_PREFIX}failures:${user}`,
+    `${LOGIN_KEY_PREFIX}reserved:${user}`,
+  ]
+}
 
 export interface RedisLoginThrottleOptions extends LoginThrottleOptions {
   /** Told when Redis could not be reached and this process counted alone for that call. */
@@ -22,8 +36,9 @@ export interface RedisLoginThrottleOptions extends LoginThrottleOptions {
  * locked or its failures and the reservations still held reach the limit;
  * otherwise one more member of the username's set, scored with its expiry, so
  * that one a gateway never gave back (it died, or lost Redis) is dropped after
- * the failure window. A repeat would find its own reservation counted, so it
- * runs at most once, like the settle below.
+ * the failure window. A repeat (a client that sends a command again) finds its
+ * own reservation counted, so it may refuse a login that the first admitted,
+ * never admit more: the gateway's clients send it once.
  */
 const RESERVE = `
 if redis.call('GET', KEYS[1]) then return 0 end
@@ -41,11 +56,12 @@ return 1
  * failure counted in a window that starts with the first one, at the limit the
  * username locked for the cool-down and the count started again; for a
  * success, the confirmed failures forgotten (the other reservations stay).
- * Not safe to repeat (a repeat counts one failure twice), so it runs at most
- * once: the client must never send a command again on its own.
+ * Only while its reservation is there: a repeat, which finds it gone, changes
+ * nothing, so one failure is never counted twice, whoever sends it again
+ * (a Redis Cluster client after a lost connection, a client of your own).
  */
 const SETTLE = `
-redis.call('ZREM', KEYS[3], ARGV[1])
+if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
 if ARGV[2] == 'failed' then
   local failures = redis.call('INCR', KEYS[2])
   if failures == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
@@ -84,29 +100,32 @@ interface Scripts {
 }
 
 /**
- * The failed-login throttle shared by every gateway on one Redis: ten wrong
- * passwords are ten across the fleet, and so are ten verifications at once,
- * since each reserves its place in Redis before it hashes. While Redis cannot
- * be reached, each call falls back to this process's own count (never a
- * lockout of everybody, never a crash) and `onError` is told. The client
- * given must have ioredis's `autoResendUnfulfilledCommands` off, as
- * `createRedisClient`'s has: a failure whose reply a lost connection cut off
- * may have been counted, and is not sent again.
+ * The failed-login throttle shared by every gateway on one Redis (or Redis
+ * Cluster): ten wrong passwords are ten across the fleet, and so are ten
+ * verifications at once, since each reserves its place in Redis before it
+ * hashes. While Redis cannot be reached, each call falls back to this process's
+ * own count (never a lockout of everybody, never a crash) and `onError` is
+ * told. The client given should never send a command again on its own
+ * (ioredis's `autoResendUnfulfilledCommands` off; a Cluster client's
+ * `retryDelayOnFailover` 0), as `createRedisClient`'s: a reservation sent
+ * twice holds two places until the failure window ends.
  */
 export class RedisLoginThrottle implements LoginThrottle {
   readonly #scripts: Scripts
-  readonly #redis: Redis
+  readonly #redis: RedisClient
+  readonly #cluster: boolean
   readonly #fallback: MemoryLoginThrottle
   readonly #onError: (error: Error) => void
   readonly #maxFailures: number
   readonly #failureWindowMs: number
   readonly #coolDownMs: number
 
-  constructor(redis: Redis, options: RedisLoginThrottleOptions = {}) {
+  constructor(redis: RedisClient, options: RedisLoginThrottleOptions = {}) {
     const settings = { ...THROTTLE_DEFAULTS, ...definedOnly(options) }
     redis.defineCommand('paymentsGateLoginReserve', { numberOfKeys: 3, lua: RESERVE })
     redis.defineCommand('paymentsGateLoginSettle', { numberOfKeys: 3, lua: SETTLE })
     this.#redis = redis
+    this.#cluster = redis.isCluster
     this.#scripts = redis as unknown as Scripts
     this.#fallback = new MemoryLoginThrottle(options)
     this.#onError = options.onError ?? (() => {})
@@ -117,13 +136,14 @@ export class RedisLoginThrottle implements LoginThrottle {
 
   async admit(username: string): Promise<LoginAttempt | undefined> {
     const token = randomUUID()
+    const [locked, failures, reservations] = loginKeys(username, this.#cluster)
     let reserved: number
     try {
       // Runs at most once (the script above).
       reserved = await this.#scripts.paymentsGateLoginReserve(
-        LOGIN_KEY_PREFIX + 'locked:' + username,
-        LOGIN_KEY_PREFIX + 'failures:' + username,
-        LOGIN_KEY_PREFIX + 'reserved:' + username,
+        locked,
+        failures,
+        reservations,
         this.#maxFailures,
         this.#failureWindowMs,
         token,
@@ -140,7 +160,8 @@ export class RedisLoginThrottle implements LoginThrottle {
     this.#fallback.clear(username)
     try {
       // Safe to repeat: a second DEL finds nothing. The reservations of verifications still running stay.
-      await this.#redis.del(LOGIN_KEY_PREFIX + 'locked:' + username, LOGIN_KEY_PREFIX + 'failures:' + username)
+      const [locked, failures] = loginKeys(username, this.#cluster)
+      await this.#redis.del(locked, failures)
     } catch (error) {
       this.#onError(error as Error)
     }
@@ -148,11 +169,9 @@ export class RedisLoginThrottle implements LoginThrottle {
 
   async #settle(username: string, token: string, succeeded: boolean | undefined): Promise<void> {
     try {
-      // Runs at most once (the script above).
+      // Safe to repeat (the script above).
       await this.#scripts.paymentsGateLoginSettle(
-        LOGIN_KEY_PREFIX + 'locked:' + username,
-        LOGIN_KEY_PREFIX + 'failures:' + username,
-        LOGIN_KEY_PREFIX + 'reserved:' + username,
+        ...loginKeys(username, this.#cluster),
         token,
         succeeded === undefined ? 'none' : succeeded ? 'succeeded' : 'failed',
         this.#maxFailures,

@@ -21,6 +21,12 @@ export interface Metrics {
   retryProtection(outcome: RetryProtectionOutcome): void
   /** A failure of the retry-protection store or the shared login throttle. */
   storeError(): void
+  /** Redis Cluster: a command sent again to the node named (`moved`, `ask`), or refused for now (`tryagain`, `clusterdown`). */
+  storeRedirection(kind: string, node: string): void
+  /** Redis Cluster: an error of one node's connection (refused, lost, timed out), by node. */
+  storeNodeError(node: string): void
+  /** Redis Cluster: its slots by state, as a node last said (`CLUSTER INFO`); all `unreachable` when none answered. */
+  storeClusterSlots(slots: Readonly<Record<string, number>>): void
   /** A release of a claim given up after every attempt failed: its key stays held (docs/idempotency.md). */
   releaseFailure(): void
   /** A record of an answer given up after every attempt failed: past its window the key answers as the unknown outcome. */
@@ -35,7 +41,18 @@ export interface Metrics {
   wouldRefuse(operation: string, errorName: string, entity: string): void
   /** Report mode: a rewrite enforce mode would have made to a request it forwards. */
   wouldRewrite(operation: string, rewrite: string, entity: string): void
+  /** What the rate limit did with a payment of an entity that has one (docs/policies.md, rate limit). */
+  rateLimit(entity: string, outcome: RateLimitMetric): void
+  /** A payment refused by `--backend-max-in-flight` (docs/deployment.md, backend protection). */
+  shed(entity: string): void
 }
+
+/**
+ * Counted under the limit (`admitted`), refused for it (`limited`), over it in report mode (`reported`), not
+ * counted for a store failure with `--idempotency-failure open` (`unchecked`), refused for one with `closed`
+ * (`unavailable`).
+ */
+export type RateLimitMetric = 'admitted' | 'limited' | 'reported' | 'unchecked' | 'unavailable'
 
 /** Whose certificate files: the listener's (`--tls-cert`, `--tls-key`) or those towards the backend (`--target-ca`, `--target-cert`, `--target-key`). */
 export type TlsSide = 'listener' | 'target'
@@ -113,6 +130,25 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
     registers: [registry],
   })
+  // Redis Cluster: `node` is bounded by the cluster's nodes, `kind` and `state` by the cluster specification's words.
+  const redirections = new Counter({
+    name: 'payments_gate_store_redirections_total',
+    help: 'Redis Cluster: store commands sent again to the node named (kind moved, ask) or refused for now (tryagain, clusterdown), by kind and node.',
+    labelNames: ['kind', 'node'] as const,
+    registers: [registry],
+  })
+  const nodeErrors = new Counter({
+    name: 'payments_gate_store_node_errors_total',
+    help: "Redis Cluster: errors of a node's connection (refused, lost, timed out), by node.",
+    labelNames: ['node'] as const,
+    registers: [registry],
+  })
+  const clusterSlots = new Gauge({
+    name: 'payments_gate_store_cluster_slots',
+    help: 'Redis Cluster: slots by state (ok, pfail, fail, unassigned; unreachable: all, when no node answered), as a node last said.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+  })
   const releaseFailures = new Counter({
     name: 'payments_gate_retry_protection_release_failures_total',
     help: 'Releases of a claim whose payment was never forwarded, given up after every attempt failed: the key stays held until the claim expires.',
@@ -153,6 +189,23 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     labelNames: ['operation', 'rewrite', 'entity'] as const,
     registers: [registry],
   })
+  // `entity` is bounded as in the report-mode counters: a payment reaches the limit only for an entity its user may act for.
+  const rateLimits = new EntityCounts(true)
+  registry.registerMetric(
+    new PlainCounter(
+      'payments_gate_rate_limit_total',
+      'Payments of entities with a rate limit, by entity and outcome: admitted, limited (429), reported (over it in report mode), unchecked or unavailable (the store failed, --idempotency-failure open or closed).',
+      rateLimits,
+    ) as unknown as Counter,
+  )
+  const shed = new EntityCounts(false)
+  registry.registerMetric(
+    new PlainCounter(
+      'payments_gate_shed_total',
+      'Payments answered 503 because this process was forwarding --backend-max-in-flight payments, by entity.',
+      shed,
+    ) as unknown as Counter,
+  )
   return {
     registry,
     request: (operation, status, errorName, seconds) => requests.add(operation, status, errorName ?? 'none', seconds),
@@ -163,6 +216,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     tlsReload: (side, outcome) => tlsReload(outcome, side),
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
+    storeRedirection: (kind, node) => redirections.inc({ kind, node }),
+    storeNodeError: (node) => nodeErrors.inc({ node }),
+    storeClusterSlots(slots) {
+      for (const [state, count] of Object.entries(slots)) clusterSlots.set({ state }, count)
+    },
     releaseFailure: () => releaseFailures.inc(),
     recordFailure: () => recordFailures.inc(),
     retryProtectionEviction: () => evictions.count.count++,
@@ -182,6 +240,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
     wouldRefuse: (operation, errorName, entity) => wouldRefuse.inc({ operation, error_name: errorName, entity }),
     wouldRewrite: (operation, rewrite, entity) => wouldRewrite.inc({ operation, rewrite, entity }),
+    rateLimit: (entity, outcome) => rateLimits.inc(entity, outcome),
+    shed: (entity) => shed.inc(entity),
   }
 }
 
@@ -352,6 +412,35 @@ class OutcomeCounts implements Counts {
 
   reset(): void {
     this.#byOutcome.clear()
+    this.counts.length = 0
+  }
+}
+
+/** Counts by entity, and by outcome where there is one: two map look-ups a payment, nothing built. */
+class EntityCounts implements Counts {
+  readonly counts: Count[] = []
+  readonly #outcome: boolean
+  readonly #byEntity = new Map<string, Map<string, Count>>()
+
+  /** `outcome`: whether the counts carry an `outcome` label besides `entity`. */
+  constructor(outcome: boolean) {
+    this.#outcome = outcome
+  }
+
+  inc(entity: string, outcome = ''): void {
+    let outcomes = this.#byEntity.get(entity)
+    if (outcomes === undefined) this.#byEntity.set(entity, (outcomes = new Map()))
+    let counted = outcomes.get(outcome)
+    if (counted === undefined) {
+      counted = { labels: this.#outcome ? { entity, outcome } : { entity }, count: 0 }
+      outcomes.set(outcome, counted)
+      this.counts.push(counted)
+    }
+    counted.count++
+  }
+
+  reset(): void {
+    this.#byEntity.clear()
     this.counts.length = 0
   }
 }

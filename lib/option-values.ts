@@ -64,6 +64,7 @@ export const BOUNDS = {
   shutdownDelay: { unit: 'seconds', min: 0, max: TIMER_SECONDS },
   drainTimeout: { unit: 'seconds', min: 0, max: TIMER_SECONDS },
   workers: { unit: 'processes (or auto)', min: 1, max: SAFE },
+  backendMaxInFlight: { unit: 'payments', min: 1, max: SAFE },
 } as const satisfies Readonly<Record<string, Bound>>
 
 /** What a value outside `bound` is told: `must be a whole number of bytes from 1 to 9`. */

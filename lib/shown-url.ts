@@ -5,7 +5,7 @@
  * and the last `@`, and everything from the first `?` on, is shown as `***`. Only a scheme of ours (a Redis URL's,
  * `http`, `https`) is kept, with the `//` after it: any other text before a `:` may be a user name.
  */
-const SCHEME = /^(?:rediss?(?:-sentinel)?|https?):(?:\/\/)?/i
+const SCHEME = /^(?:rediss?(?:-sentinel|-cluster)?|https?):(?:\/\/)?/i
 
 /** `text` with whatever could be userinfo or a query hidden as `***`: `redis://***@host:6379/0`. */
 export function hideUserinfo(text: string): string {

@@ -45,6 +45,11 @@ t.test(
       { action: 'install', packages: ['prometheus'] },
       "promtool comes in Debian's prometheus package",
     )
+    t.same(
+      toolPlan(facts({ missing: ['redis-cli'] })),
+      { action: 'install', packages: ['redis-tools'] },
+      "redis-cli comes in Debian's redis-tools package",
+    )
     const skip = toolPlan(facts({ skip: true, root: false }))
     t.equal(skip.action, 'skip')
     const notRoot = toolPlan(facts({ root: false }))
@@ -84,13 +89,13 @@ t.test('toolFacts reads PATH, the user and the opt-out, which CI=true overrides'
   executable(dir, 'redis-server')
   executable(dir, 'apt-get')
   t.same(toolFacts({ PATH: dir }, 0), {
-    missing: ['redis-sentinel', 'promtool'],
+    missing: ['redis-sentinel', 'redis-cli', 'promtool'],
     root: true,
     aptGet: true,
     skip: false,
   })
   t.same(toolFacts({ PATH: dir, PAYMENTS_GATE_SKIP_REDIS: '1' }, 1000), {
-    missing: ['redis-sentinel', 'promtool'],
+    missing: ['redis-sentinel', 'redis-cli', 'promtool'],
     root: false,
     aptGet: true,
     skip: true,
@@ -101,7 +106,7 @@ t.test('toolFacts reads PATH, the user and the opt-out, which CI=true overrides'
 
 t.test('test/before.ts: says nothing and lets the tests run when Redis and promtool are there', async (t) => {
   const dir = t.testdir({})
-  for (const command of ['redis-server', 'redis-sentinel', 'promtool']) executable(dir, command)
+  for (const command of ['redis-server', 'redis-sentinel', 'redis-cli', 'promtool']) executable(dir, command)
   const run = before(dir)
   t.equal(run.code, 0)
   t.same(run.lines, [])
@@ -112,7 +117,7 @@ t.test('test/before.ts: stops with one line when Redis and promtool are missing 
   t.equal(run.code, 1)
   t.equal(run.lines.length, 1)
   t.match(run.lines[0], root ? /there is no apt-get/ : /this run is not root/)
-  t.match(run.lines[0], /apt-get install -y redis-server redis-sentinel prometheus/)
+  t.match(run.lines[0], /apt-get install -y redis-server redis-sentinel redis-tools prometheus/)
 })
 
 t.test(
@@ -126,16 +131,16 @@ t.test(
 )
 
 t.test(
-  'test/before.ts: as root, installs redis-server, redis-sentinel and prometheus (promtool) with apt-get',
+  'test/before.ts: as root, installs redis-server, redis-sentinel, redis-tools (redis-cli) and prometheus (promtool) with apt-get',
   async (t) => {
     const dir = t.testdir({ 'package.json': '{"type": "commonjs"}' })
-    // A stand-in apt-get that logs its arguments and, on install, puts the three commands on PATH.
+    // A stand-in apt-get that logs its arguments and, on install, puts the four commands on PATH.
     executable(
       dir,
       'apt-get',
       `const fs = require('node:fs'), path = require('node:path')
 fs.appendFileSync(path.join(__dirname, 'log'), process.argv.slice(2).join(' ') + '\\n')
-if (process.argv.includes('install')) for (const name of ['redis-server', 'redis-sentinel', 'promtool']) fs.writeFileSync(path.join(__dirname, name), '', { mode: 0o755 })`,
+if (process.argv.includes('install')) for (const name of ['redis-server', 'redis-sentinel', 'redis-cli', 'promtool']) fs.writeFileSync(path.join(__dirname, name), '', { mode: 0o755 })`,
     )
     const run = before(dir)
     if (!root) {
@@ -145,9 +150,9 @@ if (process.argv.includes('install')) for (const name of ['redis-server', 'redis
     t.equal(run.code, 0)
     t.equal(
       readFileSync(join(dir, 'log'), 'utf8'),
-      '-qq update\n-qq install -y redis-server redis-sentinel prometheus\n',
+      '-qq update\n-qq install -y redis-server redis-sentinel redis-tools prometheus\n',
     )
-    t.match(run.lines, [/Installing redis-server and redis-sentinel and prometheus/])
+    t.match(run.lines, [/Installing redis-server and redis-sentinel and redis-tools and prometheus/])
   },
 )
 

@@ -265,7 +265,7 @@ t.test(
       for (const target of panel.targets ?? []) {
         t.same(target.datasource, DATASOURCE, `${panel.title} ${target.refId}: the data source variable`)
         // The merchant-entity variable applies wherever the metric carries `entity`.
-        const byEntity = /payments_gate_would_re(fuse|write)_total/.test(target.expr)
+        const byEntity = /payments_gate_(would_re(fuse|write)|rate_limit|shed)_total/.test(target.expr)
         t.equal(
           target.expr.includes('entity=~"$entity"'),
           byEntity,
@@ -286,6 +286,9 @@ t.test(
       /p50 and p99/,
       /Reloads/,
       /Refused files/,
+      /Rate limited and shed/,
+      /Redis Cluster slots without a primary/,
+      /Redis Cluster redirections/,
     ]) {
       t.match(titles, wanted)
     }

@@ -13,6 +13,7 @@ import { storePassword } from '../lib/cli/startup.js'
 import { createIdempotencyStore } from '../lib/idempotency/create-store.js'
 import type { RedisIdempotencyStore } from '../lib/idempotency/redis.js'
 import { RedisLoginThrottle } from '../lib/login-throttle-redis.js'
+import { RedisRateLimitStore } from '../lib/rate-limit/redis.js'
 import { inFlightWindowMs, UNKNOWN_ANSWER } from '../lib/proxy/retry-protection.js'
 import { spawnCli } from './helpers/cli.js'
 import { dockerfileStages, execForm, imageEnv, type Instruction } from './helpers/dockerfile.js'
@@ -268,7 +269,7 @@ t.test(
 )
 
 t.test(
-  "the manifest's Redis: the store and the throttle work through its ACL user, with the password from a file; the default user and anything else are refused",
+  "the manifest's Redis: the store, the throttle and the rate limit work through its ACL user, with the password from a file; the default user and anything else are refused",
   async (t) => {
     const redis = await startManifestRedis(t)
     const file = join(t.testdir({ password: `${redis.password}\n` }), 'password')
@@ -300,6 +301,14 @@ t.test(
     for (let i = 0; i < 2; i++) await (await throttle.admit('acl-user'))?.settle(false)
     t.equal(await throttle.admit('acl-user'), undefined, 'locked out after two failures, counted in Redis')
     await (await throttle.admit('acl-other'))?.settle(true)
+    // Every path of the rate limit's script and its refund: admitted, a repeat, refused, given back.
+    const limit = new RedisRateLimitStore(store.redis)
+    const one = { payments: 1, seconds: 60 }
+    t.match(await limit.take('acl-entity', one, 'a'), { admitted: true })
+    t.match(await limit.take('acl-entity', one, 'a'), { admitted: true, counted: 1 })
+    t.match(await limit.take('acl-entity', one, 'b'), { admitted: false })
+    await limit.refund('acl-entity', 'a')
+    t.match(await limit.take('acl-entity', one, 'c'), { admitted: true }, 'the rate limit runs through the ACL user')
     t.same(errors, [], 'no command refused')
     await t.rejects(store.redis.get('elsewhere'), /NOPERM/, 'no key outside payments-gate:*')
     await t.rejects(store.redis.flushall(), /NOPERM/, 'no command the gateway does not send')

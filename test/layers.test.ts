@@ -17,8 +17,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['proxy/', 'tls/', 'surfaces/', 'demo/'],
   // A request's way through: reading and answering it, BasicAuth users, the throttle, retry protection's stores.
   ['http/', 'credentials/', 'login-throttle.ts', 'login-throttle-redis.ts', 'idempotency/'],
-  // The pure checks.
-  ['checks/'],
+  // The pure checks, and the rate limit they hand the surfaces (its stores take the client they count in).
+  ['checks/', 'rate-limit/'],
   // The files the checks and the proxy read: policies, backend-error rules.
   ['policy/', 'backend-errors/'],
   // The ground everything stands on.

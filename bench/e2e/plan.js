@@ -7,7 +7,7 @@ export const CONNECTIONS = 32
 /**
  * The servers, in the order of the tables. `script` is the child's file (`servers/<script>.js`);
  * `idempotency` is the gateway's store of retry protection (BENCH_IDEMPOTENCY), `redis` meaning the bench's
- * own server; `tracing` exports its spans to the bench's own OTLP receiver; `tls` names the side TLS is on;
+ * own server, `cluster` its own Redis Cluster; `tracing` exports its spans to the bench's own OTLP receiver; `tls` names the side TLS is on;
  * `env` is the child's own environment. (a) is the backend every other target forwards to.
  */
 export const TARGETS = [
@@ -35,6 +35,34 @@ export const TARGETS = [
     name: 'payments-gate, valid sale, Redis store',
     script: 'gateway',
     idempotency: 'redis',
+    body: 'valid',
+    expect: 201,
+  },
+  // A Redis Cluster of three primaries (docs/idempotency.md, Redis Cluster), the bench's own, against (cr).
+  {
+    key: 'ck',
+    name: 'payments-gate, valid sale, Redis Cluster store',
+    script: 'gateway',
+    idempotency: 'cluster',
+    body: 'valid',
+    expect: 201,
+  },
+  // A policy's rate limit (docs/policies.md): the sample entity limited far above the load, against (c) and (cr).
+  {
+    key: 'cl',
+    name: 'payments-gate, valid sale, an entity with a rate limit (memory store)',
+    script: 'gateway',
+    idempotency: 'memory',
+    env: { BENCH_RATE_LIMIT: '1000000/1' },
+    body: 'valid',
+    expect: 201,
+  },
+  {
+    key: 'crl',
+    name: 'payments-gate, valid sale, an entity with a rate limit (Redis store)',
+    script: 'gateway',
+    idempotency: 'redis',
+    env: { BENCH_RATE_LIMIT: '1000000/1' },
     body: 'valid',
     expect: 201,
   },
@@ -169,6 +197,9 @@ export const RATIOS = [
   { label: 'fg/fp', numerator: 'fp', denominator: 'fg', what: 'the Fastify plugin vs a route with no checks' },
   { label: 'c/a', numerator: 'a', denominator: 'c', what: 'payments-gate vs the bare backend' },
   { label: 'cr/c', numerator: 'c', denominator: 'cr', what: 'the Redis store vs the memory store' },
+  { label: 'ck/cr', numerator: 'cr', denominator: 'ck', what: 'the Redis Cluster store vs one Redis' },
+  { label: 'cl/c', numerator: 'c', denominator: 'cl', what: 'an entity with a rate limit vs one without (memory)' },
+  { label: 'crl/cr', numerator: 'cr', denominator: 'crl', what: 'an entity with a rate limit vs one without (Redis)' },
   { label: 'ct/c', numerator: 'c', denominator: 'ct', what: 'tracing on vs off' },
   { label: 'cs/c', numerator: 'c', denominator: 'cs', what: 'TLS on the listener vs plain HTTP' },
   { label: 'cb/c', numerator: 'c', denominator: 'cb', what: 'an https backend vs a plain one' },

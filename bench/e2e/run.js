@@ -15,7 +15,7 @@ import {
 } from '../lib/fixtures.js'
 import { makeCertificates } from '../lib/certificates.js'
 import { chainsOf, measurePasses, median, p99Pairs, ratioFigures, roundsOf } from '../lib/pairing.js'
-import { startRedis } from '../lib/redis.js'
+import { startRedis, startRedisCluster } from '../lib/redis.js'
 import { cpu, requests, rss, start, startProfile, stopAll, stopProfile } from './children.js'
 import { fixedCount, round, serial } from './load.js'
 
@@ -37,16 +37,19 @@ export async function runPaired({ plan, s, baseline, fill = 0, probe = false, pr
   const { headers, users } = await credentials()
   const needs = (what) => plan.sides.some((side) => side.target[what])
   let redis
+  let cluster
   let certificates
   try {
     const backend = await start('backend')
     if (backend.error) throw new Error(backend.error)
     redis = plan.sides.some((side) => side.target.idempotency === 'redis') ? await startRedis() : undefined
     if (redis?.skipped) log(`e2e: (cr) skipped: ${redis.skipped}`)
+    cluster = plan.sides.some((side) => side.target.idempotency === 'cluster') ? await startRedisCluster() : undefined
+    if (cluster?.skipped) log(`e2e: (ck) skipped: ${cluster.skipped}`)
     const receiver = needs('tracing') ? await start('receiver') : undefined
     certificates = needs('tls') ? makeCertificates() : undefined
     const tlsEnv = certificates === undefined ? {} : await tlsTargets(certificates, backend, log)
-    const context = { backend, redis, receiver, tlsEnv, users, baseline }
+    const context = { backend, stores: { redis, cluster }, receiver, tlsEnv, users, baseline }
     const sides = []
     for (const side of plan.sides) sides.push(await startSide(side, context))
     for (const side of sides) if (side.error === undefined) side.error = await sanity(side, bodies[side.body], headers)
@@ -117,6 +120,7 @@ export async function runPaired({ plan, s, baseline, fill = 0, probe = false, pr
   } finally {
     await stopAll()
     await redis?.stop?.()
+    await cluster?.stop?.()
     certificates?.remove()
   }
 }
@@ -132,29 +136,30 @@ export async function measureRound(side, seconds, load) {
 }
 
 /** Starts the server of one side: its target's script, with the environment of its build and store. */
-async function startSide(side, { backend, redis, receiver, tlsEnv, users, baseline }) {
+async function startSide(side, { backend, stores, receiver, tlsEnv, users, baseline }) {
   const t = side.target
+  // The bench's own Redis or Redis Cluster, for (cr) and (ck).
+  const store = stores[t.idempotency]
   const own = { ...side, ...t, id: side.id, name: t.name, rounds: [] }
   if (t.key === 'a' && side.twin === 0 && !side.base)
     return { ...own, child: backend.child, url: `${backend.url}${SALE_PATH}` }
   const env = {
     BENCH_TARGET: backend.url,
     BENCH_USERS: users,
-    BENCH_IDEMPOTENCY: (t.idempotency === 'redis' ? redis?.url : t.idempotency) ?? '',
+    BENCH_IDEMPOTENCY: (store === undefined ? t.idempotency : store.url) ?? '',
     BENCH_DIST: side.base ? baseline : '',
     BENCH_STEP: '',
     ...t.env,
   }
   // Every request sampled, batches sent as the SDK's defaults send them.
   if (t.tracing) Object.assign(env, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' })
-  const why =
-    t.idempotency === 'redis' && redis?.skipped
-      ? `skipped: ${redis.skipped}`
-      : t.tls
-        ? tlsEnv[t.tls].error
-        : t.tracing
-          ? receiver.error
-          : undefined
+  const why = store?.skipped
+    ? `skipped: ${store.skipped}`
+    : t.tls
+      ? tlsEnv[t.tls].error
+      : t.tracing
+        ? receiver.error
+        : undefined
   if (why !== undefined) return { ...own, error: why }
   const server = await start(side.id, { ...env, ...(t.tls ? tlsEnv[t.tls] : {}) }, [], t.script)
   const url = server.url && `${t.tls === 'listener' ? server.url.replace('http:', 'https:') : server.url}${SALE_PATH}`
@@ -163,7 +168,7 @@ async function startSide(side, { backend, redis, receiver, tlsEnv, users, baseli
     child: server.child,
     url,
     error: server.error,
-    sidecar: t.idempotency === 'redis' ? redis : undefined,
+    sidecar: store,
   }
 }
 

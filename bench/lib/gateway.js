@@ -27,12 +27,12 @@ const {
 } = gatePackage
 
 /** What BENCH_IDEMPOTENCY may say: the store of retry protection, as `--idempotency` takes it. */
-export const IDEMPOTENCY = /^(memory|off|redis:\/\/.+)$/
+export const IDEMPOTENCY = /^(memory|off|redis(-cluster)?:\/\/.+)$/
 
-function loadPolicy() {
-  const policy = compilePolicy(
-    JSON.parse(readFileSync(new URL('../../policies/default.json', import.meta.url), 'utf8')),
-  )
+/** The sample policy, with `rateLimit` (`{ payments, seconds }`) when given: (cl) and (crl) count every payment. */
+function loadPolicy(rateLimit) {
+  const file = JSON.parse(readFileSync(new URL('../../policies/default.json', import.meta.url), 'utf8'))
+  const policy = compilePolicy(rateLimit === undefined ? file : { ...file, rateLimit })
   if (Array.isArray(policy)) throw new Error(`policies/default.json: ${policy.join('; ')}`)
   return policy
 }
@@ -41,13 +41,15 @@ function loadPolicy() {
  * The gate of every bench gateway: the users of `users` (the JSON of a users file), the sample policy, and
  * retry protection with `idempotency`: `memory` (the default, as deployed), `off`, or a `redis://` URL.
  */
-export function buildGate({ users, idempotency = 'memory' }) {
+export function buildGate({ users, idempotency = 'memory', rateLimit }) {
   if (!IDEMPOTENCY.test(idempotency))
-    throw new Error(`BENCH_IDEMPOTENCY: expected memory, off or redis://HOST:PORT, got ${idempotency}`)
+    throw new Error(
+      `BENCH_IDEMPOTENCY: expected memory, off, redis://HOST:PORT or redis-cluster://HOST:PORT,..., got ${idempotency}`,
+    )
   // `idempotency` also goes to the gate: a build from before retry protection moved to the proxy (`--baseline`) reads it
   // there, and this build's middleware arms (servers/*-protected.js) protect their handler with it.
   return createGate({
-    policies: staticPolicies([loadPolicy()]),
+    policies: staticPolicies([loadPolicy(rateLimit)]),
     credentials: new CredentialStore(JSON.parse(users)),
     vendor: 'example',
     idempotency,
@@ -72,8 +74,9 @@ export async function startGateway({
   metrics = true,
   tls,
   targetTls,
+  rateLimit,
 }) {
-  const gate = await buildGate({ users, idempotency })
+  const gate = await buildGate({ users, idempotency, rateLimit })
   const logger = logs ? createLogger({ destination: logDestination() }) : createLogger({ level: 'silent' })
   // `gate` too for a build from before the proxy took its checks (`--baseline`).
   return createGateway({
@@ -92,5 +95,12 @@ export async function startGateway({
 
 /** The options of a gateway child, from the environment its parent gave it. */
 export function fromEnv(env = process.env) {
-  return { target: env.BENCH_TARGET, users: env.BENCH_USERS, idempotency: env.BENCH_IDEMPOTENCY || 'memory' }
+  // BENCH_RATE_LIMIT: `PAYMENTS/SECONDS`, a limit the load never reaches, so that every payment is counted and forwarded.
+  const [payments, seconds] = (env.BENCH_RATE_LIMIT ?? '').split('/').map(Number)
+  return {
+    target: env.BENCH_TARGET,
+    users: env.BENCH_USERS,
+    idempotency: env.BENCH_IDEMPOTENCY || 'memory',
+    rateLimit: env.BENCH_RATE_LIMIT ? { payments, seconds } : undefined,
+  }
 }

@@ -1,18 +1,24 @@
-// A redis-server of the bench's own for (cr): taken from PATH, on a free loopback port, with no
-// persistence (nothing written to disk), stopped at the end of the run or when the parent exits.
-import { execFileSync, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+// A redis-server of the bench's own for (cr), and a Redis Cluster of three for (ck): taken from PATH, on free
+// loopback ports, with no persistence (nothing written to disk but a cluster node's own nodes.conf, in a
+// temporary folder removed at the end), stopped at the end of the run or when the parent exits.
+import { execFile, execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 const READY_MS = 5000
 
-/** Resolves to { url, cpu(), stop() }, or to { skipped: why } when no redis-server can be started. */
-export async function startRedis() {
+/**
+ * Resolves to { url, cpu(), stop() }, or to { skipped: why } when no redis-server can be started. `settings`
+ * are more of redis-server's arguments, `cwd` where it runs.
+ */
+export async function startRedis(settings = [], cwd = undefined) {
   const port = await freePort()
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...settings],
+    { stdio: 'ignore', cwd },
   )
   const kill = () => child.kill('SIGKILL')
   process.on('exit', kill)
@@ -40,6 +46,69 @@ export async function startRedis() {
       process.off('exit', kill)
     },
   }
+}
+
+/**
+ * A Redis Cluster of three primaries and no replicas, its slots spread by `redis-cli --cluster create` (the
+ * test suite's cluster has replicas: the bench measures the gateway's cost, not a failover). Resolves to
+ * { url: 'redis-cluster://...', cpu(), stop() } (cpu summed over the three), or to { skipped: why }.
+ */
+export async function startRedisCluster() {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-cluster-'))
+  const nodes = []
+  const stop = async () => {
+    await Promise.all(nodes.map((node) => node.stop()))
+    rmSync(dir, { recursive: true, force: true })
+  }
+  for (let i = 0; i < 3; i++) {
+    const node = await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`], dir)
+    if (node.skipped) {
+      await stop()
+      return node
+    }
+    nodes.push(node)
+  }
+  const addresses = nodes.map((node) => node.url.slice('redis://'.length))
+  const created = await new Promise((resolve) =>
+    execFile(
+      'redis-cli',
+      ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'],
+      { timeout: 60_000 },
+      (error, stdout, stderr) =>
+        resolve(
+          error
+            ? `redis-cli --cluster create: ${error.code === 'ENOENT' ? 'not on PATH' : stderr || stdout}`
+            : undefined,
+        ),
+    ),
+  )
+  const why = created ?? (await clusterReady(addresses))
+  if (why !== undefined) {
+    await stop()
+    return { skipped: why }
+  }
+  return {
+    url: `redis-cluster://${addresses.join(',')}`,
+    cpu: () => nodes.reduce((sum, node) => sum + node.cpu(), 0),
+    stop,
+  }
+}
+
+/** Undefined once every node says the cluster is ok, a reason when one has not within READY_MS. */
+async function clusterReady(addresses) {
+  const until = Date.now() + READY_MS
+  const ok = (address) =>
+    new Promise((resolve) => {
+      const [host, port] = address.split(':')
+      execFile('redis-cli', ['-h', host, '-p', port, 'cluster', 'info'], { timeout: 2000 }, (error, stdout) =>
+        resolve(!error && stdout.includes('cluster_state:ok')),
+      )
+    })
+  while (Date.now() < until) {
+    if ((await Promise.all(addresses.map(ok))).every(Boolean)) return undefined
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  return `the Redis Cluster was not ok within ${READY_MS} ms`
 }
 
 function freePort() {

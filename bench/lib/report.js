@@ -66,17 +66,16 @@ export function serversSection(e2e) {
           x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`,
         ],
   )
-  const redis = e2e.sides.find((x) => x.sidecarCpuUs !== undefined)
+  // (cr)'s redis-server, (ck)'s three cluster nodes together.
+  const stores = e2e.sides.filter((x) => x.sidecarCpuUs !== undefined)
   const lines = [
     `## Each server (autocannon, ${s.connections} connections, the median of its rounds of ${s.seconds} s in the pairs)`,
     '',
     table(['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU us/req', 'rounds', 'expected status'], rows),
-    ...(redis
-      ? [
-          '',
-          `redis-server itself, per (${redis.id}) request (not counted in its ratios): ${num(redis.sidecarCpuUs, 1)} us of CPU.`,
-        ]
-      : []),
+    ...stores.flatMap((store) => [
+      '',
+      `redis-server itself, per (${store.id}) request (not counted in its ratios): ${num(store.sidecarCpuUs, 1)} us of CPU.`,
+    ]),
   ]
   if (e2e.memory === undefined) return lines.join('\n')
   const serialRows = e2e.sides.map((x) => [

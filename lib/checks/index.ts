@@ -1,6 +1,7 @@
 import { DEFAULTS, mediaTypes, type MediaTypes } from '../defaults.js'
 import { reject, schemaRejection, type Rejection } from '../errors.js'
 import type { Mode, Policy, PolicySource } from '../policy/policy.js'
+import type { RateLimiter } from '../rate-limit/limiter.js'
 import { compileSchema, type CompiledSchema } from '../schema/compile.js'
 import { REQUEST_NAMES } from '../schema/names.js'
 import { OPERATIONS, REQUEST_SCHEMAS, type Operation, type PaymentRequest } from '../schema/payment.js'
@@ -31,6 +32,8 @@ export interface ChecksOptions {
   bodyLimit?: number
   /** The mode of a request whose entity has no mode of its own (docs/rollout.md). Default `enforce`. */
   mode?: Mode
+  /** The rate limit the middleware surfaces apply after check 13 (docs/policies.md, rate limit). Default: none. */
+  rateLimiter?: RateLimiter
 }
 
 /** A request that passed every check: the document to forward, already rewritten, and who sent it. */
@@ -41,6 +44,8 @@ export interface Passed {
   readonly document: PaymentRequest
   /** The authenticated user; undefined only where no credentials were checked (`payments-gate validate`). */
   readonly principal: Principal | undefined
+  /** Its entity's policy, as it passed it. */
+  readonly policy: Policy
 }
 
 /**
@@ -79,6 +84,8 @@ export interface Reported {
   readonly wouldRewrite: readonly Rewrite[]
   /** The document enforce mode would have forwarded, rewritten; undefined when it would have refused. */
   readonly document: PaymentRequest | undefined
+  /** Its entity's policy, when every check passed (`document` is there). */
+  readonly policy: Policy | undefined
 }
 
 /** The outcome of the checks: passed, the refusal to answer, or in report mode what enforce would have done. */
@@ -103,6 +110,8 @@ export interface Checks {
   readonly bodyLimit: number
   /** The mode of a request whose entity has none of its own, unless a caller passes another. */
   readonly mode: Mode
+  /** The rate limit the middleware surfaces apply (http/screen.ts); the proxy counts in its own store. */
+  readonly rateLimiter: RateLimiter | undefined
   /**
    * The one reading of a request target that routing and forwarding share: its operation (whatever the
    * method) and the origin form to forward, or the 400 for a target that is not one (docs/checks.md,
@@ -228,11 +237,12 @@ export function buildChecks(options: ChecksOptions): Checks {
       wouldRefuse: undefined,
       wouldRewrite,
       document: forwarded,
+      policy,
     }
   }
 
   function checkPolicy({ operation, entity, document, principal, policy }: Entitled): Passed | Rejection {
-    return applyPolicy(document, policy) ?? { ok: true, operation, entity, document, principal }
+    return applyPolicy(document, policy) ?? { ok: true, operation, entity, document, principal, policy }
   }
 
   function checkBody(
@@ -283,6 +293,7 @@ export function buildChecks(options: ChecksOptions): Checks {
     checkHead,
     holdable,
     mode: defaultMode,
+    rateLimiter: options.rateLimiter,
     checkBody,
     checkEntitled,
     checkPolicy,
@@ -314,5 +325,6 @@ function reported(
     wouldRefuse: refusal,
     wouldRewrite: NO_REWRITE,
     document: undefined,
+    policy: undefined,
   }
 }

@@ -180,7 +180,7 @@ const SERVE_FLAGS = {
   idempotency: option({
     value: 'memory|off|URL',
     summary:
-      "retry protection's store: `memory`, `off`, a `redis://HOST:PORT[/DB]` URL or a `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` URL (`rediss://`, `rediss-sentinel://`: over TLS); Redis is shared by every replica and also shares the failed-login throttle",
+      "retry protection's store: `memory`, `off`, a `redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER` or `redis-cluster://HOST:PORT[,HOST:PORT...]` URL (`rediss://`, `rediss-sentinel://`, `rediss-cluster://`: over TLS); Redis is shared by every replica and also shares the failed-login throttle",
     default: IDEMPOTENCY_DEFAULTS.store,
     parse: identity,
     see: '[retry protection](idempotency.md)',
@@ -257,6 +257,14 @@ const SERVE_FLAGS = {
     default: String(DEFAULTS.trustProxy),
     parse: wholeNumberIn(BOUNDS.trustProxy),
     see: '[logs and metrics](logs-and-metrics.md#the-clients-address)',
+  }),
+  backendMaxInFlight: option({
+    value: 'K',
+    summary:
+      'most payments this process forwards at once, at least 1: one more is answered 503 with `Retry-After: 1` before anything is claimed; per process with `--workers`',
+    shown: 'off',
+    parse: wholeNumberIn(BOUNDS.backendMaxInFlight),
+    see: '[backend protection](deployment-reference.md#backend-protection)',
   }),
   shutdownDelay: option({
     value: 'SECONDS',

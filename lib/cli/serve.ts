@@ -37,7 +37,14 @@ type RetryProtectionFlags =
   | 'idempotencyCa'
 type TlsFlags = 'tlsCert' | 'tlsKey' | 'targetCa' | 'targetCert' | 'targetKey' | 'targetServername'
 type DefaultedFlags =
-  RetryProtectionFlags | TlsFlags | 'shutdownDelay' | 'drainTimeout' | 'trustProxy' | 'mode' | 'backendErrors'
+  | RetryProtectionFlags
+  | TlsFlags
+  | 'shutdownDelay'
+  | 'drainTimeout'
+  | 'trustProxy'
+  | 'mode'
+  | 'backendErrors'
+  | 'backendMaxInFlight'
 
 /**
  * What `serve` needs, with the credentials as a file or as a store already built (the demo's); retry protection,
@@ -123,6 +130,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           idempotencyFingerprintKey: fingerprintKey,
           onStoreError,
           idempotencyReport: evictionReporter(logger, metrics),
+          idempotencyClusterMetrics: metrics,
         })
         try {
           const gate = await createGate({

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net'
 import { CodedError, type ErrorCode } from '../coded-error.js'
 import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
-import { redisTarget, redisTls } from '../idempotency/redis-client.js'
+import { redisTarget, redisTls, TLS_URL_FORMS } from '../idempotency/redis-client.js'
 import { readLimitedFile, readLimitedText } from '../read-file.js'
 import { checkBundle, PemRefusal } from '../tls/pem.js'
 import type { Address } from './options.js'
@@ -103,10 +103,7 @@ export async function storeCa(
   if (file === undefined) return undefined
   const flag = where('idempotencyCa')
   if (!redisTls(store))
-    throw new CodedError(
-      'EUSAGE',
-      `${flag}: ${where('idempotency')} is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER`,
-    )
+    throw new CodedError('EUSAGE', `${flag}: ${where('idempotency')} is not a TLS URL; give one of ${TLS_URL_FORMS}`)
   const advice = 'give the PEM bundle of the CA that issued the Redis certificate'
   let pem: Buffer
   try {

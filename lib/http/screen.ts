@@ -5,6 +5,7 @@ import type { Checks, Entitled, Reported, Verdict } from '../checks/index.js'
 import { routeFor } from '../checks/route.js'
 import { closing, type Rejection } from '../errors.js'
 import type { Mode } from '../policy/policy.js'
+import type { Admission, RateLimiter } from '../rate-limit/limiter.js'
 import type { Operation } from '../schema/payment.js'
 import { ABORTED, readBody } from './read-body.js'
 
@@ -124,8 +125,27 @@ export async function screenBody(
   if (bytes === ABORTED) return ABORTED
   // Enforce's answer in both modes: a body past the limit names no entity (docs/rollout.md).
   if (!Buffer.isBuffer(bytes)) return closing(admitted.refused ?? bytes)
-  const check = upTo === 'entitled' ? checks.checkEntitled : checks.checkBody
-  return check(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
+  if (upTo === 'entitled')
+    return checks.checkEntitled(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
+  const verdict = checks.checkBody(admitted.operation, bytes, admitted.principal, admitted.mode, admitted.refused)
+  const limiter = checks.rateLimiter
+  return limiter === undefined ? verdict : limited(limiter, verdict)
+}
+
+/**
+ * The middleware's rate limit (docs/middleware.md, rate limits): a payment that passed every check is counted,
+ * and over its entity's limit refused 429 before the handler; in report mode counted and, over the limit,
+ * reported as what enforce mode would refuse. A caller that asks for `entitled` (retry protection's look-up
+ * first) counts after that look-up itself (proxy/rate-limits.ts, surfaces/retry-protection.ts).
+ */
+export async function limited(limiter: RateLimiter, verdict: Verdict): Promise<Verdict> {
+  if (verdict.ok === false || verdict.policy?.rateLimit === undefined) return verdict
+  const admission = (await limiter.admit(verdict.entity, verdict.policy)) as Admission
+  if (admission.outcome === 'admitted' || admission.outcome === 'unchecked') return verdict
+  if (verdict.ok === true) return admission.rejection
+  return admission.outcome === 'limited'
+    ? { ...verdict, wouldRefuse: admission.rejection, document: undefined }
+    : verdict
 }
 
 function refused(rejection: Rejection, unread: boolean): Rejection {

@@ -1,12 +1,25 @@
+import type { Cluster } from 'ioredis'
 import { CodedError } from '../coded-error.js'
 import { MemoryIdempotencyStore, type MemoryIdempotencyStoreOptions } from './memory.js'
 import { shownUrl } from '../shown-url.js'
-import { connectRedis, redisTarget, redisUrlProblem, REDIS_URL_FORMS, type RedisClientOptions } from './redis-client.js'
+import {
+  connectCluster,
+  connectRedis,
+  isClusterTarget,
+  redisTarget,
+  redisUrlProblem,
+  REDIS_URL_FORMS,
+  type RedisClientOptions,
+} from './redis-client.js'
+import { observeCluster, type ClusterMetrics } from './redis-cluster.js'
 import { RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from './redis.js'
 
 export type CreateIdempotencyStoreOptions = MemoryIdempotencyStoreOptions &
   RedisIdempotencyStoreOptions &
-  RedisClientOptions
+  RedisClientOptions & {
+    /** Told of a Redis Cluster's redirections, node errors and slots (the gateway exports them). */
+    clusterMetrics?: ClusterMetrics
+  }
 
 /** The one-line error (code `EIDEMPOTENCY`, exit 2 in the CLI) for a spec `createIdempotencyStore` does not take. */
 function unknownSpec(spec: string): CodedError<'EIDEMPOTENCY'> {
@@ -27,8 +40,9 @@ export function checkIdempotencySpec(spec: string): void {
  * The store `--idempotency` names: `memory` (this process), `off` (no
  * protection: undefined), or a Redis shared by every gateway on it:
  * `redis://HOST[:PORT][/DB]` (`rediss://` for TLS, `redis://:PASSWORD@HOST...`
- * for a password) or `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER`
- * (`rediss-sentinel://` for TLS).
+ * for a password), `redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER`
+ * (`rediss-sentinel://` for TLS) or a Redis Cluster,
+ * `redis-cluster://HOST:PORT[,HOST:PORT...]` (`rediss-cluster://` for TLS).
  * Throws a one-line Error for anything else.
  */
 export function createIdempotencyStore(
@@ -40,5 +54,13 @@ export function createIdempotencyStore(
   // Read once: the client is made of what was read.
   const target = redisTarget(spec)
   if (target === undefined) throw unknownSpec(spec)
-  return new RedisIdempotencyStore(connectRedis(target, options), options)
+  if (!isClusterTarget(target)) return new RedisIdempotencyStore(connectRedis(target, options), options)
+  const cluster: Cluster = connectCluster(target, options)
+  const metrics = options.clusterMetrics
+  if (metrics === undefined) return new RedisIdempotencyStore(cluster, options)
+  observeCluster(cluster, metrics)
+  return new RedisIdempotencyStore(cluster, {
+    ...options,
+    onRedirection: (kind, node) => metrics.storeRedirection(kind, node),
+  })
 }

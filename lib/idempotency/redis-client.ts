@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import { isIP } from 'node:net'
-import type { Redis, RedisOptions } from 'ioredis'
+import type { Cluster, ClusterOptions, Command, Redis, RedisOptions } from 'ioredis'
 import { CodedError, type Wording } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { shownUrl } from '../shown-url.js'
@@ -19,6 +19,9 @@ export interface RedisClientOptions {
   ca?: Buffer
 }
 
+/** A client of one server (through Sentinel or not) or of a Redis Cluster. */
+export type RedisClient = Redis | Cluster
+
 /** Longest pause between two reconnection attempts, in ms: a Redis back from a restart is used again within it. */
 const RECONNECT_MAX_MS = 1000
 
@@ -30,8 +33,12 @@ const SENTINEL_PORT = 26379
  * ioredis, loaded by the first client made rather than imported: a gateway on the memory store never
  * uses it, and loading it is a large part of `serve`'s start (docs/performance.md, Start-up).
  */
-function ioredis(): { Redis: typeof Redis } {
-  return createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis }
+export function ioredis(): { Redis: typeof Redis; Cluster: typeof Cluster; Command: typeof Command } {
+  return createRequire(import.meta.url)('ioredis') as {
+    Redis: typeof Redis
+    Cluster: typeof Cluster
+    Command: typeof Command
+  }
 }
 
 /** RFC 3986's userinfo (3.2.1): unreserved and sub-delims characters, `:` and percent-escapes, nothing else. */
@@ -52,21 +59,43 @@ const SENTINEL_URL = new RegExp(
   String.raw`^(rediss?)-sentinel://(?:(${USERINFO})@)?(${HOST}(?::${PORT})?(?:,${HOST}(?::${PORT})?)*)(?:/(${DB}))?#(${NAME})$`,
 )
 
+/** A Redis Cluster's seed nodes: no database (a cluster has only 0), no fragment. */
+const CLUSTER_URL = new RegExp(
+  String.raw`^(rediss?)-cluster://(?:(${USERINFO})@)?(${HOST}(?::${PORT})?(?:,${HOST}(?::${PORT})?)*)$`,
+)
+
 /** The URL forms the Redis store and the shared throttle take (docs/idempotency.md). */
 export const REDIS_URL_FORMS =
-  'redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER'
+  'redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, redis-cluster://HOST:PORT[,HOST:PORT...], rediss-cluster://HOST:PORT[,HOST:PORT...]'
 
 /** The forms that connect over TLS. */
-const TLS_URL_FORMS = 'rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER'
+export const TLS_URL_FORMS =
+  'rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-cluster://HOST:PORT[,HOST:PORT...]'
 
-/** Whether a URL `redisTarget` reads connects over TLS: `rediss://` and `rediss-sentinel://`. */
+/**
+ * A Redis Cluster as a URL names it: seed nodes (the others are discovered), and what every node's connection
+ * takes: the user, the password, TLS.
+ */
+export interface ClusterTarget extends Pick<RedisOptions, 'username' | 'password' | 'tls'> {
+  readonly cluster: readonly { readonly host: string; readonly port: number }[]
+}
+
+/** What a URL says to connect to: one server (directly or through Sentinel), as ioredis options, or a cluster. */
+export type RedisTarget = RedisOptions | ClusterTarget
+
+/** Whether a target is a Redis Cluster's. */
+export function isClusterTarget(target: RedisTarget): target is ClusterTarget {
+  return 'cluster' in target
+}
+
+/** Whether a URL `redisTarget` reads connects over TLS: `rediss://`, `rediss-sentinel://` and `rediss-cluster://`. */
 export function redisTls(url: string): boolean {
   const target = redisTarget(url)
   return target !== undefined && usesTls(target)
 }
 
-function usesTls(target: RedisOptions): boolean {
-  return target.tls !== undefined || target.enableTLSForSentinelMode === true
+function usesTls(target: RedisTarget): boolean {
+  return target.tls !== undefined || (target as RedisOptions).enableTLSForSentinelMode === true
 }
 
 /** Why a URL that is none of the forms is refused, when a reason tells more than the forms do. */
@@ -81,6 +110,12 @@ function address(text: string, defaultPort: number): { host: string; port: numbe
   const colon = text.indexOf(':')
   const port = colon === -1 ? defaultPort : Number(text.slice(colon + 1))
   return port > 65535 ? undefined : { host: colon === -1 ? text : text.slice(0, colon), port }
+}
+
+/** `HOST[:PORT],...` as ioredis's hosts and ports; undefined when a port is past 65535. */
+function addresses(text: string, defaultPort: number): { host: string; port: number }[] | undefined {
+  const all = text.split(',').map((one) => address(one, defaultPort))
+  return all.includes(undefined) ? undefined : (all as { host: string; port: number }[])
 }
 
 /** `USER:PASSWORD` as ioredis's username and password, decoded; an empty part is none. */
@@ -98,9 +133,10 @@ function credentials(userinfo: string | undefined): Pick<RedisOptions, 'username
  * Where a URL says to connect, as ioredis options: `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]` (`rediss://` with
  * TLS); `redis-sentinel://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][/DB]#MASTER` (the form of Lettuce and other
  * clients) as ioredis's Sentinel options, the password being the primary's, as in `redis://`; `rediss-sentinel://`
- * alike, with TLS to the Sentinels and to the primary. Undefined for anything else.
+ * alike, with TLS to the Sentinels and to the primary; `redis-cluster://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...]`
+ * as a cluster's seed nodes (`rediss-cluster://` with TLS to every node). Undefined for anything else.
  */
-export function redisTarget(url: string): RedisOptions | undefined {
+export function redisTarget(url: string): RedisTarget | undefined {
   // A `%` escape that is not UTF-8 makes the URL none of the forms (one line), not a URIError with a stack.
   try {
     return readTarget(url)
@@ -109,7 +145,7 @@ export function redisTarget(url: string): RedisOptions | undefined {
   }
 }
 
-function readTarget(url: string): RedisOptions | undefined {
+function readTarget(url: string): RedisTarget | undefined {
   const direct = REDIS_URL.exec(url)
   if (direct !== null) {
     const [, scheme, userinfo, hostPort, db] = direct as unknown as [
@@ -122,6 +158,12 @@ function readTarget(url: string): RedisOptions | undefined {
     const at = address(hostPort, REDIS_PORT)
     return at && { ...at, db: Number(db ?? 0), ...credentials(userinfo), ...(scheme === 'rediss' ? { tls: {} } : {}) }
   }
+  const cluster = CLUSTER_URL.exec(url)
+  if (cluster !== null) {
+    const [, scheme, userinfo, hosts] = cluster as unknown as [string, string, string | undefined, string]
+    const nodes = addresses(hosts, REDIS_PORT)
+    return nodes && { cluster: nodes, ...credentials(userinfo), ...(scheme === 'rediss' ? { tls: {} } : {}) }
+  }
   const sentinel = SENTINEL_URL.exec(url)
   if (sentinel === null) return undefined
   const [, scheme, userinfo, hosts, db, name] = sentinel as unknown as [
@@ -132,10 +174,10 @@ function readTarget(url: string): RedisOptions | undefined {
     string | undefined,
     string,
   ]
-  const sentinels = hosts.split(',').map((text) => address(text, SENTINEL_PORT))
-  if (sentinels.includes(undefined)) return undefined
+  const sentinels = addresses(hosts, SENTINEL_PORT)
+  if (sentinels === undefined) return undefined
   return {
-    sentinels: sentinels as { host: string; port: number }[],
+    sentinels,
     name: decodeURIComponent(name),
     db: Number(db ?? 0),
     // `USER@`, with the password from a file (`--idempotency-password-file`), or `USER:PASSWORD@`.
@@ -154,10 +196,11 @@ function readTarget(url: string): RedisOptions | undefined {
  * (one in flight when the connection drops fails, by its timeout at the latest), and reconnection
  * attempts forever, at most `RECONNECT_MAX_MS` apart; through Sentinel, it
  * asks the Sentinels for the primary on each attempt, so it follows a
- * failover. Creating it never throws, whether Redis is up or not; a URL
+ * failover; on a Redis Cluster, a Cluster client with the same settings (`connectCluster`).
+ * Creating it never throws, whether Redis is up or not; a URL
  * `redisTarget` does not read throws a one-line Error (code `EIDEMPOTENCY`).
  */
-export function createRedisClient(url: string, options: RedisClientOptions = {}): Redis {
+export function createRedisClient(url: string, options: RedisClientOptions = {}): RedisClient {
   const target = redisTarget(url)
   if (target === undefined) {
     // The code makes it a start-up failure of the CLI: one line, exit 2.
@@ -166,7 +209,22 @@ export function createRedisClient(url: string, options: RedisClientOptions = {})
       (name) => `${name('idempotency')} ${shownUrl(url)} is none of ${REDIS_URL_FORMS}${redisUrlProblem(url)}`,
     )
   }
-  return connectRedis(target, options)
+  return isClusterTarget(target) ? connectCluster(target, options) : connectRedis(target, options)
+}
+
+const reconnect = (attempt: number) => Math.min(attempt * 50, RECONNECT_MAX_MS)
+
+/** What every connection the gateway opens takes, whatever the URL said: nothing it says overrides them. */
+function failFast(commandTimeout: number) {
+  return {
+    enableOfflineQueue: false,
+    commandTimeout,
+    connectTimeout: Math.max(commandTimeout, RECONNECT_MAX_MS),
+    maxRetriesPerRequest: 1,
+    // A command whose reply a lost connection cut off may have run: never sent again on reconnection (docs/idempotency.md).
+    autoResendUnfulfilledCommands: false,
+    retryStrategy: reconnect,
+  } as const
 }
 
 /** The client `createRedisClient` makes, of a target `redisTarget` has already read. */
@@ -177,17 +235,78 @@ export function connectRedis(target: RedisOptions, options: RedisClientOptions =
     ...target,
     ...filePassword(target, options.password),
     ...tlsOf(target, options.ca),
-    // Last: nothing the URL said overrides them.
-    enableOfflineQueue: false,
-    commandTimeout,
-    connectTimeout: Math.max(commandTimeout, RECONNECT_MAX_MS),
+    ...failFast(commandTimeout),
     sentinelCommandTimeout: commandTimeout,
-    maxRetriesPerRequest: 1,
-    // A command whose reply a lost connection cut off may have run: never sent again on reconnection (docs/idempotency.md).
-    autoResendUnfulfilledCommands: false,
-    retryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
-    sentinelRetryStrategy: (attempt) => Math.min(attempt * 50, RECONNECT_MAX_MS),
+    sentinelRetryStrategy: reconnect,
   })
+  reportErrors(client, options.onError)
+  return client
+}
+
+/** Where this process reaches the nodes of a cluster, by the address each announces (a NAT, a port forward). */
+export type NatMap = Readonly<Record<string, { readonly host: string; readonly port: number }>>
+
+/** How many times at most a cluster command is sent: enough for a MOVED and an ASK while a slot moves, and a TRYAGAIN. */
+const CLUSTER_SENDS = 5
+
+/**
+ * The Cluster client `createRedisClient` makes of a cluster's target: every node's connection with the settings
+ * above (no offline queue is ioredis's own choice there, while it connects), and for the cluster:
+ *
+ * - no offline queue: a command sent while no node is known rejects at once;
+ * - a command whose connection closed is never sent again (`retryDelayOnFailover: 0`: ioredis would send it to
+ *   another node after a pause, and it may have run), nor one answered `CLUSTERDOWN` (a slot without a primary stays
+ *   so for seconds: the payment gets 503 at once); `MOVED`, `ASK` and `TRYAGAIN` say that the command did not run, and
+ *   are followed, `CLUSTER_SENDS` sends in all (docs/idempotency.md, Redis Cluster);
+ * - the nodes reached by the names the URL and the cluster give, never an address ioredis looked up itself, so that
+ *   TLS checks the names the nodes' certificates carry (ElastiCache's cluster mode with TLS);
+ * - reconnection forever, at most `RECONNECT_MAX_MS` apart.
+ *
+ * `natMap` maps the addresses the nodes announce to where this process reaches them (a NAT, a port forward).
+ */
+export function connectCluster(target: ClusterTarget, options: RedisClientOptions = {}, natMap?: NatMap): Cluster {
+  const commandTimeout = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
+  const { cluster: nodes, ...node } = target
+  const { enableOfflineQueue, retryStrategy, ...settings } = failFast(commandTimeout)
+  const { Cluster } = ioredis()
+  const client = new Cluster(
+    nodes.map((seed) => ({ ...seed })),
+    {
+      redisOptions: { ...node, ...filePassword(node, options.password), ...tlsOf(target, options.ca), ...settings },
+      enableOfflineQueue,
+      retryDelayOnFailover: 0,
+      retryDelayOnClusterDown: 0,
+      maxRedirections: CLUSTER_SENDS,
+      slotsRefreshTimeout: commandTimeout,
+      clusterRetryStrategy: retryStrategy,
+      dnsLookup: (address, callback) => callback(null, address),
+      natMap: natMap as ClusterOptions['natMap'],
+    },
+  )
+  reportErrors(client, options.onError)
+  // ioredis connects to a node at its first command, and a command sent to it while it connects fails (no offline
+  // queue): once the cluster is ready, each primary it names is connected to (`whenReady` waits for them), and each
+  // new one as soon as it is known. Not before: ioredis's ready check sends CLUSTER INFO to a node not yet connected.
+  const connectPrimaries = () => {
+    if (client.status !== 'ready') return
+    for (const primary of client.nodes('master')) if (primary.status === 'wait') primary.connect().catch(() => {})
+  }
+  client.on('ready', connectPrimaries)
+  client.on('refresh', connectPrimaries)
+  return client
+}
+
+/**
+ * A connection of its own to one node of `cluster`, as the cluster's own connections to it (user, password, TLS)
+ * with the settings above, for the writes that wait for that node's replicas (redis-cluster.ts).
+ */
+export function connectNode(
+  cluster: Cluster,
+  node: { host: string; port: number },
+  options: { readonly commandTimeoutMs: number; readonly onError: ((error: Error) => void) | undefined },
+): Redis {
+  const { Redis } = ioredis()
+  const client = new Redis({ ...cluster.options.redisOptions, ...node, ...failFast(options.commandTimeoutMs) })
   reportErrors(client, options.onError)
   return client
 }
@@ -197,7 +316,7 @@ export function connectRedis(target: RedisOptions, options: RedisClientOptions =
  * node verifies every certificate, against the host the client connects to (its name, or an IP address the
  * certificate must list), and nothing here turns that off (docs/idempotency.md, TLS to the store).
  */
-function tlsOf(target: RedisOptions, ca: Buffer | undefined): RedisOptions {
+function tlsOf(target: RedisTarget, ca: Buffer | undefined): RedisOptions {
   if (!usesTls(target)) {
     if (ca === undefined) return {}
     throw new CodedError(
@@ -207,6 +326,8 @@ function tlsOf(target: RedisOptions, ca: Buffer | undefined): RedisOptions {
     )
   }
   const options = ca === undefined ? {} : { ca }
+  // A cluster's nodes share these options, each checked against its own host; none is sent as SNI.
+  if (isClusterTarget(target)) return { tls: options }
   if (target.sentinels !== undefined) return { tls: options, sentinelTLS: options }
   // The host named, sent as SNI too, which managed offerings that route by name expect; an IP address is never sent so (RFC 6066, 3).
   const host = target.host as string
@@ -217,19 +338,34 @@ const BOTH_PASSWORDS: Wording = (name) =>
   `${name('idempotency')}: a password in the URL and another in ${name('idempotencyPassword')}; give one`
 
 /** The password of a file, for a URL that names none. */
-function filePassword(target: RedisOptions, password: string | undefined): RedisOptions {
+function filePassword(target: Pick<RedisOptions, 'password'>, password: string | undefined): RedisOptions {
   if (password === undefined) return {}
   if (target.password !== undefined) throw new CodedError('EIDEMPOTENCY', BOTH_PASSWORDS)
   return { password }
 }
 
-/** Without a listener, ioredis prints each error on the console; with one, the caller decides. */
-export function reportErrors(client: Redis, onError: ((error: Error) => void) | undefined): void {
+/**
+ * Without a listener, ioredis prints each error on the console; with one, the caller decides. A Cluster client's
+ * nodes tell theirs apart (`node error`).
+ */
+export function reportErrors(client: RedisClient, onError: ((error: Error) => void) | undefined): void {
   client.on('error', (error: Error) => onError?.(error))
+  if (client.isCluster) client.on('node error', (error: Error) => onError?.(error))
 }
 
-/** Resolves true once the client is connected, false after `timeoutMs`; never rejects. */
-export function whenReady(client: Redis, timeoutMs: number): Promise<boolean> {
+/**
+ * Resolves true once the client is connected (a Cluster client, and its connections to every primary it knows),
+ * false after `timeoutMs`; never rejects.
+ */
+export async function whenReady(client: RedisClient, timeoutMs: number): Promise<boolean> {
+  const until = performance.now() + timeoutMs
+  if (!(await connected(client, timeoutMs))) return false
+  if (!client.isCluster) return true
+  const primaries = (client as Cluster).nodes('master')
+  return (await Promise.all(primaries.map((primary) => connected(primary, until - performance.now())))).every(Boolean)
+}
+
+function connected(client: RedisClient, timeoutMs: number): Promise<boolean> {
   if (client.status === 'ready') return Promise.resolve(true)
   return new Promise((resolve) => {
     const done = (ready: boolean) => {
@@ -243,10 +379,13 @@ export function whenReady(client: Redis, timeoutMs: number): Promise<boolean> {
   })
 }
 
-/** Quits cleanly when connected, then stops any reconnection attempt. */
-export async function closeRedisClient(client: Redis): Promise<void> {
+/**
+ * Quits cleanly when connected, then stops any reconnection attempt. A Cluster client is disconnected only: its
+ * `quit` would first connect to each node it knows and has not used (the replicas) to say QUIT.
+ */
+export async function closeRedisClient(client: RedisClient): Promise<void> {
   try {
-    if (client.status === 'ready') await client.quit()
+    if (client.status === 'ready' && !client.isCluster) await client.quit()
   } finally {
     client.disconnect()
   }

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import type { Redis } from 'ioredis'
+import type { Cluster, Redis } from 'ioredis'
 import { CodedError } from '../coded-error.js'
 import { keptAnswer } from './answer-size.js'
-import { closeRedisClient, reportErrors, whenReady } from './redis-client.js'
+import { hashTag } from './key.js'
+import { closeRedisClient, connectNode, reportErrors, whenReady, type RedisClient } from './redis-client.js'
+import { notRun, ShardWriters } from './redis-cluster.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import {
   recordedPeek,
@@ -18,6 +20,15 @@ import {
 /** Every key this store writes starts so, to share a Redis with other uses. */
 export const REDIS_KEY_PREFIX = 'payments-gate:idem:'
 
+/**
+ * A payment's key in Redis: the prefix and its idempotency key (key.ts). On a Redis Cluster, the idempotency key
+ * as a hash tag, so that each payment's key has a slot of its own and payments spread over the shards; on one
+ * Redis, as it always was, so that a fleet on one Redis never splits between two spellings during an upgrade.
+ */
+export function redisKey(key: string, cluster: boolean): string {
+  return REDIS_KEY_PREFIX + (cluster ? hashTag(key) : key)
+}
+
 export interface RedisIdempotencyStoreOptions extends IdempotencyStoreOptions {
   /** Replicas that must acknowledge a claim or a record (Redis `WAIT`) before it counts. Default 0. */
   replicas?: number
@@ -25,6 +36,8 @@ export interface RedisIdempotencyStoreOptions extends IdempotencyStoreOptions {
   commandTimeoutMs?: number
   /** Told of the errors of the connections this store opens for acknowledged writes, of each failed attempt of a release, and of a release given up. */
   onError?: (error: Error) => void
+  /** Told of each acknowledged write sent to another node of a Redis Cluster than the one it was sent to first (MOVED, ASK). */
+  onRedirection?: (kind: string, node: string) => void
   /** How a release or a record that failed is tried again. Default: 40 attempts, 100 ms apart at first, doubling up to 10 s. */
   releaseRetry?: ReleaseRetry
 }
@@ -119,14 +132,16 @@ interface Scripts {
   paymentsGateIdemPeek(key: string): Promise<[string, number] | null>
 }
 
-type Connection = Redis & Scripts
+type Connection = RedisClient & Scripts
+/** A connection of acknowledged writes: to one server, its `WAIT` counting that connection's writes. */
+type Writer = Redis & Scripts
 
-function withScripts(redis: Redis): Connection {
+function withScripts<C extends RedisClient>(redis: C): C & Scripts {
   redis.defineCommand('paymentsGateIdemClaim', { numberOfKeys: 1, lua: CLAIM })
   redis.defineCommand('paymentsGateIdemRecord', { numberOfKeys: 1, lua: RECORD })
   redis.defineCommand('paymentsGateIdemRelease', { numberOfKeys: 1, lua: RELEASE })
   redis.defineCommand('paymentsGateIdemPeek', { numberOfKeys: 1, lua: PEEK })
-  return redis as Connection
+  return redis as C & Scripts
 }
 
 /**
@@ -135,26 +150,24 @@ function withScripts(redis: Redis): Connection {
  * writes, so each write takes a connection of its own for itself and its
  * `WAIT`: a slow replica holds these, never the client the login throttle and
  * the releases share, and a write that finds none free within the command
- * timeout fails instead of queuing behind another's `WAIT`.
+ * timeout fails instead of queuing behind another's `WAIT`. On a Redis
+ * Cluster, one such pool per primary (redis-cluster.ts).
  */
 class Writers {
-  readonly #all: Connection[]
-  readonly #idle: Connection[]
-  readonly #waiting: ((connection: Connection) => void)[] = []
+  readonly #all: Writer[]
+  readonly #idle: Writer[]
+  readonly #waiting: ((connection: Writer) => void)[] = []
   readonly #timeoutMs: number
 
-  constructor(redis: Redis, size: number, timeoutMs: number, onError: ((error: Error) => void) | undefined) {
-    // A WAIT answers within its own timeout: the connection's allows for that and the write before it.
-    this.#all = Array.from({ length: size }, () => {
-      const connection = redis.duplicate({ commandTimeout: 2 * timeoutMs })
-      reportErrors(connection, onError)
-      return withScripts(connection)
-    })
+  /** `size` connections `open` makes, each given the scripts. */
+  constructor(open: () => Redis, size: number, timeoutMs: number) {
+    this.#all = Array.from({ length: size }, () => withScripts(open()))
     this.#idle = [...this.#all]
     this.#timeoutMs = timeoutMs
   }
 
-  async with<T>(run: (connection: Connection) => Promise<T>): Promise<T> {
+  /** Runs `run` on a connection of its own; `key` does not choose one: this pool's server holds every key. */
+  async with<T>(key: string, run: (connection: Writer) => Promise<T>): Promise<T> {
     const connection = this.#idle.pop() ?? (await this.#free())
     try {
       return await run(connection)
@@ -173,9 +186,9 @@ class Writers {
     await Promise.all(this.#all.map(closeRedisClient))
   }
 
-  #free(): Promise<Connection> {
+  #free(): Promise<Writer> {
     return new Promise((resolve, reject) => {
-      const take = (connection: Connection) => {
+      const take = (connection: Writer) => {
         clearTimeout(timer)
         resolve(connection)
       }
@@ -188,8 +201,30 @@ class Writers {
   }
 }
 
-/** How many connections carry acknowledged writes: each holds one write and its WAIT at a time. */
+/** How many connections carry acknowledged writes (to each primary, on a cluster): each holds one write and its WAIT at a time. */
 const WRITE_CONNECTIONS = 8
+
+/** Where the writes that wait for replicas go: a pool of connections to the one server, or a pool to each primary of a cluster. */
+type AcknowledgedWrites = Writers | ShardWriters<Writer>
+
+function acknowledgedWrites(
+  redis: RedisClient,
+  timeoutMs: number,
+  options: RedisIdempotencyStoreOptions,
+): AcknowledgedWrites {
+  // A WAIT answers within its own timeout: each connection's allows for that and the write before it.
+  const settings = { commandTimeoutMs: 2 * timeoutMs, onError: options.onError }
+  const pool = (open: () => Redis) => new Writers(open, WRITE_CONNECTIONS, timeoutMs)
+  if (redis.isCluster) {
+    const cluster = redis as Cluster
+    return new ShardWriters(cluster, (node) => pool(() => connectNode(cluster, node, settings)), options.onRedirection)
+  }
+  return pool(() => {
+    const connection = (redis as Redis).duplicate({ commandTimeout: settings.commandTimeoutMs })
+    reportErrors(connection, options.onError)
+    return connection
+  })
+}
 
 const IN_FLIGHT: Claim = Object.freeze({ state: 'inFlight' })
 const MISMATCH: Claim = Object.freeze({ state: 'mismatch' })
@@ -212,7 +247,8 @@ function recordFailed(attempts: number, cause: unknown): CodedError<'ERECORD'> {
 }
 
 /**
- * The store shared by every gateway on one Redis, so a retry that lands on
+ * The store shared by every gateway on one Redis (through Sentinel or not) or
+ * one Redis Cluster, so a retry that lands on
  * another replica is still replayed. It owns its client: `close()` quits it.
  * A command fails within the client's command timeout while Redis is down,
  * and the same instance works again once Redis is back. With `replicas`,
@@ -221,26 +257,27 @@ function recordFailed(attempts: number, cause: unknown): CodedError<'ERECORD'> {
  * redis-client.ts); each command below says whether repeating it is safe.
  */
 export class RedisIdempotencyStore implements IdempotencyStore {
-  /** The client of claims (without replicas) and releases. */
-  readonly redis: Redis
+  /** The client of claims (without replicas) and releases: one server's, or a Redis Cluster's. */
+  readonly redis: RedisClient
   readonly #client: Connection
+  readonly #cluster: boolean
   readonly #options: RedisIdempotencyStoreOptions
   readonly #replicas: number
   readonly #waitMs: number
-  readonly #writers: Writers | undefined
+  readonly #writers: AcknowledgedWrites | undefined
   readonly #retry: ReleaseRetry
   /** The pauses of releases waiting for their next attempt: cut short by `close`. */
   readonly #pauses = new Set<() => void>()
   #closed = false
 
-  constructor(redis: Redis, options: RedisIdempotencyStoreOptions) {
+  constructor(redis: RedisClient, options: RedisIdempotencyStoreOptions) {
     this.redis = redis
     this.#client = withScripts(redis)
+    this.#cluster = redis.isCluster
     this.#options = options
     this.#replicas = options.replicas ?? 0
     this.#waitMs = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
-    this.#writers =
-      this.#replicas > 0 ? new Writers(redis, WRITE_CONNECTIONS, this.#waitMs, options.onError) : undefined
+    this.#writers = this.#replicas > 0 ? acknowledgedWrites(redis, this.#waitMs, options) : undefined
     this.#retry = options.releaseRetry ?? RELEASE_RETRY
   }
 
@@ -259,37 +296,39 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    */
   async claim(key: string, fingerprint: string, matches?: Matches): Promise<Claim> {
     const token = randomUUID()
+    const stored = redisKey(key, this.#cluster)
     const writers = this.#writers
     const found =
       writers === undefined
-        ? await this.#claimOn(this.#client, key, fingerprint, token)
-        : await writers.with((connection) => this.#claimOn(connection, key, fingerprint, token))
+        ? await this.#claimOn(this.#client, stored, fingerprint, token)
+        : await writers.with(stored, (connection) => this.#claimOn(connection, stored, fingerprint, token))
     if (found === null) return { state: 'claimed', token }
-    const stored = JSON.parse(found[0]) as Stored
-    const unknown = stored.state === 'inFlight' && found[1] === 1
-    if (stored.state === 'inFlight' && !unknown) return IN_FLIGHT
-    const same = sameFingerprint(stored.fingerprint, fingerprint, matches)
+    const value = JSON.parse(found[0]) as Stored
+    const unknown = value.state === 'inFlight' && found[1] === 1
+    if (value.state === 'inFlight' && !unknown) return IN_FLIGHT
+    const same = sameFingerprint(value.fingerprint, fingerprint, matches)
     if (same !== true) return same === false ? MISMATCH : UNKNOWN_KEY
-    if (stored.state === 'inFlight') return { state: 'recorded', answer: this.#options.unknownAnswer }
-    const { status, headers, body } = stored.answer
+    if (value.state === 'inFlight') return { state: 'recorded', answer: this.#options.unknownAnswer }
+    const { status, headers, body } = value.answer
     return { state: 'recorded', answer: { status, headers, body: Buffer.from(body, 'base64') } }
   }
 
   async record(key: string, token: string, answer: RecordedAnswer): Promise<void> {
     const kept = keptAnswer(answer, this.#options)
     const json = JSON.stringify({ status: kept.status, headers: kept.headers, body: kept.body.toString('base64') })
+    const stored = redisKey(key, this.#cluster)
     const record = async (connection: Connection) => {
       // Safe to repeat: once recorded, the claim is no longer in flight, so a repeat changes nothing and answers 0.
-      if ((await connection.paymentsGateIdemRecord(REDIS_KEY_PREFIX + key, token, json, this.#options.ttlMs)) === 1)
+      if ((await connection.paymentsGateIdemRecord(stored, token, json, this.#options.ttlMs)) === 1)
         await this.#acknowledged(connection)
     }
     const writers = this.#writers
-    await this.#retried(this.#client, writers === undefined ? record : () => writers.with(record), recordFailed)
+    await this.#retried(this.#client, writers === undefined ? record : () => writers.with(stored, record), recordFailed)
   }
 
   /** Resolves once the release landed (or the claim expired); rejects with an `ERELEASE` error when every attempt failed or the store closed first. */
   async release(key: string, token: string): Promise<void> {
-    await this.#release(this.#client, REDIS_KEY_PREFIX + key, token)
+    await this.#release(this.#client, redisKey(key, this.#cluster), token)
   }
 
   /** Deletes only a claim in flight holding this token, which no one else has: safe to repeat. */
@@ -299,7 +338,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async peek(key: string, fingerprint: string, matches?: Matches): Promise<Peek> {
     // Safe to repeat: it only reads.
-    const found = await this.#client.paymentsGateIdemPeek(REDIS_KEY_PREFIX + key)
+    const found = await this.#client.paymentsGateIdemPeek(redisKey(key, this.#cluster))
     if (found === null) return 'free'
     const stored = JSON.parse(found[0]) as Stored
     // A claim past its window is an unknown outcome, replayed as recorded (docs/idempotency.md).
@@ -326,19 +365,16 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const { inFlightMs, ttlMs } = this.#options
     try {
       // Safe to repeat: a repeat finds its own token in flight and answers claimed again (the script above).
-      const found = await connection.paymentsGateIdemClaim(
-        REDIS_KEY_PREFIX + key,
-        fingerprint,
-        token,
-        inFlightMs,
-        ttlMs,
-      )
+      const found = await connection.paymentsGateIdemClaim(key, fingerprint, token, inFlightMs, ttlMs)
       if (found === null) await this.#acknowledged(connection)
       return found
     } catch (error) {
       // A claim that timed out may have landed, and one the replicas did not acknowledge did: the
-      // payment is not forwarded, so its claim is let go, first on the same connection, so after it.
-      this.#release(connection, REDIS_KEY_PREFIX + key, token).catch((failed: Error) => this.#options.onError?.(failed))
+      // payment is not forwarded, so its claim is let go, first on the same connection, so after it. A claim a
+      // cluster node redirected did not run, and is sent again to the node named with the same token
+      // (redis-cluster.ts): a release would take that claim back.
+      if (!notRun(error))
+        this.#release(connection, key, token).catch((failed: Error) => this.#options.onError?.(failed))
       throw error
     }
   }

@@ -1,6 +1,13 @@
 import { compileSchema } from '../schema/compile.js'
 import { Type, type Static } from '../schema/typebox.js'
 
+/**
+ * The largest `rateLimit` a policy may set (docs/policies.md, rate limit): the store keeps one entry per payment
+ * counted in the window, so the count bounds its memory per entity, and a day is the longest window a limit that
+ * protects a backend needs.
+ */
+export const RATE_LIMIT_MAX = Object.freeze({ payments: 1_000_000, seconds: 86_400 })
+
 /** The file format of `policies/<entity>.json` (docs/policies.md). Unknown keys are refused. */
 export const PolicyFile = Type.Object(
   {
@@ -22,6 +29,15 @@ export const PolicyFile = Type.Object(
       { additionalProperties: false },
     ),
     mode: Type.Optional(Type.Union([Type.Literal('enforce'), Type.Literal('report')])),
+    rateLimit: Type.Optional(
+      Type.Object(
+        {
+          payments: Type.Integer({ minimum: 1, maximum: RATE_LIMIT_MAX.payments }),
+          seconds: Type.Integer({ minimum: 1, maximum: RATE_LIMIT_MAX.seconds }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 )
@@ -42,6 +58,14 @@ export interface Policy {
   readonly line1: 'truncate' | 'reject'
   /** This entity's mode, overriding the gateway's; undefined: the gateway's (docs/rollout.md). */
   readonly mode: Mode | undefined
+  /** At most `payments` new payments per `seconds` for this entity; undefined: no limit (docs/policies.md, rate limit). */
+  readonly rateLimit: RateLimit | undefined
+}
+
+/** A policy's `rateLimit`: at most `payments` payments in any `seconds` seconds. */
+export interface RateLimit {
+  readonly payments: number
+  readonly seconds: number
 }
 
 /** What the checks need of the policies: the current policy of an entity. */
@@ -68,6 +92,7 @@ export function compilePolicy(file: unknown): Policy | string[] {
     mcc: file.mcc,
     line1: file.narrative.line1,
     mode: file.mode,
+    rateLimit: file.rateLimit && Object.freeze({ payments: file.rateLimit.payments, seconds: file.rateLimit.seconds }),
   })
 }
 

@@ -57,6 +57,7 @@ function describe(policy: Policy): unknown[] {
     policy.mcc,
     policy.line1,
     policy.mode,
+    policy.rateLimit,
   ]
 }
 

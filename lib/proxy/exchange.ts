@@ -3,6 +3,7 @@ import type { Answer } from '../http/answer.js'
 import type { Span } from '@opentelemetry/api'
 import type { Logger } from '../log.js'
 import type { BackendErrorKind, Metrics, RetryProtectionOutcome } from '../metrics.js'
+import type { InFlight } from '../rate-limit/in-flight.js'
 import { endSpan } from '../tracing.js'
 
 /**
@@ -40,6 +41,12 @@ export interface Exchange {
   wouldRetryProtection: RetryProtectionOutcome | undefined
   /** A payment: the time (performance.now()) after which it is never written to the backend, `--timeout` after its claim began (docs/idempotency.md). */
   sendBy: number | undefined
+  /** Refused by the rate limit (429) or the in-flight cap (503), for the log line (docs/logs-and-metrics.md). */
+  limited: 'rateLimited' | 'shed' | undefined
+  /** A payment the rate limit admitted: the RateLimit fields its answer carries, [name, value, ...]. */
+  rateLimitFields: readonly string[] | undefined
+  /** The in-flight cap's place it holds until its backend call is over (`releasePlace`). */
+  inFlight: InFlight | undefined
   /** Its server span, when an OpenTelemetry SDK is registered (docs/tracing.md). */
   span: Span | undefined
   /** The span of its call to the backend, until that call is over. */
@@ -81,7 +88,7 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
     const exchange = this.exchange
     if (exchange !== undefined) {
       if (exchange.gateway.draining) this.shouldKeepAlive = false
-      withRequestId(args, exchange.requestId)
+      withRequestId(args, exchange.requestId, exchange.rateLimitFields)
     }
     return Reflect.apply(super.writeHead, this, args) as this
   }
@@ -93,18 +100,36 @@ function onResponseClose(this: GatewayResponse): void {
 }
 
 /**
- * `writeHead`'s arguments with `X-Request-Id` added to its headers, a copy of
- * the caller's: a relayed answer's list is also what retry protection
- * records, and a replay must carry the id of the request it answers. Headers
- * that already carry this id are the request's own (`withOwnId`): no copy.
+ * `writeHead`'s arguments with `X-Request-Id` added to its headers, and the RateLimit fields of a payment the
+ * limit admitted, to a copy of the caller's: a relayed answer's list is also what retry protection records,
+ * and a replay must carry the id of the request it answers, never the fields of the first. Headers that
+ * already carry this id are the request's own (`withOwnId`): no copy.
  */
-function withRequestId(args: unknown[], id: string): void {
+function withRequestId(args: unknown[], id: string, fields: readonly string[] | undefined): void {
   const last = args.length - 1
   const headers = args[last]
-  if (Array.isArray(headers)) args[last] = [...(headers as string[]), 'x-request-id', id]
+  if (Array.isArray(headers))
+    args[last] =
+      fields === undefined
+        ? [...(headers as string[]), 'x-request-id', id]
+        : [...headers, 'x-request-id', id, ...fields]
   else if (typeof headers === 'object') {
-    if ((headers as OutgoingHttpHeaders)['x-request-id'] !== id) args[last] = { ...headers, 'x-request-id': id }
-  } else args.push({ 'x-request-id': id })
+    if ((headers as OutgoingHttpHeaders)['x-request-id'] !== id || fields !== undefined)
+      args[last] = withFields({ ...headers, 'x-request-id': id }, fields)
+  } else args.push(withFields({ 'x-request-id': id }, fields))
+}
+
+function withFields(headers: OutgoingHttpHeaders, fields: readonly string[] | undefined): OutgoingHttpHeaders {
+  if (fields !== undefined) for (let i = 0; i < fields.length; i += 2) headers[fields[i] as string] = fields[i + 1]
+  return headers
+}
+
+/** Gives back the in-flight cap's place a payment holds, once: its backend call is over, or it was never forwarded. */
+export function releasePlace(exchange: Exchange): void {
+  const place = exchange.inFlight
+  if (place === undefined) return
+  exchange.inFlight = undefined
+  place.leave()
 }
 
 /**
@@ -154,6 +179,9 @@ export function track(
     wouldRewrite: undefined,
     wouldRetryProtection: undefined,
     sendBy: undefined,
+    limited: undefined,
+    rateLimitFields: undefined,
+    inFlight: undefined,
     span: undefined,
     backendSpan: undefined,
   }
@@ -189,6 +217,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
     wouldRefuse: exchange.wouldRefuse,
     wouldRewrite: exchange.wouldRewrite,
     wouldRetryProtection: exchange.wouldRetryProtection,
+    limited: exchange.limited,
     complete: res.writableFinished,
     durationMs: Math.round(seconds * 1e4) / 10,
   })

@@ -5,7 +5,7 @@ import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected, type ClientAnswer } from './backend-answer.js'
 import { acceptedHeaders, reasonPhrase } from './backend-head.js'
 import { BoundedBody } from './bounded-body.js'
-import { backendCallDone, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
+import { backendCallDone, releasePlace, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
 import { paymentFault, retriesOf, serverErrorMessage, type FaultKind } from './faults.js'
 import { relayedHeaders } from './hop-by-hop.js'
 
@@ -144,7 +144,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     this.withdrawn = true
     clearTimeout(this.timer)
     if (!this.res.destroyed) answerFault(this.res, this.exchange, 'refused')
-    this.settled?.(FAULTS.refused)
+    this.finish(FAULTS.refused)
   }
 
   readOn(): void {
@@ -208,7 +208,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
       return
     }
     if (!this.res.destroyed) this.res.end()
-    this.settled?.({ kind: 'answered', status: this.status, headers: this.headers, body: this.kept?.bytes() })
+    this.finish({ kind: 'answered', status: this.status, headers: this.headers, body: this.kept?.bytes() })
   }
 
   onResponseError(_controller: unknown, error: Error): void {
@@ -218,7 +218,13 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     this.ended = true
     const kind = paymentFault(error, this.written)
     answerFault(this.res, this.exchange, kind, error)
-    this.settled?.(FAULTS[kind])
+    this.finish(FAULTS[kind])
+  }
+
+  /** The backend call is over: its place under the in-flight cap given back, its outcome told. */
+  private finish(outcome: BackendOutcome): void {
+    releasePlace(this.exchange)
+    this.settled?.(outcome)
   }
 
   private endInspected(body: Buffer | undefined): void {
@@ -227,7 +233,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     if (answer.errorName !== undefined) this.exchange.errorName = answer.errorName
     this.res.writeHead(answer.status, this.statusText, answer.headers)
     this.res.end(answer.body)
-    this.settled?.({ kind: 'answered', status: answer.status, headers: answer.headers, body: this.keep(answer) })
+    this.finish({ kind: 'answered', status: answer.status, headers: answer.headers, body: this.keep(answer) })
   }
 
   private keep(answer: ClientAnswer): Buffer | undefined {

@@ -6,6 +6,7 @@ import { answerOf, flatHeaders, writeAnswer, type Answer } from '../http/answer.
 import { canonicalJson } from '../idempotency/canonical.js'
 import { createIdempotencyStore } from '../idempotency/create-store.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
+import type { ClusterMetrics } from '../idempotency/redis-cluster.js'
 import { CodedError } from '../coded-error.js'
 import {
   checkFingerprintKeys,
@@ -22,13 +23,16 @@ import type { PaymentRequest } from '../schema/payment.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
 import { faultAnswer } from './faults.js'
 import type { BackendOutcome, Forwarder } from './forward.js'
+import { admitted, guardWithLimit, rateLimiterOf } from './rate-limits.js'
+import type { Admission, RateLimiter } from '../rate-limit/limiter.js'
 
 /** Retry protection's settings, the same as `payments-gate serve`'s (docs/idempotency.md). */
 export interface RetryProtectionOptions {
   /**
    * `memory` (this process, the default), `off`, a Redis shared by every
-   * replica (`redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,...][/DB]#MASTER`;
-   * `rediss://`, `rediss-sentinel://` over TLS), or your own store. A gateway built from a gate
+   * replica (`redis://HOST:PORT[/DB]`, `redis-sentinel://HOST:PORT[,...][/DB]#MASTER`,
+   * `redis-cluster://HOST:PORT[,...]`; `rediss://`, `rediss-sentinel://`,
+   * `rediss-cluster://` over TLS), or your own store. A gateway built from a gate
    * with retry protection (`createGate`'s `idempotency`) and given none of its own uses the gate's.
    */
   idempotency?: 'memory' | 'off' | string | IdempotencyStore
@@ -49,6 +53,8 @@ export interface RetryProtectionOptions {
   idempotencyMaxBytes?: number
   /** Told of the memory store's evictions and how far back it remembers (the gateway logs and exports them). */
   idempotencyReport?: MemoryStoreReport
+  /** Told of a Redis Cluster store's redirections, node errors and slots (the gateway exports them). Default: the gateway's `metrics`. */
+  idempotencyClusterMetrics?: ClusterMetrics
   /**
    * The fingerprints' HMAC key the fleet shares, at least 32 bytes; during a rotation two, the current one
    * first (docs/idempotency.md). Required with a Redis store; without one, a store of this process gets a
@@ -352,6 +358,8 @@ export interface Payments {
   ): void | Promise<void>
   /** What retry protection would do with the payment (report mode); undefined when it is off or cannot look. */
   inspect(payment: ProtectedPayment): ReturnType<RetryProtection['inspect']>
+  /** The rate limit, counted in the store's backend (docs/policies.md, rate limit). */
+  readonly rateLimiter: RateLimiter
   /** Resolves true once the store answers (at once for memory), false after `timeoutMs`; never rejects. */
   ready(timeoutMs?: number): Promise<boolean>
   /** Closes the store. */
@@ -427,6 +435,7 @@ export function retryStoreOf(
     maxEntries: options.idempotencyMaxEntries,
     maxBytes: options.idempotencyMaxBytes,
     report: options.idempotencyReport,
+    clusterMetrics: options.idempotencyClusterMetrics,
     onError: options.onStoreError,
     password: options.idempotencyPassword,
     ca: options.idempotencyCaBundle,
@@ -480,8 +489,12 @@ export function lentRetryProtection(
  */
 export function createPayments(forwarder: Forwarder, options: PaymentsOptions, lent?: LentProtection): Payments {
   const { metrics } = options
-  const store = lent === undefined ? createRetryStore(options) : lent.store
+  const store =
+    lent === undefined
+      ? createRetryStore({ ...options, idempotencyClusterMetrics: options.idempotencyClusterMetrics ?? metrics })
+      : lent.store
   const protection = lent === undefined ? store && createRetryProtection(store, options) : lent.protection
+  const rateLimiter = rateLimiterOf(store, { failure: options.idempotencyFailure, onError: options.onStoreError })
 
   async function guarded(
     req: IncomingMessage,
@@ -528,10 +541,35 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions, l
     }
   }
 
+  /** A payment of an entity with a rate limit: counted after retry protection's look-up, before its claim. */
+  async function limited(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    entitled: Entitled,
+    checkPolicy: PolicyCheck,
+  ): Promise<void> {
+    const { operation, entity, document, policy } = entitled
+    if (protection === undefined) {
+      const verdict = checkPolicy(entitled)
+      if (!verdict.ok) return refuse(res, exchange, verdict)
+      // The policy has a rate limit: admit decides.
+      const admission = (await rateLimiter.admit(entity, policy)) as Admission
+      if (admitted(res, exchange, entity, admission, metrics)) forwarder.forward(req, res, payloadOf(verdict))
+      return
+    }
+    const payment = protectedPayment(operation, entity, document, document)
+    const verdict = checkPolicy(entitled)
+    const { guard, admission } = await guardWithLimit(protection, rateLimiter, payment, policy, verdict.ok)
+    if (admission !== undefined && !admitted(res, exchange, entity, admission, metrics)) return
+    act(req, res, exchange, guard as Guard, verdict)
+  }
+
   return {
     forward(req, res, exchange, entitled, checkPolicy) {
       // Taken before the claim, so that a claim's window covers the whole wait for a connection.
       exchange.sendBy = performance.now() + options.timeout
+      if (entitled.policy.rateLimit !== undefined) return limited(req, res, exchange, entitled, checkPolicy)
       if (protection === undefined) {
         const verdict = checkPolicy(entitled)
         if (verdict.ok) forwarder.forward(req, res, payloadOf(verdict))
@@ -547,6 +585,7 @@ export function createPayments(forwarder: Forwarder, options: PaymentsOptions, l
       act(req, res, exchange, guard, verdict)
     },
     inspect: (payment) => protection?.inspect(payment),
+    rateLimiter,
     async ready(timeoutMs) {
       return store instanceof RedisIdempotencyStore ? store.ready(timeoutMs) : true
     },

@@ -21,8 +21,19 @@ import type { TlsSource } from '../tls/files.js'
 import { createSecureServer } from '../tls/listener.js'
 import type { KeyPair } from '../tls/pem.js'
 import { registeredTracer, startServerSpan } from '../tracing.js'
-import { GatewayResponse, record, track, withOwnId, type Exchange, type GatewayState } from './exchange.js'
+import { checkBounded } from '../option-values.js'
+import { InFlight } from '../rate-limit/in-flight.js'
+import {
+  GatewayResponse,
+  record,
+  releasePlace,
+  track,
+  withOwnId,
+  type Exchange,
+  type GatewayState,
+} from './exchange.js'
 import { createForwarder } from './forward.js'
+import { reportLimit, SHED } from './rate-limits.js'
 import {
   createPayments,
   inFlightWindowMs,
@@ -73,6 +84,12 @@ export interface GatewayOptions extends RetryProtectionOptions {
    * Default: the checks' `mode`.
    */
   mode?: Mode
+  /**
+   * Most payments this process forwards at once, at least 1: one more is answered 503 `serviceUnavailable`
+   * with `Retry-After: 1` before anything is claimed or counted (docs/deployment.md, backend protection).
+   * Default: no cap.
+   */
+  backendMaxInFlight?: number
 }
 
 export interface Gateway {
@@ -113,6 +130,8 @@ function spanName(method: string, operation: Operation | undefined): string {
 
 export function createGateway(options: GatewayOptions): Gateway {
   const { checks, logger, metrics } = options
+  checkBounded('backendMaxInFlight', options.backendMaxInFlight)
+  const inFlight = options.backendMaxInFlight === undefined ? undefined : new InFlight(options.backendMaxInFlight)
   const timeout = options.timeout ?? DEFAULTS.timeout
   const mode = options.mode ?? checks.mode
   const recorder = { logger, metrics }
@@ -180,6 +199,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, screened)
       return
     }
+    if (shed(res, exchange, screened.entity)) return
     if (screened.ok === 'report') {
       await passAsItCame(req, res, exchange, screened)
       return
@@ -187,6 +207,24 @@ export function createGateway(options: GatewayOptions): Gateway {
     exchange.entity = screened.entity
     exchange.user = screened.principal?.username
     return payments.forward(req, res, exchange, screened, checks.checkPolicy)
+  }
+
+  /**
+   * The in-flight cap, in both modes, before retry protection and the rate limit: true when the payment was
+   * refused for it. Otherwise it holds a place until its backend call is over (payment-relay.ts), or until its
+   * answer ends when it is not forwarded.
+   */
+  function shed(res: GatewayResponse, exchange: Exchange, entity: string): boolean {
+    if (inFlight === undefined) return false
+    if (inFlight.enter()) {
+      exchange.inFlight = inFlight
+      return false
+    }
+    exchange.entity = entity
+    exchange.limited = 'shed'
+    metrics?.shed(entity)
+    refuse(res, exchange, SHED)
+    return true
   }
 
   /**
@@ -210,13 +248,19 @@ export function createGateway(options: GatewayOptions): Gateway {
       let would = payments.inspect(protectedPayment(reported.operation, reported.entity, reported.received, document))
       if (would instanceof Promise) would = await would
       exchange.wouldRetryProtection = would
+      const { policy } = reported
+      if (policy?.rateLimit !== undefined)
+        await reportLimit(payments.rateLimiter, exchange, reported.entity, policy, metrics)
     }
     forwarder.forward(req, res, Buffer.from(body.buffer, body.byteOffset, body.length))
   }
 
   // One listener for every response (its `this`), so that no closure is made per request.
   function onClose(this: GatewayResponse): void {
-    record(this, this.exchange as Exchange, recorder)
+    const exchange = this.exchange as Exchange
+    // A payment never handed to the backend: its place is free (a relay gives its own back, payment-relay.ts).
+    if (this.backendCall === undefined) releasePlace(exchange)
+    record(this, exchange, recorder)
     // A connection whose last answer just ended is idle now: let a drain close it.
     if (closed) setImmediate(closeIdle)
   }

@@ -5,7 +5,7 @@ import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { reject, type Rejection } from '../errors.js'
 import { answerOf, type Answer } from '../http/answer.js'
 import { ABORTED } from '../http/read-body.js'
-import { screen, screenBody, type Admitted } from '../http/screen.js'
+import { limited, screen, screenBody, type Admitted } from '../http/screen.js'
 import type { IdempotencyStore, RecordedAnswer } from '../idempotency/store.js'
 import { checkBounded } from '../option-values.js'
 import { CodedError } from '../coded-error.js'
@@ -20,6 +20,8 @@ import {
   type RetryProtectionOptions,
   type Ticket,
 } from '../proxy/retry-protection.js'
+import { ANSWERED, guardWithLimit, type LimitedGuard } from '../proxy/rate-limits.js'
+import type { Admission, RateLimiter } from '../rate-limit/limiter.js'
 import type { Operation } from '../schema/payment.js'
 import { capturedResponse, captureAnswer, recordedOf, threwOn, type Settling } from './answer-capture.js'
 import type { NodeNext } from './node.js'
@@ -30,8 +32,9 @@ import type { HonoAnswer } from './types.js'
 export interface HandlerRetryOptions extends Omit<RetryProtectionOptions, 'idempotency' | 'onStoreError'> {
   /**
    * `off` (the default: nothing is claimed), `memory` (this process), a Redis every replica shares
-   * (`redis://`, `rediss://`, `redis-sentinel://`, `rediss-sentinel://`), or your own store. With one, a
-   * retry of a payment gets its first answer again instead of running your handler again.
+   * (`redis://`, `rediss://`, `redis-sentinel://`, `rediss-sentinel://`, `redis-cluster://`, `rediss-cluster://`),
+   * or your own store. With one, a retry of a payment gets its first answer again instead of running your
+   * handler again.
    */
   idempotency?: 'memory' | 'off' | string | IdempotencyStore
   /**
@@ -149,11 +152,19 @@ export class HandlerProtection {
   readonly #checks: Checks
   readonly #core: RetryProtection
   readonly #store: HandlerStore
+  readonly #limiter: RateLimiter
   readonly #settling: Settling
 
-  constructor(checks: Checks, store: HandlerStore, options: RetryProtectionOptions, logger: GateLogger | undefined) {
+  constructor(
+    checks: Checks,
+    store: HandlerStore,
+    limiter: RateLimiter,
+    options: RetryProtectionOptions,
+    logger: GateLogger | undefined,
+  ) {
     this.#checks = checks
     this.#store = store
+    this.#limiter = limiter
     const onStoreError =
       options.onStoreError ??
       (logger && ((error: unknown) => logger.error({ err: error }, 'payments-gate: retry-protection store failed')))
@@ -295,14 +306,25 @@ export class HandlerProtection {
     if (outcome === ABORTED) return outcome
     if (outcome.ok === 'report') return this.#report(outcome)
     if (outcome.ok !== 'entitled') return outcome
-    const { operation, entity, document } = outcome
+    const { operation, entity, document, policy } = outcome
     // Before the policy, which rewrites the document in place.
     const payment = protectedPayment(operation, entity, document, document)
     const verdict = this.#checks.checkPolicy(outcome)
+    // Looked up, counted, then claimed, as the proxy does: a limited payment is never claimed (proxy/rate-limits.ts).
+    if (policy.rateLimit !== undefined)
+      return guardWithLimit(this.#core, this.#limiter, payment, policy, verdict.ok).then((limit) =>
+        this.#limited(limit, verdict),
+      )
     const guard = this.#core.guard(payment)
     return guard instanceof Promise
       ? guard.then((found) => this.#decision(found, verdict))
       : this.#decision(guard, verdict)
+  }
+
+  /** The limit's refusal (429, or 503 with its store down and failure closed), or retry protection's decision. */
+  #limited({ guard, admission }: LimitedGuard, verdict: Passed | Rejection): Claimed | Rejection | Replay {
+    if (guard === undefined) return (admission as Extract<Admission, { rejection: Rejection }>).rejection
+    return this.#decision(guard, verdict)
   }
 
   /** As the proxy acts on a guard (createPayments): a replay or a refusal whatever the policy says now. */
@@ -320,7 +342,14 @@ export class HandlerProtection {
     const { document } = reported
     if (document === undefined) return reported
     const would = this.#core.inspect(protectedPayment(reported.operation, reported.entity, reported.received, document))
-    if (would instanceof Promise) return would.then((outcome) => ({ ...reported, wouldRetryProtection: outcome }))
-    return would === undefined ? reported : { ...reported, wouldRetryProtection: would }
+    if (would instanceof Promise) return would.then((outcome) => this.#reportLimit(reported, outcome))
+    return this.#reportLimit(reported, would)
+  }
+
+  /** Report mode counts a payment as enforce mode would, unless retry protection would answer it itself. */
+  #reportLimit(reported: Reported, would: GateReport['wouldRetryProtection']): GateReport | Promise<GateReport> {
+    const seen: GateReport = would === undefined ? reported : { ...reported, wouldRetryProtection: would }
+    if (reported.policy?.rateLimit === undefined || ANSWERED.has(would)) return seen
+    return limited(this.#limiter, seen) as Promise<GateReport>
   }
 }

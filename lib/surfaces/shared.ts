@@ -146,6 +146,7 @@ export function passedAsItCame(report: Reported): Passed | undefined {
     entity: report.entity,
     document: report.received as Passed['document'],
     principal: report.principal,
+    policy: report.policy as Passed['policy'],
   }
 }
 

@@ -116,12 +116,12 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY: 'mongodb://x' },
-      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, redis-cluster://HOST:PORT[,HOST:PORT...], rediss-cluster://HOST:PORT[,HOST:PORT...]\n',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY: 'redis-sentinel://:hunter2%zz@127.0.0.1:26379#m' },
-      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "redis-sentinel://***@127.0.0.1:26379#m" is none of memory, off, redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "redis-sentinel://***@127.0.0.1:26379#m" is none of memory, off, redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, redis-cluster://HOST:PORT[,HOST:PORT...], rediss-cluster://HOST:PORT[,HOST:PORT...]\n',
     ],
     [
       [...serve, '--credentials', credentials, '--timeout', '1', '--timeout', '2'],
@@ -177,12 +177,12 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
         credentials,
       ],
       {},
-      'payments-gate serve: --idempotency-ca: --idempotency is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+      'payments-gate serve: --idempotency-ca: --idempotency is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-cluster://HOST:PORT[,HOST:PORT...]\n',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY_CA: credentials },
-      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_CA: --idempotency is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER\n',
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_CA: --idempotency is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-cluster://HOST:PORT[,HOST:PORT...]\n',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency-ca', join(dir, 'nowhere')],

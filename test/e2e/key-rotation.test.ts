@@ -68,7 +68,7 @@ async function expireOld(client: Redis, kept: string): Promise<string[]> {
 async function rotate(t: Test, steps: readonly Step[]): Promise<string[]> {
   const redis = await startRedis(t)
   if (redis === undefined) return []
-  const client = createRedisClient(redis.url)
+  const client = createRedisClient(redis.url) as Redis
   t.teardown(() => client.disconnect())
   t.ok(await whenReady(client, 5000))
   const backend = await startBackend(naming)

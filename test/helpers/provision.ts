@@ -1,6 +1,6 @@
 /**
- * Before any test runs (tap's `before`, test/before.ts): the Redis tests need `redis-server` and
- * `redis-sentinel`, the tests of deploy/'s alert rules and dashboard `promtool` (docs/development.md,
+ * Before any test runs (tap's `before`, test/before.ts): the Redis tests need `redis-server`,
+ * `redis-sentinel` and `redis-cli`, the tests of deploy/'s alert rules and dashboard `promtool` (docs/development.md,
  * tests). Installed where the run may install them, else the run stops at once with one line saying
  * what to install, instead of failing in a dozen files later.
  */
@@ -11,6 +11,8 @@ import { delimiter, join } from 'node:path'
 export const TEST_COMMANDS: Readonly<Record<string, string>> = {
   'redis-server': 'redis-server',
   'redis-sentinel': 'redis-sentinel',
+  // The Redis Cluster tests create their cluster with `redis-cli --cluster create` (test/helpers/redis-cluster.ts).
+  'redis-cli': 'redis-tools',
   promtool: 'prometheus',
 }
 

@@ -47,6 +47,19 @@ function haveRedis(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error === undefined
 }
 
+/**
+ * Whether the Redis tests can run: without `redis-server` the test fails, loudly, unless
+ * PAYMENTS_GATE_SKIP_REDIS=1 outside CI, where it is skipped as loudly.
+ */
+export function redisRuns(t: Test): boolean {
+  if (haveRedis()) return true
+  if (process.env.CI !== 'true' && process.env.PAYMENTS_GATE_SKIP_REDIS === '1') {
+    t.comment(MISSING)
+    t.skip(`${MISSING} Skipped: PAYMENTS_GATE_SKIP_REDIS=1`, () => {})
+  } else t.fail(`${MISSING} (set PAYMENTS_GATE_SKIP_REDIS=1 to skip them outside CI)`)
+  return false
+}
+
 /** Whether a Redis on the port answers PING with PONG. */
 function pong(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -67,13 +80,13 @@ function pong(port: number): Promise<boolean> {
 }
 
 /** A folder of its own for a server's files, removed when the test ends. */
-function scratch(t: Test): string {
+export function scratch(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'payments-gate-redis-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
 }
 
-function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildProcess {
+export function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildProcess {
   // No persistence: a restart comes back empty. A replica still writes the copy it syncs from its primary: in `dir`.
   // A primary syncs a new replica at once: Redis's default waits 5 s for more replicas before a diskless sync.
   const args = [
@@ -97,7 +110,7 @@ function spawnRedis(port: number, dir: string, extra: readonly string[]): ChildP
 }
 
 /** Asks a server something through a short-lived client. */
-async function ask<T>(port: number, question: (client: Redis) => Promise<T>): Promise<T> {
+export async function ask<T>(port: number, question: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 })
   try {
     await client.connect()
@@ -107,7 +120,7 @@ async function ask<T>(port: number, question: (client: Redis) => Promise<T>): Pr
   }
 }
 
-async function waitForPong(port: number, child: ChildProcess): Promise<void> {
+export async function waitForPong(port: number, child: ChildProcess): Promise<void> {
   // Up to 30 s: a loaded machine starts a process slowly.
   for (let attempt = 0; attempt < 1500; attempt++) {
     if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited with ${child.exitCode}`)
@@ -123,13 +136,7 @@ async function waitForPong(port: number, child: ChildProcess): Promise<void> {
  * unless PAYMENTS_GATE_SKIP_REDIS=1 outside CI, where it is skipped as loudly.
  */
 export async function startRedis(t: Test, options: RedisOptions = {}): Promise<RedisServer | undefined> {
-  if (!haveRedis()) {
-    if (process.env.CI !== 'true' && process.env.PAYMENTS_GATE_SKIP_REDIS === '1') {
-      t.comment(MISSING)
-      t.skip(`${MISSING} Skipped: PAYMENTS_GATE_SKIP_REDIS=1`, () => {})
-    } else t.fail(`${MISSING} (set PAYMENTS_GATE_SKIP_REDIS=1 to skip them outside CI)`)
-    return undefined
-  }
+  if (!redisRuns(t)) return undefined
   let port = await freePort()
   const dir = scratch(t)
   const primary = options.replicaOf

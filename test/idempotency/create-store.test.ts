@@ -2,7 +2,8 @@ import t from 'tap'
 import { checkIdempotencySpec, createIdempotencyStore } from '../../lib/idempotency/create-store.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
-import { connectRedis, createRedisClient, redisTarget } from '../../lib/idempotency/redis-client.js'
+import type { Cluster, ClusterOptions } from 'ioredis'
+import { closeRedisClient, connectRedis, createRedisClient, redisTarget } from '../../lib/idempotency/redis-client.js'
 import { startRedis } from '../helpers/redis.js'
 import { OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
@@ -65,11 +66,20 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis://:p w@host:6379',
     'redis://:p\\w@host:6379',
     'redis-sentinel://host:26379#m/x',
+    'redis-cluster://',
+    'redis-cluster://h:7000/0',
+    'redis-cluster://h:7000#m',
+    'redis-cluster://a:7000,',
+    'redis-cluster://a:7000,b:65536',
+    'rediss-cluster://h:0',
+    'redis-cluster://:p%zz@h:7000',
+    'redis-clusters://h:7000',
+    'redis-cluster://h:7000/',
   ]
   for (const spec of bad) {
     const refusal = {
       message:
-        /^idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], rediss:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER, rediss-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER$/,
+        /^idempotency ".*" is none of memory, off, redis:\/\/HOST:PORT\[\/DB\], rediss:\/\/HOST:PORT\[\/DB\], redis-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER, rediss-sentinel:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]\[\/DB\]#MASTER, redis-cluster:\/\/HOST:PORT\[,HOST:PORT\.\.\.\], rediss-cluster:\/\/HOST:PORT\[,HOST:PORT\.\.\.\]$/,
       code: 'EIDEMPOTENCY',
     }
     t.throws(() => createIdempotencyStore(spec, OPTIONS), refusal, spec)
@@ -85,12 +95,18 @@ t.test('anything else is refused with one line that hides a password', async (t)
     'redis://127.0.0.1:6379/0',
     'redis-sentinel://s1:26379#m',
     'rediss-sentinel://s1:26379#m',
+    'redis-cluster://n1:7000,n2:7001',
+    'rediss-cluster://u:p@n1',
   ])
     t.doesNotThrow(() => checkIdempotencySpec(spec), spec)
   t.throws(() => createIdempotencyStore('redis://:hunter2@host:port', OPTIONS), {
     message: /^(?!.*hunter2).*\*\*\*@host:port/,
   })
-  for (const spec of ['redis-sentinel://:hunter2%zz@host:26379#m', 'redis://:hunter2/x@y@host:6379'])
+  for (const spec of [
+    'redis-sentinel://:hunter2%zz@host:26379#m',
+    'redis://:hunter2/x@y@host:6379',
+    'redis-cluster://:hunter2@host:7000/0',
+  ])
     t.throws(
       () => createIdempotencyStore(spec, OPTIONS),
       { message: /^(?!.*hunter2).*"redis[-a-z]*:\/\/\*\*\*@host/ },
@@ -110,6 +126,7 @@ t.test(
       'redis-sentinel://s1?password=hunter2#m',
       'rediss-sentinel://s1:26379/0?autoResendUnfulfilledCommands=true#m',
       'redis://:hun?ter2@h:6379',
+      'redis-cluster://:hunter2@n1:7000,n2:7001?password=hunter2',
     ]) {
       const refusal = {
         code: 'EIDEMPOTENCY',
@@ -162,6 +179,51 @@ t.test(
       onError: () => {},
     })
     t.ok(store instanceof RedisIdempotencyStore, 'a Sentinel spec is a Redis store')
+    await store?.close()
+  },
+)
+
+t.test(
+  'a redis-cluster:// URL is read as seed nodes and what every node takes; the client never sends a command twice',
+  async (t) => {
+    t.same(redisTarget('redis-cluster://n1:7000,n2,10.0.0.3:7002'), {
+      cluster: [
+        { host: 'n1', port: 7000 },
+        { host: 'n2', port: 6379 },
+        { host: '10.0.0.3', port: 7002 },
+      ],
+      username: undefined,
+      password: undefined,
+    })
+    t.same(redisTarget('rediss-cluster://app:p%40ss@n1:7000'), {
+      cluster: [{ host: 'n1', port: 7000 }],
+      username: 'app',
+      password: 'p@ss',
+      tls: {},
+    })
+    const quiet = { commandTimeoutMs: 100, onError: () => {} }
+    const cluster = createRedisClient('redis-cluster://app@127.0.0.1:1', { ...quiet, password: 'secret' }) as Cluster
+    t.teardown(() => closeRedisClient(cluster))
+    t.match(cluster.options, {
+      redisOptions: { username: 'app', password: 'secret', commandTimeout: 100, autoResendUnfulfilledCommands: false },
+      enableOfflineQueue: false,
+      retryDelayOnFailover: 0,
+      retryDelayOnClusterDown: 0,
+    })
+    t.equal(cluster.options.redisOptions?.tls, undefined, 'no TLS without rediss-cluster://')
+    const lookup = cluster.options.dnsLookup as NonNullable<ClusterOptions['dnsLookup']>
+    lookup('cache.example', (error, address) =>
+      t.same([error, address], [null, 'cache.example'], 'names kept as names'),
+    )
+    t.throws(() => createRedisClient('redis-cluster://:own@127.0.0.1:1', { ...quiet, password: 'secret' }), {
+      code: 'EIDEMPOTENCY',
+      message: 'idempotency: a password in the URL and another in idempotencyPassword; give one',
+    })
+    const store = createIdempotencyStore('redis-cluster://127.0.0.1:1', { ...OPTIONS, ...quiet })
+    t.ok(
+      store instanceof RedisIdempotencyStore && store.redis.isCluster,
+      'a cluster spec is a Redis store on a Cluster client',
+    )
     await store?.close()
   },
 )

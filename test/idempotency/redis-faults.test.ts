@@ -44,7 +44,7 @@ async function faulty(t: Test): Promise<Faulty | undefined> {
   const redis = await startRedis(t)
   if (redis === undefined) return undefined
   const proxy = await startFaultyProxy(t, redis.port)
-  const direct = createRedisClient(redis.url)
+  const direct = createRedisClient(redis.url) as Redis
   t.teardown(() => direct.disconnect())
   t.ok(await whenReady(direct, 5000))
   return { redis, proxy, direct }

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import {
   closeRedisClient,
@@ -56,21 +57,21 @@ t.test(
   async (t) => {
     const ca = Buffer.from('a bundle')
     const quiet = { commandTimeoutMs: 100, onError: () => {} }
-    const named = createRedisClient('rediss://cache.example:6380/0', { ...quiet, ca })
+    const named = createRedisClient('rediss://cache.example:6380/0', { ...quiet, ca }) as Redis
     t.teardown(() => closeRedisClient(named))
     t.same(named.options.tls, { ca, servername: 'cache.example' }, 'the name checked and sent as SNI is the host named')
     t.equal(named.options.tls?.rejectUnauthorized, undefined, "never turned off: node's default verifies")
-    const address = createRedisClient('rediss://127.0.0.1:1/0', quiet)
+    const address = createRedisClient('rediss://127.0.0.1:1/0', quiet) as Redis
     t.teardown(() => closeRedisClient(address))
     t.same(
       address.options.tls,
       {},
       "an address: checked against the certificate's IP names, against the system's roots",
     )
-    const sentinel = createRedisClient('rediss-sentinel://127.0.0.1:1#m', { ...quiet, ca })
+    const sentinel = createRedisClient('rediss-sentinel://127.0.0.1:1#m', { ...quiet, ca }) as Redis
     t.teardown(() => closeRedisClient(sentinel))
     t.match(sentinel.options, { tls: { ca }, sentinelTLS: { ca }, enableTLSForSentinelMode: true })
-    const plain = createRedisClient('redis://127.0.0.1:1/0', quiet)
+    const plain = createRedisClient('redis://127.0.0.1:1/0', quiet) as Redis
     t.teardown(() => closeRedisClient(plain))
     t.equal(plain.options.tls, undefined)
     for (const url of ['redis://127.0.0.1:1/0', 'redis-sentinel://127.0.0.1:1#m'])
@@ -79,7 +80,7 @@ t.test(
         {
           code: 'EIDEMPOTENCY',
           message:
-            'idempotency is not a TLS URL, and a CA bundle (idempotencyCaBundle) is only for one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER',
+            'idempotency is not a TLS URL, and a CA bundle (idempotencyCaBundle) is only for one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-cluster://HOST:PORT[,HOST:PORT...]',
         },
         `${url}: a CA bundle without TLS is refused`,
       )

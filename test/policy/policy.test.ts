@@ -49,6 +49,32 @@ t.test('what is refused, one reason per problem', async (t) => {
     ['unknown narrative key', { ...file, narrative: { line1: 'reject', line2: 'reject' } }, /^\$\.narrative\.line2: /],
     ['empty entity', { ...file, entity: '' }, /^\$\.entity: .*fieldIsEmpty/],
     ['dynamicMcc without mcc', { ...file, mcc: undefined }, /^\$\.mcc: dynamicMcc is on/],
+    [
+      'rateLimit of 0 payments',
+      { ...file, rateLimit: { payments: 0, seconds: 1 } },
+      /^\$\.rateLimit\.payments: .*integerIsTooSmall/,
+    ],
+    [
+      'rateLimit seconds a fraction',
+      { ...file, rateLimit: { payments: 1, seconds: 0.5 } },
+      /^\$\.rateLimit\.seconds: .*fieldMustBeInteger/,
+    ],
+    [
+      'rateLimit over its bound',
+      { ...file, rateLimit: { payments: 1_000_001, seconds: 1 } },
+      /^\$\.rateLimit\.payments: .*integerIsTooLarge/,
+    ],
+    [
+      'rateLimit a day at most',
+      { ...file, rateLimit: { payments: 1, seconds: 86_401 } },
+      /^\$\.rateLimit\.seconds: .*integerIsTooLarge/,
+    ],
+    ['rateLimit without seconds', { ...file, rateLimit: { payments: 1 } }, /^\$\.rateLimit\.seconds: .*fieldIsMissing/],
+    [
+      'rateLimit with another key',
+      { ...file, rateLimit: { payments: 1, seconds: 1, burst: 2 } },
+      /^\$\.rateLimit\.burst: /,
+    ],
   ]
   for (const [name, value, reason] of cases) {
     const refused = compilePolicy(value)
@@ -57,6 +83,13 @@ t.test('what is refused, one reason per problem', async (t) => {
   }
   const several = compilePolicy({ ...file, currencies: 'GBP', moto: true }) as string[]
   t.equal(several.length, 2, 'every problem is listed')
+})
+
+t.test('a rateLimit is kept frozen; without one there is none', async (t) => {
+  const limited = compilePolicy({ ...file, rateLimit: { payments: 100, seconds: 60 } }) as Policy
+  t.same(limited.rateLimit, { payments: 100, seconds: 60 })
+  t.ok(Object.isFrozen(limited.rateLimit))
+  t.equal((compilePolicy(file) as Policy).rateLimit, undefined)
 })
 
 t.test('staticPolicies looks a policy up by entity', async (t) => {

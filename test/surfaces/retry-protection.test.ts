@@ -539,7 +539,13 @@ t.test('a failure on a path with no payment is answered as without retry protect
 
 t.test('run: a throw or a rejection with no open claim goes on as it would without retry protection', async (t) => {
   const gate = await testGate(t)
-  const protection = new HandlerProtection(gate.checks, createHandlerStore({ idempotency: 'memory' })!, {}, undefined)
+  const protection = new HandlerProtection(
+    gate.checks,
+    createHandlerStore({ idempotency: 'memory' })!,
+    gate.checks.rateLimiter!,
+    {},
+    undefined,
+  )
   t.teardown(() => protection.close())
   const req = new IncomingMessage(new Socket())
   const res = new ServerResponse(req)
