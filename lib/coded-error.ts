@@ -19,7 +19,7 @@ export type ErrorCode =
   | 'EFINGERPRINTKEY'
   /** The backend did not answer within `--timeout` (the pass-through engine's own timer). */
   | 'EBACKENDTIMEOUT'
-  /** Fewer replicas than asked acknowledged a write in time (docs/idempotency.md, replicas). */
+  /** Fewer replicas than asked acknowledged a write in time (docs/idempotency-reference.md, replicas and failover). */
   | 'EREPLICAS'
   /** The memory store has no room left but claims of payments in flight (docs/idempotency.md). */
   | 'ESTOREFULL'

@@ -38,7 +38,7 @@ export const TARGETS = [
     body: 'valid',
     expect: 201,
   },
-  // A Redis Cluster of three primaries (docs/idempotency.md, Redis Cluster), the bench's own, against (cr).
+  // A Redis Cluster of three primaries (docs/idempotency-reference.md, Redis Cluster), the bench's own, against (cr).
   {
     key: 'ck',
     name: 'payments-gate, valid sale, Redis Cluster store',

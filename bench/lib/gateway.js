@@ -86,7 +86,7 @@ export async function startGateway({
     logger,
     metrics: metrics ? createMetrics() : undefined,
     idempotency,
-    // The key every bench gateway on one Redis shares (docs/idempotency.md, keyed fingerprints); ignored by older builds.
+    // The key every bench gateway on one Redis shares (docs/idempotency-reference.md, keyed fingerprints); ignored by older builds.
     idempotencyFingerprintKey: BENCH_FINGERPRINT_KEY,
     tls,
     targetTls,

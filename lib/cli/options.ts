@@ -191,7 +191,7 @@ const SERVE_FLAGS = {
       'the Redis password, read from this file at start (a mounted Secret; trailing newlines dropped), for every URL form; the URL then carries none (its user, if any: `redis://USER@HOST...`)',
     shown: "none, or the URL's",
     parse: identity,
-    see: '[retry protection](idempotency.md#who-can-reach-the-store)',
+    see: '[retry protection](idempotency-reference.md#who-can-reach-the-store)',
   }),
   idempotencyCa: option({
     value: 'FILE',
@@ -199,7 +199,7 @@ const SERVE_FLAGS = {
       "a PEM bundle of CA certificates the TLS Redis's certificate is verified against (`rediss://`, `rediss-sentinel://` only), read at start, for a store with a CA of its own",
     shown: "the system's roots",
     parse: identity,
-    see: '[TLS to the store](idempotency.md#tls-to-the-store)',
+    see: '[TLS to the store](idempotency-reference.md#tls-to-the-store)',
   }),
   idempotencyFingerprintKey: option({
     value: 'FILE',
@@ -207,7 +207,7 @@ const SERVE_FLAGS = {
       "the fingerprints' HMAC key, shared by every gateway on a Redis store (required with one): a line of at least 32 bytes, and during a rotation the older key on a second line",
     shown: 'a random key per process (memory store)',
     parse: identity,
-    see: '[keyed fingerprints](idempotency.md#keyed-fingerprints)',
+    see: '[keyed fingerprints](idempotency-reference.md#keyed-fingerprints)',
   }),
   idempotencyTtl: option({
     value: 'SECONDS',
@@ -226,21 +226,21 @@ const SERVE_FLAGS = {
     summary: 'Redis replicas that must acknowledge a claim (`WAIT`) before the payment is forwarded',
     default: String(IDEMPOTENCY_DEFAULTS.replicas),
     parse: wholeNumberIn(BOUNDS.idempotencyReplicas),
-    see: '[replicas](idempotency.md#replicas-and-failover)',
+    see: '[replicas](idempotency-reference.md#replicas-and-failover)',
   }),
   idempotencyMaxEntries: option({
     value: 'N',
     summary: "the memory store's most keys, at least 1; high enough by default that the bytes bind first",
     default: String(IDEMPOTENCY_DEFAULTS.maxEntries),
     parse: wholeNumberIn(BOUNDS.idempotencyMaxEntries),
-    see: '[memory store](idempotency.md#memory-default)',
+    see: '[memory store](idempotency-reference.md#memory-default)',
   }),
   idempotencyMaxBytes: option({
     value: 'BYTES',
     summary: `the memory store's most bytes, what its entries really take in memory, at least ${MIN_MAX_BYTES} (room for the largest reference body and answers)`,
     default: String(IDEMPOTENCY_DEFAULTS.maxBytes),
     parse: wholeNumberIn({ unit: 'bytes', min: MIN_MAX_BYTES, max: Number.MAX_SAFE_INTEGER }),
-    see: '[memory store](idempotency.md#memory-default)',
+    see: '[memory store](idempotency-reference.md#memory-default)',
   }),
   mode: option({
     value: 'enforce|report',

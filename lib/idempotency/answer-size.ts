@@ -20,7 +20,7 @@ export function answerBytes(answer: RecordedAnswer): number {
 /**
  * The answer to keep: the backend's, or the configured stand-in when the
  * backend's is over the bound, so a store never holds more than it promised
- * (docs/idempotency.md, what is stored).
+ * (docs/idempotency-reference.md, what is stored).
  */
 export function keptAnswer(answer: RecordedAnswer, options: IdempotencyStoreOptions): RecordedAnswer {
   const max = options.maxAnswerBytes ?? IDEMPOTENCY_DEFAULTS.maxAnswerBytes

@@ -1,5 +1,5 @@
 /**
- * Answer bodies kept as the difference from a recent one (docs/idempotency.md,
+ * Answer bodies kept as the difference from a recent one (docs/idempotency-reference.md,
  * the memory store). One backend's answers share most of their bytes (field
  * names, links, the echoed document) and differ in a few values; kept whole,
  * a day of them does not fit the memory store. Each body is written as copies

@@ -18,7 +18,7 @@ const KEYED = 'hmac:'
  * What makes two requests with one key "the same payment": an HMAC-SHA-256,
  * under a key the fleet shares, of the document, under its operation's name.
  * Keyed, because the document of a `card/plain` payment holds a card number
- * and a digest of it must be a keyed one (PCI DSS v4 3.5.1.1; docs/idempotency.md,
+ * and a digest of it must be a keyed one (PCI DSS v4 3.5.1.1; docs/idempotency-reference.md,
  * what is stored). The value names its key (an id derived from the key), so
  * that a record made under the key before a rotation is still recognized.
  */
@@ -29,7 +29,7 @@ export interface Fingerprint {
    * Whether a stored fingerprint of another form is this payment's: one made under the older key, or an
    * unkeyed SHA-256 made before keyed fingerprints, still live for its TTL after an upgrade. Undefined for
    * one made under a key this gateway does not hold (during a rotation): it cannot tell, and a 422 would
-   * tell the client of a charged payment to pay again (docs/idempotency.md, keyed fingerprints).
+   * tell the client of a charged payment to pay again (docs/idempotency-reference.md, keyed fingerprints).
    */
   readonly matches: Matches
 }

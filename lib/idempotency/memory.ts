@@ -13,7 +13,7 @@ import {
   type RecordedAnswer,
 } from './store.js'
 
-/** What the memory store tells its owner about how long it remembers (docs/idempotency.md, the memory store). */
+/** What the memory store tells its owner about how long it remembers (docs/idempotency-reference.md, the memory store). */
 export interface MemoryStoreReport {
   /** A recorded answer left before its TTL ended, to make room: a retry of that payment would be forwarded again. */
   evicted(): void
@@ -112,7 +112,7 @@ const REFERENCE_ROOM = REFERENCE_OVERHEAD + MAX_REFERENCE
  * What a claim in flight holds for its answer, counted from its claim to its record: a typical answer
  * kept (its head shared, its body written against a reference), not the largest. An answer larger
  * than what it finds at its record makes room by evicting older answers; with none left, it is kept
- * as the stand-in `oversizedAnswer`, which fits in this (docs/idempotency.md, memory store).
+ * as the stand-in `oversizedAnswer`, which fits in this (docs/idempotency-reference.md, memory store).
  */
 export const ANSWER_ROOM = 512
 
@@ -160,7 +160,7 @@ const ADOPT_AFTER = 8
  * unknown outcome meanwhile). Answers are kept in the order they were
  * recorded, and under pressure the oldest go first, so the age of the oldest
  * kept answer is the window in which a retry is still recognized; when
- * claims leave no room, a new claim fails (docs/idempotency.md, memory store).
+ * claims leave no room, a new claim fails (docs/idempotency-reference.md, memory store).
  */
 export class MemoryIdempotencyStore implements IdempotencyStore {
   readonly #entries = new Map<string, Entry>()

@@ -257,7 +257,7 @@ const CLUSTER_SENDS = 5
  * - a command whose connection closed is never sent again (`retryDelayOnFailover: 0`: ioredis would send it to
  *   another node after a pause, and it may have run), nor one answered `CLUSTERDOWN` (a slot without a primary stays
  *   so for seconds: the payment gets 503 at once); `MOVED`, `ASK` and `TRYAGAIN` say that the command did not run, and
- *   are followed, `CLUSTER_SENDS` sends in all (docs/idempotency.md, Redis Cluster);
+ *   are followed, `CLUSTER_SENDS` sends in all (docs/idempotency-reference.md, Redis Cluster);
  * - the nodes reached by the names the URL and the cluster give, never an address ioredis looked up itself, so that
  *   TLS checks the names the nodes' certificates carry (ElastiCache's cluster mode with TLS);
  * - reconnection forever, at most `RECONNECT_MAX_MS` apart.
@@ -314,7 +314,7 @@ export function connectNode(
 /**
  * The TLS options of a target: none without TLS (and no CA bundle), else the CA bundle given or the system's roots.
  * node verifies every certificate, against the host the client connects to (its name, or an IP address the
- * certificate must list), and nothing here turns that off (docs/idempotency.md, TLS to the store).
+ * certificate must list), and nothing here turns that off (docs/idempotency-reference.md, TLS to the store).
  */
 function tlsOf(target: RedisTarget, ca: Buffer | undefined): RedisOptions {
   if (!usesTls(target)) {

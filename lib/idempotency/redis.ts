@@ -292,7 +292,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   /**
    * A stored fingerprint of another form may be the payment's: a record made by a gateway of the fleet before
-   * an upgrade or a key rotation lives its TTL in the shared store (docs/idempotency.md, keyed fingerprints).
+   * an upgrade or a key rotation lives its TTL in the shared store (docs/idempotency-reference.md, keyed fingerprints).
    */
   async claim(key: string, fingerprint: string, matches?: Matches): Promise<Claim> {
     const token = randomUUID()

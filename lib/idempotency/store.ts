@@ -28,7 +28,7 @@ export type Peek = 'free' | 'inFlight' | 'recorded' | 'mismatch' | 'unknownKey'
 
 /**
  * Whether a stored fingerprint of another form is the payment's: true, false, or undefined when it cannot
- * tell because the stored one was made under a key it does not hold (fingerprint.ts; docs/idempotency.md, keyed
+ * tell because the stored one was made under a key it does not hold (fingerprint.ts; docs/idempotency-reference.md, keyed
  * fingerprints).
  */
 export type Matches = (stored: string) => boolean | undefined

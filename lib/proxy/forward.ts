@@ -170,7 +170,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         // The name an https backend must prove is the configured one, never the client's Host (lib/tls/backend.ts).
         servername: secure?.dispatchName,
       }
-      // Never written past its deadline: `--timeout` after its claim began, or from now (docs/idempotency.md, the in-flight window).
+      // Never written past its deadline: `--timeout` after its claim began, or from now (docs/idempotency-reference.md, the in-flight window).
       new PaymentRelay(res, settings, settled, exchange.sendBy ?? performance.now() + timeout).send(pool, call)
     },
     close() {

@@ -75,7 +75,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
   private readonly settings: PaymentRelaySettings
   private readonly settled: OnSettled | undefined
   private readonly exchange: Exchange
-  /** performance.now() past which the payment is never written (docs/idempotency.md, the in-flight window). */
+  /** performance.now() past which the payment is never written (docs/idempotency-reference.md, the in-flight window). */
   private readonly sendBy: number
   /** Set once undici handed the request to a socket: from then on, the backend may have it. */
   private written = false

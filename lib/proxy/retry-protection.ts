@@ -137,7 +137,7 @@ const STORE_UNAVAILABLE: Guard = Object.freeze({
  * A record under a fingerprint key this gateway does not hold (a rotation under way): neither the same
  * payment nor another as far as it can tell. A 422 would tell the client of a charged payment to pay
  * again, a forward would charge it twice; a 503 with `Retry-After` is what clients already retry with the
- * same reference, and a gateway that holds the key answers the retry (docs/idempotency.md, keyed fingerprints).
+ * same reference, and a gateway that holds the key answers the retry (docs/idempotency-reference.md, keyed fingerprints).
  */
 const UNKNOWN_KEY: Guard = Object.freeze({
   kind: 'refuse',
@@ -369,7 +369,7 @@ export interface Payments {
 export interface PaymentsOptions extends RetryProtectionOptions {
   /**
    * How long the backend may stay silent, in ms, and how long a payment may wait for a connection to it:
-   * a claim holds its key for three times this plus a margin (docs/idempotency.md, the in-flight window).
+   * a claim holds its key for three times this plus a margin (docs/idempotency-reference.md, the in-flight window).
    */
   readonly timeout: number
   readonly metrics: Metrics | undefined
@@ -378,7 +378,7 @@ export interface PaymentsOptions extends RetryProtectionOptions {
 /**
  * How long a payment may take with backend timeout `timeout` (ms), and so how long its claim holds its key: the wait
  * for a connection (never longer: payment-relay.ts), the headers, a gap in the body, and the margin to record the
- * answer (docs/idempotency.md, the in-flight window). A drain waits as long (docs/deployment-reference.md, stopping).
+ * answer (docs/idempotency-reference.md, the in-flight window). A drain waits as long (docs/deployment-reference.md, stopping).
  */
 export function inFlightWindowMs(timeout: number): number {
   return 3 * timeout + IDEMPOTENCY_DEFAULTS.inFlightMarginMs

@@ -227,7 +227,7 @@ t.test(
     await serving.stop()
     t.equal(await allClosed(), 0, 'stop closed it')
 
-    // Writes that wait for replicas take connections of their own (docs/idempotency.md, replicas): eight.
+    // Writes that wait for replicas take connections of their own (docs/idempotency-reference.md, replicas and failover): eight.
     const replicated = setup({
       idempotency: redis.url,
       idempotencyFingerprintKey: fingerprintKey,

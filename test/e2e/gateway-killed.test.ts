@@ -9,7 +9,7 @@ import { startBackend } from '../helpers/servers.js'
  * A gateway killed outright (SIGKILL: an OOM kill, a node lost) after the
  * backend received its payment: the claim it left is never a free key. Once
  * its in-flight window is over, a retry on another gateway gets the unknown
- * outcome, and the backend receives the payment once (docs/idempotency.md,
+ * outcome, and the backend receives the payment once (docs/idempotency-reference.md,
  * the in-flight window).
  */
 

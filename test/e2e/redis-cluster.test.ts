@@ -27,7 +27,7 @@ import { staticPolicies } from '../../lib/policy/policy.js'
 import { rateKey } from '../../lib/rate-limit/redis.js'
 
 /**
- * Gateways on a real Redis Cluster (docs/idempotency.md, Redis Cluster), one cluster for the file: two gateways
+ * Gateways on a real Redis Cluster (docs/idempotency-reference.md, Redis Cluster), one cluster for the file: two gateways
  * share retry protection and the throttle; slots move under payments; a shard's primary is killed under
  * retrying clients (last: the cluster has one replica fewer after it). A payment is never forwarded twice.
  */

@@ -7,8 +7,8 @@ import { created, type Answer } from '../helpers/servers.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /**
- * Retry protection on a replicated Redis (docs/idempotency.md, replicas and
- * Sentinel), with real processes: a primary, its replicas and a Sentinel; a
+ * Retry protection on a replicated Redis (docs/idempotency-reference.md, replicas and
+ * failover), with real processes: a primary, its replicas and a Sentinel; a
  * primary lost after payments were recorded, and replicas that cannot
  * acknowledge. A payment is never forwarded twice.
  */

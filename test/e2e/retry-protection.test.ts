@@ -304,7 +304,7 @@ t.test(
 t.test(
   'an answer too large to keep: the client gets it whole, its retry a 500 saying so, never the 422 another payment gets',
   async (t) => {
-    // Past the 64 KiB an answer may take in the store (docs/idempotency.md, what is stored).
+    // Past the 64 KiB an answer may take in the store (docs/idempotency-reference.md, what is stored).
     const large = JSON.stringify({ outcome: 'authorized', note: 'n'.repeat(70_000) })
     const { url, backend } = await protectedGateway(t, {}, (_req, res) =>
       res.writeHead(201, { 'content-type': 'application/json' }).end(large),

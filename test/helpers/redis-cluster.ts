@@ -1,5 +1,5 @@
 /**
- * A real Redis Cluster on loopback for the tests (docs/idempotency.md, Redis Cluster): `redis-server
+ * A real Redis Cluster on loopback for the tests (docs/idempotency-reference.md, Redis Cluster): `redis-server
  * --cluster-enabled yes` nodes, joined by `redis-cli --cluster create` (Debian's redis-tools, which
  * test/before.ts installs), three primaries with a replica each by default. Started once per test file and
  * shared by its tests, each with references of its own; every wait is a bounded poll, never a fixed sleep.
@@ -104,7 +104,7 @@ async function startNode(t: Test, nodeTimeoutMs: number): Promise<ClusterNode> {
       ['--cluster-config-file', 'nodes.conf'],
       ['--cluster-node-timeout', String(nodeTimeoutMs)],
       ['--cluster-port', String(bus)],
-      // A slot without a primary stops only its own keys, not the whole cluster (docs/idempotency.md, Redis Cluster).
+      // A slot without a primary stops only its own keys, not the whole cluster (docs/idempotency-reference.md, Redis Cluster).
       ['--cluster-require-full-coverage', 'no'],
       ['--cluster-allow-replica-migration', 'no'],
     ].flat()

@@ -26,7 +26,7 @@ import { runStoreModel, storeCommands, type ModelSettings } from '../helpers/sto
 /**
  * The Redis store and the login throttle on a real Redis Cluster with one primary behind the faulty proxy
  * (test/helpers/faulty-proxy.ts; the Cluster client's `natMap` sends it there): a command whose reply is lost after
- * it ran is never sent again by the Cluster client (docs/idempotency.md, Redis Cluster), and the store keeps the
+ * it ran is never sent again by the Cluster client (docs/idempotency-reference.md, Redis Cluster), and the store keeps the
  * contract of the plain model (test/helpers/store-model.ts) through cut, dropped and late replies and resets.
  */
 

@@ -11,7 +11,7 @@ import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /**
- * `rediss-cluster://` (docs/idempotency.md, TLS to the store): a Redis Cluster that speaks only TLS and announces
+ * `rediss-cluster://` (docs/idempotency-reference.md, TLS to the store): a Redis Cluster that speaks only TLS and announces
  * its nodes by name, as ElastiCache's cluster mode with TLS does, with a certificate that names only that name:
  * the gateway reaches every node by its name, so each certificate is checked against it, never against an address
  * it looked up itself.

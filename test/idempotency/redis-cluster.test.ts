@@ -16,7 +16,7 @@ import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
 /**
  * The Redis store and the login throttle on a real Redis Cluster (test/helpers/redis-cluster.ts), one for the
- * whole file: each test with keys of its own. docs/idempotency.md, Redis Cluster.
+ * whole file: each test with keys of its own. docs/idempotency-reference.md, Redis Cluster.
  */
 
 const OPTIONS: RedisIdempotencyStoreOptions = {
@@ -251,14 +251,14 @@ t.test("the cluster's metrics: redirections by kind and node, node errors by nod
   })
 })
 
-/** The ACL of docs/idempotency.md for a cluster's nodes: the gateway's user, its rules after its name. */
+/** The ACL of docs/idempotency-reference.md for a cluster's nodes: the gateway's user, its rules after its name. */
 const documentedUser = (() => {
-  const page = readFileSync(new URL('../../docs/idempotency.md', import.meta.url), 'utf8')
+  const page = readFileSync(new URL('../../docs/idempotency-reference.md', import.meta.url), 'utf8')
   const block = /```conf\n([\s\S]*?)```/.exec(
     page.slice(page.indexOf("**What the gateway's user may run on each node**")),
   )
   const line = (block?.[1] ?? '').split('\n').find((one) => one.startsWith('user payments-gate on '))
-  if (line === undefined) throw new Error("docs/idempotency.md: no cluster ACL line for the gateway's user")
+  if (line === undefined) throw new Error("docs/idempotency-reference.md: no cluster ACL line for the gateway's user")
   return line.split(' ').slice(2)
 })()
 

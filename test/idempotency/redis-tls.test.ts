@@ -19,7 +19,7 @@ import { startBackend } from '../helpers/servers.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /**
- * Retry protection's Redis over TLS (docs/idempotency.md, TLS to the store): a real `redis-server` that speaks only
+ * Retry protection's Redis over TLS (docs/idempotency-reference.md, TLS to the store): a real `redis-server` that speaks only
  * TLS, its certificate verified against `--idempotency-ca` or the system's roots, never reached in clear.
  */
 
