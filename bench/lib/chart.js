@@ -34,8 +34,6 @@ export function chartData({ e2e, smoke = false } = {}) {
 
 /** The Vega-Lite spec: two panels, CPU by target above, the ratios against their targets below. */
 export function chartSpec({ cpu, ratios }, title) {
-  // Figures saved before verdicts were (docs/performance.json) get theirs from their targets.
-  const withVerdict = ratios.map((r) => ({ ...r, verdict: r.verdict ?? judge(r, r.value, false) }))
   const panels = []
   if (cpu.length > 0) {
     panels.push({
@@ -50,11 +48,11 @@ export function chartSpec({ cpu, ratios }, title) {
       width: 420,
     })
   }
-  if (withVerdict.length > 0) {
+  if (ratios.length > 0) {
     const y = { field: 'ratio', type: 'nominal', sort: null, title: null, axis: { labelLimit: 420 } }
     panels.push({
       title: 'Ratios, paired (bar: the median of the pairs; line: their range; tick: the target)',
-      data: { values: withVerdict },
+      data: { values: ratios },
       layer: [
         {
           mark: 'bar',
