@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { THROTTLE_DEFAULTS } from './defaults.js'
-import { hashTag } from './idempotency/key.js'
+import { hashTag } from './hash-tag.js'
 import type { RedisClient } from './idempotency/redis-client.js'
 import {
   definedOnly,

@@ -41,6 +41,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'node-version.ts',
     'supported-node.ts',
     'fold-case.ts',
+    'hash-tag.ts',
   ],
 ]
 

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis'
 import type { RateLimit } from '../policy/policy.js'
+import { hashTag } from '../hash-tag.js'
 import type { Count, RateLimitStore } from './limiter.js'
 
 /** Every key of the rate limit starts so, under the `payments-gate:` keys the ACL grants (deploy/redis.yaml). */
@@ -7,11 +8,11 @@ export const RATE_KEY_PREFIX = 'payments-gate:rate:'
 
 /**
  * The key of an entity's count: one per entity, the entity in a hash tag of its own, so that on a Redis
- * Cluster each entity's count is one slot (the cluster specification, hash tags). Escaped as a URI component
- * (`{` and `}` too), so that no entity can end the tag early and no two entities spell one key.
+ * Cluster each entity's count is one slot (the cluster specification, hash tags), escaped as every key's
+ * tag is (hash-tag.ts), so that no entity can end the tag early and no two entities spell one key.
  */
 export function rateKey(entity: string): string {
-  return `${RATE_KEY_PREFIX}{${encodeURIComponent(entity)}}`
+  return RATE_KEY_PREFIX + hashTag(entity)
 }
 
 /**
