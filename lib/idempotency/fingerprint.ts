@@ -34,16 +34,19 @@ export interface Fingerprint {
   readonly matches: Matches
 }
 
+/** What is fingerprinted: a document's bytes, or its text, hashed as UTF-8. */
+export type Document = Uint8Array | string
+
 export interface Fingerprinter {
   /**
    * The fingerprint of `bytes` under `operation`; `legacy` gives, only when a stored fingerprint is
    * unkeyed, the documents an older gateway may have fingerprinted for this payment.
    */
-  of(operation: string, bytes: Uint8Array, legacy: () => readonly Uint8Array[]): Fingerprint
+  of(operation: string, bytes: Document, legacy: () => readonly Document[]): Fingerprint
 }
 
 /** The fingerprint's form before keyed fingerprints: a SHA-256 digest, kept to compare the records made then. */
-export function unkeyedFingerprint(operation: string, bytes: Uint8Array): string {
+export function unkeyedFingerprint(operation: string, bytes: Document): string {
   return `${operation} ${hash('sha256', bytes, 'base64')}`
 }
 
@@ -96,7 +99,7 @@ export function createFingerprinter(keys: readonly Buffer[]): Fingerprinter {
   const ids = new Map(keys.map((key) => [keyId(key), key]))
   const current = keys[0] as Buffer
   const currentId = keyId(current)
-  const keyed = (id: string, key: Buffer, operation: string, bytes: Uint8Array) =>
+  const keyed = (id: string, key: Buffer, operation: string, bytes: Document) =>
     `${id} ${operation} ${createHmac('sha256', key).update(bytes).digest('base64')}`
   return {
     of(operation, bytes, legacy) {

@@ -77,13 +77,13 @@ export interface ProtectedPayment {
   readonly operation: string
   readonly entity: string
   readonly transactionReference: string
-  /** The document as received, in its canonical form (member order not counted). */
-  readonly received: Uint8Array
+  /** The document as received, in its canonical form (member order not counted); hashed as UTF-8. */
+  readonly received: string
   /**
    * The document as forwarded, what a gateway of before this fingerprint took: asked only for a record of
    * before the upgrade, still live for its TTL.
    */
-  readonly asForwarded: () => Uint8Array
+  readonly asForwarded: () => string
 }
 
 /** What retry protection decided for one payment that passed checks 1 to 9 (docs/idempotency.md). */
@@ -338,8 +338,8 @@ export function protectedPayment(
     operation,
     entity,
     transactionReference: forwarded.transactionReference,
-    received: Buffer.from(canonicalJson(received)),
-    asForwarded: () => Buffer.from(JSON.stringify(forwarded)),
+    received: canonicalJson(received),
+    asForwarded: () => JSON.stringify(forwarded),
   }
 }
 

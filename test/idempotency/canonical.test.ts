@@ -1,5 +1,8 @@
+import canonicalize from 'canonicalize'
+import fc from 'fast-check'
 import t from 'tap'
 import { canonicalJson } from '../../lib/idempotency/canonical.js'
+import { runs } from '../helpers/fuzz.js'
 
 t.test('canonicalJson: one form whatever the member order and spacing, nothing else merged', async (t) => {
   const a = JSON.parse('{"b": {"y": [1, {"q": 1, "p": 2}], "x": null}, "a": "é\\u0041", "c": true}')
@@ -19,3 +22,60 @@ t.test('canonicalJson: one form whatever the member order and spacing, nothing e
   t.equal(canonicalJson(JSON.parse('{"__proto__":{"a":1}}')), '{"__proto__":{"a":1}}', 'an own __proto__ member kept')
   t.not(canonicalJson({ a: { b: 1 } }), canonicalJson({ 'a.b': 1 }))
 })
+
+/** Member names as payments spell them, as anyone may, and ones JSON.stringify escapes. */
+const NAME = fc.oneof(
+  fc.constantFrom('transactionReference', 'merchant', 'entity', 'amount', 'currency', 'cardNumber', '__proto__'),
+  fc.string({ unit: 'grapheme', maxLength: 6 }),
+  fc.constantFrom('a"b', 'a\\b', '\u0000', '\u001f', '\u007f', '\u2028', 'é', '😀', 'Z', 'z', '10', '9'),
+)
+const VALUE = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.constantFrom(null, true, false, 0, -0, 1e21, 1e-7, 5e-324, 0.1),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.string({ unit: 'grapheme' }),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(NAME, tie('value'), { maxKeys: 24 }),
+  ),
+}))
+
+t.test('canonicalJson writes what RFC 8785 canonicalization does, read by an independent implementation', async (t) => {
+  // The oracle reads the document parsed from its own serialization, in shuffled member order.
+  fc.assert(
+    fc.property(VALUE.value, fc.integer(), (value, salt) => {
+      const document = JSON.parse(JSON.stringify(value, (_, v: unknown) => shuffled(v, salt))) as unknown
+      const expected = canonicalize(document)
+      if (canonicalJson(document) !== expected) throw new Error(`${canonicalJson(document)} !== ${expected}`)
+    }),
+    runs(),
+  )
+  t.pass('every generated document')
+})
+
+t.test('an object of many members is sorted as one of few', async (t) => {
+  const names = Array.from({ length: 40 }, (_, i) => `m${(i * 7919) % 40}`)
+  const document = Object.fromEntries(names.map((name, i) => [name, i]))
+  t.equal(canonicalJson(document), canonicalize(document))
+  t.equal(canonicalJson({ b: 1, a: 2 }), '{"a":2,"b":1}')
+})
+
+t.test('strings JSON.stringify escapes are written as it writes them, lone surrogates included', async (t) => {
+  for (const text of ['"', '\\', '\n', '\u0000', '\u001f', '\ud800', 'a\udc00', '😀', '\u2028', '\u007f', 'plain']) {
+    // The message names the text by its code units: a raw U+2028 would break tap's own output.
+    const units = [...text].map((c) => (c.codePointAt(0) as number).toString(16)).join(' ')
+    t.equal(canonicalJson(text), JSON.stringify(text), units)
+    t.equal(canonicalJson({ [text]: text }), `{${JSON.stringify(text)}:${JSON.stringify(text)}}`)
+  }
+})
+
+/** A value with the members of each object in an order drawn from `salt` (a stand-in for each client's own order). */
+function shuffled(value: unknown, salt: number): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
+  const entries = Object.entries(value)
+  for (let i = entries.length - 1; i > 0; i--) {
+    const j = Math.abs((salt * (i + 31)) | 0) % (i + 1)
+    ;[entries[i], entries[j]] = [entries[j] as [string, unknown], entries[i] as [string, unknown]]
+  }
+  return Object.fromEntries(entries)
+}
