@@ -591,3 +591,22 @@ t.test('after close, an entry of before never ends nor counts against one of aft
   store.release('b', b)
   t.equal(store.peek('b', 'f'), 'free')
 })
+
+t.test('a release, even of a key it does not hold, ends what has ended by now, as every call does', async (t) => {
+  const { store, clock } = watched({ ttlMs: 1000, inFlightMs: 1000 })
+  record(store, 'old', Buffer.from('{}'))
+  clock.time += 1000
+  store.release('other', '1')
+  t.equal(store.size, 0, 'the expired answer left')
+  t.equal(store.bytes, 0, 'and stopped counting')
+})
+
+t.test('a fingerprint is kept as it was given, whatever its latin1 characters', async (t) => {
+  const store = new MemoryIdempotencyStore(OPTIONS)
+  const fingerprint = 'sale \u00e9\u00ff\u0080'
+  const claim = store.claim('k', fingerprint)
+  if (claim.state === 'claimed') store.record('k', claim.token, ANSWER)
+  t.same(store.claim('k', fingerprint), { state: 'recorded', answer: ANSWER }, 'the same payment')
+  t.equal(store.peek('k', fingerprint), 'recorded')
+  t.same(store.claim('k', 'sale \u00e9\u00ff\u0081'), { state: 'mismatch' }, 'another one')
+})
