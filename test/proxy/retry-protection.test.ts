@@ -30,6 +30,7 @@ import {
   type Ticket,
 } from '../../lib/proxy/retry-protection.js'
 import { bytes, FINGERPRINT_KEY, policies, saleBody } from '../helpers/fixtures.js'
+import { freePort } from '../helpers/servers.js'
 
 function passed(reference = 'order-1', entity = 'default', amount = 250): ProtectedPayment {
   const document = saleBody() as PaymentRequest
@@ -730,6 +731,41 @@ t.test(
       exchange: { retryProtection: 'replayed' },
     })
     t.equal(calls.length, 1, 'forwarded once')
+  },
+)
+
+t.test(
+  'a Redis that cannot be reached, failure open: a payment of an entity with a rate limit goes unprotected and unlimited, each failure reported',
+  async (t) => {
+    const redis = new Redis({
+      port: await freePort(),
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    })
+    redis.on('error', () => {})
+    const store = new RedisIdempotencyStore(redis, {
+      ttlMs: 1_000,
+      inFlightMs: 1_000,
+      oversizedAnswer: OVERSIZED_ANSWER,
+      unknownAnswer: UNKNOWN_ANSWER,
+    })
+    const { forwarder, calls } = backend()
+    const errors: unknown[] = []
+    const payments = createPayments(forwarder, {
+      idempotency: store,
+      idempotencyFingerprintKey: FINGERPRINT_KEY,
+      idempotencyFailure: 'open',
+      onStoreError: (error) => errors.push(error),
+      timeout: 1_000,
+      metrics: undefined,
+    })
+    const paid = await payLimited(payments, 'EUR', 'order-1')
+    t.same(paid.sent, {}, 'forwarded')
+    t.equal(paid.exchange.retryProtection, 'unprotected')
+    t.equal(calls.length, 1)
+    t.equal(errors.length, 4, "every failure reported: retry protection's look and claim, the limit's count and its refund")
+    await payments.close()
   },
 )
 
