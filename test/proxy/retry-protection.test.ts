@@ -764,7 +764,11 @@ t.test(
     t.same(paid.sent, {}, 'forwarded')
     t.equal(paid.exchange.retryProtection, 'unprotected')
     t.equal(calls.length, 1)
-    t.equal(errors.length, 4, "every failure reported: retry protection's look and claim, the limit's count and its refund")
+    t.equal(
+      errors.length,
+      4,
+      "every failure reported: retry protection's look and claim, the limit's count and its refund",
+    )
     await payments.close()
   },
 )
