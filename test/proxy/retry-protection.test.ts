@@ -18,6 +18,8 @@ import {
   createRetryProtection,
   createRetryStore,
   inFlightWindowMs,
+  lendRetryProtection,
+  lentRetryProtection,
   OVERSIZED_ANSWER,
   protectedPayment,
   UNKNOWN_ANSWER,
@@ -28,6 +30,7 @@ import {
   type Ticket,
 } from '../../lib/proxy/retry-protection.js'
 import { bytes, FINGERPRINT_KEY, policies, saleBody } from '../helpers/fixtures.js'
+import { freePort } from '../helpers/servers.js'
 
 function passed(reference = 'order-1', entity = 'default', amount = 250): ProtectedPayment {
   const document = saleBody() as PaymentRequest
@@ -344,11 +347,11 @@ const SHOP: Principal = { username: 'shop', entities: new Set(['default', 'euro'
 const LONG_LINE = 'A narrative line longer than the twenty-four characters a card statement shows'
 
 /** A sale that passed checks 1 to 9 for `euro`, in `currency`, as the proxy hands it to `createPayments`. */
-function entitled(currency = 'EUR', amount = 250, reference = 'order-1'): Entitled {
+function entitled(currency = 'EUR', amount = 250, reference = 'order-1', checks = CHECKS): Entitled {
   const body = saleBody({ entity: 'euro', transactionReference: reference })
   body.instruction.value = { amount, currency }
   body.instruction.narrative.line1 = LONG_LINE
-  const verdict = CHECKS.checkEntitled('sale', bytes(body), SHOP)
+  const verdict = checks.checkEntitled('sale', bytes(body), SHOP)
   if (verdict.ok !== 'entitled') throw new Error(`not entitled: ${JSON.stringify(verdict)}`)
   return verdict
 }
@@ -654,4 +657,192 @@ t.test('a Redis store needs the fleet fingerprint key; the store given is used a
 t.test('a claim holds its key for three times the backend timeout and five seconds', async (t) => {
   t.equal(inFlightWindowMs(1_000), 8_000)
   t.equal(inFlightWindowMs(30_000), 95_000)
+})
+
+t.test('the messages of a store failure and of an unknown outcome say what happened and what to do', async (t) => {
+  const refused = await guard(createRetryProtection(unreachable('throw')))
+  t.match(refused, {
+    outcome: 'storeUnavailable',
+    rejection: {
+      status: 503,
+      body: {
+        errorName: 'serviceUnavailable',
+        message: 'Retry protection is unavailable, so the payment was not forwarded. Retry later.',
+      },
+    },
+  })
+  t.equal(UNKNOWN_ANSWER.status, 500)
+  const unknown = JSON.parse(UNKNOWN_ANSWER.body.toString())
+  t.equal(unknown.errorName, 'internalErrorOccurred')
+  t.match(
+    unknown.message,
+    /^The outcome of this payment is unknown: it may have reached the backend, so it is not forwarded again/,
+  )
+  t.notMatch(unknown.message, /Retry later/, 'never "Retry later": the payment may have been charged')
+})
+
+t.test('a store that answers at once: settle reports no failure, and a payment pays no promise', async (t) => {
+  const errors: unknown[] = []
+  const protection = createRetryProtection(memory(), { onStoreError: (error) => errors.push(error) })
+  protection.settle(ticketOf(await guard(protection)), CREATED)
+  protection.settle(ticketOf(await guard(protection, passed('order-2'))), { kind: 'refused' })
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(errors, [], 'nothing reported')
+  const { forwarder, calls } = backend()
+  const payments = createPayments(forwarder, { timeout: 1_000, metrics: undefined })
+  const sent = payments.forward(
+    {} as IncomingMessage,
+    { writeHead() {}, end() {} } as unknown as GatewayResponse,
+    { errorName: undefined } as unknown as Exchange,
+    entitled(),
+    CHECKS.checkPolicy,
+  )
+  t.equal(sent, undefined, 'forwarded without a promise')
+  t.equal(calls.length, 1)
+})
+
+/** `euro` taking euros only, at most one payment a minute. */
+const LIMITED = buildChecks({
+  policies: policies({ entity: 'euro', currencies: ['EUR'], rateLimit: { payments: 1, seconds: 60 } }),
+})
+const payLimited = (payments: Payments, currency: string, reference: string) =>
+  pay(payments, entitled(currency, 250, reference, LIMITED), LIMITED)
+
+t.test(
+  "a rate limit with retry protection: a retry it answers is not counted, a payment over the limit 429, its policy's refusal 400",
+  async (t) => {
+    const { forwarder, calls } = backend()
+    const payments = createPayments(forwarder, { timeout: 1_000, metrics: undefined })
+    const first = await payLimited(payments, 'EUR', 'order-1')
+    t.same(first.sent, {})
+    t.match(first.exchange, { retryProtection: 'claimed' })
+    t.ok(first.exchange.rateLimitFields, 'admitted: its answer carries the RateLimit fields')
+    t.equal(calls.length, 1)
+    t.match(await payLimited(payments, 'EUR', 'order-1'), { sent: { status: 409 } }, 'a copy in flight: 409, not 429')
+    const over = await payLimited(payments, 'EUR', 'order-2')
+    t.match(over.sent, { status: 429 })
+    t.match(over.exchange, { errorName: 'requestRateIsTooHigh', limited: 'rateLimited', retryProtection: undefined })
+    const refused = await payLimited(payments, 'GBP', 'order-3')
+    t.match(refused.sent, { status: 400 })
+    t.equal(refused.exchange.errorName, 'currencyIsNotSupported')
+    calls[0]?.settled?.(CREATED)
+    t.match(await payLimited(payments, 'EUR', 'order-1'), {
+      sent: { status: 201 },
+      exchange: { retryProtection: 'replayed' },
+    })
+    t.equal(calls.length, 1, 'forwarded once')
+  },
+)
+
+t.test(
+  'a Redis that cannot be reached, failure open: a payment of an entity with a rate limit goes unprotected and unlimited, each failure reported',
+  async (t) => {
+    const redis = new Redis({
+      port: await freePort(),
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    })
+    redis.on('error', () => {})
+    const store = new RedisIdempotencyStore(redis, {
+      ttlMs: 1_000,
+      inFlightMs: 1_000,
+      oversizedAnswer: OVERSIZED_ANSWER,
+      unknownAnswer: UNKNOWN_ANSWER,
+    })
+    const { forwarder, calls } = backend()
+    const errors: unknown[] = []
+    const payments = createPayments(forwarder, {
+      idempotency: store,
+      idempotencyFingerprintKey: FINGERPRINT_KEY,
+      idempotencyFailure: 'open',
+      onStoreError: (error) => errors.push(error),
+      timeout: 1_000,
+      metrics: undefined,
+    })
+    const paid = await payLimited(payments, 'EUR', 'order-1')
+    t.same(paid.sent, {}, 'forwarded')
+    t.equal(paid.exchange.retryProtection, 'unprotected')
+    t.equal(calls.length, 1)
+    t.equal(
+      errors.length,
+      4,
+      "every failure reported: retry protection's look and claim, the limit's count and its refund",
+    )
+    await payments.close()
+  },
+)
+
+t.test("a rate limit without retry protection: the policy's refusal 400, then the limit", async (t) => {
+  const { forwarder, calls } = backend()
+  const payments = createPayments(forwarder, { timeout: 1_000, metrics: undefined, idempotency: 'off' })
+  const refused = await payLimited(payments, 'GBP', 'order-1')
+  t.match(refused.sent, { status: 400 })
+  t.equal(refused.exchange.errorName, 'currencyIsNotSupported')
+  t.equal(calls.length, 0, 'refused by its policy: not counted either')
+  const first = await payLimited(payments, 'EUR', 'order-1')
+  t.same(first.sent, {})
+  t.ok(first.exchange.rateLimitFields)
+  t.equal(calls.length, 1)
+  t.equal(
+    JSON.parse(String(calls[0]?.payload)).instruction.narrative.line1,
+    LONG_LINE.slice(0, 24),
+    'the document as its policy rewrote it',
+  )
+  t.match(await payLimited(payments, 'EUR', 'order-2'), {
+    sent: { status: 429 },
+    exchange: { errorName: 'requestRateIsTooHigh' },
+  })
+  t.equal(calls.length, 1)
+})
+
+/** The payment `entitled()` stands for, as retry protection sees it before its policy. */
+function entitledPayment(): ProtectedPayment {
+  const { operation, entity, document } = entitled()
+  return protectedPayment(operation, entity, document, document as PaymentRequest)
+}
+
+t.test("a gate's retry protection, lent to the gateways built from its checks", async (t) => {
+  const checks = buildChecks({ policies: policies({ entity: 'euro', currencies: ['EUR'] }) })
+  t.equal(lentRetryProtection(checks, { timeout: 1_000 }), undefined, 'nothing lent')
+  const store = memory()
+  const key = Buffer.alloc(32, 'g')
+  const lent = {
+    protection: createRetryProtection(store, { idempotencyFingerprintKey: key }),
+    store,
+    inFlightMs: 8_000,
+  }
+  lendRetryProtection(checks, lent)
+  t.equal(lentRetryProtection(checks, { timeout: 1_000 }), lent, 'a window of exactly 3 x timeout + 5 s is enough')
+  t.equal(lentRetryProtection(checks, { timeout: 1_000, idempotency: 'memory' }), undefined, 'a store of its own')
+  t.equal(lentRetryProtection(CHECKS, { timeout: 1_000 }), undefined, "another gate's checks")
+  t.throws(() => lentRetryProtection(checks, { timeout: 1_001 }), {
+    code: 'EIDEMPOTENCY',
+    message:
+      "the gate's idempotencyInFlight (8 s) is shorter than this gateway's in-flight window (3 x timeout + 5 s = 8.003 s): raise it, or give the gateway an idempotency of its own",
+  })
+
+  const { forwarder, calls } = backend()
+  const windows: unknown[] = []
+  const payments = createPayments(
+    forwarder,
+    {
+      timeout: 1_000,
+      metrics: undefined,
+      idempotencyReport: { evicted() {}, full() {}, window: (read) => void windows.push(read) },
+    },
+    lent,
+  )
+  t.same(windows, [], 'no store of its own built')
+  await pay(payments, entitled(), checks)
+  t.equal(calls.length, 1)
+  t.equal(store.size, 1, "claimed in the gate's store")
+  calls[0]?.settled?.(CREATED)
+  t.match(
+    await guard(lent.protection, entitledPayment()),
+    { kind: 'replay' },
+    "recorded under the gate's fingerprint key",
+  )
+  await payments.close()
+  t.equal(store.size, 1, "closing the gateway leaves the gate's store open")
 })
