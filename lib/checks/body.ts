@@ -94,7 +94,7 @@ export function parseBody(bytes: Uint8Array, limit: number, names: Names): Parse
     ])
   }
   const refused =
-    (mayHavePrototypeKeys(text) ? findPrototypeKeys(value) : undefined) ?? checkSpelling(text, value, names)
+    (mayHavePrototypeKeys(text) ? findPrototypeKeys(value) : undefined) ?? checkSpelling(text, bytes, value, names)
   return refused === undefined ? { ok: true, value } : refused
 }
 

@@ -8,7 +8,8 @@ import { saleBody } from '../helpers/fixtures.js'
 import { runs } from '../helpers/fuzz.js'
 import { FOLDINGS, FOLDS_INTO, respell } from '../helpers/lenient.js'
 
-const check = (text: string, names = REQUEST_NAMES.sale) => checkSpelling(text, JSON.parse(text), names)
+const check = (text: string, names = REQUEST_NAMES.sale) =>
+  checkSpelling(text, Buffer.from(text), JSON.parse(text), names)
 /** The paths of the refused members, or undefined when the text passes. */
 const refused = (text: string, names = REQUEST_NAMES.sale) =>
   check(text, names)?.body.validationErrors?.map((item) => {
@@ -152,6 +153,12 @@ t.test('a named member repeated is refused at its path, however its name is writ
     'an escaped backslash ends a string',
   )
   t.same(refused('{ "value" : [ ] , "x" : { } , "channel" : 1e5 , "channel" : -0.5 }'), ['$.channel'])
+  for (const white of [' ', '\n', '\r', '\t'])
+    t.same(
+      refused(`{"channel":1,"channel"${white}:2}`),
+      ['$.channel'],
+      `JSON white space (U+${white.charCodeAt(0).toString(16).padStart(4, '0')}) before a colon`,
+    )
   t.same(
     refused('{"merchant":[{"Entity":1}],"merchant":[]}'),
     ['$.merchant'],
