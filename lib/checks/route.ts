@@ -182,9 +182,8 @@ function withoutDotSegments(path: string, backslash: boolean): string {
     // What comes before the first slash: nothing in a path that starts with one.
     if (at === 0 && segment === '') continue
     const dots = DOTS.get(segment) ?? 0
+    // A dot segment last leaves the RFC's output ending in a slash: canonicalPath reads it without.
     if (dots === 2) out.pop()
-    // A dot segment last leaves the path ending in a slash, as the RFC's output buffer does.
-    if (dots !== 0 && at === parts.length - 1) out.push('')
     if (dots === 0) out.push(segment)
   }
   return `/${out.join('/')}`

@@ -314,7 +314,8 @@ t.test('the bound on reading every way is 512 bytes, inclusive', async (t) => {
 })
 
 t.test('parseTarget and forwardedPath, exactly', async (t) => {
-  t.match(parseTarget('a/http://h/'), { ok: false, status: 400 }, 'the scheme starts the target')
+  for (const target of ['a/http://h/', 'xxxhttp://h/a'])
+    t.match(parseTarget(target), { ok: false, status: 400 }, `${target}: the scheme starts the target`)
   t.same(parseTarget('http://h?q/x'), { path: '/?q/x', host: 'h' }, 'a query before any slash ends the authority')
   for (const [path, forwarded] of [
     ['', ''],
