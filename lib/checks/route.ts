@@ -177,10 +177,9 @@ function withoutDotSegments(path: string, backslash: boolean): string {
   if (!DOT_SEGMENT.test(path)) return backslash ? path.replaceAll('\\', '/') : path
   const out: string[] = []
   const parts = backslash ? path.replaceAll('\\', '/').split('/') : path.split('/')
-  for (let at = 0; at < parts.length; at++) {
+  // parts[0], before the first slash, is empty: every path read here starts with one.
+  for (let at = 1; at < parts.length; at++) {
     const segment = parts[at] as string
-    // What comes before the first slash: nothing in a path that starts with one.
-    if (at === 0 && segment === '') continue
     const dots = DOTS.get(segment) ?? 0
     // A dot segment last leaves the RFC's output ending in a slash: canonicalPath reads it without.
     if (dots === 2) out.pop()

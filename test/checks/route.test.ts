@@ -286,6 +286,7 @@ t.test('the target reader, spelling by spelling: the exact verdict for each', as
     ['', `//evil/x%00\\..\\${sale.slice(1)}`, false, 'sale', '... after an authority'],
     ['', '//migrateCardOnFile', false, 'refused', 'an authority with nothing after it reads as /'],
     ['', `/${sale}`, false, 'sale', 'read as a path, or forwarded with one slash'],
+    ['', `/%5c%25255c%25255c/v6${sale}`, false, 'refused', 'behind three hops that decode, an authority: read apart'],
   ] as const)
     t.equal(targetOf[basePath](path, mounted), expected, `${path}: ${why}`)
 })
