@@ -325,7 +325,7 @@ t.test('parseTarget and forwardedPath, exactly', async (t) => {
     ['//', '/'],
     ['/\\a', '/a'],
     ['\\\\a//b', '/a//b'],
-  ])
+  ] as const)
     t.equal(forwardedPath(path), forwarded, JSON.stringify(path))
   const targetOf = buildRouter('')
   t.equal((targetOf('//evil/elsewhere?x=//y') as { path: string }).path, '/evil/elsewhere?x=//y')
