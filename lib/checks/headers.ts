@@ -4,8 +4,8 @@ import { reject, type Rejection } from '../errors.js'
 /** Request headers as Node gives them: lower-case names. */
 export type Headers = Readonly<Record<string, string | string[] | undefined>>
 
-/** RFC 9110 section 5.6.2 `tchar`: tested one character at a time, so no pattern here can backtrack. */
-const TCHAR = /^[!#$%&'*+.^_`|~0-9A-Za-z-]$/
+/** RFC 9110 section 5.6.2 `tchar`: tested one character at a time (so unanchored), so no pattern here can backtrack. */
+const TCHAR = /[!#$%&'*+.^_`|~0-9A-Za-z-]/
 /** RFC 9110 section 12.4.2 `qvalue`. */
 const QVALUE = /^(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)$/
 

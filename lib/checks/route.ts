@@ -19,13 +19,23 @@ const UNREADABLE_TARGET = MALFORMED_TARGET
  * parameter as Tomcat reads `..;x`), resolved by some readers before they decode or cut the path and by
  * others after, and a leading `//`, an authority to a URL parser.
  */
-const LOSES_FRONT = /^[/\\]{2}|(?:^|[/\\])\.{1,2}(?:;[^/\\]*)?(?:$|[/\\])/
+const LOSES_FRONT = /^[/\\]{2}|[/\\]\.{1,2}(?:;[^/\\]*)?(?:$|[/\\])/
 /** The longest path, in bytes, that names an operation and may lose segments off its front, read every way rather than refused. */
 const READ_EVERY_WAY_UP_TO = 512
 /** What WHATWG URL drops wherever it stands in a URL (URL Standard, basic URL parser): a tab or a newline, once decoded. */
 const TAB_OR_NEWLINE = /[\t\n\r]/g
-/** A dot segment, its dots escaped or not, between slashes or backslashes. */
-const DOT_SEGMENT = /(?:^|[/\\])(?:\.|%2e){1,2}(?=[/\\]|$)/i
+/** A dot segment, its dots escaped or not, between slashes or backslashes (every path read here starts with one). */
+const DOT_SEGMENT = /[/\\](?:\.|%2e){1,2}(?=[/\\]|$)/i
+/** Where a decoded path ends for some backend: a NUL (C strings), or an escaped `?` or `#` decoded before the path was split off. */
+const PATH_END = /[\0?#]/
+/** What may make a path's front read otherwise than as plain segments: an escape, a dot, a backslash or a parameter. */
+const UNPLAIN = /[%.\\;]/
+/** The spellings of a dot segment, 1 for `.` and 2 for `..`, an escaped dot (`%2e`) included, as WHATWG URL reads it. */
+const DOTS = new Map<string, number>()
+for (const one of ['.', '%2e', '%2E']) {
+  DOTS.set(one, 1)
+  for (const two of ['.', '%2e', '%2E']) DOTS.set(one + two, 2)
+}
 const SLASH = 0x2f
 const BACKSLASH = 0x5c
 
@@ -47,21 +57,9 @@ export interface RequestTarget {
   readonly host: string | undefined
 }
 
-/** The value of a hexadecimal digit's character code (the pattern that found it admits no other). */
-function hexDigit(code: number): number {
-  return code <= 0x39 ? code - 0x30 : (code | 0x20) - 0x57
-}
-
 /** An escaped run decoded as UTF-8; bytes that are not UTF-8 become U+FFFD, as a lenient decoder reads them. */
 function unescapeRun(run: string): string {
-  let ascii = ''
-  for (let at = 0; at < run.length; at += 3) {
-    const byte = hexDigit(run.charCodeAt(at + 1)) * 16 + hexDigit(run.charCodeAt(at + 2))
-    // Bytes past ASCII may be one character together: UTF-8 decodes them.
-    if (byte > 0x7f) return Buffer.from(run.replaceAll('%', ''), 'hex').toString('utf8')
-    ascii += String.fromCharCode(byte)
-  }
-  return ascii
+  return Buffer.from(run.replaceAll('%', ''), 'hex').toString('utf8')
 }
 
 /**
@@ -78,21 +76,12 @@ function decodeTwice(path: string): string {
   return decodeOnce(decodeOnce(path))
 }
 
-/** Where a decoded path ends for some backend: a NUL (C strings), or an escaped `?` or `#` decoded before the path was split off. */
-function pathEnd(text: string): number {
-  let end = text.length
-  for (const stop of ['\0', '?', '#']) {
-    const at = text.indexOf(stop)
-    if (at !== -1 && at < end) end = at
-  }
-  return end
-}
-
 /** A segment without the C0 controls and spaces it ends with, which WHATWG URL strips from a URL's end and Windows from a name's. */
 function trimmed(segment: string): string {
   let end = segment.length
-  while (end > 0 && segment.charCodeAt(end - 1) <= 0x20) end--
-  return end === segment.length ? segment : segment.slice(0, end)
+  // Before the first character, charCodeAt is NaN, which ends the loop.
+  while (segment.charCodeAt(end - 1) <= 0x20) end--
+  return segment.slice(0, end)
 }
 
 /**
@@ -111,7 +100,8 @@ function trimmed(segment: string): string {
  */
 export function canonicalPath(path: string): string {
   const decoded = decodeTwice(path)
-  const folded = foldCase(decoded.slice(0, pathEnd(decoded)))
+  const end = decoded.search(PATH_END)
+  const folded = foldCase(end === -1 ? decoded : decoded.slice(0, end))
   const segments: string[] = []
   for (const part of folded.replaceAll('\\', '/').split('/')) {
     const parameters = part.indexOf(';')
@@ -178,14 +168,6 @@ export function forwardedPath(path: string): string {
   return run < 2 ? path : `/${path.slice(run)}`
 }
 
-/** A segment's dots as a resolver reads them: 1 for `.`, 2 for `..`, an escaped dot (`%2e`) included, as WHATWG URL reads it; else 0. */
-function dotsOf(segment: string): number {
-  if (segment === '.' || segment === '..') return segment.length
-  if (segment.length < 3 || segment.length > 6 || !segment.includes('%')) return 0
-  const dots = segment.toLowerCase().replaceAll('%2e', '.')
-  return dots === '.' ? 1 : dots === '..' ? 2 : 0
-}
-
 /**
  * RFC 3986 5.2.4 remove_dot_segments on a path not yet decoded, as a URL
  * parser applies it before any router decodes the path: segments split at
@@ -195,14 +177,12 @@ function withoutDotSegments(path: string, backslash: boolean): string {
   if (!DOT_SEGMENT.test(path)) return backslash ? path.replaceAll('\\', '/') : path
   const out: string[] = []
   const parts = backslash ? path.replaceAll('\\', '/').split('/') : path.split('/')
-  for (let at = 0; at < parts.length; at++) {
+  // parts[0], before the first slash, is empty: every path read here starts with one.
+  for (let at = 1; at < parts.length; at++) {
     const segment = parts[at] as string
-    // What comes before the first slash: nothing in a path that starts with one.
-    if (at === 0 && segment === '') continue
-    const dots = dotsOf(segment)
+    const dots = DOTS.get(segment) ?? 0
+    // A dot segment last leaves the RFC's output ending in a slash: canonicalPath reads it without.
     if (dots === 2) out.pop()
-    // A dot segment last leaves the path ending in a slash, as the RFC's output buffer does.
-    if (dots !== 0 && at === parts.length - 1) out.push('')
     if (dots === 0) out.push(segment)
   }
   return `/${out.join('/')}`
@@ -214,7 +194,8 @@ function withoutDotSegments(path: string, backslash: boolean): string {
  * WHATWG URL (`backslash`) skips every leading slash and backslash and ends
  * the host at the next one; RFC 3986 (node's legacy `url.parse`, Python,
  * Java) ends the authority at the next `/`, after as many empty ones as the
- * slashes make. Undefined for a path that does not start so.
+ * slashes make; empty when nothing follows the authority. Undefined for a path
+ * that does not start so.
  */
 function afterAuthority(path: string, backslash: boolean): string | undefined {
   const separates = backslash ? isSlash : isForwardSlash
@@ -223,7 +204,7 @@ function afterAuthority(path: string, backslash: boolean): string | undefined {
   if (start < 2) return undefined
   let end = start
   while (end < path.length && !separates(path.charCodeAt(end))) end++
-  return end === path.length ? '/' : path.slice(end)
+  return path.slice(end)
 }
 
 /**
@@ -312,23 +293,18 @@ export function buildRouter(
   )
   const names = new RegExp(`(?:^|[/\\\\])(?:${lasts.join('|')})(?:$|[/\\\\.;?#\\0]|[\\0- ]+$)`)
 
-  /** The operation whose path a canonical path ends with. */
+  /** The operation whose path a canonical path ends with (its leading `/` stops the search at 0). */
   function tailOf(canonical: string): Operation | undefined {
     let at = canonical.length
-    for (let segment = 0; segment < tailSegments && at > 0; segment++) at = canonical.lastIndexOf('/', at - 1)
+    for (let segment = 0; segment < tailSegments; segment++) at = canonical.lastIndexOf('/', at - 1)
     return tails.get(canonical.slice(at))
   }
 
   /** A path ending in an operation's own path after plain segments (no escapes, dots, backslashes or parameters): no reader takes it for another. */
   function plainTail(path: string): Operation | undefined {
     for (const operation of OPERATIONS) {
-      const own = OPERATION_PATHS[operation]
-      if (!path.endsWith(own)) continue
-      for (let at = path.length - own.length - 1; at >= 0; at--) {
-        const code = path.charCodeAt(at)
-        if (code === 0x25 || code === 0x2e || code === BACKSLASH || code === 0x3b) return undefined
-      }
-      return operation
+      // No operation's path holds one of UNPLAIN: finding none in the whole path finds none in front of it.
+      if (path.endsWith(OPERATION_PATHS[operation])) return UNPLAIN.test(path) ? undefined : operation
     }
     return undefined
   }

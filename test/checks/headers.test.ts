@@ -166,6 +166,16 @@ t.test('Content-Encoding: absent or identity is fine; any coding is 415 headerHa
     )
   }
   t.match(encoding({ 'content-encoding': ['identity', 'gzip'] }), { status: 415 }, 'repeated, as a list')
+  t.equal(
+    encoding({ 'content-encoding': 'gzip' })?.body.message,
+    'The request body must not be encoded: send it without a Content-Encoding.',
+  )
+})
+
+t.test('a type not followed by its slash, or a parameter without its =, is no media type', async (t) => {
+  for (const value of ['application json', 'application;json', 'application/json; charset utf-8'])
+    t.equal(json({ 'content-type': value }), false, value)
+  t.equal(json({ 'content-type': 'application/json; charset=utf-8' }), true)
 })
 
 t.test('connectionOptions: the names Connection lists, lower-cased; none for keep-alive or close', async (t) => {

@@ -1,5 +1,12 @@
 import t from 'tap'
-import { buildRouter, canonicalPath, normalizeBasePath, parseTarget, routeFor } from '../../lib/checks/route.js'
+import {
+  buildRouter,
+  canonicalPath,
+  forwardedPath,
+  normalizeBasePath,
+  parseTarget,
+  routeFor,
+} from '../../lib/checks/route.js'
 import type { Operation } from '../../lib/schema/payment.js'
 
 /** The operation of a target alone: undefined for a path not ours, `refused` for a target refused. */
@@ -256,4 +263,72 @@ t.test('base paths are normalized', async (t) => {
   t.equal(normalizeBasePath('api/v6/'), '/api/v6')
   t.equal(normalizeBasePath('/api'), '/api')
   t.equal(normalizeBasePath('/api//'), '/api', 'every trailing slash')
+})
+
+t.test('the target reader, spelling by spelling: the exact verdict for each', async (t) => {
+  const targetOf = { '': operationsOf(''), '/v6': operationsOf('/v6') }
+  const sale = '/payments/sales/migrateCardOnFile'
+  const recurring = '/payments/authorizations/migrateRecurring'
+  for (const [basePath, path, mounted, expected, why] of [
+    ['', '/.x./migrateCardOnFile', false, undefined, 'dots inside a segment take nothing off'],
+    ['', `/x/..;xy/y${sale}`, false, 'refused', 'a dot segment with a parameter (Tomcat) may lose the front'],
+    ['', `/x/..;/y${sale}`, false, 'refused', '... an empty one as well'],
+    ['', `/.//%ff/${sale}`, false, 'sale', 'a dot segment first, then an empty one'],
+    ['', `${sale}/x%00/..`, false, 'sale', 'a dot segment last: new URL resolves it before the NUL cuts'],
+    ['', `/%252f%2E/%41%3f${recurring}`, false, 'recurring', 'an escaped dot segment, escapes decoded by a hop'],
+    ['', `/%5c//paymentsmigrateRecurring\\abv6${recurring}`, false, 'refused', 'an authority ended by a backslash'],
+    ['/v6', `/%5c;%5C/salesmigrateCardOnFile%5C/v6${sale}`, false, 'sale', 'read apart, each reading the sale'],
+    ['', `http://h/.%00%2E%2e\\%2E.%2F%z${recurring}`, true, 'recurring', 'escaped dots between backslashes'],
+    ['', `${recurring}%00/%2e%2e/%2e%2e/%2e%2e${sale}`, true, 'refused', 'under a mount as well: read as both'],
+    ['', `${sale}v6`, true, undefined, 'the operation is the end of the path, not its start'],
+    ['', `/a?/..${sale}`, false, undefined, 'the query takes no part'],
+    ['', `/x%00\\..\\${sale.slice(1)}`, false, 'sale', 'backslashes around a dot segment, as WHATWG URL reads them'],
+    ['', `//evil/x%00\\..\\${sale.slice(1)}`, false, 'sale', '... after an authority'],
+    ['', '//migrateCardOnFile', false, 'refused', 'an authority with nothing after it reads as /'],
+    ['', `/${sale}`, false, 'sale', 'read as a path, or forwarded with one slash'],
+    ['', `/%5c%25255c%25255c/v6${sale}`, false, 'refused', 'behind three hops that decode, an authority: read apart'],
+  ] as const)
+    t.equal(targetOf[basePath](path, mounted), expected, `${path}: ${why}`)
+})
+
+t.test('every spelling of a dot segment, escaped dots in either case, is resolved before a NUL cuts', async (t) => {
+  const operationOf = operationsOf('')
+  for (const one of ['.', '%2e', '%2E']) {
+    t.equal(operationOf(`/x%00/${one}/../payments/sales/migrateCardOnFile`), 'sale', one)
+    for (const two of ['.', '%2e', '%2E'])
+      t.equal(operationOf(`/x%00/${one}${two}/payments/sales/migrateCardOnFile`), 'sale', one + two)
+  }
+  t.equal(operationOf('/x%00/..%2e/payments/sales/migrateCardOnFile'), undefined, 'three dots are a name')
+})
+
+t.test('the bound on reading every way is 512 bytes, inclusive', async (t) => {
+  const operationOf = operationsOf('')
+  const path = (filler: number) => `/${'z'.repeat(filler)}/../payments/sales/migrateCardOnFile`
+  t.equal(path(475).length, 512)
+  t.equal(operationOf(path(475)), 'sale')
+  t.equal(operationOf(path(476)), 'refused')
+  t.equal(
+    operationOf(`/x${'/y'.repeat(300)}/${'../'.repeat(301)}payments/sales/migrateCardOnFile`),
+    'refused',
+    'read as the sale, but too long to read every way',
+  )
+})
+
+t.test('parseTarget and forwardedPath, exactly', async (t) => {
+  for (const target of ['a/http://h/', 'xxxhttp://h/a'])
+    t.match(parseTarget(target), { ok: false, status: 400 }, `${target}: the scheme starts the target`)
+  t.same(parseTarget('http://h?q/x'), { path: '/?q/x', host: 'h' }, 'a query before any slash ends the authority')
+  for (const [path, forwarded] of [
+    ['', ''],
+    ['a', 'a'],
+    ['/a', '/a'],
+    ['//', '/'],
+    ['/\\a', '/a'],
+    ['\\\\a//b', '/a//b'],
+  ] as const)
+    t.equal(forwardedPath(path), forwarded, JSON.stringify(path))
+  const targetOf = buildRouter('')
+  t.equal((targetOf('//evil/elsewhere?x=//y') as { path: string }).path, '/evil/elsewhere?x=//y')
+  t.equal(canonicalPath('/a\\..\\b'), '/b', 'a backslash separates segments')
+  t.equal(canonicalPath('/a%23b/c'), '/a', 'a decoded # ends the path')
 })
