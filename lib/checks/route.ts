@@ -89,7 +89,8 @@ function trimmed(segment: string): string {
  * of an operation's path slips past the checks as "not ours": percent-escapes
  * decoded (twice, for a backend behind another hop that decodes; a tab or
  * newline so decoded dropped, as WHATWG URL drops them), cut at a
- * decoded NUL, `?` or `#`, letters folded (foldCase), a backslash taken as
+ * decoded NUL, `?` or `#` (unless `cut` is false: a router that matches segments before decoding them,
+ * as Express's `/:tenant/...`, keeps them in their segment), letters folded (foldCase), a backslash taken as
  * `/`, path parameters (`;jsessionid=...`, RFC 3986 3.3, which servlet
  * containers strip) dropped, empty and `.` segments dropped, `..` applied
  * (RFC 3986 5.2.4), a trailing slash ignored, and a segment cut at its first
@@ -98,9 +99,9 @@ function trimmed(segment: string): string {
  * Reading more paths as an operation's than a backend would costs nothing:
  * such a request is checked.
  */
-export function canonicalPath(path: string): string {
+export function canonicalPath(path: string, cut = true): string {
   const decoded = decodeTwice(path)
-  const end = decoded.search(PATH_END)
+  const end = cut ? decoded.search(PATH_END) : -1
   const folded = foldCase(end === -1 ? decoded : decoded.slice(0, end))
   const segments: string[] = []
   for (const part of folded.replaceAll('\\', '/').split('/')) {
@@ -329,11 +330,12 @@ export function buildRouter(
     const paths = new Set([path, forwarded])
     let found: Operation | undefined
     for (const reading of apart ? readingsOf(paths) : paths) {
-      const canonical = canonicalPath(reading)
-      const operation = spellings.get(canonical) ?? (mounted ? tailOf(canonical) : undefined)
-      if (operation === undefined) continue
-      if (found !== undefined && found !== operation) return UNREADABLE_TARGET
-      found = operation
+      for (const canonical of [canonicalPath(reading), canonicalPath(reading, false)]) {
+        const operation = spellings.get(canonical) ?? (mounted ? tailOf(canonical) : undefined)
+        if (operation === undefined) continue
+        if (found !== undefined && found !== operation) return UNREADABLE_TARGET
+        found = operation
+      }
     }
     return found === undefined && apart ? UNREADABLE_TARGET : found
   }

@@ -215,6 +215,26 @@ t.test('a target read as both operations, or read apart and as none, is refused'
   t.equal(operationOf('/v5/payments%2Fsales/migrateCardOnFile'), undefined, 'escapes alone take no segment off')
 })
 
+t.test(
+  'a mount point holding an escaped ?, # or NUL: a router that matches segments first keeps it in its segment',
+  async (t) => {
+    const operationOf = operationsOf('')
+    for (const front of ['/a%23', '/a%3F', '/a%3fb', '/a%00', '/a%2523', '/x/a%23/y']) {
+      t.equal(operationOf(`${front}/payments/sales/migrateCardOnFile`, true), 'sale', front)
+      t.equal(operationOf(`${front}/payments/authorizations/migrateRecurring`, true), 'recurring', front)
+      t.equal(operationOf(`${front}/payments/sales/migrateCardOnFile`), undefined, `${front}: not to the proxy`)
+    }
+    t.equal(canonicalPath('/a%23/payments'), '/a')
+    t.equal(canonicalPath('/a%23/payments', false), '/a#/payments')
+    t.equal(operationOf('/payments/sales/migrateCardOnFile%23/x'), 'sale', 'cut at the #, as a decoding reader cuts it')
+    t.equal(
+      operationOf('/payments/authorizations/migrateRecurring%3F/../../sales/migrateCardOnFile', true),
+      'refused',
+      'cut, the recurring authorization; whole, the sale',
+    )
+  },
+)
+
 t.test('a mounted path in front of which readers may differ is read every way', async (t) => {
   const operationOf = operationsOf('')
   for (const front of ['/a%2Fb', '/a.b', '/a\\b', '/a;b=1', '/a/./b'])

@@ -31,7 +31,25 @@ const OPERATIONS = { sale: SALE_PATH, recurring: RECURRING_PATH }
 
 /** A mount point, and a value for each of its parameters. */
 const MOUNT = fc.constantFrom('/v6', '/V6', '/api/', '/:tenant', '/a/b', '/:org/x')
-const VALUES: Record<string, string> = { ':tenant': 'acme', ':org': 'o-1' }
+/**
+ * A parameter's value as a client may spell it: plainly, or with an escape a reader may decode and
+ * cut the path at (`?`, `#`, NUL), a slash or backslash, a dot segment, a parameter, a suffix, twice encoded.
+ */
+const VALUE = fc.constantFrom(
+  'acme',
+  'o-1',
+  'a%23',
+  'a%3F',
+  'a%3fb',
+  'a%00',
+  'a%2523',
+  'a%2F',
+  'a%5C',
+  '%2e%2e',
+  'a;b=1',
+  'a.b',
+  'a%20',
+)
 
 interface Layout {
   readonly mounts: readonly string[]
@@ -42,6 +60,8 @@ interface Layout {
   readonly withBasePath: boolean
   /** Express: the gate on the payment route itself rather than on a router; Hono: `use('/payments/*')` rather than `use('*')`. */
   readonly onRoute: boolean
+  /** The value sent for `:tenant` and for `:org`. */
+  readonly values: Readonly<Record<string, string>>
 }
 
 const LAYOUT: fc.Arbitrary<Layout> = fc
@@ -51,6 +71,7 @@ const LAYOUT: fc.Arbitrary<Layout> = fc
     operation: fc.constantFrom('sale' as const, 'recurring' as const),
     withBasePath: fc.boolean(),
     onRoute: fc.boolean(),
+    values: fc.record({ ':tenant': VALUE, ':org': VALUE }),
   })
   .map((layout) => ({ ...layout, gateDepth: Math.min(layout.gateDepth, layout.mounts.length) }))
 
@@ -60,12 +81,19 @@ function pathOf(layout: Layout): string {
     .map((mount) =>
       mount
         .split('/')
-        .map((part) => VALUES[part] ?? part)
+        .map((part) => layout.values[part] ?? part)
         .join('/')
         .replace(/\/$/, ''),
     )
     .join('')
   return `${front}${OPERATIONS[layout.operation]}`
+}
+
+/** Whether every parameter the layout's mount points hold is given a plain value. */
+function plain(layout: Layout): boolean {
+  return layout.mounts.every((mount) =>
+    mount.split('/').every((part) => !part.startsWith(':') || /^[a-z0-9-]+$/.test(layout.values[part] as string)),
+  )
 }
 
 /** The gate's basePath for a layout: its mount points from the root, when they are all fixed, or empty. */
@@ -202,6 +230,9 @@ for (const [surface, build] of Object.entries(SURFACES)) {
           }
           const before = handled.calls
           const passed = await send(served.port, { ...clean, path }, agent)
+          // A value spelt plainly reaches the route, checked; another may be refused (400) or routed nowhere
+          // (404) by the gate or the framework, but never reach the route unchecked.
+          if (!plain(layout)) return handled.unchecked === 0 && anonymous.status !== 201
           return (
             anonymous.status === 401 && passed.status === 201 && handled.calls === before + 1 && handled.unchecked === 0
           )
