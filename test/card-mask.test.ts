@@ -138,6 +138,8 @@ t.test("any script's decimal digits are digits: full-width, Arabic-Indic, mathem
   t.equal(maskCardNumbers(`4444${wide('3333')}2222${wide('1111')}`), `4444${wide('33')}******${wide('1111')}`, 'mixed')
   const arabic = (digits: string) => inScript(0x660, digits)
   t.equal(maskCardNumbers(arabic('4444333322221111')), `${arabic('444433')}******${arabic('1111')}`)
+  // U+0660, the first decimal digit outside ASCII, is a digit to the scan and to the screen in front of it.
+  t.equal(maskCardNumbers(`4000${arabic('0000')}0002`), `4000${arabic('00')}**0002`, 'Arabic-Indic zeros')
   t.equal(
     maskCardNumbers(encodeURIComponent(arabic('4444333322221111'))),
     `${encodeURIComponent(arabic('444433'))}******${encodeURIComponent(arabic('1111'))}`,
