@@ -89,8 +89,7 @@ function trimmed(segment: string): string {
  * of an operation's path slips past the checks as "not ours": percent-escapes
  * decoded (twice, for a backend behind another hop that decodes; a tab or
  * newline so decoded dropped, as WHATWG URL drops them), cut at a
- * decoded NUL, `?` or `#` (unless `cut` is false: a router that matches segments before decoding them,
- * as Express's `/:tenant/...`, keeps them in their segment), letters folded (foldCase), a backslash taken as
+ * decoded NUL, `?` or `#` (readPath), letters folded (foldCase), a backslash taken as
  * `/`, path parameters (`;jsessionid=...`, RFC 3986 3.3, which servlet
  * containers strip) dropped, empty and `.` segments dropped, `..` applied
  * (RFC 3986 5.2.4), a trailing slash ignored, and a segment cut at its first
@@ -99,12 +98,16 @@ function trimmed(segment: string): string {
  * Reading more paths as an operation's than a backend would costs nothing:
  * such a request is checked.
  */
-export function canonicalPath(path: string, cut = true): string {
+export function canonicalPath(path: string): string {
   const decoded = decodeTwice(path)
-  const end = cut ? decoded.search(PATH_END) : -1
-  const folded = foldCase(end === -1 ? decoded : decoded.slice(0, end))
+  const end = decoded.search(PATH_END)
+  return readSegments(end === -1 ? decoded : decoded.slice(0, end))
+}
+
+/** A decoded path's segments read as canonicalPath reads them, from the folding on. */
+function readSegments(decoded: string): string {
   const segments: string[] = []
-  for (const part of folded.replaceAll('\\', '/').split('/')) {
+  for (const part of foldCase(decoded).replaceAll('\\', '/').split('/')) {
     const parameters = part.indexOf(';')
     const segment = trimmed(parameters === -1 ? part : part.slice(0, parameters))
     if (segment === '..') segments.pop()
@@ -330,7 +333,11 @@ export function buildRouter(
     const paths = new Set([path, forwarded])
     let found: Operation | undefined
     for (const reading of apart ? readingsOf(paths) : paths) {
-      for (const canonical of [canonicalPath(reading), canonicalPath(reading, false)]) {
+      const whole = decodeTwice(reading)
+      const end = whole.search(PATH_END)
+      // A router that matches segments before decoding them (Express's `/:tenant/...`) keeps a decoded `?`, `#` or NUL in its segment.
+      for (const read of end === -1 ? [whole] : [whole.slice(0, end), whole]) {
+        const canonical = readSegments(read)
         const operation = spellings.get(canonical) ?? (mounted ? tailOf(canonical) : undefined)
         if (operation === undefined) continue
         if (found !== undefined && found !== operation) return UNREADABLE_TARGET
