@@ -13,7 +13,7 @@ FROM node:26.10.0-slim@sha256:ec7758ee051e457b468b32bde57b0879010b325bb9862718e9
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY lib ./lib
-COPY scripts/executable.js ./scripts/
+COPY scripts/bundle-cli.js ./scripts/
 RUN npm ci --ignore-scripts --no-audit --no-fund && npm run build
 
 # Final stage: the production dependencies and dist/, nothing else. --ignore-scripts: no dependency runs code at

@@ -12,5 +12,5 @@ try {
   process.exit(0)
 }
 const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' })
-if (build.status === 0) await import('./executable.js')
+if (build.status === 0) await import('./bundle-cli.js')
 process.exit(build.status ?? 1)

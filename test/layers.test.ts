@@ -9,7 +9,7 @@ import t from 'tap'
  */
 const LAYERS: readonly (readonly string[])[] = [
   // What a user starts: the commands and the public API.
-  ['cli.ts', 'cli/', 'index.ts', 'fastify.ts', 'hono.ts'],
+  ['cli.ts', 'cli/', 'package-files.ts', 'index.ts', 'fastify.ts', 'hono.ts'],
   // What wires the parts, once: the gate (checks, watched files, adapters), the admin listener, the OpenAPI document.
   ['gate.ts', 'admin.ts', 'openapi.ts'],
   // What serves requests: the reverse proxy and its TLS (the listener takes the proxy's response type), the

@@ -14,7 +14,7 @@ import {
 import { option, parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_OK, type Command, type Io } from './io.js'
 import { SHARED_FLAGS } from './options.js'
-import { SAMPLE_POLICIES } from './samples.js'
+import { SAMPLE_POLICIES } from '../package-files.js'
 import { startServing, type Serving } from './serve.js'
 import { stopSignals } from './signals.js'
 import { unreadable } from './startup.js'

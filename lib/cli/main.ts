@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { isCoded } from '../coded-error.js'
+import { PACKAGE_JSON } from '../package-files.js'
 import { asksForHelp, helpText, type CommandSpec } from './flags.js'
 import { EXIT_USAGE, type Command, type Io } from './io.js'
 
@@ -39,10 +40,8 @@ function help(): string {
   )
 }
 
-/** The package's version: package.json sits two folders up from lib/cli/ and from dist/cli/ alike. */
 async function version(): Promise<string> {
-  return (JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
-    .version
+  return (JSON.parse(await readFile(PACKAGE_JSON, 'utf8')) as { version: string }).version
 }
 
 /** Runs one subcommand; a bad call or a failed start-up is one line on stderr and exit code 2. */

@@ -6,7 +6,7 @@ import { redisTarget, redisTls, TLS_URL_FORMS } from '../idempotency/redis-clien
 import { readLimitedFile, readLimitedText } from '../read-file.js'
 import { checkBundle, PemRefusal } from '../tls/pem.js'
 import type { Address } from './options.js'
-import { SAMPLE_POLICIES } from './samples.js'
+import { SAMPLE_POLICIES } from '../package-files.js'
 
 /** Why a port could not be bound, and what to do, by the listen error's code. */
 const LISTEN_FAILURES: Readonly<Record<string, string>> = {

@@ -282,17 +282,24 @@ t.test('the real process: a bad flag is one line on stderr and exit 2', async (t
 })
 
 t.test(
-  'the real process loads what its configuration uses when it uses it: no Redis client on the memory store, no http-proxy-3 before a path passed through, none of undici but its pool, one build of the OpenTelemetry API',
+  // No Redis client on the memory store, no http-proxy-3 before a path passed through, undici's pool alone, one
+  // OpenTelemetry API, the bundled packages from dist/cli.js alone (scripts/bundle-cli.js), not node's own undici.
+  'the real process loads what its configuration uses, when it uses it',
   async (t) => {
     const loads = join(t.testdir(), 'loads.txt')
     writeFileSync(loads, '')
     const report = new URL('../helpers/report-loads.mjs', import.meta.url).href
-    const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${report}`,
-      PAYMENTS_GATE_TEST_LOADS: loads,
-      // What it loaded is known once it listens: no shutdown delay to wait out.
-      PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
-    })
+    const run = spawnCli(
+      ['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials],
+      {
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${report}`,
+        PAYMENTS_GATE_TEST_LOADS: loads,
+        // What it loaded is known once it listens: no shutdown delay to wait out.
+        PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
+      },
+      // What the package runs, as built.
+      'dist/cli.js',
+    )
     await run.waitFor(/"msg":"gateway listening"/)
     const listening = run
       .output()
@@ -304,6 +311,8 @@ t.test(
     t.match(atStart, /^undici\/lib\/dispatcher\/pool\.js$/m)
     t.notMatch(atStart, /^undici\/index\.js$/m, "undici's entry point, which loads all of it")
     t.notMatch(atStart, /^ioredis\//m)
+    for (const bundled of ['@sinclair/typebox', 'fast-json-stringify', 'ajv', 'prom-client', 'lru-cache'])
+      t.notMatch(atStart, new RegExp(`^${bundled}/`, 'm'), `${bundled}: in dist/cli.js (scripts/bundle-cli.js)`)
     t.notMatch(atStart, /^http-proxy-3\//m, 'http-proxy-3 waits for a path passed through')
     t.match(atStart, /^@opentelemetry\/api\/dist\/index\.cjs$/m)
     t.notMatch(atStart, /^@opentelemetry\/api\/dist\/index\.mjs$/m, 'one build of the OpenTelemetry API, not both')
@@ -314,6 +323,13 @@ t.test(
     t.match(readFileSync(loads, 'utf8'), /^http-proxy-3\//m, 'loaded by it')
     run.child.kill('SIGTERM')
     await run.exited
+    const atExit = readFileSync(loads, 'utf8')
+    t.match(atExit, /^node:internal\/http$/m, "the report sees node's own modules too")
+    t.notMatch(
+      atExit,
+      /^node:internal\/deps\/undici\/undici$/m,
+      "node's own undici, which an import of node:http loads",
+    )
   },
 )
 
