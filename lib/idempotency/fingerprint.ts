@@ -50,6 +50,41 @@ export function unkeyedFingerprint(operation: string, bytes: Document): string {
   return `${operation} ${hash('sha256', bytes, 'base64')}`
 }
 
+/** SHA-256's block, in bytes (RFC 6234): what HMAC pads its key to (RFC 2104 section 2). */
+const BLOCK_BYTES = 64
+/** SHA-256's digest, in bytes. */
+const DIGEST_BYTES = 32
+
+/** The key padded to a block and XORed with `pad` (RFC 2104 section 2: 0x36 inside, 0x5c outside); a key longer than a block hashed first. */
+function paddedKey(key: Buffer, pad: number): Buffer {
+  const block = Buffer.alloc(BLOCK_BYTES)
+  ;(key.length > BLOCK_BYTES ? hash('sha256', key, 'buffer') : key).copy(block)
+  for (let i = 0; i < BLOCK_BYTES; i++) block[i] = (block[i] as number) ^ pad
+  return block
+}
+
+/**
+ * HMAC-SHA-256 under `key` (RFC 2104), in base64, by node's one-shot `hash` over the key's two padded
+ * blocks, made once: the digest `createHmac` gives (test/idempotency/fingerprint.test.ts holds RFC 4231's
+ * vectors and compares both), without the OpenSSL context `createHmac` sets up anew for every payment,
+ * which cost more than the hashing itself (docs/performance.md).
+ */
+export function hmacSha256(key: Buffer): (document: Document) => string {
+  const inner = paddedKey(key, 0x36)
+  const outer = paddedKey(key, 0x5c)
+  return (document) => {
+    const length = typeof document === 'string' ? Buffer.byteLength(document) : document.length
+    const message = Buffer.allocUnsafe(BLOCK_BYTES + length)
+    inner.copy(message)
+    if (typeof document === 'string') message.write(document, BLOCK_BYTES)
+    else message.set(document, BLOCK_BYTES)
+    const digest = Buffer.allocUnsafe(BLOCK_BYTES + DIGEST_BYTES)
+    outer.copy(digest)
+    hash('sha256', message, 'buffer').copy(digest, BLOCK_BYTES)
+    return hash('sha256', digest, 'base64')
+  }
+}
+
 /** A key's id: the start of its HMAC of a fixed text, as a key check value is, so it says nothing of the key. */
 function keyId(key: Buffer): string {
   return KEYED + createHmac('sha256', key).update('payments-gate fingerprint key id').digest('hex').slice(0, 8)
@@ -96,21 +131,19 @@ export function processFingerprintKeys(): readonly Buffer[] {
 
 /** Fingerprints under `keys[0]`, recognizing those of every key given and the unkeyed ones. */
 export function createFingerprinter(keys: readonly Buffer[]): Fingerprinter {
-  const ids = new Map(keys.map((key) => [keyId(key), key]))
-  const current = keys[0] as Buffer
-  const currentId = keyId(current)
-  const keyed = (id: string, key: Buffer, operation: string, bytes: Document) =>
-    `${id} ${operation} ${createHmac('sha256', key).update(bytes).digest('base64')}`
+  const macs = new Map(keys.map((key) => [keyId(key), hmacSha256(key)]))
+  const currentId = keyId(keys[0] as Buffer)
+  const current = macs.get(currentId) as (document: Document) => string
   return {
     of(operation, bytes, legacy) {
-      const value = keyed(currentId, current, operation, bytes)
+      const value = `${currentId} ${operation} ${current(bytes)}`
       return {
         value,
         matches(stored) {
           if (stored.startsWith(KEYED)) {
             const id = stored.slice(0, stored.indexOf(' '))
-            const key = ids.get(id)
-            return key === undefined ? undefined : stored === keyed(id, key, operation, bytes)
+            const mac = macs.get(id)
+            return mac === undefined ? undefined : stored === `${id} ${operation} ${mac(bytes)}`
           }
           return legacy().some((document) => stored === unkeyedFingerprint(operation, document))
         },

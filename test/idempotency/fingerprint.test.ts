@@ -1,12 +1,16 @@
+import { createHmac } from 'node:crypto'
+import fc from 'fast-check'
 import t from 'tap'
 import {
   checkFingerprintKeys,
   createFingerprinter,
+  hmacSha256,
   processFingerprintKeys,
   readFingerprintKeys,
   unkeyedFingerprint,
 } from '../../lib/idempotency/fingerprint.js'
 import { idempotencyKey } from '../../lib/idempotency/key.js'
+import { runs } from '../helpers/fuzz.js'
 
 const KEY = Buffer.alloc(32, 'k')
 const OLD = Buffer.alloc(32, 'o')
@@ -115,3 +119,84 @@ t.test('idempotencyKey: no two pairs spell one key', async (t) => {
   t.not(idempotencyKey('a\u0000', 'b'), idempotencyKey('a', '\u0000b'))
   t.equal(idempotencyKey('default', 't-1'), idempotencyKey('default', 't-1'))
 })
+
+t.test(
+  'hmacSha256 is HMAC-SHA-256: the vectors of RFC 4231 section 4, and createHmac for any key and document',
+  async (t) => {
+    const hex = (text: string) => Buffer.from(text, 'hex')
+    // Test cases 1 to 4, 6 and 7 (5 truncates the output): keys of 20, 4, 20, 25 and 131 bytes, the last two longer than a block.
+    const vectors: [Buffer, Buffer, string][] = [
+      [
+        Buffer.alloc(20, 0x0b),
+        Buffer.from('Hi There'),
+        'b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7',
+      ],
+      [
+        Buffer.from('Jefe'),
+        Buffer.from('what do ya want for nothing?'),
+        '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+      ],
+      [
+        Buffer.alloc(20, 0xaa),
+        Buffer.alloc(50, 0xdd),
+        '773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe',
+      ],
+      [
+        hex('0102030405060708090a0b0c0d0e0f10111213141516171819'),
+        Buffer.alloc(50, 0xcd),
+        '82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b',
+      ],
+      [
+        Buffer.alloc(131, 0xaa),
+        Buffer.from('Test Using Larger Than Block-Size Key - Hash Key First'),
+        '60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54',
+      ],
+      [
+        Buffer.alloc(131, 0xaa),
+        Buffer.from(
+          'This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm.',
+        ),
+        '9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2',
+      ],
+    ]
+    for (const [key, data, expected] of vectors) {
+      const mac = hmacSha256(key)
+      t.equal(Buffer.from(mac(data), 'base64').toString('hex'), expected, `a key of ${key.length} bytes`)
+      t.equal(
+        mac(data.toString('latin1')) === mac(data),
+        data.every((byte) => byte < 0x80),
+        'a string is hashed as UTF-8',
+      )
+    }
+    for (const length of [32, 63, 64, 65]) {
+      const key = Buffer.alloc(length, 0x0c)
+      t.equal(
+        hmacSha256(key)('{}'),
+        createHmac('sha256', key).update('{}').digest('base64'),
+        `a key of ${length} bytes`,
+      )
+    }
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 1, maxLength: 200 }),
+        fc.oneof(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.uint8Array({ maxLength: 300 })),
+        (key, document) => {
+          const expected = createHmac('sha256', key).update(document).digest('base64')
+          return hmacSha256(Buffer.from(key))(document) === expected
+        },
+      ),
+      runs(),
+    )
+  },
+)
+
+t.test(
+  "a fingerprint made by the release before is this release's: the same value for the same key and document",
+  async (t) => {
+    // What 1a64752, the last build to fingerprint with createHmac, made of it: a rolling upgrade recognizes its records.
+    t.equal(
+      createFingerprinter([KEY]).of('sale', '{"amount":1,"card":"é"}', none).value,
+      'hmac:a89b32f5 sale VKsv/IjhPYGdiUFvntYbiD+J2mRkRsQTGf2MuUBrgvY=',
+    )
+  },
+)
