@@ -89,7 +89,8 @@ function trimmed(segment: string): string {
  * of an operation's path slips past the checks as "not ours": percent-escapes
  * decoded (twice, for a backend behind another hop that decodes; a tab or
  * newline so decoded dropped, as WHATWG URL drops them), cut at a
- * decoded NUL, `?` or `#` (readPath), letters folded (foldCase), a backslash taken as
+ * decoded NUL, `?` or `#` (operationOf reads it whole as well: a router that matches segments before
+ * decoding them, as Express's `/:tenant/...`, keeps them in their segment), letters folded (foldCase), a backslash taken as
  * `/`, path parameters (`;jsessionid=...`, RFC 3986 3.3, which servlet
  * containers strip) dropped, empty and `.` segments dropped, `..` applied
  * (RFC 3986 5.2.4), a trailing slash ignored, and a segment cut at its first
