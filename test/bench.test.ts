@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import t from 'tap'
 
 // `npm run bench` runs against the built code, as users do; `npm ci` builds it (the `prepare` script).
@@ -503,6 +505,22 @@ t.test("a start's CPU profile by package: the running function's, node's loader'
   )
   t.equal(startup.packageOf('file:///app/dist/proxy/forward.js'), 'payments-gate')
   t.equal(startup.packageOf('node:internal/modules/esm/loader'), undefined)
+  // A bundle: each line read as the module esbuild wrote above it, the bundle's own helpers as the build's.
+  const bundle = join(
+    t.testdir({
+      dist: {
+        'cli.js':
+          'var helper;\n// node_modules/pino/pino.js\nvar p;\n// node_modules/a/node_modules/@scope/b/x.js\nvar b;\n// dist/gate.js\nvar g;\n',
+      },
+    }),
+    'dist/cli.js',
+  )
+  const url = pathToFileURL(bundle).href
+  t.same(
+    [0, 1, 2, 4, 6, 99].map((line) => startup.packageOf(url, line)),
+    ['payments-gate', 'pino', 'pino', '@scope/b', 'payments-gate', 'payments-gate'],
+  )
+  t.equal(startup.packageOf(url), 'payments-gate', 'without a line, by its path')
   const frame = (functionName: string, url = '') => ({ functionName, url })
   // Nodes: a root, the loader under it, a package's top-level code under the loader, a builtin under that.
   const profile = {

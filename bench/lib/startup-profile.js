@@ -2,8 +2,48 @@
 // time by the package that was running, so that a start-up can be read in shares that repeat from run
 // to run even on a loaded machine, where its wall time does not.
 
-/** The package a script belongs to: `undici`, `@sinclair/typebox`, `payments-gate` (the build), or undefined. */
-export function packageOf(url) {
+import { readFileSync } from 'node:fs'
+
+/** The line esbuild writes above each module of a bundle: its path from the package's folder. */
+const MODULE_START = /^\/\/ ((?:node_modules|dist)\/\S+)$/
+
+/** Each bundle's modules, by url: `[[first line, package], ...]` in order; an empty list for a file that is no bundle. */
+const bundles = new Map()
+
+/** The modules of the bundle at `url` (scripts/bundle-cli.js bundles dist/cli.js), read once. */
+function modulesOf(url) {
+  let modules = bundles.get(url)
+  if (modules === undefined) {
+    modules = []
+    try {
+      const lines = readFileSync(new URL(url), 'utf8').split('\n')
+      for (let line = 0; line < lines.length; line++) {
+        const start = MODULE_START.exec(lines[line])
+        if (start !== null) modules.push([line, packageOf(`/${start[1]}`)])
+      }
+    } catch {
+      // Not a file (node's own modules, eval'd code): no modules of its own.
+    }
+    bundles.set(url, modules)
+  }
+  return modules
+}
+
+/**
+ * The package a script belongs to: `undici`, `@sinclair/typebox`, `payments-gate` (the build), or undefined.
+ * In a bundle, the package of the module that `line` (0-based, as a profile counts) stands in; its own
+ * helpers, before the first module, are the build's.
+ */
+export function packageOf(url, line) {
+  if (line !== undefined && url.startsWith('file:') && url.endsWith('/dist/cli.js')) {
+    const modules = modulesOf(url)
+    let found
+    for (const [first, name] of modules) {
+      if (first > line) break
+      found = name
+    }
+    if (modules.length > 0) return found ?? 'payments-gate'
+  }
   const at = url.lastIndexOf('/node_modules/')
   if (at >= 0) {
     const [scope, name] = url.slice(at + '/node_modules/'.length).split('/')
@@ -26,7 +66,7 @@ export function categoryOf(stack) {
   if (leaf === '(garbage collector)') return 'garbage collection'
   if (leaf === '(program)') return 'V8, unattributed (program)'
   for (const frame of stack) {
-    const name = packageOf(frame.url)
+    const name = packageOf(frame.url, frame.lineNumber)
     if (name !== undefined) return name
     if (frame.url.startsWith('node:internal/modules/')) return LOADER
   }
