@@ -58,6 +58,14 @@ const TARGETS = {
     expect: 400,
     gateway: true,
   },
+  cli: {
+    name: 'payments-gate serve (dist/cli.js as shipped), valid sale, retry protection in memory',
+    script: 'cli',
+    env: { BENCH_IDEMPOTENCY: 'memory' },
+    body: 'valid',
+    expect: 201,
+    gateway: true,
+  },
   u: { name: 'the bare undici forwarder, body read whole', script: 'undici', env: {}, body: 'valid', expect: 201 },
   parsed: {
     name: 'ladder: (u) + parsed and re-serialized',
