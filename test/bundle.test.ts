@@ -1,0 +1,47 @@
+// The command as the package ships it: dist/cli.js, bundled by scripts/bundle-cli.js (npm run build).
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { runCli } from './helpers/cli.js'
+
+const repository = fileURLToPath(new URL('..', import.meta.url))
+const bundle = readFileSync(new URL('../dist/cli.js', import.meta.url), 'utf8')
+
+t.test('one file: the error serializer written at build time, no Ajv, no module of the build beside it', async (t) => {
+  t.match(bundle, /^\/\/ error-serializer:error-body$/m, "fast-json-stringify's standalone code")
+  t.notMatch(bundle, /^\/\/ node_modules\/ajv\//m, 'which needs no Ajv')
+  t.notMatch(bundle, /^import .* from "\.\.?\//m, 'every module of the build inside')
+})
+
+t.test('the bundled command answers the error bodies the library answers, byte for byte', async (t) => {
+  const bodies = [
+    '{"transactionReference":"a"}',
+    // Keys written into a jsonPath: a quote, a backslash, U+2028, a surrogate pair, a control character, a long s.
+    '{"x\\"y\\\\z\\u2028\\ud83d\\ude00\\u0001":{"__proto__":{}}}',
+    '{"transactionReference":"a","tran\u017factionReference":"b"}',
+    '{"transactionReference":7}',
+    '{not json',
+    '',
+  ]
+  for (const body of bodies) {
+    const args = ['validate', '--operation', 'sale', '--policies', 'policies', '-']
+    const shipped = spawnSync(process.execPath, ['dist/cli.js', ...args], {
+      cwd: repository,
+      input: body,
+      encoding: 'utf8',
+    })
+    const library = await runCli(args, body)
+    t.equal(shipped.status, library.code, body)
+    t.equal(shipped.stdout, library.stdout, body)
+    t.match(shipped.stdout, /^\{"errorName":"/, 'an error body')
+  }
+  const odd = spawnSync(process.execPath, ['dist/cli.js', 'validate', '--operation', 'sale', '-'], {
+    cwd: repository,
+    input: bodies[1],
+    encoding: 'utf8',
+  })
+  // The odd key reached the body: the comparison above covered its escapes.
+  t.match(JSON.parse(odd.stdout), { validationErrors: [{ jsonPath: /^\$\['x"y/ }] })
+  t.match(odd.stdout, '\\u0001', 'the control character escaped')
+})
