@@ -190,6 +190,8 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
         },
         'gateway listening',
       )
+      // Written now, not at the log's next periodic flush (LOG_DEFAULTS.flushIntervalMs): the line a supervisor waits for.
+      logger.flush()
       const watched = certificates
       return {
         gateway: started,

@@ -109,6 +109,8 @@ export async function runPrimary(
   const admin = await startOrStop(startUp(), signals.stop)
   for (let i = 0; i < options.workers; i++) fork()
   logger.info({ workers: options.workers }, 'workers started')
+  // Written now, as each worker's listening line is (serve.ts), not at the log's next periodic flush.
+  logger.flush()
   // A worker still starting reads the files itself, and has no SIGHUP listener yet to keep it alive.
   onReload(() => {
     for (const worker of workers) if (ready.has(worker.id)) worker.process.kill('SIGHUP')

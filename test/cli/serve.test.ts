@@ -81,6 +81,26 @@ t.test('the start-up line names the store (password hidden) and the admin addres
   })
 })
 
+t.test("the start-up line is flushed as it is written, not at the log's next periodic flush", async (t) => {
+  const { io: streams } = io()
+  // What the logger did to its destination, in order: each line written, and each flush.
+  const done: string[] = []
+  const write = streams.stdout.write.bind(streams.stdout) as (line: string) => boolean
+  Object.assign(streams.stdout, {
+    write: (line: string) => {
+      done.push(line.includes('"msg":"gateway listening"') ? 'listening' : 'line')
+      return write(line)
+    },
+    flush: (callback?: () => void) => {
+      done.push('flush')
+      callback?.()
+    },
+  })
+  const serving = await startServing(setup(), streams)
+  t.teardown(() => serving.stop())
+  t.equal(done[done.indexOf('listening') + 1], 'flush')
+})
+
 t.test('a refused Redis password is logged by its code and message, the password nowhere', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
