@@ -1,14 +1,16 @@
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
+import { isDeepStrictEqual } from 'node:util'
 import t, { type Test } from 'tap'
 import { flagName } from '../../lib/cli/flags.js'
 import { SAMPLE_POLICIES } from '../../lib/package-files.js'
 import { bind, storePassword, unreadable } from '../../lib/cli/startup.js'
 import { CodedError } from '../../lib/coded-error.js'
 import { readFailure } from '../../lib/file-error.js'
-import { spawnCli } from '../helpers/cli.js'
+import { runCli, spawnCli, type CliResult } from '../helpers/cli.js'
 import { writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { takenPort } from '../helpers/servers.js'
+import { until } from '../helpers/wait.js'
 
 const dir = t.testdir({
   folder: {},
@@ -25,118 +27,180 @@ execFileSync('mkfifo', [join(dir, 'fifo'), join(dir, 'fifo-policies', 'default.j
 const target = 'http://127.0.0.1:9'
 
 /** One line on stderr naming the problem, no errno code, no stack trace, nothing on stdout, exit 2. */
-async function refused(t: Test, args: string[], env: Record<string, string>, line: string | RegExp): Promise<void> {
-  const run = spawnCli(args, env)
-  const code = await run.exited
-  const { stdout, stderr } = run.output()
-  const name = `${Object.entries(env)
-    .map(([key, value]) => `${key}=${value} `)
-    .join('')}${args.join(' ')}`
-  t.equal(code, 2, name)
-  t.match(stderr, /^[^\n]+\n$/, `${name}: one line`)
-  t.match(stderr, line, name)
-  t.notMatch(stderr, /\bE[A-Z]{3,}\b|\n\s+at /, `${name}: no errno code, no stack trace`)
-  t.equal(stdout.trim(), '', name)
+function isRefusal(t: Test, name: string, run: CliResult, line: string | RegExp): void {
+  t.equal(run.code, 2, name)
+  t.match(run.stderr, /^[^\n]+\n$/, `${name}: one line`)
+  t.match(run.stderr, line, name)
+  t.notMatch(run.stderr, /\bE[A-Z]{3,}\b|\n\s+at /, `${name}: no errno code, no stack trace`)
+  t.equal(run.stdout.trim(), '', name)
 }
 
-t.test('the real process: each kind of start-up error is one line, exit 2, without an errno code', async (t) => {
+/** What keeps a process alive (servers, sockets, timers, file reads), by kind and count. */
+function resources(): Record<string, number> {
+  const counts: Record<string, number> = {}
+  for (const kind of process.getActiveResourcesInfo()) counts[kind] = (counts[kind] ?? 0) + 1
+  return counts
+}
+
+/** The signals serve handles. */
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
+
+/**
+ * The refusal in the real process, or in this one (`runCli`, the same `main`): there, no warning is emitted and
+ * whatever it opened is closed soon after, as a process that exits needs.
+ */
+async function refused(
+  t: Test,
+  args: string[],
+  env: Record<string, string>,
+  line: string | RegExp,
+  where: 'process' | 'in-process',
+): Promise<void> {
+  const name = `${where}: ${Object.entries(env)
+    .map(([key, value]) => `${key}=${value} `)
+    .join('')}${args.join(' ')}`
+  if (where === 'process') {
+    const run = spawnCli(args, env)
+    const code = (await run.exited) as number
+    return isRefusal(t, name, { code, ...run.output() }, line)
+  }
+  const warnings: Error[] = []
+  const warned = (warning: Error) => warnings.push(warning)
+  process.on('warning', warned)
+  const open = resources()
+  const handlers = SIGNALS.map((signal) => process.listeners(signal))
+  try {
+    isRefusal(t, name, await runCli(args, '', env), line)
+  } finally {
+    process.off('warning', warned)
+    // A refused serve may leave its signal handlers, which go with the process it would have had: dropped here.
+    for (const [i, signal] of SIGNALS.entries())
+      for (const handler of process.listeners(signal)) if (!handlers[i]?.includes(handler)) process.off(signal, handler)
+  }
+  t.ok(await until(() => isDeepStrictEqual(resources(), open)), `${name}: all it opened is closed`)
+  t.same(warnings, [], `${name}: no warning`)
+}
+
+// Each kind of start-up error, each subcommand and each stage of serve's start-up (its files, its environment, the
+// primary of --workers, a port taken after the rest is open) is shown by a real process, its exit code its own; the
+// other refusals of each kind in this process, which must leave nothing open and warn of nothing.
+t.test('each kind of start-up error is one line, exit 2, without an errno code', async (t) => {
   const port = await takenPort(t)
   const serve = ['serve', '--target', target]
-  const cases: [string[], Record<string, string>, string | RegExp][] = [
+  const cases: [string[], Record<string, string>, string | RegExp, 'process' | 'in-process'][] = [
     [
       [...serve, '--credentials', join(dir, 'missing.json')],
       {},
       `payments-gate serve: --credentials: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`,
+      'process',
     ],
     [
       [...serve, '--workers', '2', '--idempotency', 'off'],
       { PAYMENTS_GATE_CREDENTIALS: join(dir, 'missing.json') },
       `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'missing.json')}: no such file or folder; give a credentials file as docs/credentials.md describes\n`,
+      'process',
     ],
     [
       serve,
       { PAYMENTS_GATE_CREDENTIALS: join(dir, 'folder') },
       `payments-gate serve: PAYMENTS_GATE_CREDENTIALS: ${join(dir, 'folder')}: a folder, where a file is expected; give a credentials file as docs/credentials.md describes\n`,
+      'in-process',
     ],
     [
       [...serve, '--credentials', join(dir, 'fifo')],
       {},
       `payments-gate serve: --credentials: ${join(dir, 'fifo')}: a named pipe (FIFO), where a regular file is expected; give a credentials file as docs/credentials.md describes\n`,
+      'process',
     ],
     [
       [...serve, '--credentials', '/dev/zero'],
       {},
       'payments-gate serve: --credentials: /dev/zero: a device, where a regular file is expected; give a credentials file as docs/credentials.md describes\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--policies', join(dir, 'fifo-policies')],
       {},
       /^payments-gate serve: --policies: .*default\.json: a named pipe \(FIFO\), where a regular file is expected; fix it /,
+      'in-process',
     ],
     [
       [...serve, '--credentials', join(dir, 'not-json.json')],
       {},
       /^payments-gate serve: --credentials: .*not-json\.json: not JSON: .*; give a credentials file as docs\/credentials\.md describes\n$/,
+      'in-process',
     ],
     [
       [...serve, '--credentials', join(dir, 'not-json-lines.json')],
       {},
       /^payments-gate serve: --credentials: .*not-json-lines\.json: not JSON: an unexpected character \(the text is not shown: it holds password hashes\); give a credentials file as docs\/credentials\.md describes\n$/,
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--policies', join(dir, 'nowhere')],
       {},
       `payments-gate serve: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${SAMPLE_POLICIES}\n`,
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_POLICIES: credentials },
       `payments-gate serve: PAYMENTS_GATE_POLICIES: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${SAMPLE_POLICIES}\n`,
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--policies', join(dir, 'bad-policies')],
       {},
       /^payments-gate serve: --policies: .*default\.json: .*; fix it \(payments-gate check-policies DIR lists every problem\)\n$/,
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--listen', `127.0.0.1:${port}`],
       {},
       `payments-gate serve: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`,
+      'process',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_LISTEN: `127.0.0.1:${port}` },
       `payments-gate serve: PAYMENTS_GATE_LISTEN: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`,
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_TIMEOUT: 'soon' },
       'payments-gate serve: PAYMENTS_GATE_TIMEOUT="soon" must be a whole number of milliseconds from 1 to 3600000\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY: 'mongodb://x' },
       'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "mongodb://x" is none of memory, off, redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, redis-cluster://HOST:PORT[,HOST:PORT...], rediss-cluster://HOST:PORT[,HOST:PORT...]\n',
+      'process',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY: 'redis-sentinel://:hunter2%zz@127.0.0.1:26379#m' },
       'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY "redis-sentinel://***@127.0.0.1:26379#m" is none of memory, off, redis://HOST:PORT[/DB], rediss://HOST:PORT[/DB], redis-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, redis-cluster://HOST:PORT[,HOST:PORT...], rediss-cluster://HOST:PORT[,HOST:PORT...]\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--timeout', '1', '--timeout', '2'],
       {},
       'payments-gate serve: --timeout is given more than once; give it once\n',
+      'in-process',
     ],
     [
       ['serve', '--credentials', credentials, '--target', 'http://user:hunter2@127.0.0.1:1'],
       {},
       'payments-gate serve: --target="http://***@127.0.0.1:1" must not hold a user or password (USER:PASSWORD@); the gateway sends none\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency', 'redis://user@127.0.0.1:9'],
       { PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE: join(dir, 'missing') },
       `payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE: ${join(dir, 'missing')}: no such file or folder; give the file the Redis password is in\n`,
+      'in-process',
     ],
     [
       [
@@ -150,21 +214,25 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       ],
       { PAYMENTS_GATE_IDEMPOTENCY: 'redis://:own@127.0.0.1:9' },
       'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY: a password in the URL and another in --idempotency-password-file; give one\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency', 'redis://127.0.0.1:1/0'],
       {},
       'payments-gate serve: --idempotency-fingerprint-key must be given with a Redis store: every gateway sharing it fingerprints payments with the same key\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency', 'redis://127.0.0.1:1/0'],
       { PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY: join(dir, 'not-json.json') },
       'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY must hold one key, or two during a rotation (the current one first), each at least 32 bytes\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency-fingerprint-key', join(dir, 'nowhere')],
       {},
       `payments-gate serve: --idempotency-fingerprint-key ${join(dir, 'nowhere')}: no such file or folder\n`,
+      'in-process',
     ],
     [
       [
@@ -178,16 +246,19 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       ],
       {},
       'payments-gate serve: --idempotency-ca: --idempotency is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-cluster://HOST:PORT[,HOST:PORT...]\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_IDEMPOTENCY_CA: credentials },
       'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_CA: --idempotency is not a TLS URL; give one of rediss://HOST:PORT[/DB], rediss-sentinel://HOST:PORT[,HOST:PORT...][/DB]#MASTER, rediss-cluster://HOST:PORT[,HOST:PORT...]\n',
+      'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency-ca', join(dir, 'nowhere')],
       { PAYMENTS_GATE_IDEMPOTENCY: 'rediss://:hunter2@127.0.0.1:1/0' },
       `payments-gate serve: --idempotency-ca: ${join(dir, 'nowhere')}: no such file or folder; give the PEM bundle of the CA that issued the Redis certificate\n`,
+      'in-process',
     ],
     [
       [
@@ -201,6 +272,7 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       ],
       {},
       `payments-gate serve: --idempotency-ca: ${credentials}: not a PEM certificate; give the PEM bundle of the CA that issued the Redis certificate\n`,
+      'in-process',
     ],
     [
       [
@@ -214,46 +286,56 @@ t.test('the real process: each kind of start-up error is one line, exit 2, witho
       ],
       {},
       'payments-gate serve: --idempotency-ca: /dev/zero: a device, where a regular file is expected; give the PEM bundle of the CA that issued the Redis certificate\n',
+      'in-process',
     ],
     [
       ['serve', '--credentials', credentials],
       {},
       'payments-gate serve: --target is required: give --target URL or set PAYMENTS_GATE_TARGET\n',
+      'in-process',
     ],
     [
       ['demo', '--listen', `127.0.0.1:${port}`],
       {},
       `payments-gate demo: --listen: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`,
+      'process',
     ],
     [
       ['demo', '--policies', join(dir, 'nowhere')],
       {},
       `payments-gate demo: --policies: ${join(dir, 'nowhere')}: no such file or folder; give a readable folder of policy files (docs/policies.md), such as a copy of the samples in ${SAMPLE_POLICIES}\n`,
+      'in-process',
     ],
     [
       ['validate', '--operation', 'sale', join(dir, 'folder')],
       {},
       `payments-gate validate: ${join(dir, 'folder')}: a folder, where a file is expected; give the path of a file holding the body, or - for stdin\n`,
+      'in-process',
     ],
     [
       ['validate', '--operation', 'sale', join(dir, 'fifo')],
       {},
       `payments-gate validate: ${join(dir, 'fifo')}: a named pipe (FIFO), where a regular file is expected; give the path of a file holding the body, or - for stdin\n`,
+      'process',
     ],
     [
       ['validate', '--operation', 'sale', '--policies', join(dir, 'bad-policies'), '-'],
       {},
       /^payments-gate validate: --policies: .*default\.json: /,
+      'in-process',
     ],
     [
       ['check-policies', credentials],
       {},
       `payments-gate check-policies: ${credentials}: not a folder, or a part of the path is not one; give a readable folder of policy files\n`,
+      'process',
     ],
   ]
-  // A few processes at a time: each starts the TypeScript loader.
-  for (let i = 0; i < cases.length; i += 4)
-    await Promise.all(cases.slice(i, i + 4).map(([args, env, line]) => refused(t, args, env, line)))
+  // One at a time in this process, so that what each leaves open is its own; then a few processes at a time.
+  for (const [args, env, line, where] of cases) if (where === 'in-process') await refused(t, args, env, line, where)
+  const real = cases.filter(([, , , where]) => where === 'process')
+  for (let i = 0; i < real.length; i += 4)
+    await Promise.all(real.slice(i, i + 4).map(([args, env, line, where]) => refused(t, args, env, line, where)))
 })
 
 t.test('bind: a failure it has no words for still says where and what to do', async (t) => {

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import type { Metrics } from '../../lib/metrics.js'
 import { saleBody } from '../helpers/fixtures.js'
@@ -69,6 +70,18 @@ t.test(
       first.map((reply) => reply.status),
       payments.map(() => 201),
     )
+    // A client has its answer before the record is written (docs/idempotency-reference.md): the primary dies once
+    // every record is on it (a retry replayed there) and on both replicas (a write of ours after them, acknowledged
+    // by both: replication keeps the primary's order).
+    for (const [i, payment] of payments.entries())
+      t.ok(
+        await until(async () => (await pay(url, payment)).headers['idempotent-replayed'] === 'true', 10_000),
+        `payment ${i} recorded`,
+      )
+    const client = new Redis(servers.primary.url, { maxRetriesPerRequest: 0 })
+    t.teardown(() => client.disconnect())
+    await client.set('failover-after-the-records', '1')
+    t.equal(await client.call('WAIT', '2', '10000'), 2, 'both replicas have the records')
     await servers.primary.kill()
     t.ok(
       await until(async () => (await sentinel.primaryPort()) !== servers.primary.port, 15_000),
