@@ -521,6 +521,7 @@ t.test("a start's CPU profile by package: the running function's, node's loader'
     ['payments-gate', 'pino', 'pino', '@scope/b', 'payments-gate', 'payments-gate'],
   )
   t.equal(startup.packageOf(url), 'payments-gate', 'without a line, by its path')
+  t.equal(startup.packageOf('file:///nowhere/dist/cli.js', 3), 'payments-gate', 'a bundle not found: by its path')
   const frame = (functionName: string, url = '') => ({ functionName, url })
   // Nodes: a root, the loader under it, a package's top-level code under the loader, a builtin under that.
   const profile = {
