@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import { fieldError, reject, schemaRejection, type Rejection } from '../errors.js'
 import { appendKey } from '../schema/json-path.js'
 import type { Names } from '../schema/names.js'
-import { BACKSLASH, CR, LF, OPEN_BRACE, OPEN_BRACKET, QUOTE, SPACE, TAB } from './json-chars.js'
+import { BACKSLASH, isJsonWhite, OPEN_BRACE, OPEN_BRACKET, QUOTE } from './json-chars.js'
 import { checkSpelling } from './spelling.js'
 
 /**
@@ -18,7 +18,7 @@ const OPENERS = [OPEN_BRACE, OPEN_BRACKET] as const
 function isBlank(bytes: Uint8Array): boolean {
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]
-    if (b !== SPACE && b !== LF && b !== CR && b !== TAB) return false
+    if (!isJsonWhite(b)) return false
   }
   return true
 }

@@ -11,3 +11,8 @@ export const OPEN_BRACE = 0x7b
 export const CLOSE_BRACE = 0x7d
 export const OPEN_BRACKET = 0x5b
 export const CLOSE_BRACKET = 0x5d
+
+/** JSON's white space (RFC 8259 section 2): a space, a tab, a line feed or a carriage return. */
+export function isJsonWhite(code: number | undefined): boolean {
+  return code === SPACE || code === LF || code === CR || code === TAB
+}

@@ -2,7 +2,17 @@ import { fieldError, schemaRejection, type FieldError, type Rejection } from '..
 import { foldCase } from '../fold-case.js'
 import { appendKey } from '../schema/json-path.js'
 import type { Names } from '../schema/names.js'
-import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE } from './json-chars.js'
+import {
+  BACKSLASH,
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+  isJsonWhite,
+} from './json-chars.js'
 
 /**
  * One spelling of every member the schema names (docs/checks.md, choices): in an object whose
@@ -72,8 +82,7 @@ function endOfString(text: string, start: number): number {
 /** The first character at or after `at` that is not JSON white space. */
 function skipWhite(text: string, at: number): number {
   let next = at
-  for (let c = text.charCodeAt(next); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; c = text.charCodeAt(next))
-    next++
+  while (isJsonWhite(text.charCodeAt(next))) next++
   return next
 }
 
@@ -90,7 +99,7 @@ function keysIn(bytes: Uint8Array): number {
     // Past the closing quote; the text is JSON, so the string is closed.
     for (let b = bytes[at++]; b !== QUOTE; b = bytes[at++]) if (b === BACKSLASH) at++
     let next = bytes[at]
-    while (next === 0x20 || next === 0x0a || next === 0x0d || next === 0x09) next = bytes[++at]
+    while (isJsonWhite(next)) next = bytes[++at]
     if (next === COLON) keys++
   }
   return keys
