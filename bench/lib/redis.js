@@ -3,9 +3,10 @@
 // temporary folder removed at the end), stopped at the end of the run or when the parent exits.
 import { execFile, execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort } from './ports.js'
 
 const READY_MS = 5000
 
@@ -109,17 +110,6 @@ async function clusterReady(addresses) {
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   return `the Redis Cluster was not ok within ${READY_MS} ms`
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 /** Undefined once the server answers PING, a reason when it has not within READY_MS. */

@@ -4,21 +4,17 @@
 // the library (bench/lib/gateway.js); this one measures what `payments-gate serve` runs, from BENCH_DIST
 // when it names another build.
 import { mkdtempSync, writeFileSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { freePort } from '../../lib/ports.js'
 import { target } from './child.js'
 
 const dist = resolve(process.env.BENCH_DIST || fileURLToPath(new URL('../../../dist', import.meta.url)))
 const credentials = join(mkdtempSync(join(tmpdir(), 'bench-cli-')), 'credentials.json')
 writeFileSync(credentials, JSON.stringify({ users: JSON.parse(process.env.BENCH_USERS) }))
-const port = await new Promise((chosen) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address()
-    probe.close(() => chosen(port))
-  })
-})
+const port = await freePort()
 process.argv = [
   process.argv[0],
   join(dist, 'cli.js'),
