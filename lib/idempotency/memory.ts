@@ -140,6 +140,12 @@ const FULL = new CodedError('ESTOREFULL', 'the retry-protection memory store is 
 /** The answer's status and headers as JSON: header names and values are latin1 text, so their JSON is too. */
 const headOf = (answer: RecordedAnswer) => JSON.stringify([answer.status, answer.headers])
 
+function sameItems(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
 /**
  * The same text as one flat string. The fingerprint is joined from the
  * operation and a digest, which V8 keeps as three objects for as long as the
@@ -179,8 +185,13 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   #reference: Reference | undefined
   #misses = 0
   #with: Reference | undefined
-  /** The last answer head kept: answers of one backend within a second share their status and headers, and so the string. */
+  /**
+   * The last answer head kept, and the status and headers it was written from: answers of one backend within a
+   * second share their status and headers, and so the string, which is then not written again for each.
+   */
   #lastHead = UNKNOWN
+  #lastStatus = 0
+  #lastHeaders: readonly string[] = []
   /** Milliseconds in a tick: 1, or the power of two that keeps the longest window below 2^29 ticks. */
   readonly #unit: number
   readonly #ttl: number
@@ -253,11 +264,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const kept = keptAnswer(answer, this.#options)
     // A shared head is counted once, by the entry that brought it.
     let headBytes = 0
-    let head = headOf(kept)
-    if (head === this.#lastHead) head = this.#lastHead
-    else {
-      this.#lastHead = head
+    let head = this.#lastHead
+    if (head === UNKNOWN || kept.status !== this.#lastStatus || !sameItems(kept.headers, this.#lastHeaders)) {
+      head = headOf(kept)
       headBytes = head.length
+      this.#lastHead = head
+      this.#lastStatus = kept.status
+      // A copy: the caller's list is the caller's to change.
+      this.#lastHeaders = [...kept.headers]
     }
     this.#leave(entry)
     const body = this.#written(kept.body)
@@ -295,6 +309,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.#flyingCount = this.#flyingBytes = this.#bytes = this.#misses = 0
     this.#reference = this.#with = undefined
     this.#lastHead = UNKNOWN
+    this.#lastHeaders = []
   }
 
   /**

@@ -486,6 +486,43 @@ t.test(
   },
 )
 
+t.test('an answer shares the last head only when its status and every header are the same', async (t) => {
+  const { store } = watched()
+  const body = Buffer.from('{}')
+  const headers = ['Content-Type', 'application/json', 'Date', 'Sun, 29 Nov 2026 02:00:00 GMT']
+  const replayed = (key: string) => {
+    const claim = store.claim(key, 'f')
+    return claim.state === 'recorded' ? claim.answer : t.fail(`${key} was ${claim.state}`)
+  }
+  const counted = (key: string, answer: { status: number; headers: string[] }) => {
+    const before = store.bytes
+    store.record(key, token(store, key), { ...answer, body })
+    // What the new entry counts besides its own 224 bytes, its key, its fingerprint `f` and its body: its head.
+    return store.bytes - before - (224 + key.length + 1 + body.length)
+  }
+  const first = { status: 201, headers }
+  t.equal(counted('a', first), headOf({ ...first, body }), 'the first head is counted')
+  t.equal(counted('b', { status: 201, headers: [...headers] }), 0, 'the same status and headers, another list: shared')
+  const later = { status: 201, headers: [...headers.slice(0, 3), 'Sun, 29 Nov 2026 02:00:01 GMT'] }
+  t.equal(counted('c', later), headOf({ ...later, body }), 'one value changed, the same length: its own head')
+  t.same(replayed('b')?.headers, headers)
+  t.same(replayed('c')?.headers, later.headers)
+  // The recorded list changed by its caller after the record: the store compares against its own copy.
+  later.headers[3] = 'Sun, 29 Nov 2026 02:00:02 GMT'
+  t.equal(counted('d', later), headOf({ ...later, body }), 'a list changed after its record is another head')
+  t.same(replayed('c')?.headers[3], 'Sun, 29 Nov 2026 02:00:01 GMT', 'and the earlier answer is replayed as recorded')
+  t.same(replayed('d')?.headers[3], 'Sun, 29 Nov 2026 02:00:02 GMT')
+  await store.close()
+  t.equal(counted('e', later), headOf({ ...later, body }), 'after close, the same head is counted again')
+  t.same(replayed('e'), { ...later, body })
+  // Nothing kept yet: even the status and headers a fresh store starts comparing with get a head of their own.
+  const fresh = watched().store
+  const bare = { status: 0, headers: [], body }
+  fresh.record('f', token(fresh, 'f'), bare)
+  const claim = fresh.claim('f', 'f')
+  t.same(claim.state === 'recorded' && claim.answer, bare, 'a first answer is never taken for an unknown outcome')
+})
+
 t.test(
   'a body of 64 bytes or more is written against a reference, which counts its bytes and 8,704 more',
   async (t) => {
