@@ -507,6 +507,10 @@ t.test('an answer shares the last head only when its status and every header are
   t.equal(counted('c', later), headOf({ ...later, body }), 'one value changed, the same length: its own head')
   t.same(replayed('b')?.headers, headers)
   t.same(replayed('c')?.headers, later.headers)
+  const fewer = { status: 201, headers: later.headers.slice(0, 2) }
+  t.equal(counted('p', fewer), headOf({ ...fewer, body }), "the last one's first headers alone: its own head")
+  t.equal(counted('q', later), headOf({ ...later, body }), 'and the last one again after it: its own head too')
+  t.same(replayed('p')?.headers, fewer.headers)
   // The recorded list changed by its caller after the record: the store compares against its own copy.
   later.headers[3] = 'Sun, 29 Nov 2026 02:00:02 GMT'
   t.equal(counted('d', later), headOf({ ...later, body }), 'a list changed after its record is another head')
