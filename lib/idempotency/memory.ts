@@ -309,7 +309,6 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.#flyingCount = this.#flyingBytes = this.#bytes = this.#misses = 0
     this.#reference = this.#with = undefined
     this.#lastHead = UNKNOWN
-    this.#lastHeaders = []
   }
 
   /**
