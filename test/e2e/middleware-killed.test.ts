@@ -19,7 +19,12 @@ const IN_FLIGHT_SECONDS = 5
 
 /** The application on `surface` in a process of its own, on `redis`; stopped when the test ends. */
 async function appProcess(t: Test, surface: Surface, redis: string): Promise<{ port: number; run: Running }> {
-  const run = spawnCli([surface, redis, String(IN_FLIGHT_SECONDS)], {}, 'test/helpers/protected-process.ts')
+  // Killed outright, it never writes its coverage: none is measured.
+  const run = spawnCli(
+    [surface, redis, String(IN_FLIGHT_SECONDS)],
+    { _TAPJS_PROCESSINFO_COVERAGE_: '0' },
+    'test/helpers/protected-process.ts',
+  )
   t.teardown(async () => {
     run.child.kill('SIGTERM')
     await run.exited
