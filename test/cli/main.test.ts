@@ -15,7 +15,7 @@ async function finished(args: string[], env: Record<string, string> = {}) {
 }
 
 /** The help of a command, as `--help` or after an operand as `-h`: on stdout, exit 0. */
-function isHelp(t: Test, name: string, run: CliResult) {
+function isHelp(t: Test, name: string, run: Omit<CliResult, 'code'> & { code: number | null }) {
   t.equal(run.code, 0, name)
   t.match(run.stdout, new RegExp(`^usage: payments-gate ${name} `), name)
   t.match(run.stdout, /\n {2}-h, --help\n/, name)
