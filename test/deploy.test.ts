@@ -340,8 +340,10 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
   const backend = await startBackend()
   t.teardown(() => backend.close())
   const credentials = await writeCredentials(t.testdir())
+  // Killed outright when the test ends, it never writes its coverage: none is measured.
   const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
     PAYMENTS_GATE_ADMIN: '127.0.0.1:1',
+    _TAPJS_PROCESSINFO_COVERAGE_: '0',
   })
   t.teardown(() => void run.child.kill('SIGKILL'))
   // The second gateway starts beside the first: neither waits on the other.
@@ -365,9 +367,13 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
   t.equal(healthy(flagged.child.pid as number), 0, 'the flag wins over the variable')
   // A process with a gateway's command line whose admin setting is the variable, pointing at the listener above.
   const gatewayArgs = ['--', 'serve', '--target', backend.url, '--credentials', credentials]
-  const variable = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', ...gatewayArgs], {
-    env: { ...process.env, PAYMENTS_GATE_ADMIN: `0.0.0.0:${admin}` },
-  })
+  const variable = spawn(
+    'env',
+    ['-u', 'NODE_OPTIONS', process.execPath, '-e', 'setInterval(() => {}, 1000)', ...gatewayArgs],
+    {
+      env: { ...process.env, PAYMENTS_GATE_ADMIN: `0.0.0.0:${admin}` },
+    },
+  )
   t.teardown(() => void variable.kill('SIGKILL'))
   t.equal(healthy(variable.pid as number), 0, 'the variable; every interface asked on loopback')
   flagged.child.kill('SIGTERM')
@@ -517,7 +523,8 @@ t.test(
       (container: any) => container.name === 'backend' && container.restartPolicy === 'Always',
     )
     t.ok(sidecar, 'the backend outlives the gateway')
-    const backend = spawn(process.execPath, ['--input-type=module', '-e', BACKEND], {
+    // The test's own backend: plain node, none of tap's coverage in it.
+    const backend = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '--input-type=module', '-e', BACKEND], {
       stdio: ['ignore', 'pipe', 'inherit'],
     })
     t.teardown(() => void backend.kill('SIGKILL'))

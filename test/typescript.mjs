@@ -9,10 +9,20 @@ const PATH = /^((?:\.{1,2}\/|\/|file:)[^?#]*)\.js([?#].*)?$/
 
 registerHooks({
   resolve(specifier, context, next) {
+    const match = PATH.exec(specifier)
+    // From a TypeScript file, `x.js` names `x.ts` (no `.js` sits beside a `.ts` here): tried first, so that each
+    // import of lib/ is one lookup, not a failed one and its error, then the right one.
+    if (match !== null && context.parentURL?.endsWith('.ts')) {
+      try {
+        return next(`${match[1]}.ts${match[2] ?? ''}`, context)
+      } catch (error) {
+        if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error
+        return next(specifier, context)
+      }
+    }
     try {
       return next(specifier, context)
     } catch (error) {
-      const match = PATH.exec(specifier)
       if (error?.code !== 'ERR_MODULE_NOT_FOUND' || match === null) throw error
       return next(`${match[1]}.ts${match[2] ?? ''}`, context)
     }

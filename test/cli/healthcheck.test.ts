@@ -12,11 +12,17 @@ import { freePort } from '../helpers/servers.js'
 const repository = new URL('../..', import.meta.url)
 t.ok(existsSync(new URL('dist/cli/options.js', repository)), 'dist/ is built (npm run build)')
 
-/** A process whose command line and environment are a gateway's, as the script reads them from /proc. */
+/**
+ * A process whose command line and environment are a gateway's, as the script reads them from /proc: plain node, as
+ * `env` starts it without NODE_OPTIONS, where tap's hook would load its coverage into every child.
+ */
 function gatewayLike(t: Test, args: string[], env: Record<string, string> = {}): number {
   const child = spawn(
-    process.execPath,
-    ['-e', 'setInterval(() => {}, 1000)', '--', 'serve', '--target', 'http://127.0.0.1:9', ...args],
+    'env',
+    [
+      ...['-u', 'NODE_OPTIONS', process.execPath],
+      ...['-e', 'setInterval(() => {}, 1000)', '--', 'serve', '--target', 'http://127.0.0.1:9', ...args],
+    ],
     {
       env: { PATH: process.env.PATH as string, PAYMENTS_GATE_CREDENTIALS: 'credentials.json', ...env },
       stdio: 'ignore',

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { SUBCOMMANDS } from '../../lib/cli/main.js'
-import { runCli, spawnCli } from '../helpers/cli.js'
+import { runCli, spawnCli, type CliResult } from '../helpers/cli.js'
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string
@@ -14,7 +14,15 @@ async function finished(args: string[], env: Record<string, string> = {}) {
   return { code, ...run.output() }
 }
 
-t.test('the real process: every command --help and -h is its help on stdout, exit 0', async (t) => {
+/** The help of a command, as `--help` or after an operand as `-h`: on stdout, exit 0. */
+function isHelp(t: Test, name: string, run: Omit<CliResult, 'code'> & { code: number | null }) {
+  t.equal(run.code, 0, name)
+  t.match(run.stdout, new RegExp(`^usage: payments-gate ${name} `), name)
+  t.match(run.stdout, /\n {2}-h, --help\n/, name)
+  t.equal(run.stderr, '', name)
+}
+
+t.test('every command --help and -h is its help on stdout, exit 0; the real process prints it whole', async (t) => {
   const names = Object.keys(SUBCOMMANDS)
   t.same(names.sort(), [
     'check-backend-errors',
@@ -25,26 +33,19 @@ t.test('the real process: every command --help and -h is its help on stdout, exi
     'serve',
     'validate',
   ])
-  const runs = await Promise.all(
-    names.map((name, i) => finished(i % 2 === 0 ? [name, '--help'] : [name, 'extra', '-h'])),
-  )
-  names.forEach((name, i) => {
-    const { code, stdout, stderr } = runs[i] as Awaited<ReturnType<typeof finished>>
-    t.equal(code, 0, name)
-    t.match(stdout, new RegExp(`^usage: payments-gate ${name} `), name)
-    t.match(stdout, /\n {2}-h, --help\n/, name)
-    t.equal(stderr, '', name)
-  })
-  t.match(
-    runs[names.indexOf('serve')]?.stdout,
-    /--shutdown-delay SECONDS\n[^]*?\(default: 5; env:\s+PAYMENTS_GATE_SHUTDOWN_DELAY\)/,
-  )
+  // The same main in this process; the real one, for its exit code and its stdout flushed, with the longest help.
+  for (const [i, name] of names.entries())
+    isHelp(t, name, await runCli(i % 2 === 0 ? [name, '--help'] : [name, 'extra', '-h']))
+  const serve = await finished(['serve', '--help'])
+  isHelp(t, 'serve', serve)
+  t.equal(serve.stdout, (await runCli(['serve', '--help'])).stdout, 'the whole help, flushed before the exit')
+  t.match(serve.stdout, /--shutdown-delay SECONDS\n[^]*?\(default: 5; env:\s+PAYMENTS_GATE_SHUTDOWN_DELAY\)/)
 })
 
-t.test('the real process: --version and -v print the version, exit 0', async (t) => {
-  const [long, short] = await Promise.all([finished(['--version']), finished(['-v'])])
-  t.same(long, { code: 0, stdout: `${version}\n`, stderr: '' })
-  t.same(short, { code: 0, stdout: `${version}\n`, stderr: '' })
+t.test('--version and -v print the version, exit 0, in the real process too', async (t) => {
+  t.same(await finished(['--version']), { code: 0, stdout: `${version}\n`, stderr: '' })
+  t.same(await runCli(['--version']), { code: 0, stdout: `${version}\n`, stderr: '' })
+  t.same(await runCli(['-v']), { code: 0, stdout: `${version}\n`, stderr: '' })
 })
 
 t.test('the command list, help COMMAND, and an unknown command in one line', async (t) => {

@@ -316,6 +316,8 @@ t.test(
         PAYMENTS_GATE_TEST_LOADS: loads,
         // What it loaded is known once it listens: no shutdown delay to wait out.
         PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
+        // dist/ is outside the coverage of lib/ (package.json's coverage-exclude): none is measured.
+        _TAPJS_PROCESSINFO_COVERAGE_: '0',
       },
       // What the package runs, as built.
       'dist/cli.js',

@@ -14,23 +14,32 @@ import { startBackend } from '../helpers/servers.js'
  */
 
 /** `payments-gate serve` in a process of its own, on a free port, in front of `target`; stopped when the test ends. */
-async function gatewayProcess(t: Test, target: string, args: string[]): Promise<{ url: string; run: Running }> {
+async function gatewayProcess(
+  t: Test,
+  target: string,
+  args: string[],
+  killed = false,
+): Promise<{ url: string; run: Running }> {
   const dir = t.testdir()
   const credentials = await writeCredentials(dir)
-  const run = spawnCli([
-    'serve',
-    '--listen',
-    '127.0.0.1:0',
-    '--target',
-    target,
-    '--credentials',
-    credentials,
-    '--idempotency-fingerprint-key',
-    await writeFingerprintKey(dir),
-    '--shutdown-delay',
-    '0',
-    ...args,
-  ])
+  const run = spawnCli(
+    [
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--target',
+      target,
+      '--credentials',
+      credentials,
+      '--idempotency-fingerprint-key',
+      await writeFingerprintKey(dir),
+      '--shutdown-delay',
+      '0',
+      ...args,
+    ],
+    // A process killed outright never writes its coverage: none is measured.
+    killed ? { _TAPJS_PROCESSINFO_COVERAGE_: '0' } : {},
+  )
   t.teardown(async () => {
     run.child.kill('SIGTERM')
     await run.exited
@@ -53,7 +62,7 @@ t.test(
     t.teardown(() => backend.close())
     // --timeout 200: an in-flight window of 3 x 200 ms + 5 s.
     const args = ['--idempotency', redis.url, '--timeout', '200']
-    const [a, b] = await Promise.all([gatewayProcess(t, backend.url, args), gatewayProcess(t, backend.url, args)])
+    const [a, b] = await Promise.all([gatewayProcess(t, backend.url, args, true), gatewayProcess(t, backend.url, args)])
     const payment: Record<string, any> = { ...saleBody(), transactionReference: 'killed-mid-payment' }
     const first = pay(a.url, payment).catch((error: unknown) => error)
     t.ok(await until(() => backend.started === 1), 'the backend has the payment')

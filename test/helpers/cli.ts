@@ -46,19 +46,10 @@ export interface Running {
  */
 const CHILD_ARGS = [`--import=${new URL('../typescript.mjs', import.meta.url).href}`]
 
-/**
- * Under tap, the files the process-info hook records: tap's own exclusions and node_modules, whose coverage tap never
- * reports. The hook reads every file it records a second time and parses its source map, if it names one.
- */
-const RECORDED =
-  process.env._TAPJS_PROCESSINFO_EXCLUDE_ === undefined
-    ? {}
-    : { _TAPJS_PROCESSINFO_EXCLUDE_: String(/(^(node|tapmock):|[\\/](\.tap|tap-snapshots|node_modules)[\\/])/) }
-
 /** The real CLI (or another `script` of the repository) in a child process, its TypeScript run as the tests run theirs. */
 export function spawnCli(args: string[], env: Record<string, string> = {}, script = 'lib/cli.ts'): Running {
   const child = spawn(process.execPath, [...CHILD_ARGS, script, ...args], {
-    env: { ...process.env, ...RECORDED, ...env },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
