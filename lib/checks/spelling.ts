@@ -22,13 +22,13 @@ import {
  * that matches names regardless of case (Go's encoding/json, ASP.NET Core), normalizes them (Python's
  * NFKC and casefold) or keeps the first of two repeated keys would read the other, which no check saw.
  *
- * A clean body costs a walk of the parsed document without allocation, and a count of the keys in
+ * A clean body costs one walk of the parsed document without allocation, and a count of the keys in
  * its text: JSON.parse keeps the last of repeated keys silently, so a text holding more keys than
  * the document has members repeats one. Only then, or when the walk meets a folded sibling, is the
  * text read again, keys and all, to say where. `text` is `bytes` decoded.
  */
 export function checkSpelling(text: string, bytes: Uint8Array, document: unknown, names: Names): Rejection | undefined {
-  if (!hasFoldedSibling(document, names) && keysIn(bytes) === membersIn(document)) return undefined
+  if (membersIn(document, names) === keysIn(bytes)) return undefined
   const items: FieldError[] = []
   const cursor = { text, at: 0 }
   findMisspelt(readTree(cursor), names, '$', items)
@@ -38,33 +38,33 @@ export function checkSpelling(text: string, bytes: Uint8Array, document: unknown
 const FOLDED = 'Only the spelling the schema gives this member is allowed, not another letter case of it.'
 const REPEATED = 'A member the schema names must appear once.'
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
+/** What membersIn gives for a document with a folded sibling: never a count of keys. */
+const FOLDED_SIBLING = -1
 
-/** Whether an object along the named paths holds a member that is a named member's name folded, but not that name. */
-function hasFoldedSibling(node: unknown, names: Names): boolean {
-  if (!isObject(node)) return false
-  for (const key in node) {
-    const below = names.members.get(key)
-    if (below === undefined) {
-      if (names.folded.has(foldCase(key))) return true
-    } else if (below !== null && hasFoldedSibling(node[key], below)) {
-      return true
-    }
-  }
-  return false
-}
-
-/** The members of every object in a parsed document. Its depth is bounded already (MAX_DEPTH). */
-function membersIn(value: unknown): number {
+/**
+ * The members of every object in a parsed document, or FOLDED_SIBLING when an object along the named
+ * paths holds a member that is a named member's name folded but not that name: one walk for both.
+ * Its depth is bounded already (MAX_DEPTH).
+ */
+function membersIn(value: unknown, names: Names | null): number {
   if (value === null || typeof value !== 'object') return 0
   let count = 0
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) count += membersIn(value[i])
+    // The schema names no member of an array's items (names.ts), so their walk never finds a folded sibling.
+    for (let i = 0; i < value.length; i++) count += membersIn(value[i], null)
     return count
   }
-  for (const key in value) count += 1 + membersIn((value as Record<string, unknown>)[key])
+  for (const key in value) {
+    let named: Names | null = null
+    if (names !== null) {
+      const member = names.members.get(key)
+      if (member !== undefined) named = member
+      else if (names.folded.has(foldCase(key))) return FOLDED_SIBLING
+    }
+    const below = membersIn((value as Record<string, unknown>)[key], named)
+    if (below === FOLDED_SIBLING) return FOLDED_SIBLING
+    count += 1 + below
+  }
   return count
 }
 
