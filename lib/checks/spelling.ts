@@ -28,11 +28,20 @@ import {
  * text read again, keys and all, to say where. `text` is `bytes` decoded.
  */
 export function checkSpelling(text: string, bytes: Uint8Array, document: unknown, names: Names): Rejection | undefined {
-  if (membersIn(document, names) === keysIn(bytes)) return undefined
+  if (spelledOnce(bytes, document, names)) return undefined
   const items: FieldError[] = []
   const cursor = { text, at: 0 }
   findMisspelt(readTree(cursor), names, '$', items)
   return items.length === 0 ? undefined : schemaRejection(items)
+}
+
+/**
+ * The screen of a clean body: true when its text holds no more keys than its document has members (no
+ * repeat) and no object along the named paths holds a folded sibling. False, and checkSpelling reads
+ * the text again to say where, if anywhere: a repeat of a member the schema does not name is let be.
+ */
+export function spelledOnce(bytes: Uint8Array, document: unknown, names: Names): boolean {
+  return membersIn(document, names) === keysIn(bytes)
 }
 
 const FOLDED = 'Only the spelling the schema gives this member is allowed, not another letter case of it.'

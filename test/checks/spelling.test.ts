@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { checkSpelling } from '../../lib/checks/spelling.js'
+import { checkSpelling, spelledOnce } from '../../lib/checks/spelling.js'
 import { appendKey } from '../../lib/schema/json-path.js'
 import { REQUEST_NAMES, type Names } from '../../lib/schema/names.js'
 import { OPERATIONS } from '../../lib/schema/payment.js'
@@ -164,4 +164,130 @@ t.test('a named member repeated is refused at its path, however its name is writ
     ['$.merchant'],
     'a named object that is an array holds no member',
   )
+  t.same(
+    refused('{"x":"\\"a","channel":1,"channel":2}'),
+    ['$.channel'],
+    'a string holding an escaped quote before its last character',
+  )
+  t.same(
+    refused('{"channel":1,"channel":2,"instruction":{"paymentInstrument":{"billingAddress":{"city":"a","city":"b"}}}}'),
+    ['$.channel'],
+    'an open object read again is left alone',
+  )
+})
+
+t.test('each refusal says what is wrong', async (t) => {
+  const items = (text: string) =>
+    check(text)?.body.validationErrors?.map(({ jsonPath, message }) => ({ jsonPath, message }))
+  t.same(items('{"channel":1,"Channel":2}'), [
+    {
+      jsonPath: '$.Channel',
+      message: 'Only the spelling the schema gives this member is allowed, not another letter case of it.',
+    },
+  ])
+  t.same(items('{"channel":1,"channel":2}'), [
+    { jsonPath: '$.channel', message: 'A member the schema names must appear once.' },
+  ])
+})
+
+/** Where a duplicate was written: its path, and whether the schema names it there. */
+interface Repeat {
+  path: string
+  named: boolean
+}
+
+/**
+ * A JSON text of `value`, written apart from lib/: members in an order `order` gives, `white` between
+ * tokens, keys \u-escaped whole when `escape` says, and the member written `repeatAt`-th (counted from
+ * 0 in writing order) written twice, the same both times, which `repeat` then tells.
+ */
+function writeJson(
+  value: unknown,
+  options: { white: readonly string[]; order: number; escape: boolean; repeatAt: number },
+): { text: string; repeat: Repeat | undefined } {
+  let members = 0
+  let tokens = 0
+  let repeat: Repeat | undefined
+  const white = () => options.white[tokens++ % options.white.length] as string
+  const key = (name: string) =>
+    options.escape
+      ? `"${[...name].map((c) => [...c].map((u) => '\\u' + u.charCodeAt(0).toString(16).padStart(4, '0')).join('')).join('')}"`
+      : JSON.stringify(name)
+  const rank = (name: string) =>
+    [...name].reduce((hash, c) => (hash * 31 + (c.codePointAt(0) as number)) % 9973, options.order)
+  const write = (node: unknown, path: string, names: Names | null): string => {
+    if (Array.isArray(node)) return `[${node.map((item) => white() + write(item, path, null) + white()).join(',')}]`
+    if (node === null || typeof node !== 'object') return JSON.stringify(node)
+    const names_ = Object.keys(node).sort((a, b) => rank(a) - rank(b))
+    const parts = names_.map((name) => {
+      const below = names?.members.get(name)
+      const member = `${white()}${key(name)}${white()}:${white()}${write((node as Record<string, unknown>)[name], appendKey(path, name), below ?? null)}${white()}`
+      if (members++ !== options.repeatAt) return member
+      repeat = { path: appendKey(path, name), named: below !== undefined }
+      return `${member},${member}`
+    })
+    return `{${parts.join(',')}}`
+  }
+  return { text: white() + write(value, '$', REQUEST_NAMES.sale) + white(), repeat }
+}
+
+/** The objects of a sale along the named paths: where members the schema does not name may be added. */
+const OBJECT_PATHS = ((): string[][] => {
+  const paths: string[][] = []
+  const walk = (node: unknown, path: string[], names: Names | null) => {
+    if (names === null || node === null || typeof node !== 'object' || Array.isArray(node)) return
+    paths.push(path)
+    for (const [name, below] of names.members) walk((node as Record<string, unknown>)[name], [...path, name], below)
+  }
+  walk(saleBody(), [], REQUEST_NAMES.sale)
+  return paths
+})()
+
+const documents = fc.record({
+  extras: fc.array(fc.tuple(fc.constantFrom(...OBJECT_PATHS), fc.nat(99), fc.jsonValue({ maxDepth: 3 })), {
+    maxLength: 4,
+  }),
+  white: fc.array(fc.constantFrom('', ' ', '\n', '\r', '\t', ' \n\t'), { minLength: 1, maxLength: 6 }),
+  order: fc.nat(9972),
+  escape: fc.boolean(),
+  repeatAt: fc.nat(80),
+})
+
+/** A sale with the extras added: each under a name (`x` and a number) that folds into no named member. */
+function saleWith(extras: readonly (readonly [string[], number, unknown])[]): unknown {
+  const body = saleBody() as Record<string, unknown>
+  for (const [path, number, value] of extras) {
+    const holder = path.reduce((node, name) => node[name] as Record<string, unknown>, body)
+    holder[`x${number}`] = value
+  }
+  return body
+}
+
+t.test('property: the screen passes a body written once in any order, spacing or escapes, and no repeat', async (t) => {
+  // The oracle is the writer above: it knows whether, and which, member it wrote twice.
+  fc.assert(
+    fc.property(documents, ({ extras, ...options }) => {
+      const { text, repeat } = writeJson(saleWith(extras), options)
+      const bytes = Buffer.from(text)
+      const document: unknown = JSON.parse(text)
+      if (spelledOnce(bytes, document, REQUEST_NAMES.sale) !== (repeat === undefined)) return false
+      const paths = checkSpelling(text, bytes, document, REQUEST_NAMES.sale)?.body.validationErrors?.map(
+        (item) => item.jsonPath,
+      )
+      return repeat?.named === true ? paths?.length === 1 && paths[0] === repeat.path : paths === undefined
+    }),
+    runs(),
+  )
+})
+
+t.test('the screen sends a folded sibling on to be read, at any depth the schema names', async (t) => {
+  t.equal(spelledOnce(Buffer.from(sale), JSON.parse(sale), REQUEST_NAMES.sale), true)
+  for (const text of [
+    sale.replace('{', '{"Merchant":1,'),
+    sale.replace('"entity":"default"', '"entity":"default","ENTITY":"x"'),
+    sale.replace('"currency":"GBP"', '"currency":"GBP","Currency":"JPY"'),
+  ])
+    t.equal(spelledOnce(Buffer.from(text), JSON.parse(text), REQUEST_NAMES.sale), false, text.slice(0, 40))
+  const listed = '{"extra":[{"Merchant":1}],"list":[[{"a":1}]]}'
+  t.equal(spelledOnce(Buffer.from(listed), JSON.parse(listed), REQUEST_NAMES.sale), true, 'arrays hold no table')
 })
