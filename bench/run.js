@@ -30,6 +30,7 @@ const { values } = parseArgs({
     ladder: { type: 'boolean' },
     'ladder-only': { type: 'boolean' },
     'pairs-only': { type: 'boolean' },
+    fresh: { type: 'boolean' },
     'micro-only': { type: 'boolean' },
   },
 })
@@ -44,6 +45,7 @@ const s = settings({
   pairs: number('pairs'),
   seconds: number('seconds', false),
   connections: number('connections'),
+  fresh: values.fresh,
 })
 const plan = planOf({
   ratios: values.ratios,
@@ -63,6 +65,9 @@ const only = values['micro-only']
     : values['pairs-only']
       ? 'pairs'
       : undefined
+// A new process each pair leaves no one process to profile, or to probe for memory and latency after the pairs.
+if (values.fresh && (values.profile || (only !== 'pairs' && baseline === undefined)))
+  throw new Error('--fresh: only with --pairs-only or --baseline, and without --profile')
 const results = new URL('./results/', import.meta.url)
 const log = (message) => process.stderr.write(`${message}\n`)
 

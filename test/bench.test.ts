@@ -22,6 +22,20 @@ function bench(args: string[]): Promise<{ code: number | null; stdout: string; s
 }
 
 t.test(
+  '--fresh is refused where a run needs one process a server: the probe, the memory phase, --profile',
+  async (t) => {
+    for (const args of [
+      ['--fresh', '--micro-only'],
+      ['--fresh', '--pairs-only', '--profile'],
+    ]) {
+      const { code, stderr } = await bench(args)
+      t.not(code, 0, args.join(' '))
+      t.match(stderr, '--fresh: only with --pairs-only or --baseline, and without --profile')
+    }
+  },
+)
+
+t.test(
   'npm run bench -- --micro-only --quick prints every stage and ratio, and is labelled a smoke test that states no verdict',
   async (t) => {
     t.ok(existsSync(built), 'dist/ is built (npm run build)')
@@ -262,6 +276,8 @@ t.test('a smoke test: rounds under 3 s or fewer than 4 pairs; --quick is one, th
   t.ok(pairing.isSmoke(plans.settings({ pairs: 3 })))
   t.notOk(pairing.isSmoke(plans.settings({ quick: true, seconds: 3, pairs: 4 })), 'unless its rounds are lengthened')
   t.same(plans.settings({ connections: 16, pairs: 12 }).connections, 16)
+  t.equal(plans.settings().fresh, false, 'one process a server for the whole run unless --fresh')
+  t.equal(plans.settings({ fresh: true }).fresh, true)
 })
 
 t.test('a warning when the 1-minute load average is above 1 at the start', async (t) => {
@@ -325,8 +341,9 @@ t.test(
     const measured: Measured = await pairing.measurePasses(
       chains,
       { pairs: 4, seconds: 3 },
-      async (id: string, seconds: number) => {
+      async (id: string, seconds: number, pass: number) => {
         t.equal(seconds, 3)
+        t.equal(pass, Math.floor(calls.length / 8), 'the pass each round belongs to, for --fresh')
         calls.push(id)
         return { cpuUs: cpu[id]! * (1 + calls.length / 100), p99: id === 'c' ? 12 : 10 }
       },

@@ -54,6 +54,15 @@ function firstLine(text) {
   return line.trim().slice(0, 200)
 }
 
+/** Kills one child at once and resolves when it has exited: `--fresh` replaces a server between pairs. */
+export function stop(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once('exit', () => resolve())
+    child.kill('SIGKILL')
+  })
+}
+
 /** The child's resident set size, in bytes. */
 export const rss = (child) => ask(child, 'memory')
 

@@ -323,15 +323,16 @@ export function planOf({ ratios, full = false, aa = false, baseline, targets } =
 
 /**
  * The rounds and their lengths. `--quick` is a smoke test (rounds of 1 s, two pairs); `pairs`, `seconds`
- * and `connections` override the defaults.
+ * and `connections` override the defaults; `fresh` runs every pair's servers in new processes.
  */
-export function settings({ quick = false, pairs, seconds, connections } = {}) {
+export function settings({ quick = false, pairs, seconds, connections, fresh = false } = {}) {
   const s = quick
     ? { pairs: 2, seconds: 1, warmupSeconds: 0.5, memoryRequests: 10_000, serialCount: 500, serialWarmup: 100 }
     : { pairs: 6, seconds: 3, warmupSeconds: 1, memoryRequests: 200_000, serialCount: 3000, serialWarmup: 300 }
   return {
     ...s,
     connections: connections ?? CONNECTIONS,
+    fresh,
     ...(pairs === undefined ? {} : { pairs }),
     ...(seconds === undefined ? {} : { seconds }),
   }

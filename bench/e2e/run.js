@@ -16,7 +16,7 @@ import {
 import { makeCertificates } from '../lib/certificates.js'
 import { chainsOf, measurePasses, median, p99Pairs, ratioFigures, roundsOf } from '../lib/pairing.js'
 import { startRedis, startRedisCluster } from '../lib/redis.js'
-import { cpu, requests, rss, start, startProfile, stopAll, stopProfile } from './children.js'
+import { cpu, requests, rss, start, startProfile, stop, stopAll, stopProfile } from './children.js'
 import { fixedCount, round, serial } from './load.js'
 
 /** The serial probe's requests are taken in this many chunks; its server CPU per request is the median chunk's. */
@@ -30,7 +30,10 @@ const PROFILED = ['b', 'c', 'd']
  * each memory store filled with `fill` payments first, then the ratios in paired rounds. With `probe`, the
  * gateway (c) is then brought to `s.memoryRequests` requests for its memory figure, and every side gets the
  * serial probe. `baseline` is the directory of the build the `@base` sides load. With `profileDir`, the
- * sides (all of them with a baseline, else b, c and d) are profiled during the paired rounds.
+ * sides (all of them with a baseline, else b, c and d) are profiled during the paired rounds. With
+ * `s.fresh`, every side but the bare backend runs each pass in a new process, started, checked, warmed up
+ * (and filled) as the first one was: what one process happens to cost (its code's and heap's layout)
+ * then varies from pair to pair, and the median of the pairs no longer carries it (bench/README.md).
  */
 export async function runPaired({ plan, s, baseline, fill = 0, probe = false, profileDir, log }) {
   const bodies = { valid: bytesOf(validSale()), invalid: bytesOf(invalidSale()) }
@@ -60,11 +63,36 @@ export async function runPaired({ plan, s, baseline, fill = 0, probe = false, pr
 
     log(`e2e: warm-up ${s.warmupSeconds} s per server`)
     for (const side of live) await load(side, s.warmupSeconds)
+    const filled = async (side) => {
+      if (fill === 0 || side.idempotency !== 'memory' || side.body !== 'valid') return
+      await fixedCount(side.url, { body: bodies.valid, headers, connections: s.connections, count: fill })
+    }
     const gateway = probe ? byId.c?.child : undefined
     const memory = { requests: s.memoryRequests, afterWarmup: gateway ? await rss(gateway) : Number.NaN }
     for (const side of fill > 0 ? live.filter((x) => x.idempotency === 'memory' && x.body === 'valid') : []) {
       log(`e2e: ${fill} payments to fill the memory store of (${side.id})`)
-      await fixedCount(side.url, { body: bodies.valid, headers, connections: s.connections, count: fill })
+      await filled(side)
+    }
+    /** A new process for `side`, ready as the first was; the bare backend, which the other servers call, is kept. */
+    const renew = async (side) => {
+      if (side.child === backend.child) return
+      log(`e2e: (${side.id}) in a new process`)
+      await stop(side.child)
+      const next = await startSide(side, context)
+      Object.assign(side, { child: next.child, url: next.url })
+      const wrong = next.error ?? (await sanity(side, bodies[side.body], headers))
+      if (wrong !== undefined) throw new Error(`${side.id}, started again: ${wrong}`)
+      await load(side, s.warmupSeconds)
+      await filled(side)
+    }
+    const renewed = new Map()
+    const measure = async (id, seconds, pass) => {
+      const side = byId[id]
+      if (s.fresh && renewed.get(id) !== pass && pass > 0) {
+        renewed.set(id, pass)
+        await renew(side)
+      }
+      return measureRound(side, seconds, load)
     }
 
     // Only the paired rounds are profiled: the same requests as the ratios.
@@ -78,7 +106,7 @@ export async function runPaired({ plan, s, baseline, fill = 0, probe = false, pr
     const measured = await measurePasses(
       chainsOf(paired.map((r) => [r.numerator, r.denominator])),
       s,
-      (id, seconds) => measureRound(byId[id], seconds, load),
+      measure,
       (text) => log(`e2e: ${text}`),
     )
     const profiled = {}

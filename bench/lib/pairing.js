@@ -66,9 +66,9 @@ const other = ([a, b], side) => (a === side ? b : a)
 export const passOrder = (chain, pass) => (pass % 2 === 0 ? chain : [...chain].reverse())
 
 /**
- * The paired rounds: `pairs` passes, each measuring every chain in its pass's order, `measure(id, seconds)`
- * resolving to one round of side `id` (`{ cpuUs, ... }`). Resolves to each chain with its rounds, one
- * `{ [id]: round }` per pass.
+ * The paired rounds: `pairs` passes, each measuring every chain in its pass's order, `measure(id, seconds,
+ * pass)` resolving to one round of side `id` (`{ cpuUs, ... }`) in pass `pass` (from 0). Resolves to each
+ * chain with its rounds, one `{ [id]: round }` per pass.
  */
 export async function measurePasses(chains, { pairs, seconds }, measure, log = () => {}) {
   const measured = chains.map((chain) => ({ chain, rounds: [] }))
@@ -76,7 +76,7 @@ export async function measurePasses(chains, { pairs, seconds }, measure, log = (
     log(`pair ${pass + 1}/${pairs}: ${chains.map((c) => passOrder(c, pass).join(' ')).join(', ')}; ${seconds} s each`)
     for (const { chain, rounds } of measured) {
       const round = {}
-      for (const id of passOrder(chain, pass)) round[id] = await measure(id, seconds)
+      for (const id of passOrder(chain, pass)) round[id] = await measure(id, seconds, pass)
       rounds.push(round)
     }
   }

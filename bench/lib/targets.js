@@ -68,7 +68,7 @@ export function targetsSection(e2e, { smoke, skipped } = {}) {
   }
   const title = e2e?.baseline === undefined ? '## Targets, paired' : `## This build against ${e2e.baseline}, paired`
   return [
-    `${title}${s ? ` (${s.pairs} pairs of ${s.seconds} s per ratio, ${s.connections} connections: the two servers of a ratio one right after the other, the order swapped every pair${s.fill ? `; each memory store filled with ${num(s.fill)} payments first` : ''})` : ''}${smoke ? ': SMOKE TEST, no verdicts' : ''}`,
+    `${title}${s ? ` (${s.pairs} pairs of ${s.seconds} s per ratio, ${s.connections} connections: the two servers of a ratio one right after the other, the order swapped every pair${s.fresh ? ', each pair in new processes' : ''}${s.fill ? `; each memory store filled with ${num(s.fill)} payments first` : ''})` : ''}${smoke ? ': SMOKE TEST, no verdicts' : ''}`,
     '',
     "x/y is CPU(y)/CPU(x), server CPU per request: above 1, (x) is the cheaper. memory/off is CPU(c)/CPU(c0), `this/baseline` CPU(this build)/CPU(baseline). Each figure is the median of the per-pair ratios, printed rounded away from its target; an A/A arm (x'/x'': two more processes of (x), one build) shows what one build measures against itself in this run.",
     '',
