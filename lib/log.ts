@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino'
-import { maskCardNumbers } from './card-mask.js'
+import { mayHoldBytes, maskCardNumbers } from './card-mask.js'
 import { LOG_DEFAULTS } from './defaults.js'
 
 export type { Logger } from 'pino'
@@ -51,7 +51,9 @@ export interface LogDestinationOptions {
  * sonic-boom is run on bytes (`contentMode: 'buffer'`), each line turned into
  * a Buffer as it comes: fed text, it measures the whole batch waiting
  * (`Buffer.byteLength`) for every line it adds, a cost that grows with the
- * batch; fed bytes, it keeps the counts.
+ * batch; fed bytes, it keeps the counts. The card masker screens those bytes
+ * (`mayHoldBytes`), and masks the few lines it sends on: a logger writing
+ * here needs no masking hook of its own (createLogger).
  */
 export function createLogDestination(
   dest: string | number = 1,
@@ -68,9 +70,16 @@ export function createLogDestination(
   })
   // In buffer mode sonic-boom's `write` takes bytes; its type declares text only.
   const writeBytes = destination.write.bind(destination) as unknown as (bytes: Buffer) => boolean
-  destination.write = (line: string) => writeBytes(Buffer.from(line))
+  destination.write = (line: string) => {
+    const bytes = Buffer.from(line)
+    return writeBytes(mayHoldBytes(bytes) ? Buffer.from(maskCardNumbers(line)) : bytes)
+  }
+  MASKING.add(destination)
   return destination
 }
+
+/** The destinations made by createLogDestination, which mask every line they write. */
+const MASKING = new WeakSet<DestinationStream>()
 
 /** What a store's error is logged as: its code and message, nothing else it carries. */
 export interface ErrorFacts {
@@ -104,18 +113,20 @@ export function serializeError(error: unknown): unknown {
 /**
  * The process's JSON logger. Masking runs on each finished line rather than on
  * known fields (pino's `redact`), because a card number can arrive anywhere a
- * client controls text: the path, a query string, a user name, an entity.
- * Times are ISO strings so that no epoch number looks like a card.
+ * client controls text: the path, a query string, a user name, an entity: in
+ * the destination of createLogDestination, else in pino's hook before any
+ * other destination. Times are ISO strings so that no epoch number looks like a card.
  */
 export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
+  const destination = options.destination ?? createLogDestination()
   return pino(
     {
       level: options.level ?? 'info',
       base: { pid: process.pid },
       timestamp: isoTime,
       serializers: { err: serializeError },
-      hooks: { streamWrite: maskCardNumbers },
+      hooks: MASKING.has(destination) ? {} : { streamWrite: maskCardNumbers },
     },
-    options.destination ?? createLogDestination(),
+    destination,
   )
 }

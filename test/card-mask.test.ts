@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { maskCardNumbers, maskPan } from '../lib/card-mask.js'
+import { mayHoldBytes, maskCardNumbers, maskPan } from '../lib/card-mask.js'
 import { luhnValid } from '../lib/luhn.js'
 import { runs } from './helpers/fuzz.js'
 import { unicodeDigits } from './helpers/unicode.js'
@@ -276,4 +276,29 @@ t.test('property: no Luhn-valid 13-19 digit number survives masking, however wri
 t.test('masking takes time linear in the text, whatever it holds', async (t) => {
   const texts = ['4'.repeat(200_000), '4-'.repeat(100_000), '%3'.repeat(100_000), '%25'.repeat(70_000)]
   for (const text of texts) t.equal(maskCardNumbers(text).length <= text.length, true)
+})
+
+t.test("the screen on a text's bytes passes on whatever masking would change, and a plain log line not", async (t) => {
+  const screened = (text: string) => mayHoldBytes(Buffer.from(text))
+  t.equal(screened('{"level":30,"time":"2026-11-29T04:09:15.123Z","pid":12345,"status":201}'), false)
+  t.equal(screened('pan 4444333322221111'), true)
+  t.equal(screened('1-2-3-4-5-6-7-8-9-0-1-2'), true, 'twelve digits, one separator apart')
+  t.equal(screened('1 - 2 - 3 - 4 - 5 - 6 - 7 - 8 - 9 - 0 - 1 - 2'), true, 'three apart')
+  t.equal(screened('1 -  2 -  3 -  4 -  5 -  6 -  7 -  8 -  9 -  0 -  1 -  2'), false, 'four apart: digits apart')
+  t.equal(screened('12345678901'), false, 'eleven digits')
+  t.equal(screened('12345a678901'), false, 'a letter ends a run')
+  for (const text of ['%', '\\', 'é', '４'])
+    t.equal(screened(text), true, `${JSON.stringify(text)} sends the text on, as the text's screen does`)
+  // The oracle is the masker itself: where the screen says no, masking the text leaves it as it is.
+  fc.assert(
+    fc.property(
+      fc.oneof(
+        fc.string({ unit: fc.constantFrom('4', '1', '0', ' ', '-', '.', 'a', 'Z', '"', ':', ',') }),
+        fc.string({ unit: 'grapheme' }),
+        fc.string({ unit: 'binary' }),
+      ),
+      (text) => screened(text) || maskCardNumbers(text) === text,
+    ),
+    runs(3),
+  )
 })

@@ -113,6 +113,22 @@ t.test(
   },
 )
 
+t.test('the default destination masks each line it writes, so the logger writing there needs no hook', async (t) => {
+  const file = join(t.testdir(), 'masked.log')
+  const destination = createLogDestination(file)
+  const logger = createLogger({ destination })
+  t.teardown(() => (destination as unknown as { end(): void }).end())
+  await once(destination as unknown as EventEmitter, 'ready')
+  destination.write('card 4444333322221111, full width \uff14\uff14\uff14\uff14333322221111\n')
+  logger.info({ path: '/x?pan=4444-3333-2222-1111', n: 1 }, 'plain')
+  await new Promise<void>((resolve) => logger.flush(() => resolve()))
+  t.ok(await written(file, (text) => text.includes('"msg":"plain"')))
+  const text = readFileSync(file, 'utf8')
+  t.notMatch(text, /4444333322221111|4444-3333-2222-1111/)
+  t.match(text, 'card 444433******1111, full width \uff14\uff14\uff14\uff1433******1111\n')
+  t.match(text, '"path":"/x?pan=4444-33**-****-1111","n":1,"msg":"plain"}\n', 'masked once, by the destination')
+})
+
 t.test('a process that crashes still writes the lines it had gathered', async (t) => {
   const file = join(t.testdir(), 'crash.log')
   const script = `
