@@ -8,7 +8,8 @@
 // alone (it serves, and its declarations compile without any framework), then a copy of that project where the three
 // frameworks are added with a second `npm install`, where the README's lines and the examples run. Each compilation
 // starts as soon as its project is installed, while the tests before it run; the examples run side by side, each on
-// its own port.
+// its own port. The suite's longest file by far: named to sort second, as tap starts its files in name order, so that
+// it runs beside the others from the start rather than after them (docs/development.md, tests).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
