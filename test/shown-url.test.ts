@@ -8,7 +8,7 @@ import { checkIdempotencySpec } from '../lib/idempotency/create-store.js'
 import { createRedisClient, redisTarget } from '../lib/idempotency/redis-client.js'
 import { createGateway } from '../lib/proxy/server.js'
 import { hideUserinfo, shownUrl } from '../lib/shown-url.js'
-import { runCli, spawnCli, type CliResult } from './helpers/cli.js'
+import { runCliOnce, spawnCli, type CliResult } from './helpers/cli.js'
 import { FINGERPRINT_KEY, POLICIES_DIR, testCredentials, writeFingerprintKey } from './helpers/fixtures.js'
 import { runs } from './helpers/fuzz.js'
 import { captureLogger, TEST_REDIS_PASSWORD } from './helpers/logs.js'
@@ -158,21 +158,6 @@ t.test(
   },
 )
 
-const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
-
-/** `runCli`, then without the signal listeners serve keeps for the life of its process (lib/cli/signals.ts). */
-async function serveOnce(args: string[], env: Record<string, string>): Promise<CliResult> {
-  const before = SIGNALS.map((signal) => process.listeners(signal))
-  try {
-    return await runCli(args, '', env)
-  } finally {
-    SIGNALS.forEach((signal, i) => {
-      for (const listener of process.listeners(signal))
-        if (!before[i]?.includes(listener)) process.off(signal, listener)
-    })
-  }
-}
-
 t.test(
   'property: serve, run in-process, exits 2 without a part of the password in its output, from a flag or its variable',
   async (t) => {
@@ -187,7 +172,7 @@ t.test(
         const args = ['serve', ...common, ...(fromFlag ? [place, url] : [])]
         if (!(fromFlag && place === '--target')) args.push('--target', target)
         // An accepted URL goes on to the credentials, which are refused: every run ends at start-up, exit 2.
-        const result = await serveOnce(args, fromFlag ? {} : { [place]: url })
+        const result = await runCliOnce(args, fromFlag ? {} : { [place]: url })
         return result.code === 2 && hides(result.stderr, secret) && hides(result.stdout, secret)
       }),
       runs(0.1),
@@ -219,7 +204,7 @@ t.test(
     ]
     for (const [i, [args, env, refusal]] of cases.entries()) {
       let result: CliResult
-      if (i < cases.length - 1) result = await serveOnce(['serve', ...common, ...args], env)
+      if (i < cases.length - 1) result = await runCliOnce(['serve', ...common, ...args], env)
       else {
         const running = spawnCli(['serve', ...common, ...args], env)
         // A process ended by a signal has no code: -1, never the 2 asserted.

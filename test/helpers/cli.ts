@@ -31,6 +31,25 @@ export async function runCli(
   return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }
 }
 
+/** The signals `serve` listens for, for the life of its process (lib/cli/signals.ts). */
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
+
+/**
+ * `runCli` for a command that stops at start-up, such as a refused `serve`: the signal listeners it leaves on this
+ * process, which would go with a process of its own, are taken off after it.
+ */
+export async function runCliOnce(args: string[], env: Readonly<Record<string, string>> = {}): Promise<CliResult> {
+  const before = SIGNALS.map((signal) => process.listeners(signal))
+  try {
+    return await runCli(args, '', env)
+  } finally {
+    SIGNALS.forEach((signal, i) => {
+      for (const listener of process.listeners(signal))
+        if (!before[i]?.includes(listener)) process.off(signal, listener)
+    })
+  }
+}
+
 export interface Running {
   readonly child: ChildProcess
   /** Everything written so far on stdout and stderr. */
