@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { registerHooks, stripTypeScriptTypes } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { threadId } from 'node:worker_threads'
 
 /** A path, relative or absolute, as opposed to a package name; with what follows it (`?query`, `#hash`) apart. */
 const PATH = /^((?:\.{1,2}\/|\/|file:)[^?#]*)\.js([?#].*)?$/
@@ -35,7 +36,10 @@ registerHooks({
   },
 })
 
-/** Where the stripped files are kept: one file a module, its first line the digest of the source it was stripped from. */
+/**
+ * Where the stripped files are kept: one file a module, its first line the digest of the source it was stripped from
+ * and the length of the stripped text that follows, so that a file cut short is never taken for it.
+ */
 const CACHE = fileURLToPath(new URL('../node_modules/.cache/payments-gate-stripped/', import.meta.url))
 const digest = (text) => createHash('sha1').update(text).digest('hex')
 const utf8 = new TextDecoder()
@@ -55,9 +59,10 @@ function strip(source) {
 function keep(file, text) {
   try {
     mkdirSync(CACHE, { recursive: true })
-    // Whole or not at all: other processes read it meanwhile.
-    writeFileSync(`${file}.${process.pid}`, text)
-    renameSync(`${file}.${process.pid}`, file)
+    // Whole or not at all: other processes, and other threads of this one, read it meanwhile.
+    const aside = `${file}.${process.pid}.${threadId}`
+    writeFileSync(aside, text)
+    renameSync(aside, file)
   } catch {
     // Read-only or full: nothing kept.
   }
@@ -69,16 +74,21 @@ registerHooks({
     if (loaded.format !== 'module-typescript') return loaded
     const source = typeof loaded.source === 'string' ? loaded.source : utf8.decode(loaded.source)
     const file = `${CACHE}${digest(url)}`
-    const key = `${digest(`${process.version}\n${source}`)}\n`
+    const key = `${digest(`${process.version}\n${source}`)} `
     let kept
     try {
       kept = readFileSync(file, 'utf8')
     } catch {
       // Not kept yet.
     }
-    if (kept?.startsWith(key)) return { format: 'module', source: kept.slice(key.length), shortCircuit: true }
+    if (kept?.startsWith(key)) {
+      const end = kept.indexOf('\n')
+      const text = kept.slice(end + 1)
+      if (text.length === Number(kept.slice(key.length, end)))
+        return { format: 'module', source: text, shortCircuit: true }
+    }
     const stripped = strip(source)
-    keep(file, key + stripped)
+    keep(file, `${key}${stripped.length}\n${stripped}`)
     return { format: 'module', source: stripped, shortCircuit: true }
   },
 })
