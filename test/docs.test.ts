@@ -2,7 +2,7 @@
 // Secret and ConfigMap the manifests mount (with the keys they read) before `kubectl apply`, and the image's
 // documented `docker run` lines work against the Dockerfile's ENTRYPOINT, CMD and ENV, run on dist/cli.js with
 // their mounts as folders. Also the outputs the docs quote, and the README's command line in a clone. The
-// examples that do run are run against the packed package by test/package.test.ts.
+// examples that do run are run against the packed package by test/as-packed.test.ts.
 import { spawn, spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'

@@ -9,6 +9,9 @@ import { CredentialStore } from '../../dist/credentials/store.js'
 import { AUTHORIZATION, PASSWORD, USER } from '../lib/fixtures.js'
 import { setup } from './setup.js'
 
+/** `--quick`'s sampling time per task, in ms: BENCH_MICRO_MS shortens it where only the printed report counts (test/bench.test.ts). */
+const QUICK_MS = Number(process.env.BENCH_MICRO_MS) || 80
+
 let sink = 0
 const keep = (value) => {
   sink ^= value === undefined ? 1 : value === true ? 2 : 3
@@ -66,7 +69,7 @@ function row(stage, name, result, batch) {
 
 export async function runMicro({ quick }) {
   const s = setup()
-  const bench = new Bench({ time: quick ? 80 : 300, warmupTime: quick ? 20 : 60, iterations: 10 })
+  const bench = new Bench({ time: quick ? QUICK_MS : 300, warmupTime: quick ? QUICK_MS / 4 : 60, iterations: 10 })
   const list = rows(s)
   for (const [, name, fn, batch] of list) {
     bench.add(name, () => {
@@ -99,7 +102,7 @@ async function credentialRows(quick) {
   // A clock that jumps past the TTL on every read: each call misses the cache and runs scrypt.
   let clock = 0
   const uncached = new CredentialStore(users, { cacheTtlMs: 1, now: () => (clock += 1000) })
-  const fast = new Bench({ time: quick ? 80 : 300, warmupTime: 50, iterations: 10 })
+  const fast = new Bench({ time: quick ? QUICK_MS : 300, warmupTime: 50, iterations: 10 })
   fast.add('cached', () => {
     for (let i = 0; i < 200; i++) keep(cached.authenticate(AUTHORIZATION).username === USER)
   })

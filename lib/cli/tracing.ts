@@ -21,7 +21,7 @@ export function tracingRequested(env: Env): boolean {
 /** The registered SDK. */
 export interface Tracing {
   /**
-   * Sends the spans still waiting, for at most `withinMs` (default `DEFAULTS.traceFlushMs`), then unregisters the SDK. Rejects when the collector
+   * Sends the spans still waiting, for at most `withinMs` (by default {@link flushBound}'s), then unregisters the SDK. Rejects when the collector
    * refused them or did not take them in time: they are dropped, and the SDK is unregistered all the same.
    */
   shutdown(withinMs?: number): Promise<void>
@@ -81,6 +81,14 @@ export function batchSetting(env: Env): Record<string, number> {
   return setting
 }
 
+/**
+ * How long the stop's flush may take, in ms: `DEFAULTS.traceFlushMs`, or `OTEL_BSP_EXPORT_TIMEOUT` when that is shorter,
+ * as the flush is one more export (docs/tracing.md).
+ */
+export function flushBound(batch: Readonly<Record<string, number>>): number {
+  return Math.min(DEFAULTS.traceFlushMs, batch.exportTimeoutMillis ?? DEFAULTS.traceFlushMs)
+}
+
 const BATCH_VARIABLES = [
   ['OTEL_BSP_SCHEDULE_DELAY', 'scheduledDelayMillis'],
   ['OTEL_BSP_EXPORT_TIMEOUT', 'exportTimeoutMillis'],
@@ -108,6 +116,7 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
   }
   const sampling = samplerSetting(env)
   const batch = batchSetting(env)
+  const bound = flushBound(batch)
   const [sdk, core, { defaultResource, detectResources, envDetector, resourceFromAttributes }, { OTLPTraceExporter }] =
     await Promise.all([
       import('@opentelemetry/sdk-trace'),
@@ -138,7 +147,7 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
     }),
   )
   return {
-    async shutdown(withinMs = DEFAULTS.traceFlushMs) {
+    async shutdown(withinMs = bound) {
       let timer: NodeJS.Timeout | undefined
       const late = new Promise<never>((_resolve, reject) => {
         timer = setTimeout(

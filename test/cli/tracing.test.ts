@@ -3,22 +3,22 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { trace } from '@opentelemetry/api'
 import t from 'tap'
-import { batchSetting, samplerSetting, startTracing, tracingRequested } from '../../lib/cli/tracing.js'
+import { batchSetting, flushBound, samplerSetting, startTracing, tracingRequested } from '../../lib/cli/tracing.js'
 import { CodedError, isCoded } from '../../lib/coded-error.js'
+import { DEFAULTS } from '../../lib/defaults.js'
 import { spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { startReceiver } from '../helpers/otlp.js'
 import { freePort, serveOnLoopback, startBackend } from '../helpers/servers.js'
 
-// The test that waits out the gateway's 10 s flush bound runs first and beside the rest, which run one after another
-// (one of them sets the exporter's variables in this process's environment; that test passes its own).
-t.jobs = 2
+// One test at a time: one of them sets the exporter's variables in this process's environment, which every child
+// started here inherits.
 
 t.test(
   'the real process with a collector that takes the spans and never answers, under a 60 s exporter timeout: exit 0 soon after "stopped"',
   async (t) => {
-    // Accepts every export and never answers: only the gateway's own bound ends the flush.
+    // Accepts every export and never answers: only the flush's bound ends it, OTEL_BSP_EXPORT_TIMEOUT's 1 s here.
     const { port: collector } = await serveOnLoopback(t, () => undefined)
     const backend = await startBackend()
     t.teardown(() => backend.close())
@@ -26,6 +26,7 @@ t.test(
     const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collector}`,
       OTEL_EXPORTER_OTLP_TIMEOUT: '60000',
+      OTEL_BSP_EXPORT_TIMEOUT: '1000',
       OTEL_BSP_SCHEDULE_DELAY: '600000',
       PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
     })
@@ -277,6 +278,20 @@ t.test('the flush on stop is bounded: a collector that takes the spans and never
   await t.rejects(tracing!.shutdown(200), /the spans still queued were not sent within 200 ms/)
   t.equal(received, 1, 'the export reached the collector, which held it')
   t.equal(trace.getTracer('test').startSpan('after').isRecording(), false, 'the SDK is unregistered all the same')
+
+  // The bound serve's stop uses: OTEL_BSP_EXPORT_TIMEOUT's when that is shorter than the default.
+  const shorter = await startTracing({ ...process.env, OTEL_BSP_EXPORT_TIMEOUT: '300' })
+  trace.getTracer('test').startSpan('queued').end()
+  await t.rejects(shorter!.shutdown(), /the spans still queued were not sent within 300 ms/)
+  t.equal(received, 2, 'the second export reached the collector, which held it')
+})
+
+t.test('the bound of the flush on stop: 10 s, or OTEL_BSP_EXPORT_TIMEOUT when that is shorter', async (t) => {
+  t.equal(flushBound({}), DEFAULTS.traceFlushMs)
+  t.equal(DEFAULTS.traceFlushMs, 10_000, 'docs/tracing.md')
+  t.equal(flushBound(batchSetting({ OTEL_BSP_EXPORT_TIMEOUT: '1000' })), 1000)
+  t.equal(flushBound(batchSetting({ OTEL_BSP_EXPORT_TIMEOUT: '60000' })), DEFAULTS.traceFlushMs)
+  t.equal(flushBound(batchSetting({ OTEL_BSP_SCHEDULE_DELAY: '100' })), DEFAULTS.traceFlushMs)
 })
 
 t.test(

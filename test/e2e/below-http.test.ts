@@ -99,8 +99,10 @@ t.test(
     t.same(await goaway, [13, 0], 'GOAWAY with HTTP_1_1_REQUIRED and last stream id 0')
     await new Promise((resolve) => session.once('close', resolve))
     t.equal(backend.started, 0, 'nothing reached the backend')
-    for (let i = 0; i < 1000 && !logLines.slice(before).some((line) => line.includes('refused below HTTP')); i++)
-      await new Promise((resolve) => setTimeout(resolve, 10))
+    t.ok(
+      await until(() => logLines.slice(before).some((line) => line.includes('refused below HTTP')), 10_000),
+      'logged',
+    )
     const line = logLines.slice(before).find((line) => line.includes('refused below HTTP'))
     t.match(JSON.parse(line ?? '{}'), { status: 0, errorName: 'HTTP_1_1_REQUIRED', code: 'HPE_PAUSED_H2_UPGRADE' })
     t.match(

@@ -1,6 +1,6 @@
-import t, { type Test } from 'tap'
-import { spawnCli, type Running } from '../helpers/cli.js'
-import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
+import t from 'tap'
+import { gatewayProcess } from '../helpers/cli.js'
+import { saleBody } from '../helpers/fixtures.js'
 import { paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
 import { startBackend } from '../helpers/servers.js'
@@ -12,41 +12,6 @@ import { startBackend } from '../helpers/servers.js'
  * outcome, and the backend receives the payment once (docs/idempotency-reference.md,
  * the in-flight window).
  */
-
-/** `payments-gate serve` in a process of its own, on a free port, in front of `target`; stopped when the test ends. */
-async function gatewayProcess(
-  t: Test,
-  target: string,
-  args: string[],
-  killed = false,
-): Promise<{ url: string; run: Running }> {
-  const dir = t.testdir()
-  const credentials = await writeCredentials(dir)
-  const run = spawnCli(
-    [
-      'serve',
-      '--listen',
-      '127.0.0.1:0',
-      '--target',
-      target,
-      '--credentials',
-      credentials,
-      '--idempotency-fingerprint-key',
-      await writeFingerprintKey(dir),
-      '--shutdown-delay',
-      '0',
-      ...args,
-    ],
-    // A process killed outright never writes its coverage: none is measured.
-    killed ? { _TAPJS_PROCESSINFO_COVERAGE_: '0' } : {},
-  )
-  t.teardown(async () => {
-    run.child.kill('SIGTERM')
-    await run.exited
-  })
-  await run.waitFor(/"msg":"gateway listening"/)
-  return { url: `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`, run }
-}
 
 function pay(url: string, body: object): Promise<Reply> {
   return send(url, { headers: paymentHeaders(), body })

@@ -13,7 +13,7 @@ import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import { compileBackendErrors } from '../../lib/backend-errors/rules.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/proxy/retry-protection.js'
-import { spawnCli } from '../helpers/cli.js'
+import { gatewayProcess } from '../helpers/cli.js'
 import {
   basic,
   ENTITIES,
@@ -540,30 +540,6 @@ t.test('retry protection off: every copy is forwarded', async (t) => {
   t.equal(backend.received.length, 2)
 })
 
-/** `payments-gate serve` in a process of its own, on a free port, in front of `target`, with `args`; stopped when the test ends. */
-async function gatewayProcess(t: Test, target: string, args: string[]): Promise<string> {
-  const dir = t.testdir()
-  const credentials = await writeCredentials(dir)
-  const run = spawnCli([
-    'serve',
-    '--listen',
-    '127.0.0.1:0',
-    '--target',
-    target,
-    '--credentials',
-    credentials,
-    '--idempotency-fingerprint-key',
-    await writeFingerprintKey(dir),
-    ...args,
-  ])
-  t.teardown(async () => {
-    run.child.kill('SIGINT')
-    await run.exited
-  })
-  await run.waitFor(/"msg":"gateway listening"/)
-  return `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`
-}
-
 t.test(
   'serve --timeout 1000, every backend connection busy: a queued payment is dropped at 1 s (503, key released), never told "unknown", and reaches the backend once',
   async (t) => {
@@ -577,7 +553,7 @@ t.test(
     const drip = setInterval(() => trickling.forEach((res) => res.write(' ')), 200)
     const finish = () => (clearInterval(drip), trickling.forEach((res) => res.end()), trickling.clear())
     t.teardown(async () => (finish(), await backend.close()))
-    const url = await gatewayProcess(t, backend.url, ['--timeout', '1000', '--shutdown-delay', '0'])
+    const { url } = await gatewayProcess(t, backend.url, ['--timeout', '1000'])
     // The gateway's 256 connections to the backend (docs/backend-faults.md, connections), each held by a payment.
     const held = Array.from({ length: 256 }, (_, i) => started(url, sale(`held-${i}`)))
     t.ok(await until(() => backend.started === 256, 30_000), 'every connection to the backend is busy')
@@ -621,13 +597,13 @@ t.test('Redis: two gateway processes on one Redis share the keys', async (t) => 
   if (redis === undefined) return
   const backend = await startBackend(slowly(50))
   t.teardown(() => backend.close())
-  const [a, b] = await Promise.all([
+  const [{ url: a }, { url: b }] = await Promise.all([
     gatewayProcess(t, backend.url, ['--idempotency', redis.url]),
     gatewayProcess(t, backend.url, ['--idempotency', redis.url]),
   ])
   const payment = sale()
-  const first = await pay(a as string, payment)
-  const retry = await pay(b as string, payment)
+  const first = await pay(a, payment)
+  const retry = await pay(b, payment)
   t.equal(first.status, 201)
   t.equal(retry.status, 201)
   t.equal(retry.text, first.text)
@@ -635,8 +611,8 @@ t.test('Redis: two gateway processes on one Redis share the keys', async (t) => 
   t.equal(backend.received.length, 1)
 
   const copies = sale()
-  const postA = keepAliveSender(t, a as string, 20)
-  const postB = keepAliveSender(t, b as string, 20)
+  const postA = keepAliveSender(t, a, 20)
+  const postB = keepAliveSender(t, b, 20)
   const replies = await Promise.all(
     Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? postA : postB)({ headers: paymentHeaders(), body: copies })),
   )
@@ -644,7 +620,7 @@ t.test('Redis: two gateway processes on one Redis share the keys', async (t) => 
   t.same(new Set(replies.map((reply) => reply.status).filter((status) => status !== 201 && status !== 409)), new Set())
 
   const wrong = { ...paymentHeaders(), authorization: `Basic ${Buffer.from('shop-1:wrong').toString('base64')}` }
-  t.equal((await send(a as string, { headers: wrong, body: sale() })).status, 401)
+  t.equal((await send(a, { headers: wrong, body: sale() })).status, 401)
   const client = createRedisClient(redis.url)
   t.teardown(() => client.disconnect())
   t.ok(await whenReady(client, 5000))

@@ -2,7 +2,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { PassThrough } from 'node:stream'
 import { onExit } from 'signal-exit'
+import type { Test } from 'tap'
 import { main } from '../../lib/cli/main.js'
+import { writeCredentials, writeFingerprintKey } from './fixtures.js'
 import { scanLine } from './logs.js'
 
 export interface CliResult {
@@ -27,6 +29,25 @@ export async function runCli(
   input.end(stdin)
   const code = await main(args, { stdin: input, stdout, stderr, env })
   return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }
+}
+
+/** The signals `serve` listens for, for the life of its process (lib/cli/signals.ts). */
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
+
+/**
+ * `runCli` for a command that stops at start-up, such as a refused `serve`: the signal listeners it leaves on this
+ * process, which would go with a process of its own, are taken off after it.
+ */
+export async function runCliOnce(args: string[], env: Readonly<Record<string, string>> = {}): Promise<CliResult> {
+  const before = SIGNALS.map((signal) => process.listeners(signal))
+  try {
+    return await runCli(args, '', env)
+  } finally {
+    SIGNALS.forEach((signal, i) => {
+      for (const listener of process.listeners(signal))
+        if (!before[i]?.includes(listener)) process.off(signal, listener)
+    })
+  }
 }
 
 export interface Running {
@@ -92,4 +113,42 @@ export function spawnCli(args: string[], env: Record<string, string> = {}, scrip
         check()
       }),
   }
+}
+
+/**
+ * `payments-gate serve` in a process of its own on a free port of 127.0.0.1, in front of `target`, with the test user's
+ * credentials, a fingerprint key and `--shutdown-delay 0`, then `args`; stopped (SIGTERM) when the test ends. A process
+ * the test kills outright (`killed`) never writes its coverage: none is measured.
+ */
+export async function gatewayProcess(
+  t: Test,
+  target: string,
+  args: string[],
+  killed = false,
+): Promise<{ url: string; run: Running }> {
+  const dir = t.testdir()
+  const credentials = await writeCredentials(dir)
+  const run = spawnCli(
+    [
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--target',
+      target,
+      '--credentials',
+      credentials,
+      '--idempotency-fingerprint-key',
+      await writeFingerprintKey(dir),
+      '--shutdown-delay',
+      '0',
+      ...args,
+    ],
+    killed ? { _TAPJS_PROCESSINFO_COVERAGE_: '0' } : {},
+  )
+  t.teardown(async () => {
+    run.child.kill('SIGTERM')
+    await run.exited
+  })
+  await run.waitFor(/"msg":"gateway listening"/)
+  return { url: `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`, run }
 }

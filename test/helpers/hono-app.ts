@@ -1,5 +1,5 @@
 /**
- * A typed Hono app as docs/middleware.md writes one (test/package.test.ts runs the example itself), compiled by
+ * A typed Hono app as docs/middleware.md writes one (test/as-packed.test.ts runs the example itself), compiled by
  * `tsc -p .` and served by test/surfaces/hono.test.ts: the gate given to `app.use`, so its types reach the routes
  * only through the `ContextVariableMap` augmentation of `payments-gate/hono`, and `PaymentsGateInput` for
  * `c.req.valid('json')`.

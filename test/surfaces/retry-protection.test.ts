@@ -315,22 +315,6 @@ for (const surface of SURFACES) {
       t.equal((await open.pay('throw-5')).status, 500, "a throw, unprotected, is answered as the application's error")
   })
 
-  t.test(
-    `${surface}: in-flight window over, a retry gets the unknown outcome; the late answer replaces it`,
-    async (t) => {
-      const { pay, handling } = await app(t, surface, { idempotencyInFlight: 1 })
-      const first = pay('wait-3')
-      t.ok(await until(() => handling.count('wait-3') === 1))
-      const unknown = await pastInProgress(() => pay('wait-3'))
-      t.equal(unknown.status, 500)
-      t.match(unknown.json.message, /did not finish within its in-flight window/)
-      t.equal(unknown.headers['idempotent-replayed'], 'true')
-      handling.release('wait-3')
-      t.equal((await first).status, 201)
-      t.same((await pay('wait-3')).json, { reference: 'wait-3', run: 1 })
-    },
-  )
-
   // Fastify ends a reply whose stream fails itself: a failure after the head is Fastify's, no throw of the handler.
   if (surface !== 'fastify')
     t.test(`${surface}: an answer that breaks after it started is an unknown outcome`, async (t) => {
@@ -344,6 +328,27 @@ for (const surface of SURFACES) {
       t.equal(handling.count('broken-1'), 1)
     })
 }
+
+// Each waits out a 1 s in-flight window with nothing else to do, on an app of its own: the surfaces side by side.
+t.test('in-flight window over, on every surface', async (t) => {
+  t.jobs = SURFACES.length
+  for (const surface of SURFACES)
+    t.test(
+      `${surface}: in-flight window over, a retry gets the unknown outcome; the late answer replaces it`,
+      async (t) => {
+        const { pay, handling } = await app(t, surface, { idempotencyInFlight: 1 })
+        const first = pay('wait-3')
+        t.ok(await until(() => handling.count('wait-3') === 1))
+        const unknown = await pastInProgress(() => pay('wait-3'))
+        t.equal(unknown.status, 500)
+        t.match(unknown.json.message, /did not finish within its in-flight window/)
+        t.equal(unknown.headers['idempotent-replayed'], 'true')
+        handling.release('wait-3')
+        t.equal((await first).status, 201)
+        t.same((await pay('wait-3')).json, { reference: 'wait-3', run: 1 })
+      },
+    )
+})
 
 /** The real memory store, its claims held while `holding`, until `go`: a store that answers late. */
 class LateStore implements IdempotencyStore {
