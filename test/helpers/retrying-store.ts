@@ -30,6 +30,9 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** How many times a failed command is tried again: enough to outlast a delayed reply and a reconnection. */
 const ATTEMPTS = 60
 
+/** How long a retry waits for the store to be connected again after a reset: a loaded machine reconnects late. */
+const RECONNECT_WAIT_MS = 10_000
+
 /**
  * The store as a client that retries sees it: each operation meets the next
  * planned fault on its first attempt, and is tried again until it answers.
@@ -114,6 +117,8 @@ export class RetryingStore implements IdempotencyStore {
         this.#proxy.disarm()
       }
       await pause(20)
+      // Waited for, not counted: attempts spent while the client reconnects would run out on a loaded machine.
+      await this.#store.ready(RECONNECT_WAIT_MS)
       await beforeRetry()
       first = operation()
     }
