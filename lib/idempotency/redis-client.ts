@@ -240,7 +240,36 @@ export function connectRedis(target: RedisOptions, options: RedisClientOptions =
     sentinelRetryStrategy: reconnect,
   })
   reportErrors(client, options.onError)
+  keepConnecting(client)
   return client
+}
+
+/** Another connection to the server `client` reaches (through the Sentinels, if it does so), with its own command timeout. */
+export function duplicateRedis(
+  client: Redis,
+  options: { readonly commandTimeoutMs: number; readonly onError: ((error: Error) => void) | undefined },
+): Redis {
+  const connection = client.duplicate({ commandTimeout: options.commandTimeoutMs })
+  reportErrors(connection, options.onError)
+  keepConnecting(connection)
+  return connection
+}
+
+/** The clients `closeRedisClient` is closing: the only ones meant to end. */
+const CLOSED = new WeakSet<RedisClient>()
+
+/**
+ * ioredis ends a Sentinel client for good when a failover is announced while the client reconnects: the failover
+ * detector of its last connection closes the connector while it waits for a Sentinel's answer, and a connector that
+ * fails makes the client end, never to reconnect. Every payment would then get 503 until a restart; the client
+ * connects again instead (docs/idempotency-reference.md, `redis-sentinel://`).
+ */
+function keepConnecting(client: Redis): void {
+  // ioredis's options hold `sentinels: null` for a client without Sentinel.
+  if (client.options.sentinels)
+    client.on('end', () => {
+      if (!CLOSED.has(client)) client.connect().catch(() => {})
+    })
 }
 
 /** Where this process reaches the nodes of a cluster, by the address each announces (a NAT, a port forward). */
@@ -380,10 +409,12 @@ function connected(client: RedisClient, timeoutMs: number): Promise<boolean> {
 }
 
 /**
- * Quits cleanly when connected, then stops any reconnection attempt. A Cluster client is disconnected only: its
+ * Quits cleanly when connected, then stops any reconnection attempt: the way to close a client made here, as a
+ * Sentinel client that ends otherwise is started again (`keepConnecting`). A Cluster client is disconnected only: its
  * `quit` would first connect to each node it knows and has not used (the replicas) to say QUIT.
  */
 export async function closeRedisClient(client: RedisClient): Promise<void> {
+  CLOSED.add(client)
   try {
     if (client.status === 'ready' && !client.isCluster) await client.quit()
   } finally {

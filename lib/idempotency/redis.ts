@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis'
 import { CodedError } from '../coded-error.js'
 import { keptAnswer } from './answer-size.js'
 import { hashTag } from '../hash-tag.js'
-import { closeRedisClient, connectNode, reportErrors, whenReady, type RedisClient } from './redis-client.js'
+import { closeRedisClient, connectNode, duplicateRedis, whenReady, type RedisClient } from './redis-client.js'
 import { notRun, ShardWriters } from './redis-cluster.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import {
@@ -219,11 +219,7 @@ function acknowledgedWrites(
     const cluster = redis as Cluster
     return new ShardWriters(cluster, (node) => pool(() => connectNode(cluster, node, settings)), options.onRedirection)
   }
-  return pool(() => {
-    const connection = (redis as Redis).duplicate({ commandTimeout: settings.commandTimeoutMs })
-    reportErrors(connection, options.onError)
-    return connection
-  })
+  return pool(() => duplicateRedis(redis as Redis, settings))
 }
 
 const IN_FLIGHT: Claim = Object.freeze({ state: 'inFlight' })

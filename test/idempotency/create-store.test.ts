@@ -242,7 +242,7 @@ t.test(
         password: 'secret',
       },
     )
-    t.teardown(() => sentinel.disconnect())
+    t.teardown(() => closeRedisClient(sentinel))
     t.match(sentinel.options, { password: 'secret', username: 'user' }, 'through Sentinel: the primary gets it')
     const plain = connectRedis(redisTarget('redis://user@127.0.0.1:9/0') as Parameters<typeof connectRedis>[0], {
       password: 'secret',
