@@ -1,12 +1,13 @@
 // Loaded by test/typescript.mjs, so in every test process and in every child the tests start with it. A package of
-// many small ES modules costs each process Node's loader work for every one of them (resolving, reading, compiling,
-// linking): TypeBox's 218 files cost a process more than the rest of its import, and tap's helpers load a hundred
-// more before a test starts. The packages below are loaded as esbuild bundles of their ES entry points instead, built
-// once into node_modules/.cache and reused by every process after, as dist/cli.js bundles them for `serve`
+// many small modules costs each process Node's loader work for every one of them (resolving, reading, compiling,
+// linking): TypeBox's 218 files cost a process more than the rest of its import, and tap loads a few hundred more
+// before a test starts. The packages below are loaded as esbuild bundles of their entry points instead, built once
+// into node_modules/.cache and reused by every process after, as dist/cli.js bundles them for `serve`
 // (scripts/bundle-cli.js). A bundle keeps what the modules do: every statement and name kept, the entry points of a
 // package sharing one copy of each of its modules, its imports of other packages resolved from the package's own
-// folder. Only an import that Node resolves to one of the package's ES entry points is redirected; `require` still
-// gets the package's CommonJS build, as without this hook.
+// folder, the names an `import` of a CommonJS entry point sees unchanged. Only what Node resolves to one of the
+// package's entry points is redirected: a package with ES and CommonJS builds keeps its CommonJS build for `require`.
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire, registerHooks } from 'node:module'
@@ -15,18 +16,23 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { threadId } from 'node:worker_threads'
 
 /**
- * The packages loaded as bundles: ES modules that read no file of their own at run time. Not tap's core, whose own
- * folder locates tap's frames in a stack, nor its mock and process-info hooks, which other imports must share.
+ * The packages loaded as bundles: many modules each, none read from its own folder at run time, and none reached
+ * beyond the entry points. Not tap's core, which tap's test class imports while the core imports it (a bundle would run
+ * that cycle in another order), nor its process-info hook, loaded before this one; not Ajv, whose compiled validators
+ * require its modules by their paths.
  */
 const PACKAGES = new Set([
+  '@opentelemetry/api',
   '@sinclair/typebox',
   '@tapjs/error-serdes',
   'diff',
   'mkdirp',
+  'prom-client',
   'rimraf',
   'tap-parser',
   'tap-yaml',
   'tcompare',
+  'yaml',
 ])
 
 const ROOT = new URL('../', import.meta.url)
@@ -53,6 +59,70 @@ function isModule(file, packageFolder) {
 /** A package being bundled: its own imports, made while its entry points are resolved, load it as it is. */
 const BUILDING = Symbol('building')
 
+/** What every bundle keeps of its modules: all of their statements, and the names of their functions and classes. */
+const EXACT = {
+  bundle: true,
+  platform: 'node',
+  packages: 'external',
+  treeShaking: false,
+  ignoreAnnotations: true,
+  keepNames: true,
+  logLevel: 'silent',
+}
+
+/** ES entry points: one module each, sharing the chunks that hold the modules they have in common. */
+function bundleModules(esbuild, entries, out) {
+  esbuild.buildSync({
+    ...EXACT,
+    entryPoints: Object.fromEntries(entries.map((file, i) => [`entry${i}`, file])),
+    outdir: out,
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
+    format: 'esm',
+  })
+  return Object.fromEntries(entries.map((file, i) => [pathToFileURL(file).href, `entry${i}.mjs`]))
+}
+
+/**
+ * CommonJS entry points: one bundle holds the package's modules once, and each entry point is a module that exports
+ * its part, its names written out for Node's reader of CommonJS exports (an `import { name }` of it gets the names it
+ * gets from the package itself, read here from a process of its own).
+ */
+function bundleCommonJs(esbuild, entries, out) {
+  const urls = entries.map((file) => pathToFileURL(file).href)
+  const read = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `const urls = ${JSON.stringify(urls)}
+      const names = []
+      for (const url of urls) names.push(Object.keys(await import(url)).filter((name) => name !== 'default' && name !== 'module.exports'))
+      console.log(JSON.stringify(names))`,
+    ],
+    { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', _TAPJS_PROCESSINFO_COVERAGE_: '0' } },
+  )
+  const names = JSON.parse(read.stdout)
+  esbuild.buildSync({
+    ...EXACT,
+    stdin: {
+      contents: `module.exports = [${entries.map((file) => `require(${JSON.stringify(file)})`).join(', ')}]`,
+      resolveDir: dirname(entries[0]),
+      sourcefile: 'entries.cjs',
+    },
+    outfile: join(out, 'package.cjs'),
+    format: 'cjs',
+  })
+  entries.forEach((_, i) => {
+    const exported = names[i].map((name) => `${JSON.stringify(name)}: _`).join(', ')
+    writeFileSync(
+      join(out, `entry${i}.cjs`),
+      `module.exports = require('./package.cjs')[${i}]\n0 && (module.exports = { ${exported} })\n`,
+    )
+  })
+  return Object.fromEntries(urls.map((url, i) => [url, `entry${i}.cjs`]))
+}
+
 /**
  * The package's bundle, built if it is not kept yet: the URL of each ES entry point mapped to its bundled module.
  * Undefined when it cannot be built (no esbuild, a read-only folder): the package then loads as it is.
@@ -76,30 +146,17 @@ function build(name) {
         .filter((subpath) => !subpath.includes('*') && !subpath.endsWith('/') && subpath !== './package.json')
         .flatMap((subpath) => {
           try {
-            const file = fileURLToPath(import.meta.resolve(`${name}${subpath.slice(1)}`))
-            return isModule(file, folder) ? [file] : []
+            return [fileURLToPath(import.meta.resolve(`${name}${subpath.slice(1)}`))]
           } catch {
             return []
           }
         })
-      if (entries.length === 0) return undefined
+      const modules = entries.filter((file) => isModule(file, folder))
+      // A package whose entry points are of both kinds is left as it is.
+      if (entries.length === 0 || (modules.length > 0 && modules.length < entries.length)) return undefined
       // Built aside, then renamed whole: other processes, and other threads of this one, read it meanwhile.
       const aside = `${out}.${process.pid}.${threadId}`
-      esbuild.buildSync({
-        entryPoints: Object.fromEntries(entries.map((file, i) => [`entry${i}`, file])),
-        outdir: aside,
-        outExtension: { '.js': '.mjs' },
-        bundle: true,
-        splitting: true,
-        format: 'esm',
-        platform: 'node',
-        packages: 'external',
-        treeShaking: false,
-        ignoreAnnotations: true,
-        keepNames: true,
-        logLevel: 'silent',
-      })
-      const urls = Object.fromEntries(entries.map((file, i) => [pathToFileURL(file).href, `entry${i}.mjs`]))
+      const urls = modules.length > 0 ? bundleModules(esbuild, entries, aside) : bundleCommonJs(esbuild, entries, aside)
       writeFileSync(join(aside, 'entries.json'), JSON.stringify({ from: pathToFileURL(entries[0]).href, urls }))
       mkdirSync(CACHE, { recursive: true })
       try {
@@ -138,6 +195,7 @@ registerHooks({
     }
     const bundle = bundles.get(name)
     const url = bundle === BUILDING ? undefined : bundle?.get(resolved.url)
-    return url === undefined ? resolved : { url, format: 'module', shortCircuit: true }
+    if (url === undefined) return resolved
+    return { url, format: url.endsWith('.cjs') ? 'commonjs' : 'module', shortCircuit: true }
   },
 })
