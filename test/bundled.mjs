@@ -141,22 +141,31 @@ function build(name) {
     const out = join(CACHE, `${name.replace('/', '+')}-${key.slice(0, 16)}`)
     const map = join(out, 'entries.json')
     if (!existsSync(map)) {
-      // Each subpath of the exports map, as this process's imports resolve it (a pattern names no one file).
+      // Each subpath of the exports map, as an import and as a require resolve it (a pattern names no one file).
+      const require = createRequire(ROOT)
       const entries = Object.keys(manifest.exports ?? { '.': null })
         .filter((subpath) => !subpath.includes('*') && !subpath.endsWith('/') && subpath !== './package.json')
-        .flatMap((subpath) => {
-          try {
-            return [fileURLToPath(import.meta.resolve(`${name}${subpath.slice(1)}`))]
-          } catch {
-            return []
-          }
-        })
-      const modules = entries.filter((file) => isModule(file, folder))
-      // A package whose entry points are of both kinds is left as it is.
-      if (entries.length === 0 || (modules.length > 0 && modules.length < entries.length)) return undefined
+        .flatMap((subpath) =>
+          [
+            () => fileURLToPath(import.meta.resolve(`${name}${subpath.slice(1)}`)),
+            () => require.resolve(`${name}${subpath.slice(1)}`),
+          ].flatMap((resolve) => {
+            try {
+              return [resolve()]
+            } catch {
+              return []
+            }
+          }),
+        )
+      const modules = [...new Set(entries.filter((file) => isModule(file, folder)))]
+      const commonJs = [...new Set(entries.filter((file) => !isModule(file, folder)))]
+      if (modules.length + commonJs.length === 0) return undefined
       // Built aside, then renamed whole: other processes, and other threads of this one, read it meanwhile.
       const aside = `${out}.${process.pid}.${threadId}`
-      const urls = modules.length > 0 ? bundleModules(esbuild, entries, aside) : bundleCommonJs(esbuild, entries, aside)
+      const urls = {
+        ...(modules.length > 0 ? bundleModules(esbuild, modules, aside) : {}),
+        ...(commonJs.length > 0 ? bundleCommonJs(esbuild, commonJs, aside) : {}),
+      }
       writeFileSync(join(aside, 'entries.json'), JSON.stringify({ from: pathToFileURL(entries[0]).href, urls }))
       mkdirSync(CACHE, { recursive: true })
       try {
@@ -175,10 +184,19 @@ function build(name) {
   }
 }
 
-/** Each package's bundle, built or read once a process, on its first import. */
+/** Each package's bundle in this process. */
 const bundles = new Map()
 /** The folder URL of each bundle, and the entry point its imports of other packages resolve from. */
 const origins = new Map()
+
+/** The package's bundle, built or read on the first import of it in this process. */
+function bundleOf(name) {
+  if (!bundles.has(name)) {
+    bundles.set(name, BUILDING)
+    bundles.set(name, build(name))
+  }
+  return bundles.get(name)
+}
 
 registerHooks({
   resolve(specifier, context, next) {
@@ -189,13 +207,13 @@ registerHooks({
     const origin = parent === undefined ? undefined : origins.get(parent)
     const resolved = next(specifier, origin === undefined ? context : { ...context, parentURL: origin })
     if (!PACKAGES.has(name)) return resolved
-    if (!bundles.has(name)) {
-      bundles.set(name, BUILDING)
-      bundles.set(name, build(name))
-    }
-    const bundle = bundles.get(name)
+    const bundle = bundleOf(name)
     const url = bundle === BUILDING ? undefined : bundle?.get(resolved.url)
     if (url === undefined) return resolved
     return { url, format: url.endsWith('.cjs') ? 'commonjs' : 'module', shortCircuit: true }
   },
 })
+
+// `node test/bundled.mjs`, before the suite (package.json's pretest): every bundle built once, rather than by each of
+// the first test processes at once.
+if (import.meta.main) for (const name of PACKAGES) bundleOf(name)
