@@ -124,10 +124,11 @@ function bundleCommonJs(esbuild, entries, out) {
 }
 
 /**
- * The package's bundle, built if it is not kept yet: the URL of each ES entry point mapped to its bundled module.
+ * The package's bundle, built if it is not kept yet: the URL of each entry point mapped to its bundled module.
  * Undefined when it cannot be built (no esbuild, a read-only folder): the package then loads as it is.
  */
 function build(name) {
+  let aside
   try {
     const folder = fileURLToPath(new URL(`node_modules/${name}/`, ROOT))
     const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8'))
@@ -161,7 +162,7 @@ function build(name) {
       const commonJs = [...new Set(entries.filter((file) => !isModule(file, folder)))]
       if (modules.length + commonJs.length === 0) return undefined
       // Built aside, then renamed whole: other processes, and other threads of this one, read it meanwhile.
-      const aside = `${out}.${process.pid}.${threadId}`
+      aside = `${out}.${process.pid}.${threadId}`
       const urls = {
         ...(modules.length > 0 ? bundleModules(esbuild, modules, aside) : {}),
         ...(commonJs.length > 0 ? bundleCommonJs(esbuild, commonJs, aside) : {}),
@@ -180,6 +181,7 @@ function build(name) {
     origins.set(folderURL, from)
     return new Map(Object.entries(urls).map(([file, bundled]) => [file, `${folderURL}${bundled}`]))
   } catch {
+    if (aside !== undefined) rmSync(aside, { recursive: true, force: true })
     return undefined
   }
 }
