@@ -9,9 +9,9 @@
 // package's entry points is redirected: a package with ES and CommonJS builds keeps its CommonJS build for `require`.
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire, registerHooks } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { threadId } from 'node:worker_threads'
 
@@ -49,7 +49,11 @@ function packageName(specifier) {
 function isModule(file, packageFolder) {
   if (file.endsWith('.mjs')) return true
   if (!file.endsWith('.js')) return false
-  for (let folder = dirname(file); folder.startsWith(packageFolder); folder = dirname(folder)) {
+  for (
+    let folder = dirname(file);
+    folder.startsWith(`${packageFolder}${sep}`) || folder === packageFolder;
+    folder = dirname(folder)
+  ) {
     const manifest = join(folder, 'package.json')
     if (existsSync(manifest)) return JSON.parse(readFileSync(manifest, 'utf8')).type === 'module'
   }
@@ -130,7 +134,8 @@ function bundleCommonJs(esbuild, entries, out) {
 function build(name) {
   let aside
   try {
-    const folder = fileURLToPath(new URL(`node_modules/${name}/`, ROOT))
+    // Its real path, as Node resolves its files (node_modules may be a link, as in a mutation run's sandbox).
+    const folder = realpathSync(fileURLToPath(new URL(`node_modules/${name}/`, ROOT)))
     const manifest = JSON.parse(readFileSync(join(folder, 'package.json'), 'utf8'))
     const esbuild = createRequire(ROOT)('esbuild')
     // This file's own text too: a bundle built with other options is not this one.
