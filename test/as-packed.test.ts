@@ -179,6 +179,12 @@ const snippet = (docs: Map<string, Snippet>, name: string): Snippet => {
 const PASSWORD = 'a-readme-password-of-32-characters'
 const shop = { authorization: basic('shop-1', PASSWORD) }
 
+/**
+ * A user's compiler options, without skipLibCheck: every declaration file of the package and of its dependencies is
+ * checked. TypeScript's own lib files, the same in every project, are not checked again (skipDefaultLibCheck).
+ */
+const USER_OPTIONS = { strict: true, module: 'nodenext', target: 'es2022', skipDefaultLibCheck: true }
+
 /** What compiles the declarations in the project without any framework, written once it is installed (compiled below). */
 const aloneWritten = alone.installed.then(() => {
   mkdirSync(join(alone.folder, 'none'))
@@ -196,7 +202,7 @@ const aloneWritten = alone.installed.then(() => {
   writeFileSync(
     join(alone.folder, 'tsconfig.none.json'),
     JSON.stringify({
-      compilerOptions: { strict: true, module: 'nodenext', target: 'es2022', noEmit: true },
+      compilerOptions: { ...USER_OPTIONS, noEmit: true },
       include: ['none'],
     }),
   )
@@ -450,7 +456,7 @@ const examplesWritten = frameworks.installed.then(() => {
   writeFileSync(
     join(folder, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { strict: true, module: 'nodenext', target: 'es2022', outDir: 'out' },
+      compilerOptions: { ...USER_OPTIONS, outDir: 'out' },
       include: ['examples'],
     }),
   )

@@ -10,6 +10,8 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { registerHooks, stripTypeScriptTypes } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { threadId } from 'node:worker_threads'
+// Packages of many small modules load as bundles (test/bundled.mjs).
+import './bundled.mjs'
 
 /** A path, relative or absolute, as opposed to a package name; with what follows it (`?query`, `#hash`) apart. */
 const PATH = /^((?:\.{1,2}\/|\/|file:)[^?#]*)\.js([?#].*)?$/

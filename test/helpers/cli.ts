@@ -67,9 +67,13 @@ export interface Running {
  */
 const CHILD_ARGS = [`--import=${new URL('../typescript.mjs', import.meta.url).href}`]
 
-/** The real CLI (or another `script` of the repository) in a child process, its TypeScript run as the tests run theirs. */
+/**
+ * The real CLI (or another `script` of the repository) in a child process, its TypeScript run as the tests run theirs;
+ * a built script (dist/cli.js) with none of the tests' hooks, which load some packages as bundles (test/bundled.mjs):
+ * it loads its modules as a user's process does.
+ */
 export function spawnCli(args: string[], env: Record<string, string> = {}, script = 'lib/cli.ts'): Running {
-  const child = spawn(process.execPath, [...CHILD_ARGS, script, ...args], {
+  const child = spawn(process.execPath, [...(script.endsWith('.ts') ? CHILD_ARGS : []), script, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
