@@ -2,72 +2,19 @@
 // chart in latest.svg and its figures in latest.json.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
-import { parseArgs } from 'node:util'
 import { runLadder } from './e2e/ladder.js'
-import { planOf, settings } from './e2e/plan.js'
 import { runPaired } from './e2e/run.js'
 import { runMicro } from './micro/stages.js'
 import { runStartup, startupSection } from './startup.js'
+import { benchOptions } from './options.js'
 import { chartData, chartFigures, renderChart } from './lib/chart.js'
 import { isSmoke, loadWarning } from './lib/pairing.js'
 import { cpuBreakdown } from './lib/profile.js'
 import { ladderSection, microSection, profileSection, serversSection } from './lib/report.js'
 import { targetsSection } from './lib/targets.js'
 
-const { values } = parseArgs({
-  options: {
-    quick: { type: 'boolean' },
-    full: { type: 'boolean' },
-    ratios: { type: 'string' },
-    aa: { type: 'boolean' },
-    baseline: { type: 'string' },
-    targets: { type: 'string' },
-    pairs: { type: 'string' },
-    seconds: { type: 'string' },
-    connections: { type: 'string' },
-    fill: { type: 'string' },
-    profile: { type: 'boolean' },
-    ladder: { type: 'boolean' },
-    'ladder-only': { type: 'boolean' },
-    'pairs-only': { type: 'boolean' },
-    fresh: { type: 'boolean' },
-    'micro-only': { type: 'boolean' },
-  },
-})
-const number = (flag, whole = true) => {
-  const n = values[flag] === undefined ? undefined : Number(values[flag])
-  if (n !== undefined && !((whole ? Number.isInteger(n) : Number.isFinite(n)) && n > 0))
-    throw new Error(`--${flag}: expected a ${whole ? 'whole ' : ''}number above 0, got ${values[flag]}`)
-  return n
-}
-const s = settings({
-  quick: values.quick,
-  pairs: number('pairs'),
-  seconds: number('seconds', false),
-  connections: number('connections'),
-  fresh: values.fresh,
-})
-const plan = planOf({
-  ratios: values.ratios,
-  full: values.full,
-  aa: values.aa,
-  baseline: values.baseline,
-  targets: values.targets,
-})
-const fill = number('fill') ?? 0
+const { values, s, plan, fill, baseline, only } = benchOptions(process.argv.slice(2))
 const smoke = isSmoke(s)
-const baseline = values.baseline
-// What runs: the stages and the probe only in a run of the default kind; the start-up also against a baseline.
-const only = values['micro-only']
-  ? 'micro'
-  : values['ladder-only']
-    ? 'ladder'
-    : values['pairs-only']
-      ? 'pairs'
-      : undefined
-// A new process each pair leaves no one process to profile, or to probe for memory and latency after the pairs.
-if (values.fresh && (values.profile || (only !== 'pairs' && baseline === undefined)))
-  throw new Error('--fresh: only with --pairs-only or --baseline, and without --profile')
 const results = new URL('./results/', import.meta.url)
 const log = (message) => process.stderr.write(`${message}\n`)
 
