@@ -343,6 +343,8 @@ t.test(
     t.equal(passed.status, 201, 'a path that is not a payment is passed through')
     t.equal(backend.received.at(-1)?.url, '/status')
     t.match(readFileSync(loads, 'utf8'), /^http-proxy-3\//m, 'loaded by it')
+    const paid = await send(port, { headers: paymentHeaders(), body: saleBody({ transactionReference: 'loads-1' }) })
+    t.equal(paid.status, 201, 'a payment')
     run.child.kill('SIGTERM')
     await run.exited
     const atExit = readFileSync(loads, 'utf8')
@@ -352,6 +354,8 @@ t.test(
       /^node:internal\/deps\/undici\/undici$/m,
       "node's own undici, which an import of node:http loads",
     )
+    // Without the OTEL_ variables, a payment served and a stop (cli/tracing.test.ts shows the report sees the SDK).
+    t.notMatch(atExit, /^@opentelemetry\/(sdk|exporter|resources)/m, 'nothing of the OpenTelemetry SDK')
   },
 )
 
