@@ -44,7 +44,7 @@ t.test('the document is valid OpenAPI 3.1', async (t) => {
   t.same(result.errors, undefined)
   t.equal(result.valid, true)
   t.equal(validator.version, '3.1')
-  const withOptions = await new Validator().validate(buildOpenApi({ vendor: 'acme', basePath: 'api/' }))
+  const withOptions = await validator.validate(buildOpenApi({ vendor: 'acme', basePath: 'api/' }))
   t.equal(withOptions.valid, true)
 })
 
@@ -476,24 +476,33 @@ async function documents(t: Test): Promise<[name: string, document: Json][]> {
 
 /**
  * swagger-parser's `validate` runs in a worker stopped at the deadline: its dereferencing is synchronous,
- * so a document it cannot finish would otherwise hold the test until tap's timeout.
+ * so a document it cannot finish would otherwise hold the test until tap's timeout. One worker takes the
+ * documents in turn, each verdict posted as it is known.
  */
 const SWAGGER_PARSER = `
 const { parentPort, workerData } = require('node:worker_threads')
-import(workerData.parser)
-  .then(({ default: parser }) => parser.validate(workerData.document))
-  .then(() => parentPort.postMessage('valid'), (error) => parentPort.postMessage(String(error)))
+import(workerData.parser).then(async ({ default: parser }) => {
+  for (const document of workerData.documents)
+    parentPort.postMessage(await parser.validate(document).then(() => 'valid', (error) => String(error)))
+})
 `
 
-async function swaggerParser(document: Json, deadline: number): Promise<unknown> {
+async function swaggerParser(documents: Json[], deadline: number): Promise<unknown[]> {
   const parser = import.meta.resolve('@apidevtools/swagger-parser')
-  const worker = new Worker(SWAGGER_PARSER, { eval: true, workerData: { parser, document } })
+  const worker = new Worker(SWAGGER_PARSER, { eval: true, workerData: { parser, documents } })
+  const verdicts: unknown[] = []
   let timer: NodeJS.Timeout | undefined
   try {
     return await new Promise((resolve, reject) => {
-      worker.once('message', resolve)
+      worker.on('message', (verdict) => {
+        verdicts.push(verdict)
+        if (verdicts.length === documents.length) resolve(verdicts)
+      })
       worker.once('error', reject)
-      timer = setTimeout(() => resolve(`not done within ${deadline} ms`), deadline)
+      timer = setTimeout(
+        () => resolve(documents.map((_, i) => (i < verdicts.length ? verdicts[i] : `not done within ${deadline} ms`))),
+        deadline,
+      )
     })
   } finally {
     clearTimeout(timer)
@@ -503,7 +512,10 @@ async function swaggerParser(document: Json, deadline: number): Promise<unknown>
 
 t.test('swagger-parser validates and dereferences the document in seconds', async (t) => {
   const all = await documents(t)
-  const verdicts = await Promise.all(all.map(([, document]) => swaggerParser(document, 20_000)))
+  const verdicts = await swaggerParser(
+    all.map(([, document]) => document),
+    20_000,
+  )
   t.same(
     verdicts,
     all.map(() => 'valid'),
