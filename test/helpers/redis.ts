@@ -42,9 +42,11 @@ export interface SentinelServer {
 const MISSING =
   '!!! redis-server is not on PATH: the Redis tests cannot run. Install it (Debian: apt-get install -y redis-server redis-sentinel; npm test does so as root, test/before.ts).'
 
-/** Whether `redis-server` can be run on this machine. */
+let haveRedisServer: boolean | undefined
+/** Whether `redis-server` can be run on this machine: asked once a process (a spawnSync blocks the tests meanwhile). */
 function haveRedis(): boolean {
-  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error === undefined
+  haveRedisServer ??= spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error === undefined
+  return haveRedisServer
 }
 
 /**
