@@ -17,11 +17,14 @@ import { testGate } from '../helpers/surfaces.js'
 /** The window of the claims: long enough that the first retry after the kill comes inside it on a loaded machine. */
 const IN_FLIGHT_SECONDS = 5
 
-/** The application on `surface` in a process of its own, on `redis`; stopped when the test ends. */
-async function appProcess(t: Test, surface: Surface, redis: string): Promise<{ port: number; run: Running }> {
+/**
+ * The application on every surface in one process, on `redis`, each surface a server of its own; stopped when the
+ * test ends. It is killed once the handler of every surface runs its payment.
+ */
+async function appProcess(t: Test, redis: string): Promise<{ ports: Record<Surface, number>; run: Running }> {
   // Killed outright, it never writes its coverage: none is measured.
   const run = spawnCli(
-    [surface, redis, String(IN_FLIGHT_SECONDS)],
+    [redis, String(IN_FLIGHT_SECONDS), ...SURFACES],
     { _TAPJS_PROCESSINFO_COVERAGE_: '0' },
     'test/helpers/protected-process.ts',
   )
@@ -29,8 +32,12 @@ async function appProcess(t: Test, surface: Surface, redis: string): Promise<{ p
     run.child.kill('SIGTERM')
     await run.exited
   })
-  await run.waitFor(/listening \d+/)
-  return { port: Number(/listening (\d+)/.exec(run.output().stdout)?.[1]), run }
+  await Promise.all(SURFACES.map((surface) => run.waitFor(new RegExp(`listening ${surface} \\d+`))))
+  const port = (surface: Surface) => Number(new RegExp(`listening ${surface} (\\d+)`).exec(run.output().stdout)?.[1])
+  return {
+    ports: Object.fromEntries(SURFACES.map((surface) => [surface, port(surface)])) as Record<Surface, number>,
+    run,
+  }
 }
 
 /**
@@ -56,19 +63,22 @@ function pay(port: number, body: object): Promise<Reply> {
 }
 
 // One Redis for every surface, each paying under its own reference; each waits out the claim's window: side by side.
+// One process A holds the four applications; it is killed once the four handlers run.
 const redis = await startRedis(t)
+const a = redis === undefined ? undefined : await appProcess(t, redis.url)
+const reference = (surface: Surface) => `wait-killed-${surface}`
+const allStarted = Promise.all(SURFACES.map((surface) => a?.run.waitFor(new RegExp(`started ${reference(surface)}`))))
 t.jobs = SURFACES.length
 
 for (const surface of SURFACES)
   t.test(
     `${surface}: a process killed while its handler runs leaves the unknown outcome; no other process runs the payment again`,
     async (t) => {
-      if (redis === undefined) return
-      const [a, b] = await Promise.all([appProcess(t, surface, redis.url), appHere(t, surface, redis.url)])
-      const reference = `wait-killed-${surface}`
-      const payment = saleBody({ transactionReference: reference })
-      const first = pay(a.port, payment).catch((error: unknown) => error)
-      await a.run.waitFor(new RegExp(`started ${reference}`))
+      if (redis === undefined || a === undefined) return
+      const b = await appHere(t, surface, redis.url)
+      const payment = saleBody({ transactionReference: reference(surface) })
+      const first = pay(a.ports[surface], payment).catch((error: unknown) => error)
+      await allStarted
       a.run.child.kill('SIGKILL')
       t.match(await first, { code: 'ECONNRESET' }, 'the client of A lost its connection')
 
