@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
+import { uncovered } from './helpers/uncovered.js'
 
 // `npm run bench` runs against the built code, as users do; `npm ci` builds it (the `prepare` script).
 const built = new URL('../dist/gate.js', import.meta.url)
@@ -14,7 +15,7 @@ function bench(args: string[]): Promise<{ code: number | null; stdout: string; s
   const { NODE_V8_COVERAGE: _, ...inherited } = process.env
   // Each micro task sampled for 5 ms, not --quick's 80: only what is printed is asserted.
   const env = { ...inherited, _TAPJS_PROCESSINFO_COVERAGE_: '0', BENCH_MICRO_MS: '5' }
-  const child = spawn(process.execPath, ['bench/run.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(...uncovered(['bench/run.js', ...args], env), { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { runCli } from './helpers/cli.js'
+import { uncovered } from './helpers/uncovered.js'
 
 const repository = fileURLToPath(new URL('..', import.meta.url))
 /** The bundle runs outside the coverage of lib/ (package.json's coverage-exclude leaves dist/ out): none is measured. */
@@ -28,7 +29,7 @@ t.test('the bundled command answers the error bodies the library answers, byte f
   ]
   for (const body of bodies) {
     const args = ['validate', '--operation', 'sale', '--policies', 'policies', '-']
-    const shipped = spawnSync(process.execPath, ['dist/cli.js', ...args], {
+    const shipped = spawnSync(...uncovered(['dist/cli.js', ...args], env), {
       cwd: repository,
       env,
       input: body,
@@ -39,7 +40,7 @@ t.test('the bundled command answers the error bodies the library answers, byte f
     t.equal(shipped.stdout, library.stdout, body)
     t.match(shipped.stdout, /^\{"errorName":"/, 'an error body')
   }
-  const odd = spawnSync(process.execPath, ['dist/cli.js', 'validate', '--operation', 'sale', '-'], {
+  const odd = spawnSync(...uncovered(['dist/cli.js', 'validate', '--operation', 'sale', '-'], env), {
     cwd: repository,
     env,
     input: bodies[1],

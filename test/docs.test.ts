@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { runCli } from './helpers/cli.js'
+import { uncovered } from './helpers/uncovered.js'
 import { dockerfileStages, execForm, imageEnv } from './helpers/dockerfile.js'
 import { POLICIES_DIR, writeCredentials } from './helpers/fixtures.js'
 import { freePort, poll, startBackend } from './helpers/servers.js'
@@ -185,9 +186,10 @@ const built = { ...inherited, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
 /** dist/cli.js run as the image runs it. */
 function image(t: Test, argv: readonly string[], variables: Record<string, string>) {
   t.equal(argv[0], 'node')
-  const child = spawn(process.execPath, argv.slice(1), {
+  const env = { ...built, ...variables }
+  const child = spawn(...uncovered(argv.slice(1), env), {
     cwd: repository,
-    env: { ...built, ...variables },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -267,12 +269,12 @@ t.test('README: in a clone, the command line is npx payments-gate, or node dist/
   // npx links the clone into its cache and runs its `prepare` there, the first time in a clone: a second build of
   // dist/ (tsc and the bundle, seconds of CPU) while other tests read it. The clone's dist/ is built (npm ci).
   const env = { ...built, npm_config_ignore_scripts: 'true' }
-  const npx = spawnSync('npx', ['--no-install', 'payments-gate', '--version'], {
+  const npx = spawnSync(...uncovered(['--no-install', 'payments-gate', '--version'], env, 'npx'), {
     cwd: repository,
     env,
     encoding: 'utf8',
   })
   t.equal(npx.stdout, `${version}\n`, npx.stderr)
-  const node = spawnSync(process.execPath, ['dist/cli.js', '--version'], { cwd: repository, env, encoding: 'utf8' })
+  const node = spawnSync(...uncovered(['dist/cli.js', '--version'], env), { cwd: repository, env, encoding: 'utf8' })
   t.equal(node.stdout, `${version}\n`, node.stderr)
 })

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { uncovered } from './helpers/uncovered.js'
 import { NODE_MIN, onSupportedNode, refuseUnsupportedNode, unsupportedNode } from '../lib/node-version.js'
 
 const LINE =
@@ -48,13 +49,16 @@ t.test(
     const { NODE_V8_COVERAGE: _, ...inherited } = process.env
     const env = { ...inherited, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
     const options = { cwd: new URL('..', import.meta.url), env, encoding: 'utf8' } as const
-    const cli = spawnSync(path, ['dist/cli.js', 'serve', '--target', 'http://127.0.0.1:9'], options)
+    const cli = spawnSync(...uncovered(['dist/cli.js', 'serve', '--target', 'http://127.0.0.1:9'], env, path), options)
     t.equal(cli.status, 2)
     t.equal(cli.stdout, '')
     t.equal(cli.stderr, `payments-gate: ${unsupportedNode(version)}\n`)
     const library = spawnSync(
-      path,
-      ['--input-type=module', '-e', "import('./dist/index.js').catch((error) => console.log(error.message))"],
+      ...uncovered(
+        ['--input-type=module', '-e', "import('./dist/index.js').catch((error) => console.log(error.message))"],
+        env,
+        path,
+      ),
       options,
     )
     t.equal(library.stdout, `payments-gate: ${unsupportedNode(version)}\n`, library.stderr)

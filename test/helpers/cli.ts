@@ -6,6 +6,7 @@ import type { Test } from 'tap'
 import { main } from '../../lib/cli/main.js'
 import { writeCredentials, writeFingerprintKey } from './fixtures.js'
 import { scanLine } from './logs.js'
+import { uncovered } from './uncovered.js'
 
 export interface CliResult {
   readonly code: number
@@ -73,10 +74,11 @@ const CHILD_ARGS = [`--import=${new URL('../typescript.mjs', import.meta.url).hr
  * it loads its modules as a user's process does.
  */
 export function spawnCli(args: string[], env: Record<string, string> = {}, script = 'lib/cli.ts'): Running {
-  const child = spawn(process.execPath, [...(script.endsWith('.ts') ? CHILD_ARGS : []), script, ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const childEnv = { ...process.env, ...env }
+  const argv = [...(script.endsWith('.ts') ? CHILD_ARGS : []), script, ...args]
+  const [command, commandArgs] =
+    childEnv._TAPJS_PROCESSINFO_COVERAGE_ === '0' ? uncovered(argv, childEnv) : [process.execPath, argv]
+  const child = spawn(command, commandArgs, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   const waiters: { pattern: RegExp; resolve: () => void }[] = []
