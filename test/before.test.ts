@@ -3,6 +3,7 @@ import { chmodSync, readFileSync, writeFileSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import t from 'tap'
 import { onPath, toolFacts, toolPlan, type ToolFacts } from './helpers/provision.js'
+import { uncovered } from './helpers/uncovered.js'
 
 const root = process.getuid?.() === 0
 
@@ -17,9 +18,10 @@ function before(path: string, env: Record<string, string> = {}) {
   const clean = { ...process.env }
   delete clean.CI
   delete clean.PAYMENTS_GATE_SKIP_REDIS
-  const run = spawnSync(process.execPath, ['--import=./test/typescript.mjs', 'test/before.ts'], {
-    // test/before.ts and its fakes run none of lib/: no coverage is measured there.
-    env: { ...clean, PATH: path, _TAPJS_PROCESSINFO_COVERAGE_: '0', ...env },
+  // test/before.ts and its fakes run none of lib/: no coverage is measured there.
+  const childEnv = { ...clean, PATH: path, _TAPJS_PROCESSINFO_COVERAGE_: '0', ...env }
+  const run = spawnSync(...uncovered(['--import=./test/typescript.mjs', 'test/before.ts'], childEnv), {
+    env: childEnv,
     encoding: 'utf8',
     timeout: 60_000,
   })

@@ -2,14 +2,14 @@
 
 /**
  * `node ARGS` (or another program) for a child outside the coverage (`_TAPJS_PROCESSINFO_COVERAGE_` 0 in `env`), as
- * `[command, args]`: through env(1), which sets the child's NODE_OPTIONS to `env`'s own. tap adds its process-info
- * hook to the NODE_OPTIONS of every process spawned here; a child that measures no coverage would still load it, and
- * it records each module the child loads.
+ * `[command, args]`: through /usr/bin/env, which sets the child's NODE_OPTIONS to `env`'s own. tap adds its
+ * process-info hook to the NODE_OPTIONS of every process spawned here; a child that measures no coverage would still
+ * load it, and it records each module the child loads.
  */
 export function uncovered(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   node = process.execPath,
 ): [string, string[]] {
-  return ['env', [`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}`, node, ...args]]
+  return ['/usr/bin/env', [`NODE_OPTIONS=${env.NODE_OPTIONS ?? ''}`, node, ...args]]
 }
