@@ -10,6 +10,7 @@ import { spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { startReceiver } from '../helpers/otlp.js'
+import { uncovered } from '../helpers/uncovered.js'
 import { freePort, serveOnLoopback, startBackend } from '../helpers/servers.js'
 
 // One test at a time: one of them sets the exporter's variables in this process's environment, which every child
@@ -155,13 +156,11 @@ t.test('the load report of cli/serve.test.ts sees a module of the SDK when one i
   const loads = join(t.testdir(), 'loads.txt')
   writeFileSync(loads, '')
   const report = new URL('../helpers/report-loads.mjs', import.meta.url).href
+  // As cli/serve.test.ts's child: no coverage, so none of tap's hooks.
+  const env = { ...process.env, NODE_OPTIONS: `--import=${report}`, PAYMENTS_GATE_TEST_LOADS: loads }
   const child = spawn(
-    process.execPath,
-    ['--input-type=module', '-e', "await import('@opentelemetry/exporter-trace-otlp-proto')"],
-    {
-      env: { ...process.env, NODE_OPTIONS: `--import=${report}`, PAYMENTS_GATE_TEST_LOADS: loads },
-      stdio: 'ignore',
-    },
+    ...uncovered(['--input-type=module', '-e', "await import('@opentelemetry/exporter-trace-otlp-proto')"], env),
+    { env, stdio: 'ignore' },
   )
   t.equal(await new Promise((resolve) => child.on('exit', resolve)), 0)
   t.match(readFileSync(loads, 'utf8'), /^@opentelemetry\/exporter-trace-otlp-proto\//m)
