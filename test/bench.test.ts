@@ -43,6 +43,30 @@ t.test(
   },
 )
 
+t.test('the bench refuses a count or a time that is not a number above 0, and says which stages run', async (t) => {
+  // @ts-expect-error the bench is plain JavaScript without declarations
+  const { benchOptions } = (await import('../bench/options.js')) as typeof import('../bench/options.js')
+  for (const [flag, value, kind] of [
+    ['--pairs', '0', 'whole number'],
+    ['--connections', '2.5', 'whole number'],
+    ['--fill', 'many', 'whole number'],
+    ['--seconds', '0', 'number'],
+    ['--seconds', 'Infinity', 'number'],
+  ] as const)
+    t.throws(
+      () => benchOptions([flag, value]),
+      { message: `${flag}: expected a ${kind} above 0, got ${value}` },
+      `${flag} ${value}`,
+    )
+  t.equal(benchOptions(['--seconds', '0.5']).s.seconds, 0.5, 'a time may be a fraction')
+  t.equal(benchOptions(['--fill', '3']).fill, 3)
+  t.same(
+    ['--micro-only', '--ladder-only', '--pairs-only', '--quick'].map((flag) => benchOptions([flag]).only),
+    ['micro', 'ladder', 'pairs', undefined],
+    'the stage each --*-only flag keeps; every stage otherwise',
+  )
+})
+
 t.test(
   'npm run bench -- --micro-only --quick prints every stage and ratio, and is labelled a smoke test that states no verdict',
   async (t) => {
