@@ -3,7 +3,7 @@ import { createServer, type Socket } from 'node:net'
 import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { closeRedisClient, createRedisClient, duplicateRedis, whenReady } from '../../lib/idempotency/redis-client.js'
-import { ask, startRedis } from '../helpers/redis.js'
+import { ask, startRedis, type RedisServer } from '../helpers/redis.js'
 import { until } from '../helpers/wait.js'
 
 const MASTER = 'payments'
@@ -117,6 +117,15 @@ async function failoverWhileReconnecting(client: Redis, sentinel: Sentinel, prim
   return ended
 }
 
+/** A real primary and a Sentinel of the test's own naming it, both stopped when the test ends; undefined without Redis. */
+async function primaryAndSentinel(t: Test): Promise<{ primary: RedisServer; sentinel: Sentinel } | undefined> {
+  const primary = await startRedis(t)
+  if (primary === undefined) return undefined
+  const sentinel = await fakeSentinel(primary.port)
+  t.teardown(() => sentinel.close())
+  return { primary, sentinel }
+}
+
 /** A Sentinel client as the gateway makes it, connected. */
 async function sentinelClient(t: Test, sentinel: Sentinel, errors: Error[]): Promise<Redis> {
   const client = createRedisClient(`redis-sentinel://127.0.0.1:${sentinel.port}/0#${MASTER}`, {
@@ -130,10 +139,9 @@ async function sentinelClient(t: Test, sentinel: Sentinel, errors: Error[]): Pro
 t.test(
   'Sentinel: a failover announced while the client asks a Sentinel for the primary does not end the client: it connects again',
   async (t) => {
-    const primary = await startRedis(t)
-    if (primary === undefined) return
-    const sentinel = await fakeSentinel(primary.port)
-    t.teardown(() => sentinel.close())
+    const servers = await primaryAndSentinel(t)
+    if (servers === undefined) return
+    const { primary, sentinel } = servers
     const errors: Error[] = []
     const client = await sentinelClient(t, sentinel, errors)
     // ioredis subscribes its failover detector once connected; the race needs it.
@@ -158,10 +166,9 @@ t.test(
 t.test(
   "Sentinel: the store's other connections (duplicateRedis, for writes that wait for replicas) connect again too",
   async (t) => {
-    const primary = await startRedis(t)
-    if (primary === undefined) return
-    const sentinel = await fakeSentinel(primary.port)
-    t.teardown(() => sentinel.close())
+    const servers = await primaryAndSentinel(t)
+    if (servers === undefined) return
+    const { primary, sentinel } = servers
     const client = await sentinelClient(t, sentinel, [])
     const connection = duplicateRedis(client, { commandTimeoutMs: 500, onError: () => {} })
     t.teardown(() => closeRedisClient(connection))
@@ -176,10 +183,9 @@ t.test(
 )
 
 t.test('a client closed by closeRedisClient stays closed, as does one without Sentinel', async (t) => {
-  const primary = await startRedis(t)
-  if (primary === undefined) return
-  const sentinel = await fakeSentinel(primary.port)
-  t.teardown(() => sentinel.close())
+  const servers = await primaryAndSentinel(t)
+  if (servers === undefined) return
+  const { primary, sentinel } = servers
   const client = createRedisClient(`redis-sentinel://127.0.0.1:${sentinel.port}/0#${MASTER}`)
   t.ok(await whenReady(client, 10_000), 'connected')
   const ended = once(client, 'end')
