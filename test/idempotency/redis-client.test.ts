@@ -3,6 +3,7 @@ import { createServer, type Socket } from 'node:net'
 import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { closeRedisClient, createRedisClient, duplicateRedis, whenReady } from '../../lib/idempotency/redis-client.js'
+import { startFaultyProxy } from '../helpers/faulty-proxy.js'
 import { ask, startRedis, type RedisServer } from '../helpers/redis.js'
 import { until } from '../helpers/wait.js'
 
@@ -201,3 +202,24 @@ t.test('a client closed by closeRedisClient stays closed, as does one without Se
   await directEnded
   t.equal(direct.status, 'end', 'ends as ioredis ends it, however it is closed')
 })
+
+t.test(
+  'closeRedisClient resolves when the connection is lost during its QUIT, or the QUIT times out: the client ends',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const proxy = await startFaultyProxy(t, redis.port)
+    const lost = createRedisClient(proxy.url) as Redis
+    t.ok(await whenReady(lost, 10_000), 'connected')
+    const dropped = proxy.dropCommand('quit')
+    await closeRedisClient(lost)
+    await dropped
+    t.equal(lost.status, 'end', 'ended, though its QUIT was never answered')
+
+    const slow = createRedisClient(proxy.url, { commandTimeoutMs: 100 }) as Redis
+    t.ok(await whenReady(slow, 10_000), 'connected')
+    void proxy.delayReply('quit', 1000)
+    await closeRedisClient(slow)
+    t.ok(await until(() => slow.status === 'end', 10_000), 'ended, though its QUIT timed out')
+  },
+)
