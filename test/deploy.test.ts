@@ -15,7 +15,7 @@ import type { RedisIdempotencyStore } from '../lib/idempotency/redis.js'
 import { RedisLoginThrottle } from '../lib/login-throttle-redis.js'
 import { RedisRateLimitStore } from '../lib/rate-limit/redis.js'
 import { inFlightWindowMs, UNKNOWN_ANSWER } from '../lib/proxy/retry-protection.js'
-import { spawnCli } from './helpers/cli.js'
+import { boundPorts, spawnCli } from './helpers/cli.js'
 import { dockerfileStages, execForm, imageEnv, type Instruction } from './helpers/dockerfile.js'
 import { saleBody, writeCredentials, POLICIES_DIR } from './helpers/fixtures.js'
 import { paymentHeaders, send } from './helpers/http.js'
@@ -189,14 +189,13 @@ t.test(
     const passwordFile = gatewayVariable('PAYMENTS_GATE_IDEMPOTENCY_PASSWORD_FILE')
     mkdirSync(mounted(dirname(passwordFile)), { recursive: true })
     writeFileSync(mounted(passwordFile), redis.password)
-    const [listen, admin] = [await freePort(), await freePort()]
-    // The image's settings, its paths made the test's folders, its ports free ones.
+    // The image's settings, its paths made the test's folders, its ports free ones the gateway picks.
     const settings = Object.fromEntries(
       Object.entries(environment).map(([name, value]) => [name, value.startsWith('/') ? mounted(value) : value]),
     )
     Object.assign(settings, {
-      [envName('listen')]: `127.0.0.1:${listen}`,
-      [envName('admin')]: `127.0.0.1:${admin}`,
+      [envName('listen')]: '127.0.0.1:0',
+      [envName('admin')]: '127.0.0.1:0',
     })
     const keyFile = gateway.env.find((variable: any) => variable.name === 'PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY')
     mkdirSync(mounted(dirname(keyFile.value)), { recursive: true })
@@ -219,6 +218,7 @@ t.test(
     ])
     const run = spawnCli([...command, '--shutdown-delay', '0'], { ...settings, ...env })
     t.teardown(() => void run.child.kill('SIGKILL'))
+    const { listen, admin } = await boundPorts(run)
     await poll(`http://127.0.0.1:${admin}${gateway.readinessProbe.httpGet.path}`, 200)
     t.equal((await fetch(`http://127.0.0.1:${admin}${gateway.livenessProbe.httpGet.path}`)).status, 200)
     const payment = await send(listen, {
@@ -363,6 +363,8 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
   t.teardown(() => void flagged.child.kill('SIGKILL'))
   await run.waitFor(/"msg":"gateway listening"/)
   t.equal(healthy(run.child.pid as number), 1, 'nothing answers where the variable points')
+  // The script reads the port from the command line, so it is given there; a bind that failed shows here, not as a timeout.
+  await flagged.waitFor(/"msg":"gateway listening"/)
   await poll(`http://127.0.0.1:${admin}/healthz`, 200)
   t.equal(healthy(flagged.child.pid as number), 0, 'the flag wins over the variable')
   // A process with a gateway's command line whose admin setting is the variable, pointing at the listener above.
@@ -548,19 +550,15 @@ t.test(
       })
     const backendPort = (await heard(/listening (\d+)/))[1] as string
     const credentials = await writeCredentials(t.testdir())
-    const admin = await freePort()
-    const run = spawnCli(
-      ['serve', '--listen', '127.0.0.1:0', '--credentials', credentials, '--admin', `127.0.0.1:${admin}`],
-      {
-        PAYMENTS_GATE_TARGET: gatewayVariable('PAYMENTS_GATE_TARGET').replace(':9000', `:${backendPort}`),
-        PAYMENTS_GATE_IDEMPOTENCY: 'memory',
-        // Longer than the test: the delay is ended below, by a second SIGTERM, once the load has run through it.
-        PAYMENTS_GATE_SHUTDOWN_DELAY: '600',
-      },
-    )
+    const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--credentials', credentials, '--admin', '127.0.0.1:0'], {
+      PAYMENTS_GATE_TARGET: gatewayVariable('PAYMENTS_GATE_TARGET').replace(':9000', `:${backendPort}`),
+      PAYMENTS_GATE_IDEMPOTENCY: 'memory',
+      // Longer than the test: the delay is ended below, by a second SIGTERM, once the load has run through it.
+      PAYMENTS_GATE_SHUTDOWN_DELAY: '600',
+    })
     t.teardown(() => void run.child.kill('SIGKILL'))
-    await run.waitFor(/"msg":"gateway listening"/)
-    const url = `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`
+    const { listen, admin } = await boundPorts(run)
+    const url = `http://127.0.0.1:${listen}`
     let reference = 0
     const pay = (prefix = 'stop-') =>
       send(url, { headers: paymentHeaders(), body: saleBody({ transactionReference: `${prefix}${++reference}` }) })

@@ -126,6 +126,22 @@ export function spawnCli(args: string[], env: Record<string, string> = {}, scrip
  * credentials, a fingerprint key and `--shutdown-delay 0`, then `args`; stopped (SIGTERM) when the test ends. A process
  * the test kills outright (`killed`) never writes its coverage: none is measured.
  */
+/**
+ * The ports a `serve` child bound, from its `gateway listening` line. Given port 0, it binds free ones itself, which no
+ * other process can take between a `freePort` and its start; rejects, with its stderr, when it exits before.
+ */
+export async function boundPorts(run: Running): Promise<{ listen: number; admin: number | undefined }> {
+  await run.waitFor(LISTENING)
+  const line = run
+    .output()
+    .stdout.split('\n')
+    .find((text) => LISTENING.test(text)) as string
+  const { listen, admin } = JSON.parse(line) as { listen: { port: number }; admin?: { port: number } }
+  return { listen: listen.port, admin: admin?.port }
+}
+
+const LISTENING = /"msg":"gateway listening"/
+
 export async function gatewayProcess(
   t: Test,
   target: string,
