@@ -128,10 +128,25 @@ export function spawnCli(args: string[], env: Record<string, string> = {}, scrip
  */
 /**
  * The ports a `serve` child bound, from its `gateway listening` line. Given port 0, it binds free ones itself, which no
- * other process can take between a `freePort` and its start; rejects, with its stderr, when it exits before.
+ * other process can take between a `freePort` and its start. Rejects when it exits before, or has not listened
+ * within `timeoutMs` (a store it cannot reach), with what it wrote.
  */
-export async function boundPorts(run: Running): Promise<{ listen: number; admin: number | undefined }> {
-  await run.waitFor(LISTENING)
+export async function boundPorts(
+  run: Running,
+  timeoutMs = 60_000,
+): Promise<{ listen: number; admin: number | undefined }> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const { stdout, stderr } = run.output()
+      reject(new Error(`not listening after ${timeoutMs} ms:\n${stdout}${stderr}`))
+    }, timeoutMs)
+  })
+  try {
+    await Promise.race([run.waitFor(LISTENING), late])
+  } finally {
+    clearTimeout(timer)
+  }
   const line = run
     .output()
     .stdout.split('\n')
