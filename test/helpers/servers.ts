@@ -1,4 +1,5 @@
 /** Everything that listens on loopback for the tests: free ports, and the two backends behind the proxy. */
+import { readFileSync } from 'node:fs'
 import {
   Agent,
   createServer,
@@ -33,12 +34,41 @@ export async function takenPort(t: Test): Promise<number> {
   return port
 }
 
-/** A port that was free a moment ago: for a child process that must be told its ports up front. */
+/**
+ * Where `freePort` draws from: below the kernel's ephemeral range, from which every `listen(0)` and every outgoing
+ * connection of the suite takes its port, so that none of them takes a port between `freePort` and the child's bind.
+ */
+const EPHEMERAL_LOW = (() => {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0])
+  } catch {
+    // Linux's default range; elsewhere only a collision's chance changes.
+    return 32768
+  }
+})()
+const DRAWN_LOW = 10_000
+/** The ports this process has handed out: two draws never give the same one. */
+const handedOut = new Set<number>()
+
+/**
+ * A port that was free a moment ago, for a child process that must be told its ports up front: drawn at random below
+ * the ephemeral range (port 0's range where there is no room below it), and checked by listening on it.
+ */
 export async function freePort(): Promise<number> {
-  const server = createServer()
-  const port = await listenOnLoopback(server)
-  await new Promise((resolve) => server.close(resolve))
-  return port
+  for (;;) {
+    const port =
+      EPHEMERAL_LOW - DRAWN_LOW > 1000 ? DRAWN_LOW + Math.floor(Math.random() * (EPHEMERAL_LOW - DRAWN_LOW)) : 0
+    if (handedOut.has(port)) continue
+    const server = createNetServer()
+    const bound = await new Promise<number | undefined>((resolve) => {
+      server.once('error', () => resolve(undefined))
+      server.listen(port, '127.0.0.1', () => resolve((server.address() as AddressInfo).port))
+    })
+    if (bound === undefined) continue
+    await new Promise((resolve) => server.close(resolve))
+    handedOut.add(bound)
+    return bound
+  }
 }
 
 /** Polls until `url` answers `status`; bounded (a child process under the TypeScript loader starts slowly). */
