@@ -262,8 +262,10 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   readonly #waitMs: number
   readonly #writers: AcknowledgedWrites | undefined
   readonly #retry: ReleaseRetry
-  /** The pauses of releases waiting for their next attempt: cut short by `close`. */
+  /** The pauses of releases and records waiting for their next attempt: cut short by `close`. */
   readonly #pauses = new Set<() => void>()
+  /** The releases and records not landed yet: `close` waits for their last attempt before it quits the connections. */
+  readonly #pending = new Set<Promise<void>>()
   #closed = false
 
   constructor(redis: RedisClient, options: RedisIdempotencyStoreOptions) {
@@ -342,10 +344,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return recordedPeek(sameFingerprint(stored.fingerprint, fingerprint, matches))
   }
 
-  /** Quits the connections; a release waiting for its next attempt gives up (`ERELEASE`). */
+  /**
+   * Quits the connections, once each release or record not landed yet has made one last attempt: one that fails
+   * it gives up (`ERELEASE`, `ERECORD`).
+   */
   async close(): Promise<void> {
     this.#closed = true
     for (const resume of this.#pauses) resume()
+    await Promise.allSettled(this.#pending)
     await Promise.all([closeRedisClient(this.redis), this.#writers?.close()])
   }
 
@@ -376,16 +382,25 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * Releases until it lands, the claim expires, the attempts run out or the
-   * store closes; the first attempt on `first` (after a claim on it), the next
-   * ones on the client of releases. Each failed attempt but the last goes to `onError`.
+   * Runs `attempt`, safe to repeat, until it lands: the first attempt on `first` (after a claim on it), tried again
+   * after each failure (reported), with `releaseRetry`'s backoff, on the store's client, until the attempts run out
+   * (`failed`'s error), the claim has expired (nothing left to do), or the store closes: then once more, as the last
+   * attempt, since a release or a record given up leaves its payment's key wrong for a window and a TTL
+   * (docs/idempotency-reference.md, the in-flight window).
    */
-  /**
-   * Runs `attempt`, safe to repeat, until it lands: tried again after each failure (reported), with
-   * `releaseRetry`'s backoff, on the store's client, until the attempts run out (`failed`'s error), the
-   * store closes (the same), or the claim has expired (nothing left to do).
-   */
-  async #retried(
+  #retried(
+    first: Connection,
+    attempt: (connection: Connection) => Promise<unknown>,
+    failed: (attempts: number, cause: unknown) => Error,
+  ): Promise<void> {
+    const landing = this.#attempts(first, attempt, failed)
+    this.#pending.add(landing)
+    const done = () => void this.#pending.delete(landing)
+    void landing.then(done, done)
+    return landing
+  }
+
+  async #attempts(
     first: Connection,
     attempt: (connection: Connection) => Promise<unknown>,
     failed: (attempts: number, cause: unknown) => Error,
@@ -397,7 +412,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     let delayMs = firstDelayMs
     let failure: unknown
     let tries = 0
-    do {
+    for (;;) {
+      const last = this.#closed
       tries++
       try {
         await attempt(connection)
@@ -405,18 +421,19 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       } catch (error) {
         failure = error
       }
-      if (tries === attempts || this.#closed) break
+      if (tries === attempts || last) break
       this.#options.onError?.(failure as Error)
       await this.#pause(delayMs)
       if (!this.#closed && performance.now() >= expires) return
       connection = this.#client
       delayMs = Math.min(2 * delayMs, maxDelayMs)
-    } while (!this.#closed)
+    }
     throw failed(tries, failure)
   }
 
   /** Waits `ms`, or until the store closes. */
   #pause(ms: number): Promise<void> {
+    if (this.#closed) return Promise.resolve()
     return new Promise((resolve) => {
       const resume = () => {
         clearTimeout(timer)

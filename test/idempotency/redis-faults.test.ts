@@ -221,7 +221,7 @@ t.test('a release whose reply was cut is tried again, harmlessly: it runs once m
 })
 
 t.test(
-  'a release is bounded: it gives up after its attempts, when the store closes, or once the claim has expired',
+  'a release is bounded: it gives up after its attempts, after a last one when the store closes, or once the claim has expired',
   async (t) => {
     const setup = await faulty(t)
     if (setup === undefined) return
@@ -238,8 +238,8 @@ t.test(
     await closing.close()
     await t.rejects(
       unsent,
-      { code: 'ERELEASE', message: /^a release failed 1 times/ },
-      'closed as its first attempt failed: given up at once',
+      { code: 'ERELEASE', message: /^a release failed 2 times/ },
+      'closed as its first attempt failed: given up after a last one',
     )
     let failed: () => void = () => {}
     const firstFailed = new Promise<void>((resolve) => (failed = resolve))
@@ -249,14 +249,58 @@ t.test(
     await waiting.close()
     await t.rejects(
       abandoned,
-      { code: 'ERELEASE', message: /^a release failed 1 times/ },
-      'closed while it waited for its next attempt: given up at once',
+      { code: 'ERELEASE', message: /^a release failed 2 times/ },
+      'closed while it waited for its next attempt: given up after a last one, at once, not after its pause',
     )
 
     const brief = new RedisIdempotencyStore(createRedisClient(proxy.url), { ...OPTIONS, inFlightMs: 1, ttlMs: 1 })
     t.teardown(() => brief.close())
     await brief.release('gone', 'token')
     t.pass('a claim that has expired needs no release: the attempts stop')
+  },
+)
+
+t.test(
+  'a release or a record waiting for its next attempt when the store closes makes it then, and lands: the key freed, the answer kept',
+  async (t) => {
+    const setup = await faulty(t)
+    if (setup === undefined) return
+    const { proxy, direct } = setup
+    const errors: Error[] = []
+    // Pauses longer than the test: only the close makes the next attempt.
+    const store = await open(t, proxy.url, errors, {
+      releaseRetry: { attempts: 5, firstDelayMs: 600_000, maxDelayMs: 600_000 },
+    })
+    const claims = [await store.claim('left', 'f'), await store.claim('kept', 'f')]
+    const [left, kept] = claims.map((claim) => (claim.state === 'claimed' ? claim.token : ''))
+    // Each dropped on its way (the connection reset, which fails it): neither ran.
+    // The client is back on a new connection of the proxy.
+    const back = (connections: number) => until(() => proxy.connections > connections && store.redis.status === 'ready')
+    let connections = proxy.connections
+    const dropped = proxy.dropCommand(`${REDIS_KEY_PREFIX}left`)
+    const release = store.release('left', left as string)
+    await dropped
+    t.ok(await back(connections), 'connected again')
+    connections = proxy.connections
+    const droppedToo = proxy.dropCommand(`${REDIS_KEY_PREFIX}kept`)
+    const record = store.record('kept', kept as string, ANSWER)
+    await droppedToo
+    t.ok(await back(connections), 'connected again')
+    for (const key of ['left', 'kept'])
+      t.match(
+        await direct.get(`${REDIS_KEY_PREFIX}${key}`),
+        /"state":"inFlight"/,
+        `${key}: as claimed before the close`,
+      )
+    await store.close()
+    await release
+    await record
+    t.equal(await direct.get(`${REDIS_KEY_PREFIX}left`), null, 'the key released at the close')
+    t.match(await direct.get(`${REDIS_KEY_PREFIX}kept`), /"state":"recorded"/, 'the answer recorded at the close')
+    t.notOk(
+      errors.some((error) => ['ERELEASE', 'ERECORD'].includes((error as { code?: string }).code ?? '')),
+      'nothing given up',
+    )
   },
 )
 
