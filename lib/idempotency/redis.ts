@@ -388,16 +388,18 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * attempt, since a release or a record given up leaves its payment's key wrong for a window and a TTL
    * (docs/idempotency-reference.md, the in-flight window).
    */
-  #retried(
+  async #retried(
     first: Connection,
     attempt: (connection: Connection) => Promise<unknown>,
     failed: (attempts: number, cause: unknown) => Error,
   ): Promise<void> {
     const landing = this.#attempts(first, attempt, failed)
     this.#pending.add(landing)
-    const done = () => void this.#pending.delete(landing)
-    void landing.then(done, done)
-    return landing
+    try {
+      await landing
+    } finally {
+      this.#pending.delete(landing)
+    }
   }
 
   async #attempts(
