@@ -147,6 +147,9 @@ function nodeWrites(status: number): boolean {
 /** RFC 9110 7.6.1: the headers that stop at a proxy, and those its `Connection` header names; the gateway's own request id replaces the backend's. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']
 
+/** RFC 9110 5.5: a field value does not include the whitespace around it, which a reader may keep (undici) or drop (node). */
+const fieldValue = (value: string) => value.replace(/^[\t ]+|[\t ]+$/g, '')
+
 function endToEnd(raw: string[]): string[] {
   const stop = new Set([...HOP_BY_HOP, 'x-request-id'])
   for (let i = 0; i < raw.length; i += 2)
@@ -154,14 +157,14 @@ function endToEnd(raw: string[]): string[] {
       for (const name of (raw[i + 1] as string).split(',')) stop.add(name.trim().toLowerCase())
   const pairs: string[] = []
   for (let i = 0; i < raw.length; i += 2)
-    if (!stop.has((raw[i] as string).toLowerCase())) pairs.push(`${raw[i]}: ${raw[i + 1]}`)
+    if (!stop.has((raw[i] as string).toLowerCase())) pairs.push(`${raw[i]}: ${fieldValue(raw[i + 1] as string)}`)
   return pairs
 }
 
 /** The headers of `expected` missing from `got`, each counted as often as it came. */
 function missing(expected: string[], got: string[]): string[] {
   const left = got.reduce(
-    (pairs, _, i) => (i % 2 === 0 ? [...pairs, `${got[i]}: ${got[i + 1]}`] : pairs),
+    (pairs, _, i) => (i % 2 === 0 ? [...pairs, `${got[i]}: ${fieldValue(got[i + 1] as string)}`] : pairs),
     [] as string[],
   )
   return expected.filter((pair) => {
