@@ -1,6 +1,5 @@
-import { isDeepStrictEqual } from 'node:util'
 import t from 'tap'
-import { runCliOnce, spawnCli } from '../helpers/cli.js'
+import { closedSince, openResources, runCliOnce, spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { freePort, poll, startBackend, takenPort } from '../helpers/servers.js'
@@ -10,14 +9,11 @@ const credentials = await writeCredentials(t.testdir())
 const backend = await startBackend()
 t.teardown(() => backend.close())
 
-/** What keeps this process alive (servers, sockets, timers), by kind and count. */
-const resources = () => process.getActiveResourcesInfo().sort()
-
 // In this process, alone: it counts what this process holds open. A primary refused in its start-up exits 2 in a real
 // process of its own in test/cli/startup.test.ts; this refusal comes later in the same start-up.
 await t.test('--workers: an admin port in use stops the primary before any worker starts', async (t) => {
   const taken = await takenPort(t)
-  const open = resources()
+  const open = openResources()
   const run = await runCliOnce([
     'serve',
     '--workers',
@@ -37,7 +33,7 @@ await t.test('--workers: an admin port in use stops the primary before any worke
     `payments-gate serve: --admin: 127.0.0.1:${taken} is in use; stop what listens there or give another port\n`,
   )
   t.equal(run.stdout, '', 'no worker started, nothing logged')
-  t.ok(await until(() => isDeepStrictEqual(resources(), open)), 'all it opened is closed')
+  t.ok(await until(() => closedSince(open)), 'all it opened is closed')
 })
 
 // Each test below has its own process tree and ports, and none counts what the shared backend received: two at a time.
