@@ -359,51 +359,54 @@ t.test(
   },
 )
 
-t.test('the real process: SIGTERM with a request in flight lets it finish, then exit 0', async (t) => {
-  const slow = await startBackend((_req, res) => setTimeout(() => res.writeHead(201).end('late but whole'), 300))
-  t.teardown(() => slow.close())
-  const run = spawnCli([
-    'serve',
-    '--listen',
-    '127.0.0.1:0',
-    '--target',
-    slow.url,
-    '--credentials',
-    credentials,
-    '--admin',
-    '127.0.0.1:0',
-    '--shutdown-delay',
-    '0',
-  ])
-  await run.waitFor(/"msg":"gateway listening"/)
-  const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
-  const reply = send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })
-  t.ok(await until(() => slow.started > 0, 10_000), 'the backend has the request')
-  run.child.kill('SIGTERM')
-  t.match(await reply, { status: 201, text: 'late but whole' })
-  t.equal(await run.exited, 0)
-  t.match(run.output().stdout, /"msg":"draining"/)
-})
-
-t.test('the real process: after a run of requests and a SIGTERM, every request has its log line', async (t) => {
-  const run = spawnCli(['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials], {
-    PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
-  })
-  await run.waitFor(/"msg":"gateway listening"/)
-  const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
-  const post = keepAliveSender(t, `http://127.0.0.1:${port}`)
-  const count = 300
-  const replies = await Promise.all(
-    Array.from({ length: count }, (_, i) =>
-      post({ headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `log-${i}` } }),
-    ),
-  )
-  t.same(new Set(replies.map((reply) => reply.status)), new Set([201]))
-  run.child.kill('SIGTERM')
-  t.equal(await run.exited, 0)
-  const lines = run
-    .output()
-    .stdout.split('\n')
-    .filter((line) => line.includes('"operation":"sale"'))
-  t.equal(lines.length, count, 'one line per request, none lost in the buffer')
-})
+// One process for both: a run of requests, then a stop with one of them still at the backend.
+t.test(
+  'the real process: after a run of requests, SIGTERM with one in flight lets it finish, then exit 0; every request has its log line',
+  async (t) => {
+    // The payment `in-flight` answered 300 ms late, the others at once.
+    const lateOne = await startBackend((req, res, body) =>
+      body.includes('"in-flight"')
+        ? setTimeout(() => res.writeHead(201).end('late but whole'), 300)
+        : created(req, res, body),
+    )
+    t.teardown(() => lateOne.close())
+    const run = spawnCli(
+      [
+        'serve',
+        '--listen',
+        '127.0.0.1:0',
+        '--target',
+        lateOne.url,
+        '--credentials',
+        credentials,
+        '--admin',
+        '127.0.0.1:0',
+      ],
+      { PAYMENTS_GATE_SHUTDOWN_DELAY: '0' },
+    )
+    await run.waitFor(/"msg":"gateway listening"/)
+    const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+    const post = keepAliveSender(t, `http://127.0.0.1:${port}`)
+    const count = 300
+    const replies = await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        post({ headers: paymentHeaders(), body: { ...saleBody(), transactionReference: `log-${i}` } }),
+      ),
+    )
+    t.same(new Set(replies.map((reply) => reply.status)), new Set([201]))
+    const reply = send(`http://127.0.0.1:${port}`, {
+      headers: paymentHeaders(),
+      body: saleBody({ transactionReference: 'in-flight' }),
+    })
+    t.ok(await until(() => lateOne.started > count, 10_000), 'the backend has the request')
+    run.child.kill('SIGTERM')
+    t.match(await reply, { status: 201, text: 'late but whole' })
+    t.equal(await run.exited, 0)
+    t.match(run.output().stdout, /"msg":"draining"/)
+    const lines = run
+      .output()
+      .stdout.split('\n')
+      .filter((line) => line.includes('"operation":"sale"'))
+    t.equal(lines.length, count + 1, 'one line per request, the one in flight too, none lost in the buffer')
+  },
+)

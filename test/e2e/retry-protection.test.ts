@@ -3,7 +3,7 @@ import { request, type ServerResponse } from 'node:http'
 import { connect, createServer as createNetServer } from 'node:net'
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
-import { startServing } from '../../lib/cli/serve.js'
+import { startServing, type ServeSetup } from '../../lib/cli/serve.js'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import { CredentialStore } from '../../lib/credentials/store.js'
 import type { GateOptions } from '../../lib/gate.js'
@@ -27,6 +27,7 @@ import {
   writeFingerprintKey,
 } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
+import { scanLine } from '../helpers/logs.js'
 import { startRedis } from '../helpers/redis.js'
 import { type Answer, created, listenOnLoopback, startBackend } from '../helpers/servers.js'
 import { type Started, startGateway } from '../helpers/surfaces.js'
@@ -61,6 +62,41 @@ const slowly =
   (ms: number, then: Answer = created): Answer =>
   (req, res, body) =>
     setTimeout(() => then(req, res, body), ms)
+
+/**
+ * `serve`'s gateway built by `startServing` in this process, in front of `target`, with the test user's credentials and
+ * a fingerprint key, then `extra`; stopped when the test ends. Its log lines, scanned for secrets as a child's are, are
+ * the returned `lines`.
+ */
+async function servedHere(t: Test, target: string, extra: Partial<ServeSetup>) {
+  const stdout = new PassThrough()
+  const lines: string[] = []
+  stdout.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) {
+      scanLine(line)
+      lines.push(line)
+    }
+  })
+  const dir = t.testdir()
+  const serving = await startServing(
+    {
+      listen: { host: '127.0.0.1', port: 0 },
+      target: new URL(target),
+      policies: 'policies',
+      credentials: await writeCredentials(dir),
+      idempotencyFingerprintKey: await writeFingerprintKey(dir),
+      vendor: 'example',
+      basePath: '',
+      bodyLimit: 65536,
+      timeout: 30_000,
+      admin: undefined,
+      ...extra,
+    },
+    { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env: {} },
+  )
+  t.teardown(() => serving.stop())
+  return { serving, lines, url: `http://127.0.0.1:${serving.address.port}` }
+}
 
 // Each test has its own gateway, backend and store (and Redis), and references no other test uses; a few wait out
 // timeouts (a queued payment's 1 s, two processes starting): two at a time.
@@ -553,7 +589,8 @@ t.test(
     const drip = setInterval(() => trickling.forEach((res) => res.write(' ')), 200)
     const finish = () => (clearInterval(drip), trickling.forEach((res) => res.end()), trickling.clear())
     t.teardown(async () => (finish(), await backend.close()))
-    const { url } = await gatewayProcess(t, backend.url, ['--timeout', '1000'])
+    // serve's own gateway, in this process: what is shown here is the gateway's, no process's (exit, signals, output).
+    const { url } = await servedHere(t, backend.url, { timeout: 1000 })
     // The gateway's 256 connections to the backend (docs/backend-faults.md, connections), each held by a payment.
     const held = Array.from({ length: 256 }, (_, i) => started(url, sale(`held-${i}`)))
     t.ok(await until(() => backend.started === 256, 30_000), 'every connection to the backend is busy')
@@ -671,30 +708,9 @@ t.test('serve: a store failure is a log line and a metric', async (t) => {
   if (redis === undefined) return
   const backend = await startBackend()
   t.teardown(() => backend.close())
-  const stdout = new PassThrough()
-  const lines: string[] = []
-  stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)))
-  const io = { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env: {} }
-  const dir = t.testdir()
-  const serving = await startServing(
-    {
-      listen: { host: '127.0.0.1', port: 0 },
-      target: new URL(backend.url),
-      policies: 'policies',
-      credentials: await writeCredentials(dir),
-      idempotencyFingerprintKey: await writeFingerprintKey(dir),
-      vendor: 'example',
-      basePath: '',
-      bodyLimit: 65536,
-      timeout: 1000,
-      admin: undefined,
-      idempotency: redis.url,
-    },
-    io,
-  )
-  t.teardown(() => serving.stop())
+  const { serving, lines, url } = await servedHere(t, backend.url, { timeout: 1000, idempotency: redis.url })
   await redis.stop()
-  const reply = await pay(`http://127.0.0.1:${serving.address.port}`, sale())
+  const reply = await pay(url, sale())
   t.equal(reply.status, 503)
   t.ok(await until(() => lines.some((line) => line.includes('"msg":"retry-protection store failed"'))), 'logged')
   t.match(await serving.metrics.registry.metrics(), /payments_gate_store_errors_total [1-9]/)

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { copyFile, mkdir, rename, symlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { spawnCli, type Running } from '../helpers/cli.js'
+import { closedSince, openResources, runCliOnce, spawnCli, type Running } from '../helpers/cli.js'
 import { httpsSale, serialOf, servedSerial as servedSerialOf } from '../helpers/tls-client.js'
 import { makePki, type PemFiles } from '../helpers/certificates.js'
 import { writeCredentials } from '../helpers/fixtures.js'
@@ -132,10 +132,18 @@ t.test(
   },
 )
 
+// In this process: a refusal at start-up exits 2 in a real process of its own in test/cli/startup.test.ts, with and
+// without --workers.
 t.test('a missing file: one line naming the flag, exit 2, also under --workers', async (t) => {
   const missing = join(dir, 'none.pem')
   for (const workers of ['1', '2']) {
-    const run = serve(t, [
+    const open = openResources()
+    const run = await runCliOnce([
+      'serve',
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
       '--workers',
       workers,
       '--idempotency',
@@ -147,10 +155,12 @@ t.test('a missing file: one line naming the flag, exit 2, also under --workers',
       '--tls-key',
       missing,
     ])
-    t.equal(await run.exited, 2)
+    t.equal(run.code, 2)
     t.equal(
-      run.output().stderr,
+      run.stderr,
       `payments-gate serve: --tls-key: ${missing}: no such file or folder; give a readable PEM file (docs/deployment-reference.md#tls)\n`,
     )
+    t.equal(run.stdout, '', 'nothing logged, no worker started')
+    t.ok(await until(() => closedSince(open)), `--workers ${workers}: all it opened is closed`)
   }
 })

@@ -51,6 +51,22 @@ export async function runCliOnce(args: string[], env: Readonly<Record<string, st
   }
 }
 
+/** What keeps this process alive (servers, sockets, timers, file reads), by kind. */
+export function openResources(): string[] {
+  return process.getActiveResourcesInfo()
+}
+
+/** Whether everything open now was open at `before` (`openResources()`): what a command run here opened, it closed. */
+export function closedSince(before: readonly string[]): boolean {
+  const left = [...before]
+  for (const kind of openResources()) {
+    const at = left.indexOf(kind)
+    if (at === -1) return false
+    left.splice(at, 1)
+  }
+  return true
+}
+
 export interface Running {
   readonly child: ChildProcess
   /** Everything written so far on stdout and stderr. */
