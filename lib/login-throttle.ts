@@ -62,7 +62,12 @@ interface FailureState {
  * long as its verification, which this process always settles.
  */
 export class MemoryLoginThrottle implements LoginThrottle {
-  readonly #failures: LRUCache<string, FailureState>
+  /**
+   * Made at the first verification: lru-cache fills an array slot for each entry it may hold, which a gate that never
+   * verifies a password (or, without `--trust-proxy`, the throttle of addresses) would pay for nothing.
+   */
+  #failures: LRUCache<string, FailureState> | undefined
+  readonly #trackedUsersMax: number
   readonly #now: () => number
   readonly #maxFailures: number
   readonly #failureWindowMs: number
@@ -71,7 +76,7 @@ export class MemoryLoginThrottle implements LoginThrottle {
   constructor(options: LoginThrottleOptions = {}) {
     const settings = { ...THROTTLE_DEFAULTS, ...definedOnly(options) }
     this.#now = options.now ?? (() => performance.now())
-    this.#failures = new LRUCache({ max: settings.trackedUsersMax })
+    this.#trackedUsersMax = settings.trackedUsersMax
     this.#maxFailures = settings.maxFailures
     this.#failureWindowMs = settings.failureWindowMs
     this.#coolDownMs = settings.coolDownMs
@@ -92,7 +97,7 @@ export class MemoryLoginThrottle implements LoginThrottle {
   }
 
   clear(username: string): void {
-    const state = this.#failures.get(username)
+    const state = this.#failures?.get(username)
     if (state !== undefined) this.#forget(state)
   }
 
@@ -106,10 +111,10 @@ export class MemoryLoginThrottle implements LoginThrottle {
   /** The username's failures in the current window; a new window once the last one is over. */
   #failureState(username: string): FailureState {
     const now = this.#now()
-    const state = this.#failures.get(username)
+    const state = this.#table().get(username)
     if (state === undefined) {
       const fresh: FailureState = { windowStart: now, failures: 0, lockedUntil: 0, pending: 0 }
-      this.#failures.set(username, fresh)
+      this.#table().set(username, fresh)
       return fresh
     }
     if (state.lockedUntil <= now && now - state.windowStart >= this.#failureWindowMs) {
@@ -126,7 +131,11 @@ export class MemoryLoginThrottle implements LoginThrottle {
       state.failures = 0
       state.windowStart = state.lockedUntil
     }
-    this.#failures.set(username, state)
+    this.#table().set(username, state)
+  }
+
+  #table(): LRUCache<string, FailureState> {
+    return (this.#failures ??= new LRUCache({ max: this.#trackedUsersMax }))
   }
 }
 
