@@ -111,10 +111,11 @@ export class MemoryLoginThrottle implements LoginThrottle {
   /** The username's failures in the current window; a new window once the last one is over. */
   #failureState(username: string): FailureState {
     const now = this.#now()
-    const state = this.#table().get(username)
+    const table = this.#table()
+    const state = table.get(username)
     if (state === undefined) {
       const fresh: FailureState = { windowStart: now, failures: 0, lockedUntil: 0, pending: 0 }
-      this.#table().set(username, fresh)
+      table.set(username, fresh)
       return fresh
     }
     if (state.lockedUntil <= now && now - state.windowStart >= this.#failureWindowMs) {
