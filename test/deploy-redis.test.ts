@@ -17,6 +17,7 @@ import {
   startManifestRedis,
   type ManifestRedis,
 } from './helpers/manifest-redis.js'
+import { serverProcess } from './helpers/redis.js'
 import { freePort, type Answer } from './helpers/servers.js'
 import { startGateway } from './helpers/surfaces.js'
 
@@ -110,7 +111,7 @@ async function startSentinel(t: Test, primaryPort: number): Promise<Sentinel> {
     .replace('PEER_PASSWORD', quoted(PEER_PASSWORD))
   const config = join(dir, 'sentinel.conf')
   writeFileSync(config, `${text}bind 127.0.0.1\ndir ${dir}\n`)
-  const child = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' })
+  const child = serverProcess('redis-server', [config, '--sentinel'])
   const clients: Redis[] = []
   t.teardown(async () => {
     for (const client of clients) client.disconnect()

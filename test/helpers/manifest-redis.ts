@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { until } from './http.js'
+import { serverProcess } from './redis.js'
 import { freePort } from './servers.js'
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')
@@ -109,7 +110,7 @@ export async function startManifestRedis(t: Test, options: ManifestRedisOptions 
   t.equal(redisContainer.command.join(' '), 'sh -c', 'the container runs its script with sh')
   const replica = options.replicaOf === undefined ? [] : ['--replicaof', '127.0.0.1', String(options.replicaOf)]
   // In /data, the image's working folder: a replica writes the copy it syncs there.
-  const child = spawn('sh', ['-c', script, 'redis', ...replica], { stdio: 'ignore', cwd: mounted('/data') })
+  const child = serverProcess('sh', ['-c', script, 'redis', ...replica], { cwd: mounted('/data') })
   server.child = child
   const env = Object.fromEntries(redisContainer.env.map(({ name, value }: any) => [name, local(value)]))
   const probe = (name: 'readinessProbe' | 'livenessProbe') =>

@@ -10,7 +10,7 @@ import { Command, Redis } from 'ioredis'
 import type { Test } from 'tap'
 import type { PemFiles } from './certificates.js'
 import { onPath } from './provision.js'
-import { ask, redisRuns, scratch, spawnRedis, waitForPong } from './redis.js'
+import { ask, redisRuns, scratch, serverProcess, spawnRedis, waitForPong } from './redis.js'
 import { until } from './wait.js'
 import { freePort } from './servers.js'
 
@@ -285,7 +285,7 @@ export async function startTlsRedisCluster(t: Test, server: PemFiles, ca: string
     ['--cluster-config-file', 'nodes.conf', '--cluster-announce-hostname', name],
     ['--cluster-preferred-endpoint-type', 'hostname'],
   ].flat()
-  const child = spawn('redis-server', args, { stdio: 'ignore' })
+  const child = serverProcess('redis-server', args)
   const exited = new Promise((resolve) => child.once('exit', resolve))
   t.teardown(async () => {
     if (child.exitCode === null) child.kill('SIGTERM')

@@ -1,11 +1,11 @@
 /** A real `redis-server` that speaks only TLS, on loopback, with certificates made for the test. */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect } from 'node:tls'
 import type { Test } from 'tap'
 import type { PemFiles } from './certificates.js'
+import { serverProcess } from './redis.js'
 import { freePort } from './servers.js'
 
 export interface TlsRedisServer {
@@ -35,7 +35,7 @@ function pong(port: number, ca: Buffer, servername: string | undefined): Promise
 
 /** Runs `redis-server ARGS` (TLS only), stopped when the test ends; resolves once it answers PING over TLS on `port`. */
 async function runTls(t: Test, args: readonly string[], port: number, ca: string, name?: string): Promise<void> {
-  const child = spawn('redis-server', args, { stdio: 'ignore' })
+  const child = serverProcess('redis-server', args)
   const exited = new Promise((resolve) => child.once('exit', resolve))
   t.teardown(async () => {
     if (child.exitCode === null) child.kill('SIGTERM')

@@ -1,9 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
+import { onExit } from 'signal-exit'
 import type { Test } from 'tap'
 import { until } from './wait.js'
 import { freePort } from './servers.js'
@@ -108,7 +109,18 @@ export function spawnRedis(port: number, dir: string, extra: readonly string[]):
     '0',
     ...extra,
   ]
-  return spawn('redis-server', args, { stdio: 'ignore' })
+  return serverProcess('redis-server', args)
+}
+
+/**
+ * A server's process (`redis-server`, or a script that execs it) that ends with this one: tap ends a test file that
+ * ran out of time without its teardowns, and the servers it started would outlive it, holding their ports.
+ */
+export function serverProcess(command: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
+  const child = spawn(command, args, { stdio: 'ignore', ...options })
+  const forget = onExit(() => void child.kill('SIGKILL'))
+  child.once('exit', () => forget())
+  return child
 }
 
 /** Asks a server something through a short-lived client. */
@@ -214,7 +226,7 @@ export async function startSentinel(t: Test, primary: RedisServer, downAfterMs =
     `sentinel parallel-syncs ${master} 2`,
   ]
   writeFileSync(config, `${lines.join('\n')}\n`)
-  const child = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' })
+  const child = serverProcess('redis-server', [config, '--sentinel'])
   t.teardown(async () => {
     if (child.exitCode !== null) return
     const exited = new Promise((resolve) => child.once('exit', resolve))
