@@ -20,7 +20,7 @@ import { dockerfileStages, execForm, imageEnv, type Instruction } from './helper
 import { saleBody, writeCredentials, POLICIES_DIR } from './helpers/fixtures.js'
 import { paymentHeaders, send } from './helpers/http.js'
 import { startManifestRedis } from './helpers/manifest-redis.js'
-import { freePort, poll, startBackend } from './helpers/servers.js'
+import { endsWithThisProcess, freePort, poll, startBackend } from './helpers/servers.js'
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8')
 
@@ -369,12 +369,10 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
   t.equal(healthy(flagged.child.pid as number), 0, 'the flag wins over the variable')
   // A process with a gateway's command line whose admin setting is the variable, pointing at the listener above.
   const gatewayArgs = ['--', 'serve', '--target', backend.url, '--credentials', credentials]
-  const variable = spawn(
-    'env',
-    ['-u', 'NODE_OPTIONS', process.execPath, '-e', 'setInterval(() => {}, 1000)', ...gatewayArgs],
-    {
+  const variable = endsWithThisProcess(
+    spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '-e', 'setInterval(() => {}, 1000)', ...gatewayArgs], {
       env: { ...process.env, PAYMENTS_GATE_ADMIN: `0.0.0.0:${admin}` },
-    },
+    }),
   )
   t.teardown(() => void variable.kill('SIGKILL'))
   t.equal(healthy(variable.pid as number), 0, 'the variable; every interface asked on loopback')
@@ -526,9 +524,11 @@ t.test(
     )
     t.ok(sidecar, 'the backend outlives the gateway')
     // The test's own backend: plain node, none of tap's coverage in it.
-    const backend = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '--input-type=module', '-e', BACKEND], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
+    const backend = endsWithThisProcess(
+      spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '--input-type=module', '-e', BACKEND], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      }),
+    )
     t.teardown(() => void backend.kill('SIGKILL'))
     const backendExited = new Promise((resolve) => backend.once('exit', resolve))
     let said = ''

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import t, { type Test } from 'tap'
 import { createAdmin } from '../../lib/admin.js'
-import { freePort } from '../helpers/servers.js'
+import { endsWithThisProcess, freePort } from '../helpers/servers.js'
 
 /**
  * scripts/healthcheck.js (the image's HEALTHCHECK, docs/deployment.md) against a real admin listener, for every
@@ -17,16 +17,18 @@ t.ok(existsSync(new URL('dist/cli/options.js', repository)), 'dist/ is built (np
  * `env` starts it without NODE_OPTIONS, where tap's hook would load its coverage into every child.
  */
 function gatewayLike(t: Test, args: string[], env: Record<string, string> = {}): number {
-  const child = spawn(
-    'env',
-    [
-      ...['-u', 'NODE_OPTIONS', process.execPath],
-      ...['-e', 'setInterval(() => {}, 1000)', '--', 'serve', '--target', 'http://127.0.0.1:9', ...args],
-    ],
-    {
-      env: { PATH: process.env.PATH as string, PAYMENTS_GATE_CREDENTIALS: 'credentials.json', ...env },
-      stdio: 'ignore',
-    },
+  const child = endsWithThisProcess(
+    spawn(
+      'env',
+      [
+        ...['-u', 'NODE_OPTIONS', process.execPath],
+        ...['-e', 'setInterval(() => {}, 1000)', '--', 'serve', '--target', 'http://127.0.0.1:9', ...args],
+      ],
+      {
+        env: { PATH: process.env.PATH as string, PAYMENTS_GATE_CREDENTIALS: 'credentials.json', ...env },
+        stdio: 'ignore',
+      },
+    ),
   )
   t.teardown(() => void child.kill('SIGKILL'))
   return child.pid as number

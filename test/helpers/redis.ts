@@ -4,10 +4,9 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
-import { onExit } from 'signal-exit'
 import type { Test } from 'tap'
 import { until } from './wait.js'
-import { freePort } from './servers.js'
+import { endsWithThisProcess, freePort } from './servers.js'
 
 export interface RedisServer {
   /** `redis://127.0.0.1:PORT/0` */
@@ -112,15 +111,9 @@ export function spawnRedis(port: number, dir: string, extra: readonly string[]):
   return serverProcess('redis-server', args)
 }
 
-/**
- * A server's process (`redis-server`, or a script that execs it) that ends with this one: tap ends a test file that
- * ran out of time without its teardowns, and the servers it started would outlive it, holding their ports.
- */
+/** A server's process (`redis-server`, or a script that execs it), ended with this one (`endsWithThisProcess`). */
 export function serverProcess(command: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
-  const child = spawn(command, args, { stdio: 'ignore', ...options })
-  const forget = onExit(() => void child.kill('SIGKILL'))
-  child.once('exit', () => forget())
-  return child
+  return endsWithThisProcess(spawn(command, args, { stdio: 'ignore', ...options }))
 }
 
 /** Asks a server something through a short-lived client. */

@@ -10,12 +10,24 @@ import {
   type ServerResponse,
 } from 'node:http'
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net'
+import type { ChildProcess } from 'node:child_process'
+import { onExit } from 'signal-exit'
 import type { Test } from 'tap'
 
 /** Listens on 127.0.0.1 (on a free port unless one is given) and resolves with the port. */
 export async function listenOnLoopback(server: NetServer, port = 0): Promise<number> {
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   return (server.address() as AddressInfo).port
+}
+
+/**
+ * `child`, killed when this process ends if it is still running: tap ends a test file that ran out of time without its
+ * teardowns, and a server or a stand-in it started would outlive it, holding its port or running forever.
+ */
+export function endsWithThisProcess<T extends ChildProcess>(child: T): T {
+  const forget = onExit(() => void child.kill('SIGKILL'))
+  child.once('exit', () => forget())
+  return child
 }
 
 /** Closes a node HTTP server and its open connections. */
