@@ -70,7 +70,6 @@ export async function freePort(): Promise<number> {
   for (;;) {
     const port =
       EPHEMERAL_LOW - DRAWN_LOW > 1000 ? DRAWN_LOW + Math.floor(Math.random() * (EPHEMERAL_LOW - DRAWN_LOW)) : 0
-    if (handedOut.has(port)) continue
     const server = createNetServer()
     const bound = await new Promise<number | undefined>((resolve) => {
       server.once('error', () => resolve(undefined))
@@ -78,6 +77,7 @@ export async function freePort(): Promise<number> {
     })
     if (bound === undefined) continue
     await new Promise((resolve) => server.close(resolve))
+    if (handedOut.has(bound)) continue
     handedOut.add(bound)
     return bound
   }
