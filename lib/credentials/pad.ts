@@ -6,9 +6,9 @@ import type { ScryptParams } from './hash.js'
  * takes): as long as a hash at the dearest cost of the users in force,
  * whatever the username. An unknown username is hashed at that cost, as a
  * user at that cost is, and lasts what that hash takes; a failure at a
- * cheaper cost is made to last as long as the last hash measured at the
+ * cheaper cost is made to last as long as the last hash timed at the
  * dearest cost, by waiting rather than hashing more, or, before one was
- * measured, as long as its own hash scaled by the two costs' work.
+ * timed, as long as its own hash scaled by the two costs' work.
  */
 export class FailurePad {
   #dearest: ScryptParams = SCRYPT_DEFAULTS

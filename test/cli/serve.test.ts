@@ -7,7 +7,7 @@ import { startServing, storeErrorReporter, type ServeSetup } from '../../lib/cli
 import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { createMetrics } from '../../lib/metrics.js'
 import { luhnValid } from '../../lib/luhn.js'
-import { spawnCli } from '../helpers/cli.js'
+import { boundPorts, spawnCli } from '../helpers/cli.js'
 import { basic, saleBody, USERNAME, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, send, until } from '../helpers/http.js'
 import { captureLogger, logLines, secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from '../helpers/logs.js'
@@ -384,8 +384,7 @@ t.test(
       ],
       { PAYMENTS_GATE_SHUTDOWN_DELAY: '0' },
     )
-    await run.waitFor(/"msg":"gateway listening"/)
-    const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+    const { listen: port } = await boundPorts(run)
     const post = keepAliveSender(t, `http://127.0.0.1:${port}`)
     const count = 300
     const replies = await Promise.all(

@@ -2,7 +2,7 @@ import { Agent } from 'node:http'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
 import { reloadSignal } from '../../lib/cli/signals.js'
-import { spawnCli, type Running } from '../helpers/cli.js'
+import { boundPorts, type Running, spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
@@ -36,8 +36,7 @@ async function serve(t: Test, target: string, args: string[]): Promise<Gateway> 
     ...args,
   ])
   t.teardown(() => run.child.kill('SIGKILL'))
-  await run.waitFor(/"msg":"gateway listening"/)
-  const port = /"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]
+  const { listen: port } = await boundPorts(run)
   return { run, url: `http://127.0.0.1:${port}`, readyz: `http://127.0.0.1:${admin}/readyz` }
 }
 

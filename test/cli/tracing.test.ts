@@ -6,7 +6,7 @@ import t from 'tap'
 import { batchSetting, flushBound, samplerSetting, startTracing, tracingRequested } from '../../lib/cli/tracing.js'
 import { CodedError, isCoded } from '../../lib/coded-error.js'
 import { DEFAULTS } from '../../lib/defaults.js'
-import { spawnCli } from '../helpers/cli.js'
+import { boundPorts, spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { startReceiver } from '../helpers/otlp.js'
@@ -32,8 +32,7 @@ t.test(
       PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
     })
     t.teardown(() => void run.child.kill('SIGKILL'))
-    await run.waitFor(/"msg":"gateway listening"/)
-    const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+    const { listen: port } = await boundPorts(run)
     t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
     run.child.kill('SIGTERM')
     await run.waitFor(/"msg":"stopped"/)
@@ -191,8 +190,7 @@ t.test(
         OTEL_BSP_SCHEDULE_DELAY: '600000',
       },
     )
-    await run.waitFor(/"msg":"gateway listening"/)
-    const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+    const { listen: port } = await boundPorts(run)
     t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
     // An outside client that asks for its request not to be sampled (flags 00): the edge's default sampler does not obey.
     const outside = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' }
@@ -272,8 +270,7 @@ t.test(
       PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
     })
     t.teardown(() => void run.child.kill('SIGKILL'))
-    await run.waitFor(/"msg":"gateway listening"/)
-    const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+    const { listen: port } = await boundPorts(run)
     t.equal((await send(`http://127.0.0.1:${port}`, { headers: paymentHeaders(), body: saleBody() })).status, 201)
     run.child.kill('SIGTERM')
     t.equal(await run.exited, 0)

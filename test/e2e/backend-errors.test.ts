@@ -6,7 +6,7 @@ import { compileBackendErrors, type BackendErrorRules } from '../../lib/backend-
 import { ERRORS, serializeError } from '../../lib/errors.js'
 import { serverErrorMessage } from '../../lib/proxy/faults.js'
 import type { ReloadOutcome } from '../../lib/watch.js'
-import { spawnCli } from '../helpers/cli.js'
+import { boundPorts, spawnCli } from '../helpers/cli.js'
 import { RESPONSE_TYPE, SALE_PATH, saleBody, TEST_PAN, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { loggedRequests, scanLogsForCards } from '../helpers/logs.js'
@@ -308,8 +308,7 @@ t.test('the real process: serve --backend-errors names a legacy answer', async (
     { PAYMENTS_GATE_BACKEND_ERRORS: rulesFile },
   )
   t.teardown(() => run.child.kill('SIGTERM'))
-  await run.waitFor(/"msg":"gateway listening"/)
-  const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+  const { listen: port } = await boundPorts(run)
   const reply = await pay(`http://127.0.0.1:${port}`, 'limit402')
   t.same(reply.json, { errorName: 'cardLimitIsReached', message: 'card 444433******1111 is over its limit' })
   run.child.kill('SIGTERM')

@@ -5,7 +5,7 @@ import t from 'tap'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import { closeRedisClient, createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { loginKeys } from '../../lib/login-throttle-redis.js'
-import { spawnCli } from '../helpers/cli.js'
+import { boundPorts, spawnCli } from '../helpers/cli.js'
 import {
   basic,
   ENTITIES,
@@ -127,8 +127,7 @@ t.test(
       run.child.kill('SIGTERM')
       await run.exited
     })
-    await run.waitFor(/"msg":"gateway listening"/)
-    const a = `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`
+    const a = `http://127.0.0.1:${(await boundPorts(run)).listen}`
     t.match(run.output().stdout, '"idempotency":"redis-cluster://127.0.0.1:', 'the store named in the start-up line')
     const payments = Array.from({ length: 24 }, () => sale())
     for (const [i, payment] of payments.entries()) {

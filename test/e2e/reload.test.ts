@@ -2,7 +2,7 @@ import { mkdir, rename, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { hashPassword } from '../../lib/credentials/hash.js'
-import { spawnCli, type Running } from '../helpers/cli.js'
+import { boundPorts, type Running, spawnCli } from '../helpers/cli.js'
 import { basic, policyJson, saleBody, TEST_COST } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, until, type Reply } from '../helpers/http.js'
 import { freePort, startBackend } from '../helpers/servers.js'
@@ -56,8 +56,7 @@ async function serve(t: Test, credentials: string, policies: string): Promise<Ga
     '0',
   ])
   t.teardown(() => void run.child.kill('SIGKILL'))
-  await run.waitFor(/"msg":"gateway listening"/)
-  const port = Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])
+  const { listen: port } = await boundPorts(run)
   return {
     run,
     url: `http://127.0.0.1:${port}`,

@@ -2,7 +2,7 @@ import { writeFile, rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { createMetrics } from '../../lib/metrics.js'
-import { spawnCli } from '../helpers/cli.js'
+import { boundPorts, spawnCli } from '../helpers/cli.js'
 import {
   AUTH,
   basic,
@@ -416,8 +416,7 @@ t.test(
       run.child.kill('SIGTERM')
       return run.exited
     })
-    await run.waitFor(/"msg":"gateway listening"/)
-    const base = `http://127.0.0.1:${Number(/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1])}`
+    const base = `http://127.0.0.1:${(await boundPorts(run)).listen}`
     const euros = (entity: string, reference: string) => {
       const body = saleBody({ entity, transactionReference: reference })
       body.instruction.value.currency = 'EUR'

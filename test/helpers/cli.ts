@@ -138,11 +138,6 @@ export function spawnCli(args: string[], env: Record<string, string> = {}, scrip
 }
 
 /**
- * `payments-gate serve` in a process of its own on a free port of 127.0.0.1, in front of `target`, with the test user's
- * credentials, a fingerprint key and `--shutdown-delay 0`, then `args`; stopped (SIGTERM) when the test ends. A process
- * the test kills outright (`killed`) never writes its coverage: none is measured.
- */
-/**
  * The ports a `serve` child bound, from its `gateway listening` line. Given port 0, it binds free ones itself, which no
  * other process can take between a `freePort` and its start. Rejects when it exits before, or has not listened
  * within `timeoutMs` (a store it cannot reach), with what it wrote.
@@ -173,6 +168,11 @@ export async function boundPorts(
 
 const LISTENING = /"msg":"gateway listening"/
 
+/**
+ * `payments-gate serve` in a process of its own on a free port of 127.0.0.1, in front of `target`, with the test user's
+ * credentials, a fingerprint key and `--shutdown-delay 0`, then `args`; stopped (SIGTERM) when the test ends. A process
+ * the test kills outright (`killed`) never writes its coverage: none is measured.
+ */
 export async function gatewayProcess(
   t: Test,
   target: string,
@@ -202,6 +202,6 @@ export async function gatewayProcess(
     run.child.kill('SIGTERM')
     await run.exited
   })
-  await run.waitFor(/"msg":"gateway listening"/)
-  return { url: `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`, run }
+  const { listen } = await boundPorts(run)
+  return { url: `http://127.0.0.1:${listen}`, run }
 }

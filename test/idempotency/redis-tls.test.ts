@@ -10,7 +10,7 @@ import {
   whenReady,
 } from '../../lib/idempotency/redis-client.js'
 import { makePki } from '../helpers/certificates.js'
-import { spawnCli } from '../helpers/cli.js'
+import { boundPorts, spawnCli } from '../helpers/cli.js'
 import { basic, saleBody, USERNAME, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
@@ -229,8 +229,7 @@ t.test(
       run.child.kill('SIGINT')
       await run.exited
     })
-    await run.waitFor(/"msg":"gateway listening"/)
-    const url = `http://127.0.0.1:${/"port":(\d+)},"target"/.exec(run.output().stdout)?.[1]}`
+    const url = `http://127.0.0.1:${(await boundPorts(run)).listen}`
     const payment = sale()
     t.equal((await pay(url, payment)).status, 201)
     const retry = await pay(url, payment)
