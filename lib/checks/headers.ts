@@ -6,6 +6,9 @@ export type Headers = Readonly<Record<string, string | string[] | undefined>>
 
 /** RFC 9110 section 5.6.2 `tchar`: tested one character at a time (so unanchored), so no pattern here can backtrack. */
 const TCHAR = /[!#$%&'*+.^_`|~0-9A-Za-z-]/
+/** `TCHAR` as a table of the ASCII codes, made once: a look-up a character, where a test of the pattern costs a call (docs/performance.md). */
+const TCHARS = new Uint8Array(128)
+for (let code = 0; code < 128; code++) TCHARS[code] = TCHAR.test(String.fromCharCode(code)) ? 1 : 0
 /** RFC 9110 section 12.4.2 `qvalue`. */
 const QVALUE = /^(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)$/
 
@@ -18,7 +21,9 @@ interface MediaType {
 /** Where the run of `tchar` from `at` ends (`at` itself when there is none). */
 function tokenEnd(value: string, at: number): number {
   let end = at
-  while (TCHAR.test(value.charAt(end))) end++
+  let code = value.charCodeAt(end)
+  // Past the end, charCodeAt gives NaN, which no comparison admits.
+  while (code < 128 && TCHARS[code] === 1) code = value.charCodeAt(++end)
   return end
 }
 
