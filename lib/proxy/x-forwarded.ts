@@ -11,7 +11,7 @@ export function addForwardedHeaders(headers: IncomingHttpHeaders, req: IncomingM
   // With --tls-cert the gateway ends TLS itself (docs/deployment-reference.md, TLS).
   const secure = (req.socket as TLSSocket).encrypted === true
   append(headers, 'x-forwarded-for', `${req.socket.remoteAddress}`)
-  append(headers, 'x-forwarded-port', portOf(headers.host, secure))
+  append(headers, 'x-forwarded-port', portOf(headers.host ?? '', secure))
   append(headers, 'x-forwarded-proto', secure ? 'https' : 'http')
   headers['x-forwarded-host'] ||= headers.host ?? ''
 }
@@ -21,9 +21,20 @@ function append(headers: IncomingHttpHeaders, name: string, value: string): void
   headers[name] = earlier ? `${earlier},${value}` : value
 }
 
-/** The port the client addressed: the first `:digits` of its `Host`, else the scheme's default. */
-function portOf(host: string | undefined, secure: boolean): string {
-  return host?.match(/:(\d+)/)?.[1] ?? (secure ? '443' : '80')
+/** A port's digits (RFC 3986 3.2.3). */
+const PORT = /^[0-9]+$/
+
+/**
+ * The port the client addressed: the digits after the last colon of its `Host` (RFC 9110 7.2), unless that colon is
+ * inside an IPv6 literal's brackets (RFC 3986 3.2.2: `[::1]:8443`, `[::1]`); else the scheme's default.
+ */
+function portOf(host: string, secure: boolean): string {
+  const colon = host.lastIndexOf(':')
+  if (colon !== -1 && colon > host.lastIndexOf(']')) {
+    const port = host.slice(colon + 1)
+    if (PORT.test(port)) return port
+  }
+  return secure ? '443' : '80'
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http'
+import fc from 'fast-check'
 import t from 'tap'
 import { addForwardedHeaders, clientAddress } from '../../lib/proxy/x-forwarded.js'
+import { runs } from '../helpers/fuzz.js'
 
 /** What clientAddress reads of a request: its connection's peer and its X-Forwarded-For. */
 function request(forwardedFor: string | undefined, peer: string | null = '10.0.0.9'): IncomingMessage {
@@ -41,4 +43,37 @@ t.test('a request that came over TLS (--tls-cert): https, and 443 when its Host 
   const plain: Record<string, string> = {}
   addForwardedHeaders(plain, { socket: { remoteAddress: '10.0.0.9' }, headers: {} } as unknown as IncomingMessage)
   t.match(plain, { 'x-forwarded-proto': 'http', 'x-forwarded-port': '80', 'x-forwarded-host': '' })
+})
+
+/** The X-Forwarded-Port a request with this `Host` gets, over TLS or not. */
+function forwardedPort(host: string, encrypted: boolean): string | undefined {
+  const headers: Record<string, string> = { host }
+  addForwardedHeaders(headers, {
+    socket: { remoteAddress: '10.0.0.9', encrypted },
+    headers,
+  } as unknown as IncomingMessage)
+  return headers['x-forwarded-port']
+}
+
+t.test("X-Forwarded-Port is the Host's port as a URL parser reads it, an IPv6 literal's included", async (t) => {
+  t.equal(forwardedPort('[::1]:8443', false), '8443', "the first ':digits' was ':1', inside the brackets")
+  t.equal(forwardedPort('[::ffff:127.0.0.1]', true), '443')
+  t.equal(forwardedPort('[2001:db8::1]', false), '80')
+  t.equal(forwardedPort('shop.example:', false), '80', 'an empty port (RFC 3986 3.2.3)')
+  t.equal(forwardedPort('shop.example:8080', true), '8080')
+  // The oracle: WHATWG URL, which leaves the port out when it is the scheme's default.
+  const host = fc.oneof(
+    fc.domain(),
+    fc.ipV4(),
+    fc.ipV6().map((address) => `[${address}]`),
+  )
+  fc.assert(
+    fc.property(host, fc.option(fc.nat({ max: 65535 })), fc.boolean(), (name, port, encrypted) => {
+      const value = port === null ? name : `${name}:${port}`
+      const scheme = encrypted ? 'https' : 'http'
+      const expected = new URL(`${scheme}://${value}`).port || (encrypted ? '443' : '80')
+      return forwardedPort(value, encrypted) === expected
+    }),
+    runs(),
+  )
 })
