@@ -216,6 +216,11 @@ export function threwOn(res: ServerResponse, error: unknown): boolean {
   return true
 }
 
+/** Whether `res` is a payment's whose claim is still open: its handler's throw is retry protection's to answer. */
+export function holdsClaim(res: ServerResponse): boolean {
+  return (res as Captured)[CAPTURE]?.ticket !== undefined
+}
+
 /** Fastify calls the route's handler of the payment on `res`. */
 export function markStarted(res: ServerResponse): void {
   const capture = (res as Captured)[CAPTURE]

@@ -7,7 +7,7 @@ import { screenBody, screenHead } from '../http/screen.js'
 import type { Operation } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
 import { threwOn } from './answer-capture.js'
-import { answerFor, type HandlerProtection } from './retry-protection.js'
+import { answerFor, THREW_UNPROTECTED, type HandlerProtection } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
@@ -100,7 +100,8 @@ export function expressMiddleware(
 /**
  * Express error-handling middleware, mounted last: an error thrown by the
  * application becomes the standard 500 `internalErrorOccurred` body (logged,
- * never shown). Errors that carry a 4xx status are left to Express.
+ * never shown), saying the outcome is unknown when a payment's route threw.
+ * Errors that carry a 4xx status are left to Express.
  */
 export function expressErrorHandler(logger?: GateLogger): ExpressErrorMiddleware {
   return (error: unknown, req, res, next) => {
@@ -108,6 +109,7 @@ export function expressErrorHandler(logger?: GateLogger): ExpressErrorMiddleware
     // before any route matched (a middleware's) is answered as it would be, and settled by its status.
     if (req.route !== undefined && threwOn(res, error)) return
     if (res.headersSent || isClientError(error)) return next(error)
-    writeAnswer(res, internalError(error, logger))
+    const payment = req.route !== undefined && req.paymentsGate !== undefined
+    writeAnswer(res, internalError(error, logger, payment ? THREW_UNPROTECTED : undefined))
   }
 }

@@ -9,8 +9,8 @@ import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import type { Operation, RecurringRequest, SaleRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
-import { markStarted, markThrew, threwMarked } from './answer-capture.js'
-import { answerFor, THREW, type HandlerProtection, type Replay } from './retry-protection.js'
+import { holdsClaim, markStarted, markThrew, threwMarked } from './answer-capture.js'
+import { answerFor, THREW, THREW_UNPROTECTED, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
   endScreening,
@@ -297,9 +297,13 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
     })
 
     if (options.errorHandler === true) {
-      fastify.setErrorHandler((error: FastifyError, _request, reply) =>
-        isClientError(error) ? reply.send(error) : internal(reply, error),
-      )
+      // A payment let through with no claim held: its handler may have charged before the error (Fastify does not
+      // say whether a hook after the gate's or the handler threw), so its outcome is unknown (docs/middleware.md).
+      fastify.setErrorHandler((error: FastifyError, request, reply) => {
+        if (isClientError(error)) return reply.send(error)
+        if (request.paymentsGate === undefined || holdsClaim(reply.raw)) return internal(reply, error)
+        return write(reply, internalError(error, logger, THREW_UNPROTECTED))
+      })
     }
     done()
   }

@@ -68,10 +68,21 @@ export interface Claimed {
 }
 
 /** The words of the middleware's stand-ins: the application, not a backend, processes the payment. */
+const THREW_OUTCOME =
+  'The outcome of this payment is unknown: it failed while it was being processed, so it may have been processed.'
 export const THREW = answerOf(
   reject('internalErrorOccurred', {
-    message:
-      "The outcome of this payment is unknown: it failed while it was being processed, so it may have been processed. It is not processed again: retries with this transactionReference get this answer while retry protection keeps it. Ask for the payment's status, and pay again under a new transactionReference only if it did not happen.",
+    message: `${THREW_OUTCOME} It is not processed again: retries with this transactionReference get this answer while retry protection keeps it. Ask for the payment's status, and pay again under a new transactionReference only if it did not happen.`,
+  }),
+)
+/**
+ * A payment the gate let through whose handler threw with no claim held (retry protection off, or its store
+ * down with failure `open`): a retry runs the handler again, so the client is to ask first, never to "Retry later"
+ * (docs/middleware.md, errors; the proxy's words for `--idempotency off`, docs/backend-faults.md).
+ */
+export const THREW_UNPROTECTED = answerOf(
+  reject('internalErrorOccurred', {
+    message: `${THREW_OUTCOME} Ask for the payment's status before sending it again: a retry is processed again, and a new transactionReference makes a new payment.`,
   }),
 )
 const UNKNOWN = recordedOf(

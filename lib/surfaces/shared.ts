@@ -150,14 +150,16 @@ export function passedAsItCame(report: Reported): Passed | undefined {
   }
 }
 
+const INTERNAL_ANSWER = answerOf(INTERNAL_ERROR)
+
 /**
  * A failure of the gate (an authenticator that threw) or of the application
- * (an error-handling middleware): logged, answered as the standard 500,
- * its details never shown to the client.
+ * (an error-handling middleware): logged, answered as the standard 500
+ * (`answer`, when the failure was a payment's handler), its details never shown to the client.
  */
-export function internalError(error: unknown, logger: GateLogger | undefined): Answer {
+export function internalError(error: unknown, logger: GateLogger | undefined, answer = INTERNAL_ANSWER): Answer {
   logger?.error({ err: error }, 'payments-gate: internal error')
-  return answerOf(INTERNAL_ERROR)
+  return answer
 }
 
 /** An error with a 4xx `status` or `statusCode`, as http-errors, body-parser and Fastify make them: left to the host framework. */

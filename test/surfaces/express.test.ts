@@ -2,6 +2,7 @@ import t from 'tap'
 import express from 'express'
 import type { GateLogger } from '../../lib/surfaces/shared.js'
 import { isClientError } from '../../lib/surfaces/shared.js'
+import { THREW_UNPROTECTED } from '../../lib/surfaces/retry-protection.js'
 import { SCRYPT_DEFAULTS } from '../../lib/defaults.js'
 import { reject, serializeError } from '../../lib/errors.js'
 import { CASES } from '../helpers/cases.js'
@@ -109,6 +110,34 @@ t.test('the error handler: thrown errors become the standard 500, client errors 
     'headers already sent: Express cuts the connection',
   )
 })
+
+t.test(
+  "the error handler: a payment's route that threw, unprotected, says its outcome is unknown, never to retry",
+  async (t) => {
+    const gate = await testGate(t)
+    const app = express()
+    app.set('env', 'test')
+    app.use(gate.express())
+    let failFirst = false
+    app.use((_req, _res, next) => next(failFirst ? new Error('a middleware after the gate') : undefined))
+    app.post(SALE_PATH, () => {
+      throw new Error('the card was charged, then the ledger failed')
+    })
+    app.use(gate.expressErrorHandler())
+    const { port, agent } = await serve(t, app)
+    const threw = await send(port, CLEAN, agent)
+    t.equal(threw.status, 500)
+    t.equal(threw.body.toString(), THREW_UNPROTECTED.body.toString())
+    t.match(threw.json, {
+      errorName: 'internalErrorOccurred',
+      message: /outcome of this payment is unknown.*a retry is processed again/,
+    })
+    t.notMatch(threw.body.toString(), /Retry later/)
+    failFirst = true
+    const before = await send(port, CLEAN, agent)
+    t.equal(before.body.toString(), INTERNAL, 'a middleware before any route: no handler ran, so the retry is safe')
+  },
+)
 
 t.test('isClientError', async (t) => {
   t.ok(isClientError({ status: 400 }))

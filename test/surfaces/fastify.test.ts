@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { GateLogger } from '../../lib/surfaces/shared.js'
 import { SCRYPT_DEFAULTS } from '../../lib/defaults.js'
+import { THREW_UNPROTECTED } from '../../lib/surfaces/retry-protection.js'
 import { reject, serializeError } from '../../lib/errors.js'
 import { CASES } from '../helpers/cases.js'
 import { BODY_LIMIT, REQUEST_TYPE, SALE_PATH, writeCredentials } from '../helpers/fixtures.js'
@@ -131,6 +132,23 @@ t.test('the errorHandler option: thrown errors become the standard 500, client e
   t.equal(teapot.status, 418)
   t.match(JSON.parse(teapot.body.toString()), { message: 'short and stout' })
 })
+
+t.test(
+  "the errorHandler option: a payment's handler that threw, unprotected, says its outcome is unknown",
+  async (t) => {
+    const gate = await testGate(t)
+    const app = Fastify()
+    await app.register(gate.fastify, { errorHandler: true })
+    app.post(SALE_PATH, async () => {
+      throw new Error('the card was charged, then the ledger failed')
+    })
+    const { port, agent } = await serve(t, app)
+    const threw = await send(port, CLEAN, agent)
+    t.equal(threw.status, 500)
+    t.equal(threw.body.toString(), THREW_UNPROTECTED.body.toString())
+    t.notMatch(threw.body.toString(), /Retry later/)
+  },
+)
 
 t.test('the plugin announces itself and skips encapsulation', async (t) => {
   const gate = await testGate(t)
