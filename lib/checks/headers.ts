@@ -83,6 +83,25 @@ function parseMediaType(value: string): MediaType | undefined {
   return media
 }
 
+/**
+ * The elements of a list (RFC 9110 5.6.1), split at the commas outside quoted strings (5.6.4): inside one, a comma
+ * is text, and a quoted string that never closes runs to the end, as negotiator (Express) reads it.
+ */
+function listElements(list: string): string[] {
+  if (!list.includes('"')) return list.split(',')
+  const elements: string[] = []
+  let start = 0
+  for (let at = 0; at < list.length; at++) {
+    if (list[at] === '"') at = (quotedEnd(list, at) ?? list.length) - 1
+    else if (list[at] === ',') {
+      elements.push(list.slice(start, at))
+      start = at + 1
+    }
+  }
+  elements.push(list.slice(start))
+  return elements
+}
+
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
@@ -206,7 +225,7 @@ export function buildAcceptCheck(types: MediaTypes): (headers: Headers) => Rejec
     if (list.trim() === '') return undefined
     let specificity = 0
     let quality = 0
-    for (const element of list.split(',')) {
+    for (const element of listElements(list)) {
       const range = parseMediaType(element)
       if (range === undefined) continue
       const rank =
