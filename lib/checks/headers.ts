@@ -153,10 +153,10 @@ export function buildJsonTypeCheck(): (headers: Headers) => boolean {
 }
 
 /**
- * Check 3, the content coding: none, or `identity`, its synonym (RFC 9110 12.5.3). The checks read
- * the body's bytes as they came; a backend or framework that decodes `gzip`, `deflate`, `br` or
- * `zstd` (Express's body parsers do) would read other bytes. RFC 9110 15.5.16 answers a content
- * coding not supported with 415.
+ * Check 3, the content coding: none (no header, or an empty list: RFC 9110 5.6.1), or `identity`,
+ * its synonym (RFC 9110 12.5.3). The checks read the body's bytes as they came; a backend or
+ * framework that decodes `gzip`, `deflate`, `br` or `zstd` (Express's body parsers do) would read
+ * other bytes. RFC 9110 15.5.16 answers a content coding not supported with 415.
  */
 export function buildContentEncodingCheck(): (headers: Headers) => Rejection | undefined {
   const invalid = reject('headerHasInvalidValue', {
@@ -166,7 +166,9 @@ export function buildContentEncodingCheck(): (headers: Headers) => Rejection | u
   })
   return (headers) => {
     const value = headers['content-encoding']
-    return value === undefined || String(value).trim().toLowerCase() === 'identity' ? undefined : invalid
+    if (value === undefined) return undefined
+    const coding = String(value).trim().toLowerCase()
+    return coding === '' || coding === 'identity' ? undefined : invalid
   }
 }
 
