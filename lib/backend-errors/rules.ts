@@ -71,7 +71,18 @@ export function defaultName(status: number): ErrorName {
 const RULE_KEYS = new Set(['status', 'match', 'errorName', 'message', 'messageFrom'])
 /** Error names in the service's style: lower camel case. */
 const NAME = /^[a-z][A-Za-z0-9]*$/
-const PATH_STEP = /^(?:\.([A-Za-z_$][A-Za-z0-9_$]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\])/
+/** A step: a name after a dot, an index, or a single-quoted name with RFC 9535's escapes (2.3.1.1) and no control character. */
+const PATH_STEP =
+  /^(?:\.([A-Za-z_$][A-Za-z0-9_$]*)|\[(\d+)\]|\['((?:[^'\\\x00-\x1f]|\\(?:[bfnrt/\\']|u[0-9A-Fa-f]{4}))*)'\])/
+/** The escapes of a single-quoted name: JSON's, with `\'` for `\"` (RFC 9535 2.3.1.1). */
+const ESCAPE = /\\(?:u([0-9A-Fa-f]{4})|(.))/g
+const ESCAPED: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }
+
+function unescapeName(quoted: string): string {
+  return quoted.replace(ESCAPE, (_, hex: string | undefined, char: string) =>
+    hex === undefined ? (ESCAPED[char] ?? char) : String.fromCharCode(Number.parseInt(hex, 16)),
+  )
+}
 
 /** `$.a['b-c'][0]` as ['a', 'b-c', 0], or undefined when it is not of that simple form. */
 export function parsePath(text: string): Path | undefined {
@@ -81,17 +92,22 @@ export function parsePath(text: string): Path | undefined {
   while (rest !== '') {
     const step = PATH_STEP.exec(rest)
     if (step === null) return undefined
-    path.push(step[1] ?? (step[2] === undefined ? (step[3] as string).replace(/\\(.)/g, '$1') : Number(step[2])))
+    path.push(step[1] ?? (step[2] === undefined ? unescapeName(step[3] as string) : Number(step[2])))
     rest = rest.slice(step[0].length)
   }
   return path
 }
 
-/** The value at `path` in a parsed JSON document; undefined when the path leads nowhere. */
+/**
+ * The value at `path` in a parsed JSON document; undefined when the path leads nowhere. A name selects a member
+ * of an object only, an index an element of an array only (RFC 9535 2.3.1.2, 2.3.3.2): `$.items.length` and
+ * `$.a['0']` on arrays, `$.a[0]` on an object, select nothing.
+ */
 export function valueAt(document: unknown, path: Path): unknown {
   let node = document
   for (const key of path) {
-    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return undefined
+    if (node === null || typeof node !== 'object') return undefined
+    if (Array.isArray(node) !== (typeof key === 'number') || !Object.hasOwn(node, key)) return undefined
     node = (node as Record<string | number, unknown>)[key]
   }
   return node

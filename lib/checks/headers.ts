@@ -83,6 +83,25 @@ function parseMediaType(value: string): MediaType | undefined {
   return media
 }
 
+/**
+ * The elements of a list (RFC 9110 5.6.1), split at the commas outside quoted strings (5.6.4): inside one, a comma
+ * is text, and a quoted string that never closes runs to the end, as negotiator (Express) reads it.
+ */
+function listElements(list: string): string[] {
+  if (!list.includes('"')) return list.split(',')
+  const elements: string[] = []
+  let start = 0
+  for (let at = 0; at < list.length; at++) {
+    if (list[at] === '"') at = (quotedEnd(list, at) ?? list.length) - 1
+    else if (list[at] === ',') {
+      elements.push(list.slice(start, at))
+      start = at + 1
+    }
+  }
+  elements.push(list.slice(start))
+  return elements
+}
+
 function first(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
@@ -134,10 +153,10 @@ export function buildJsonTypeCheck(): (headers: Headers) => boolean {
 }
 
 /**
- * Check 3, the content coding: none, or `identity`, its synonym (RFC 9110 12.5.3). The checks read
- * the body's bytes as they came; a backend or framework that decodes `gzip`, `deflate`, `br` or
- * `zstd` (Express's body parsers do) would read other bytes. RFC 9110 15.5.16 answers a content
- * coding not supported with 415.
+ * Check 3, the content coding: none (no header, or an empty list: RFC 9110 5.6.1), or `identity`,
+ * its synonym (RFC 9110 12.5.3). The checks read the body's bytes as they came; a backend or
+ * framework that decodes `gzip`, `deflate`, `br` or `zstd` (Express's body parsers do) would read
+ * other bytes. RFC 9110 15.5.16 answers a content coding not supported with 415.
  */
 export function buildContentEncodingCheck(): (headers: Headers) => Rejection | undefined {
   const invalid = reject('headerHasInvalidValue', {
@@ -147,7 +166,9 @@ export function buildContentEncodingCheck(): (headers: Headers) => Rejection | u
   })
   return (headers) => {
     const value = headers['content-encoding']
-    return value === undefined || String(value).trim().toLowerCase() === 'identity' ? undefined : invalid
+    if (value === undefined) return undefined
+    const coding = String(value).trim().toLowerCase()
+    return coding === '' || coding === 'identity' ? undefined : invalid
   }
 }
 
@@ -206,7 +227,7 @@ export function buildAcceptCheck(types: MediaTypes): (headers: Headers) => Rejec
     if (list.trim() === '') return undefined
     let specificity = 0
     let quality = 0
-    for (const element of list.split(',')) {
+    for (const element of listElements(list)) {
       const range = parseMediaType(element)
       if (range === undefined) continue
       const rank =

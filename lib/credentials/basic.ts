@@ -3,7 +3,8 @@ import { decodeBase64 } from './base64.js'
 const BASIC = /^basic +([A-Za-z0-9+/]+={0,2}) *$/i
 // RFC 7617, section 2: neither the user-id nor the password may hold control characters.
 const CONTROL = /[\u0000-\u001f\u007f]/
-const utf8 = new TextDecoder('utf-8', { fatal: true })
+// ignoreBOM keeps a leading U+FEFF in the user-id, as every reader that decodes it without WHATWG's BOM rule does.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /**
  * The credentials of a `Basic` header, as it is spelt whatever the scheme's

@@ -1,3 +1,7 @@
+import { createRequire } from 'node:module'
+import { Readable } from 'node:stream'
+import { parse as parseContentType } from 'content-type'
+import fc from 'fast-check'
 import t from 'tap'
 import {
   buildAcceptCheck,
@@ -8,6 +12,7 @@ import {
   connectionOptions,
 } from '../../lib/checks/headers.js'
 import { mediaTypes } from '../../lib/defaults.js'
+import { runs } from '../helpers/fuzz.js'
 
 const types = mediaTypes('example')
 const contentType = buildContentTypeCheck(types)
@@ -147,18 +152,9 @@ t.test('a JSON type: application/json or a +json type (RFC 6839), its charset UT
 })
 
 t.test('Content-Encoding: absent or identity is fine; any coding is 415 headerHasInvalidValue', async (t) => {
-  for (const value of [undefined, 'identity', ' IDENTITY ']) t.equal(encoding({ 'content-encoding': value }), undefined)
-  for (const value of [
-    'gzip',
-    'deflate',
-    'br',
-    'zstd',
-    'x-gzip',
-    'identity, gzip',
-    'gzip, identity',
-    '',
-    'identity;q=1',
-  ]) {
+  for (const value of [undefined, 'identity', ' IDENTITY ', '', ' '])
+    t.equal(encoding({ 'content-encoding': value }), undefined)
+  for (const value of ['gzip', 'deflate', 'br', 'zstd', 'x-gzip', 'identity, gzip', 'gzip, identity', 'identity;q=1']) {
     t.match(
       encoding({ 'content-encoding': value }),
       { status: 415, body: { errorName: 'headerHasInvalidValue', headerName: 'Content-Encoding' } },
@@ -269,6 +265,16 @@ t.test('Accept: nothing admitting the HAL type with q > 0 is 406', async (t) => 
   )
 })
 
+t.test('Accept: a comma inside a quoted string splits no range (RFC 9110 5.6.1, 5.6.4)', async (t) => {
+  t.not(
+    accept({ accept: 'text/plain;p="x, application/vnd.example.payments-v6.hal+json, y", */*;q=0' }),
+    undefined,
+    'no range of this list names the HAL type',
+  )
+  t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;p="a,b"' }), undefined)
+  t.not(accept({ accept: 'text/plain;p="x, application/vnd.example.payments-v6.hal+json' }), undefined, 'never closed')
+})
+
 t.test('Accept: a q that is not a qvalue (RFC 9110 section 12.4.2) ignores its range', async (t) => {
   for (const q of ['1.5', '20', '0.1234', '-1', '.5']) {
     t.not(accept({ accept: `application/vnd.example.payments-v6.hal+json;q=${q}` }), undefined, `q=${q}`)
@@ -298,4 +304,157 @@ t.test('Accept: the most specific range decides, equal ranges take the best q', 
     'a more specific range later overrides a better q',
   )
   t.not(accept({ accept: 'application/*;q=0.5, application/vnd.example.payments-v6.hal+json;q=0' }), undefined)
+})
+
+/** RFC 9110 5.6.2 `tchar`. */
+const TCHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+const anyToken = fc.string({ unit: fc.constantFrom(...TCHARS), minLength: 1, maxLength: 6 })
+/** RFC 9110 5.6.3 OWS. */
+const ows = fc.constantFrom('', '', ' ', '\t', '  ')
+/** RFC 9110 5.6.4: `quoted-string`, with separators, obs-text and quoted pairs inside. */
+const quotedString = fc
+  .array(
+    fc.oneof(
+      fc.constantFrom(' ', '\t', ',', ';', '=', '/', 'a', '\\"', '\\\\', '\\a', '\\,'),
+      fc.integer({ min: 0x21, max: 0xff }).filter((code) => code !== 0x22 && code !== 0x5c && code !== 0x7f),
+    ),
+    { maxLength: 6 },
+  )
+  .map((parts) => `"${parts.map((part) => (typeof part === 'number' ? String.fromCharCode(part) : part)).join('')}"`)
+const CHARSETS = ['utf-8', 'UTF-8', '"utf-8"', '"Utf-8"', 'utf8', 'latin1', 'utf-7', '"utf-7"']
+
+/** `*( OWS ";" OWS [ parameter ] )` (RFC 9110 5.6.6) of [name, value] pairs, with empty parameters among them. */
+function parametersOf(pairs: fc.Arbitrary<[string, string]>): fc.Arbitrary<string> {
+  const parameter = fc.tuple(ows, ows, fc.option(pairs, { freq: 6 }))
+  // A name given twice is refused by choice (RFC 6838 4.3, docs/checks.md), where readers take the first or the last.
+  return fc
+    .uniqueArray(parameter, { maxLength: 4, selector: ([, , pair]) => pair?.[0].toLowerCase() ?? Symbol('none') })
+    .map((list) =>
+      list.map(([before, after, pair]) => `${before};${after}${pair === null ? '' : pair.join('=')}`).join(''),
+    )
+}
+
+const contentTypeValue = fc
+  .tuple(
+    ows,
+    fc.oneof(fc.mixedCase(fc.constant('application')), anyToken),
+    fc.oneof(
+      fc.mixedCase(fc.constantFrom('vnd.example.payments-v6+json', 'json', 'merchant+json')),
+      fc.constant('+json'),
+      anyToken,
+    ),
+    parametersOf(
+      fc.oneof(
+        fc.tuple(fc.mixedCase(fc.constant('charset')), fc.constantFrom(...CHARSETS)),
+        fc.tuple(anyToken, fc.oneof(anyToken, quotedString)),
+      ),
+    ),
+    ows,
+  )
+  .map(([before, type, subtype, parameters, after]) => `${before}${type}/${subtype}${parameters}${after}`)
+
+t.test('Content-Type read as the content-type package (body-parser, Express) reads it', async (t) => {
+  fc.assert(
+    fc.property(contentTypeValue, (value) => {
+      const { type, parameters } = parseContentType(value)
+      const utf8 = parameters.charset === undefined || parameters.charset.toLowerCase() === 'utf-8'
+      const v6 = type === types.request && utf8
+      const jsonType =
+        type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json') && type.length > 17)
+      return (
+        (contentType({ 'content-type': value }) === undefined) === v6 &&
+        json({ 'content-type': value }) === (jsonType && utf8)
+      )
+    }),
+    runs(),
+  )
+})
+
+t.test(
+  'a Content-Type passed, however malformed around it, is the v6 type in UTF-8 to the content-type package',
+  async (t) => {
+    const insertion = fc.tuple(fc.nat(), fc.constantFrom('"', '\\', ';', ',', '=', ' ', '/', 'x'))
+    fc.assert(
+      fc.property(contentTypeValue, fc.array(insertion, { minLength: 1, maxLength: 3 }), (valid, insertions) => {
+        let value = valid
+        for (const [at, char] of insertions)
+          value = value.slice(0, at % (value.length + 1)) + char + value.slice(at % (value.length + 1))
+        if (contentType({ 'content-type': value }) !== undefined) return true
+        const { type, parameters } = parseContentType(value)
+        return (
+          type === types.request && (parameters.charset === undefined || parameters.charset.toLowerCase() === 'utf-8')
+        )
+      }),
+      runs(),
+    )
+  },
+)
+
+/** negotiator, what Express's `req.accepts()` and `res.format()` read `Accept` with. */
+const Negotiator = createRequire(import.meta.url)('negotiator') as new (request: {
+  headers: Record<string, string>
+}) => { mediaTypes: (available: string[]) => string[] }
+
+t.test('Accept read as negotiator (Express) reads it', async (t) => {
+  const qvalue = fc.constantFrom('0', '0.0', '0.000', '0.001', '0.5', '1', '1.0', '1.000')
+  const range = fc.tuple(
+    fc.oneof(
+      fc.mixedCase(fc.constantFrom('application/vnd.example.payments-v6.hal+json', 'application/*')),
+      fc.constantFrom('*/*', 'application/json', 'text/*', 'application/vnd.example.payments-v6+json'),
+    ),
+    fc.option(fc.tuple(ows, ows, fc.mixedCase(fc.constant('q')), qvalue)),
+    parametersOf(
+      fc.tuple(
+        anyToken.filter((name) => name.toLowerCase() !== 'q'),
+        fc.oneof(anyToken, quotedString),
+      ),
+    ),
+  )
+  const list = fc.array(fc.tuple(ows, fc.option(range, { freq: 6 }), ows), { minLength: 1, maxLength: 4 })
+  fc.assert(
+    fc.property(list, (elements) => {
+      const render = (withParameters: boolean) =>
+        elements
+          .map(([before, element, after]) => {
+            if (element === null) return `${before}${after}`
+            const [type, q, parameters] = element
+            const weight = q === null ? '' : `${q[0]};${q[1]}${q[2]}=${q[3]}`
+            return `${before}${type}${withParameters ? parameters : ''}${weight}${after}`
+          })
+          .join(',')
+      const value = render(true)
+      // Parameters other than q are not compared by choice (docs/checks.md, check 4); negotiator requires them to match.
+      const admitted = new Negotiator({ headers: { accept: render(false) } }).mediaTypes([types.response]).length > 0
+      return value.trim() === '' || (accept({ accept: value }) === undefined) === admitted
+    }),
+    runs(),
+  )
+})
+
+/** body-parser's JSON reader, what `express.json()` runs. */
+const bodyParser = createRequire(import.meta.url)('body-parser') as {
+  json: (options: object) => (req: Readable, res: object, next: (error?: unknown) => void) => void
+}
+
+t.test('a Content-Encoding passed is one express.json() reads the bytes as they came under', async (t) => {
+  const readJson = bodyParser.json({ type: () => true })
+  const body = Buffer.from('{"a":1}')
+  const coding = fc.constantFrom('identity', 'IDENTITY', 'Identity', 'gzip', 'deflate', 'br', 'x-gzip', '')
+  const value = fc.array(fc.tuple(coding, fc.constantFrom(',', ', ', ' ,')), { maxLength: 3 }).map((list) =>
+    list
+      .map(([name, comma], at) => (at === 0 ? name : comma + name))
+      .join('')
+      .trim(),
+  )
+  await fc.assert(
+    fc.asyncProperty(value, async (header) => {
+      const req = Object.assign(Readable.from([body]), {
+        headers: { 'content-type': 'application/json', 'content-length': '7', 'content-encoding': header },
+      })
+      // A plain body: a reader that decodes it fails, so only one that reads the bytes as they came succeeds.
+      const asCame = await new Promise<boolean>((resolve) => readJson(req, {}, (error) => resolve(error === undefined)))
+      return (encoding({ 'content-encoding': header }) === undefined) === asCame
+    }),
+    runs(),
+  )
 })

@@ -1,5 +1,7 @@
+import fc from 'fast-check'
 import t from 'tap'
 import { parseAddress, parseServeOptions } from '../../lib/cli/options.js'
+import { runs } from '../helpers/fuzz.js'
 
 const required = ['--target', 'http://127.0.0.1:9000', '--credentials', 'creds.json']
 
@@ -298,4 +300,31 @@ t.test('--base-path: /-separated segments of RFC 3986 path characters, no query,
       `refused: ${path}`,
     )
   }
+})
+
+t.test('--listen and --admin read HOST:PORT as WHATWG URL reads an authority', async (t) => {
+  const label = fc.stringMatching(/^[a-z0-9](?:[a-z0-9-]{0,6}[a-z0-9])?$/)
+  const host = fc.oneof(
+    fc.array(label, { minLength: 1, maxLength: 3 }).map((labels) => labels.join('.')),
+    fc.ipV4(),
+    fc.ipV6().map((address) => `[${address}]`),
+  )
+  // Up to five digits, leading zeros included: a port longer than that is refused by choice, WHATWG URL reads it.
+  const port = fc
+    .tuple(fc.nat({ max: 2 }), fc.nat({ max: 65535 }))
+    .map(([zeros, n]) => `${'0'.repeat(zeros)}${n}`.slice(-5))
+  fc.assert(
+    fc.property(fc.option(host), port, (name, digits) => {
+      const value = name === null ? digits : `${name}:${digits}`
+      const ours = parseAddress(value)
+      // A URL of a scheme that is not special keeps every port, a default one too.
+      const url = new URL(`tcp://${name ?? 'localhost'}:${digits}`)
+      const hostname =
+        ours.host === undefined
+          ? undefined
+          : new URL(`tcp://${ours.host.includes(':') ? `[${ours.host}]` : ours.host}`).hostname
+      return ours.port === Number(url.port) && hostname === (name === null ? undefined : url.hostname)
+    }),
+    runs(),
+  )
 })

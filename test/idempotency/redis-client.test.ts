@@ -1,9 +1,19 @@
 import { once } from 'node:events'
+import { createRequire } from 'node:module'
 import { createServer, type Socket } from 'node:net'
-import type { Redis } from 'ioredis'
+import fc from 'fast-check'
+import type { Redis, RedisOptions } from 'ioredis'
 import t, { type Test } from 'tap'
-import { closeRedisClient, createRedisClient, duplicateRedis, whenReady } from '../../lib/idempotency/redis-client.js'
+import {
+  closeRedisClient,
+  createRedisClient,
+  duplicateRedis,
+  redisTarget,
+  whenReady,
+  type ClusterTarget,
+} from '../../lib/idempotency/redis-client.js'
 import { startFaultyProxy } from '../helpers/faulty-proxy.js'
+import { CODE_POINT, runs } from '../helpers/fuzz.js'
 import { ask, startRedis, type RedisServer } from '../helpers/redis.js'
 import { until } from '../helpers/wait.js'
 
@@ -221,5 +231,110 @@ t.test(
     void proxy.delayReply('quit', 1000)
     await closeRedisClient(slow)
     t.ok(await until(() => slow.status === 'end', 10_000), 'ended, though its QUIT timed out')
+  },
+)
+
+/** ioredis's own reading of a `redis://` or `rediss://` URL, what `new Redis(url)` connects with. */
+const { parseURL } = createRequire(import.meta.url)('ioredis/built/utils/index.js') as {
+  parseURL: (url: string) => { host?: string; port?: string; db?: string; username?: string; password?: string }
+}
+
+/** Userinfo and names as RFC 3986 spells them: unreserved and sub-delims characters, and escapes of any UTF-8 (or not). */
+const escaped = fc.oneof(
+  fc.string({ unit: CODE_POINT, minLength: 1, maxLength: 3 }).map(encodeURIComponent),
+  fc.constantFrom('%ff', '%C3', '%3a', '%40', '%25'),
+)
+const plain = fc.string({ unit: fc.constantFrom(...("aZ09-._~!$&'()*+,;=".split('') as [string])), maxLength: 4 })
+const part = fc.array(fc.oneof(plain, escaped), { maxLength: 3 }).map((parts) => parts.join(''))
+const userinfo = fc
+  .option(fc.tuple(part, fc.option(part)))
+  .map((pair) => (pair === null ? '' : `${pair[0]}${pair[1] === null ? '' : `:${pair[1]}`}@`))
+const label = fc.stringMatching(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,6}[A-Za-z0-9])?$/)
+// The forms the gateway documents (docs/idempotency.md): no IPv6 literal, a database from 0 to 99.
+const hostPort = fc
+  .tuple(
+    fc.oneof(
+      fc.array(label, { minLength: 1, maxLength: 3 }).map((labels) => labels.join('.')),
+      fc.ipV4(),
+    ),
+    fc.option(fc.integer({ min: 1, max: 65535 })),
+  )
+  .map(([host, port]) => (port === null ? host : `${host}:${port}`))
+const database = fc.option(fc.integer({ min: 0, max: 99 })).map((db) => (db === null ? '' : `/${db}`))
+
+/** ioredis's reading of `redis://` + rest, undefined where it throws (an escape that is not UTF-8). */
+function ioredisReads(rest: string): ReturnType<typeof parseURL> | undefined {
+  try {
+    return parseURL(`redis://${rest}`)
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether a host, port and credentials read by us are those ioredis reads (an empty user or password is none to both). */
+function sameNode(
+  ours: { host?: string; port?: number; username?: string; password?: string },
+  theirs: ReturnType<typeof parseURL>,
+  defaultPort: number,
+): boolean {
+  return (
+    ours.host === theirs.host &&
+    ours.port === Number(theirs.port ?? defaultPort) &&
+    (ours.username ?? '') === (theirs.username ?? '') &&
+    (ours.password ?? '') === (theirs.password ?? '')
+  )
+}
+
+t.test('a redis:// URL is read as ioredis reads it: host, port, database, user and password', async (t) => {
+  const url = fc.tuple(fc.constantFrom('redis', 'rediss'), userinfo, hostPort, database)
+  fc.assert(
+    fc.property(url, ([scheme, credentials, node, db]) => {
+      const ours = redisTarget(`${scheme}://${credentials}${node}${db}`) as RedisOptions | undefined
+      const theirs = ioredisReads(`${credentials}${node}${db}`)
+      if (theirs === undefined) return ours === undefined
+      return (
+        ours !== undefined &&
+        sameNode(ours, theirs, 6379) &&
+        ours.db === Number(theirs.db ?? 0) &&
+        (ours.tls !== undefined) === (scheme === 'rediss')
+      )
+    }),
+    runs(),
+  )
+})
+
+t.test(
+  'Sentinel and Cluster URLs: each node and the credentials as ioredis reads them in a redis:// URL',
+  async (t) => {
+    const nodes = fc.array(hostPort, { minLength: 1, maxLength: 3 })
+    const name = fc.array(fc.oneof(plain, escaped, fc.constantFrom(':', '@')), { minLength: 1, maxLength: 3 })
+    fc.assert(
+      fc.property(fc.boolean(), userinfo, nodes, database, name, (sentinel, credentials, list, db, parts) => {
+        const master = parts.join('')
+        const spec = sentinel
+          ? `redis-sentinel://${credentials}${list.join(',')}${db}#${master}`
+          : `redis-cluster://${credentials}${list.join(',')}`
+        const ours = redisTarget(spec) as (RedisOptions & ClusterTarget) | undefined
+        const theirs = list.map((node) => ioredisReads(`${credentials}${node}${db}`))
+        let named: string | undefined
+        try {
+          named = decodeURIComponent(new URL(`redis://h#${master}`).hash.slice(1))
+        } catch {
+          named = undefined
+        }
+        if (theirs.includes(undefined) || (sentinel && named === undefined)) return ours === undefined
+        if (ours === undefined) return master === '' && sentinel
+        const read = sentinel ? (ours.sentinels as { host: string; port: number }[]) : ours.cluster
+        const defaultPort = sentinel ? 26379 : 6379
+        return (
+          read.length === list.length &&
+          read.every((node, at) =>
+            sameNode({ ...ours, ...node }, theirs[at] as ReturnType<typeof parseURL>, defaultPort),
+          ) &&
+          (!sentinel || (ours.name === named && ours.db === Number(theirs[0]?.db ?? 0)))
+        )
+      }),
+      runs(),
+    )
   },
 )

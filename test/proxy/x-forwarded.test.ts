@@ -1,8 +1,15 @@
 import type { IncomingMessage } from 'node:http'
+import { createRequire } from 'node:module'
 import fc from 'fast-check'
 import t from 'tap'
 import { addForwardedHeaders, clientAddress } from '../../lib/proxy/x-forwarded.js'
 import { runs } from '../helpers/fuzz.js'
+
+/** proxy-addr, what Express (`trust proxy`) and Fastify (`trustProxy`, its fork) read the client's address with. */
+const proxyAddr = createRequire(import.meta.url)('proxy-addr') as (
+  req: IncomingMessage,
+  trust: (address: string, hop: number) => boolean,
+) => string
 
 /** What clientAddress reads of a request: its connection's peer and its X-Forwarded-For. */
 function request(forwardedFor: string | undefined, peer: string | null = '10.0.0.9'): IncomingMessage {
@@ -74,6 +81,31 @@ t.test("X-Forwarded-Port is the Host's port as a URL parser reads it, an IPv6 li
       const expected = new URL(`${scheme}://${value}`).port || (encrypted ? '443' : '80')
       return forwardedPort(value, encrypted) === expected
     }),
+    runs(),
+  )
+})
+
+t.test("behind N trusted proxies the client is the one Express's `trust proxy = N` reads", async (t) => {
+  const address = fc.oneof(fc.ipV4(), fc.ipV6())
+  // Whatever the client itself sent: anything, empty entries and spaces included.
+  const forged = fc.array(fc.oneof(address, fc.constantFrom('', ' ', 'unknown'), fc.string()), { maxLength: 4 })
+  const separator = fc.constantFrom(',', ', ', ' , ')
+  fc.assert(
+    fc.property(
+      forged,
+      fc.array(address, { minLength: 1, maxLength: 4 }),
+      separator,
+      separator,
+      (sent, appended, between, joiner) => {
+        // Each trusted proxy appends one address; with fewer entries than hops, we log the peer (documented), proxy-addr the leftmost.
+        const header =
+          sent.length === 0 ? appended.join(joiner) : `${sent.join(between)}${joiner}${appended.join(joiner)}`
+        const req = request(header)
+        const hops = appended.length
+        const expected = proxyAddr(req, (_, hop) => hop < hops)
+        return clientAddress(req, hops) === expected && expected === appended[0]
+      },
+    ),
     runs(),
   )
 })
