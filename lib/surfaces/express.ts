@@ -109,7 +109,8 @@ export function expressErrorHandler(logger?: GateLogger): ExpressErrorMiddleware
     // before any route matched (a middleware's) is answered as it would be, and settled by its status.
     if (req.route !== undefined && threwOn(res, error)) return
     if (res.headersSent || isClientError(error)) return next(error)
-    const payment = req.route !== undefined && req.paymentsGate !== undefined
+    // Report mode hands the handler a payment enforce would refuse too: `paymentsGateReport` alone marks it.
+    const payment = req.route !== undefined && (req.paymentsGate ?? req.paymentsGateReport) !== undefined
     writeAnswer(res, internalError(error, logger, payment ? THREW_UNPROTECTED : undefined))
   }
 }

@@ -301,7 +301,8 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
       // say whether a hook after the gate's or the handler threw), so its outcome is unknown (docs/middleware.md).
       fastify.setErrorHandler((error: FastifyError, request, reply) => {
         if (isClientError(error)) return reply.send(error)
-        if (request.paymentsGate === undefined || holdsClaim(reply.raw)) return internal(reply, error)
+        const payment = request.paymentsGate ?? request.paymentsGateReport
+        if (payment === undefined || holdsClaim(reply.raw)) return internal(reply, error)
         return write(reply, internalError(error, logger, THREW_UNPROTECTED))
       })
     }

@@ -133,6 +133,22 @@ t.test(
       message: /outcome of this payment is unknown.*a retry is processed again/,
     })
     t.notMatch(threw.body.toString(), /Retry later/)
+    const report = await testGate(t, { mode: 'report' })
+    const reporting = express()
+    reporting.set('env', 'test')
+    reporting.use(report.express())
+    reporting.post(SALE_PATH, (req) => {
+      throw new Error(`reported as ${req.paymentsGateReport?.wouldRefuse}, charged, then failed`)
+    })
+    reporting.use(report.expressErrorHandler())
+    const reported = await serve(t, reporting)
+    const luhn = CASES.find((row) => row.name === '8: card number fails the Luhn check')!
+    const threwReported = await send(reported.port, luhn, reported.agent)
+    t.equal(
+      threwReported.body.toString(),
+      THREW_UNPROTECTED.body.toString(),
+      'report mode: a payment enforce would refuse',
+    )
     failFirst = true
     const before = await send(port, CLEAN, agent)
     t.equal(before.body.toString(), INTERNAL, 'a middleware before any route: no handler ran, so the retry is safe')

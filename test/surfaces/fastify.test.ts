@@ -147,6 +147,20 @@ t.test(
     t.equal(threw.status, 500)
     t.equal(threw.body.toString(), THREW_UNPROTECTED.body.toString())
     t.notMatch(threw.body.toString(), /Retry later/)
+    const report = await testGate(t, { mode: 'report' })
+    const reporting = Fastify()
+    await reporting.register(report.fastify, { errorHandler: true })
+    reporting.post(SALE_PATH, async () => {
+      throw new Error('charged, then failed')
+    })
+    const reported = await serve(t, reporting)
+    const luhn = CASES.find((row) => row.name === '8: card number fails the Luhn check')!
+    const threwReported = await send(reported.port, luhn, reported.agent)
+    t.equal(
+      threwReported.body.toString(),
+      THREW_UNPROTECTED.body.toString(),
+      'report mode: a payment enforce would refuse',
+    )
   },
 )
 
