@@ -1,3 +1,4 @@
+import cluster from 'node:cluster'
 import type { IncomingMessage } from 'node:http'
 import type { Checks, Entitled, Passed } from '../checks/index.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
@@ -428,6 +429,13 @@ export function retryStoreOf(
         `${name('idempotencyFingerprintKey')} must be given with a Redis store: every gateway sharing it fingerprints payments with the same key`,
     )
   if (typeof idempotency !== 'string') return idempotency
+  // As `serve --workers` with memory (cli/workers.ts): node:cluster's workers, PM2's cluster mode among them, share a port.
+  if (idempotency === 'memory' && cluster.isWorker)
+    throw new CodedError(
+      'EIDEMPOTENCY',
+      (name) =>
+        `${name('idempotency')} memory in a cluster worker (node:cluster, PM2's cluster mode): each worker would keep its own store and run a retry again; give ${name('idempotency')} a Redis URL that every worker shares (or off)`,
+    )
   return createIdempotencyStore(idempotency, {
     ttlMs: (options.idempotencyTtl ?? IDEMPOTENCY_DEFAULTS.ttlSeconds) * 1000,
     ...settings,

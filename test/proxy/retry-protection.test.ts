@@ -29,7 +29,8 @@ import {
   type ProtectedPayment,
   type Ticket,
 } from '../../lib/proxy/retry-protection.js'
-import { bytes, FINGERPRINT_KEY, policies, saleBody } from '../helpers/fixtures.js'
+import { spawnCli } from '../helpers/cli.js'
+import { bytes, FINGERPRINT_KEY, policies, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { freePort } from '../helpers/servers.js'
 
 function passed(reference = 'order-1', entity = 'default', amount = 250): ProtectedPayment {
@@ -652,6 +653,16 @@ t.test('a Redis store needs the fleet fingerprint key; the store given is used a
   t.equal(redis.status, 'end', 'closed')
   t.ok(createRetryStore({ timeout: 1_000 }) instanceof MemoryIdempotencyStore, 'memory without a key: a key of its own')
   t.equal(createRetryStore({ idempotency: 'off', timeout: 1_000 }), undefined)
+})
+
+t.test("memory in a node:cluster worker is refused: each worker's store alone would run a retry again", async (t) => {
+  const credentials = await writeCredentials(t.testdir())
+  const worker = spawnCli([credentials, 'memory', 'off'], {}, 'test/helpers/in-cluster-worker.ts')
+  t.equal(await worker.exited, 0, worker.output().stderr)
+  t.same(worker.output().stdout.trim().split('\n'), [
+    "memory: EIDEMPOTENCY idempotency memory in a cluster worker (node:cluster, PM2's cluster mode): each worker would keep its own store and run a retry again; give idempotency a Redis URL that every worker shares (or off)",
+    'off: opened',
+  ])
 })
 
 t.test('a claim holds its key for three times the backend timeout and five seconds', async (t) => {
