@@ -185,8 +185,15 @@ export function parseFlags<F extends Flags>(
   return { values: values as Values<F>, positionals, where, warnings: spec.env ? envWarnings(spec, given, env) : [] }
 }
 
-/** `PAYMENTS_GATE_*` variables that are not a flag's yet are set on purpose: by the test suite. */
-const OTHER_VARIABLES: ReadonlySet<string> = new Set(['PAYMENTS_GATE_SKIP_REDIS', 'PAYMENTS_GATE_TEST_LOADS'])
+/** What `serve --workers` sets in the environment of its workers: a worker under another primary (PM2's cluster mode) has none. */
+export const SERVE_WORKER_VARIABLE = 'PAYMENTS_GATE_SERVE_WORKER'
+
+/** `PAYMENTS_GATE_*` variables that are not a flag's yet are set on purpose: by the test suite, or by `serve --workers`. */
+const OTHER_VARIABLES: ReadonlySet<string> = new Set([
+  'PAYMENTS_GATE_SKIP_REDIS',
+  'PAYMENTS_GATE_TEST_LOADS',
+  SERVE_WORKER_VARIABLE,
+])
 
 /**
  * A Kubernetes service link: for a Service named `payments-gate-redis` the

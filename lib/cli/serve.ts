@@ -16,7 +16,7 @@ import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
 import { createGateway, type Gateway } from '../proxy/server.js'
 import { hideUserinfo } from '../shown-url.js'
 import { loadCertificates, type Certificates } from './certificates.js'
-import { flagName, type ConfigWarning } from './flags.js'
+import { flagName, SERVE_WORKER_VARIABLE, type ConfigWarning } from './flags.js'
 import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io.js'
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
@@ -338,6 +338,11 @@ async function runWorker(
   } catch (error) {
     /* c8 ignore next: only a bug throws anything else, and it goes on with its stack */
     if (!isCoded(error, 'EUSAGE')) throw error
+    // Under another primary (PM2's cluster mode) nobody would print it: said as a single process says it, the channel closed.
+    if (process.env[SERVE_WORKER_VARIABLE] !== '1') {
+      leavePrimary(EXIT_USAGE)
+      throw error
+    }
     // The primary prints the reason once for all its workers: one line (docs/cli.md).
     await new Promise((resolve) =>
       (process.send as NonNullable<typeof process.send>)({ [WORKER_FAILED]: error.message }, undefined, {}, resolve),

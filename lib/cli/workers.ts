@@ -7,6 +7,7 @@ import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
 import { createLogger } from '../log.js'
 import { loadCertificates } from './certificates.js'
+import { SERVE_WORKER_VARIABLE } from './flags.js'
 import { EXIT_OK, logDestination, type Io } from './io.js'
 import type { ServeOptions } from './options.js'
 import { bind, unreadable } from './startup.js'
@@ -62,7 +63,7 @@ export async function runPrimary(
   })
 
   function fork(): void {
-    const worker = cluster.fork()
+    const worker = cluster.fork({ [SERVE_WORKER_VARIABLE]: '1' })
     workers.add(worker)
     worker.on('message', (message: unknown) => {
       if (message === WORKER_READY) ready.add(worker.id)

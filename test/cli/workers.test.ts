@@ -140,3 +140,20 @@ t.test('--workers: workers that cannot listen stop the primary with exit 2', asy
     'said once, not once a worker',
   )
 })
+
+t.test(
+  'under another cluster primary (PM2 cluster mode): a worker that cannot start says why itself, exit 2',
+  async (t) => {
+    const run = spawnCli(
+      ['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials],
+      {},
+      'test/helpers/foreign-primary.ts',
+    )
+    t.equal(await run.exited, 2)
+    t.equal(
+      run.output().stderr,
+      "payments-gate serve: --idempotency memory in a cluster worker (node:cluster, PM2's cluster mode): each worker would keep its own store and run a retry again; give --idempotency a Redis URL that every worker shares (or off)\n",
+      'the default store refused in a worker, where serve --workers sets none',
+    )
+  },
+)
