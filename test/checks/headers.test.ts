@@ -273,6 +273,11 @@ t.test('Accept: a comma inside a quoted string splits no range (RFC 9110 5.6.1, 
   )
   t.equal(accept({ accept: 'application/vnd.example.payments-v6.hal+json;p="a,b"' }), undefined)
   t.not(accept({ accept: 'text/plain;p="x, application/vnd.example.payments-v6.hal+json' }), undefined, 'never closed')
+  t.equal(
+    accept({ accept: 'text/plain;p="x",application/vnd.example.payments-v6.hal+json' }),
+    undefined,
+    'a comma right after the closing quote splits',
+  )
 })
 
 t.test('Accept: a q that is not a qvalue (RFC 9110 section 12.4.2) ignores its range', async (t) => {

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster'
 import { createHash } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { Redis } from 'ioredis'
@@ -656,13 +657,21 @@ t.test('a Redis store needs the fleet fingerprint key; the store given is used a
 })
 
 t.test("memory in a node:cluster worker is refused: each worker's store alone would run a retry again", async (t) => {
+  const message =
+    "idempotency memory in a cluster worker (node:cluster, PM2's cluster mode): each worker would keep its own store and run a retry again; give idempotency a Redis URL that every worker shares (or off)"
+  // In this process too, as node's flag says a worker: where the mutation tests (Stryker) see the refusal.
+  const flag = cluster as { isWorker: boolean }
+  flag.isWorker = true
+  t.teardown(() => {
+    flag.isWorker = false
+  })
+  t.throws(() => createRetryStore({ idempotency: 'memory', timeout: 1_000 }), { code: 'EIDEMPOTENCY', message })
+  t.throws(() => createRetryStore({ timeout: 1_000 }), { code: 'EIDEMPOTENCY' }, 'the default store')
+  t.equal(createRetryStore({ idempotency: 'off', timeout: 1_000 }), undefined)
   const credentials = await writeCredentials(t.testdir())
   const worker = spawnCli([credentials, 'memory', 'off'], {}, 'test/helpers/in-cluster-worker.ts')
   t.equal(await worker.exited, 0, worker.output().stderr)
-  t.same(worker.output().stdout.trim().split('\n'), [
-    "memory: EIDEMPOTENCY idempotency memory in a cluster worker (node:cluster, PM2's cluster mode): each worker would keep its own store and run a retry again; give idempotency a Redis URL that every worker shares (or off)",
-    'off: opened',
-  ])
+  t.same(worker.output().stdout.trim().split('\n'), [`memory: EIDEMPOTENCY ${message}`, 'off: opened'])
 })
 
 t.test('a claim holds its key for three times the backend timeout and five seconds', async (t) => {
