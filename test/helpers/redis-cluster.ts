@@ -50,6 +50,12 @@ export interface RedisCluster {
   settled(replicas?: number): Promise<void>
   /** Moves `slots` slots from one primary to another with `redis-cli --cluster reshard`; resolves once it exited. */
   reshard(from: Shard, to: Shard, slots: number): Promise<void>
+  /**
+   * Gives an empty `slot` to `to` on every primary, its claim under the cluster's newest config epoch, as a finished
+   * migration's is: a claim under an older epoch is taken back by gossip the old owner sent before the move, which a
+   * loaded machine delivers late. Resolves once every live node says `to` serves it.
+   */
+  moveSlot(slot: number, to: Shard): Promise<void>
 }
 
 export interface RedisClusterOptions {
@@ -244,6 +250,23 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
     if (found === undefined) throw new Error(`no primary serves slot ${slot}`)
     return found
   }
+  const servedBy = async (slot: number, to: Shard) => {
+    for (const node of live()) {
+      const seen = nodeLines((await ask(node.port, (client) => client.cluster('NODES'))) as string)
+      const owner = seen.find((line) => line.slots.some(([first, last]) => slot >= first && slot <= last))
+      if (owner?.id !== to.id) return false
+    }
+    return true
+  }
+  const moveSlot = async (slot: number, to: Shard) => {
+    await ask(to.primary.port, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
+    // A node whose epoch is the cluster's greatest already answers STILL; any other takes a new greatest one.
+    await ask(to.primary.port, (client) => client.cluster('BUMPEPOCH'))
+    for (const shard of await shards())
+      if (shard.id !== to.id) await ask(shard.primary.port, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
+    if (!(await until(() => servedBy(slot, to).catch(() => false), 15_000)))
+      throw new Error(`slot ${slot}: not every node says ${to.primary.address} serves it`)
+  }
   return {
     url: `redis-cluster://${nodes
       .slice(0, primaries)
@@ -267,6 +290,7 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
         String(slots),
         '--cluster-yes',
       ])),
+    moveSlot,
   }
 }
 

@@ -142,15 +142,11 @@ t.test(
     const from = shards.find(({ id }) => id !== shard.id) as Shard
     const key = keyOn(from, 'mapped')
     const slot = slotOf(redisKey(key, true))
-    const move = async (to: Shard) => {
-      for (const each of shards)
-        await running.ask(each.primary, (redis) => redis.cluster('SETSLOT', slot, 'NODE', to.id))
-    }
     // The slot becomes the proxied primary's; the Cluster client's slot map still says the other one, which answers MOVED.
-    await move(shard)
+    await running.moveSlot(slot, shard)
     t.teardown(async () => {
       await running.ask(shard.primary, (redis) => redis.del(redisKey(key, true)))
-      await move(from)
+      await running.moveSlot(slot, from)
     })
     // Sent to the address announced, it would find no connection ready there (not sent: the store fails fast).
     t.equal((await store.claim(key, 'f')).state, 'claimed', "through the proxy's connections, where the slot moved to")

@@ -232,8 +232,7 @@ t.test("the cluster's metrics: redirections by kind and node, node errors by nod
   const [from, to] = (await cluster.shards()) as [Shard, Shard]
   const key = keyOn(from, 'metric-moved')
   const slot = slotOf(redisKey(key, true))
-  for (const shard of await cluster.shards())
-    await cluster.ask(shard.primary, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
+  await cluster.moveSlot(slot, to)
   t.equal((await store.claim(key, 'f')).state, 'claimed', 'the Cluster client followed the MOVED')
   t.match(await text(), `payments_gate_store_redirections_total{kind="moved",node="${to.primary.address}"} 1`)
   t.same(redirection(new Error('TRYAGAIN Multiple keys request during rehashing of slot')), {
