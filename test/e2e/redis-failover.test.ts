@@ -23,10 +23,13 @@ function pay(url: string, body: object): Promise<Reply> {
   return send(url, { headers: paymentHeaders(), body })
 }
 
-/** Sends the payment again while the store is unavailable (503), as a client would; bounded. */
+/**
+ * Sends the payment again while the store is unavailable (503), or while its claim that no replica acknowledged is
+ * still being released (409, `Retry-After`), as a client would; bounded, so that a claim never released fails.
+ */
 async function payThrough(url: string, body: object): Promise<Reply> {
   let reply = await pay(url, body)
-  for (let attempt = 0; attempt < 150 && reply.status === 503; attempt++) {
+  for (let attempt = 0; attempt < 150 && (reply.status === 503 || reply.status === 409); attempt++) {
     await waitFor(100)
     reply = await pay(url, body)
   }
