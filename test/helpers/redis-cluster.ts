@@ -250,22 +250,27 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
     if (found === undefined) throw new Error(`no primary serves slot ${slot}`)
     return found
   }
-  const servedBy = async (slot: number, to: Shard) => {
-    for (const node of live()) {
-      const seen = nodeLines((await ask(node.port, (client) => client.cluster('NODES'))) as string)
-      const owner = seen.find((line) => line.slots.some(([first, last]) => slot >= first && slot <= last))
-      if (owner?.id !== to.id) return false
-    }
-    return true
-  }
+  /** Who each live node says serves `slot`: `PORT:OWNER-ID`, or `PORT:?` where it did not answer. */
+  const ownersOf = async (slot: number) =>
+    Promise.all(
+      live().map(async (node) => {
+        const seen = await ask(node.port, (client) => client.cluster('NODES')).catch(() => undefined)
+        if (typeof seen !== 'string') return `${node.port}:?`
+        const owner = nodeLines(seen).find((line) => line.slots.some(([first, last]) => slot >= first && slot <= last))
+        return `${node.port}:${owner?.id ?? 'none'}`
+      }),
+    )
   const moveSlot = async (slot: number, to: Shard) => {
     await ask(to.primary.port, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
     // A node whose epoch is the cluster's greatest already answers STILL; any other takes a new greatest one.
     await ask(to.primary.port, (client) => client.cluster('BUMPEPOCH'))
     for (const shard of await shards())
       if (shard.id !== to.id) await ask(shard.primary.port, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
-    if (!(await until(() => servedBy(slot, to).catch(() => false), 15_000)))
-      throw new Error(`slot ${slot}: not every node says ${to.primary.address} serves it`)
+    const agreed = async () => (await ownersOf(slot)).every((owner) => owner.endsWith(`:${to.id}`))
+    if (!(await until(agreed, 15_000)))
+      throw new Error(
+        `slot ${slot}: not every node says ${to.primary.address} (${to.id}) serves it: ${(await ownersOf(slot)).join(' ')}`,
+      )
   }
   return {
     url: `redis-cluster://${nodes

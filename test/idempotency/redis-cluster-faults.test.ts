@@ -46,7 +46,9 @@ const OPTIONS: RedisIdempotencyStoreOptions = {
 
 let cluster: RedisCluster | undefined
 t.before(async () => {
-  cluster = await startRedisCluster(t)
+  // No test here fails a node over: a node must be silent 5 s, not 1 s, before the others do, so that a loaded
+  // machine's pause of one never promotes its replica under a test (a slot's owner would change under `moveSlot`).
+  cluster = await startRedisCluster(t, { nodeTimeoutMs: 5000 })
 })
 
 interface Faulty {
