@@ -1,7 +1,7 @@
 import t from 'tap'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import type { PaymentRequest } from '../../lib/schema/payment.js'
-import { capturedResponse, recordedOf, type Settling } from '../../lib/surfaces/answer-capture.js'
+import { capturedResponse, type Settling } from '../../lib/surfaces/answer-capture.js'
 import { THREW } from '../../lib/surfaces/retry-protection.js'
 import {
   createRetryProtection,
@@ -29,7 +29,7 @@ t.test('a Response whose reader is cancelled while a read is under way: read on 
   const settling: Settling = {
     protection,
     inFlightMs: 30_000,
-    unknownAnswer: recordedOf(THREW),
+    unknownAnswer: UNKNOWN_ANSWER,
     threw: THREW,
     logger: undefined,
   }
