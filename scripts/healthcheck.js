@@ -5,6 +5,7 @@
 // read it. Node, as the image has no curl. Without an admin listener there is nothing to ask, and a running
 // process is healthy. Exit 0: healthy; 1: not.
 import { readFileSync } from 'node:fs'
+import { get } from 'node:http'
 import { parseServeOptions } from '../dist/cli/options.js'
 
 const pid = process.argv[2] ?? '1'
@@ -22,9 +23,8 @@ if (admin === undefined) process.exit(0)
 const host = admin.host ?? '0.0.0.0'
 const local = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
 const url = `http://${local.includes(':') ? `[${local}]` : local}:${admin.port}/healthz`
-try {
-  const res = await fetch(url, { signal: AbortSignal.timeout(2000) })
-  process.exit(res.status === 200 ? 0 : 1)
-} catch {
-  process.exit(1)
-}
+// node:http, not fetch: fetch refuses the Fetch standard's "bad ports" (10080, 6000, 6665 to 6669, ...), where
+// serve binds an admin listener all the same.
+get(url, { timeout: 2000 }, (res) => process.exit(res.statusCode === 200 ? 0 : 1))
+  .on('timeout', () => process.exit(1))
+  .on('error', () => process.exit(1))

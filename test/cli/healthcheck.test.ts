@@ -69,6 +69,29 @@ for (const [host, form] of forms) {
   })
 }
 
+/** The Fetch standard's "bad ports" that an unprivileged process may bind: fetch refuses each, node:http does not. */
+const FETCH_BAD_PORTS = [10080, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697]
+
+t.test('an admin listener on a port fetch refuses is asked all the same', async (t) => {
+  const admin = createAdmin({ ready: () => true, metrics: async () => '' })
+  t.teardown(() => admin.close())
+  let port: number | undefined
+  for (const candidate of FETCH_BAD_PORTS) {
+    port = await admin.listen(candidate, '127.0.0.1').then(
+      (bound) => bound.port,
+      () => undefined,
+    )
+    if (port !== undefined) break
+  }
+  if (port === undefined) return void t.fail(`every one of ${FETCH_BAD_PORTS.join(', ')} is taken`)
+  await t.rejects(
+    fetch(`http://127.0.0.1:${port}/healthz`),
+    { cause: { message: 'bad port' } },
+    `fetch refuses ${port}`,
+  )
+  t.equal(await healthcheck(gatewayLike(t, ['--admin', `127.0.0.1:${port}`])), 0, `--admin 127.0.0.1:${port}`)
+})
+
 t.test('the flag wins over the variable; nothing answering is unhealthy; no admin listener is healthy', async (t) => {
   const port = await adminAt(t, '127.0.0.1')
   const nothing = await freePort()
