@@ -1,6 +1,9 @@
 import { createRequire } from 'node:module'
 import { isIP } from 'node:net'
-import type { Cluster, ClusterOptions, Command, Redis, RedisOptions } from 'ioredis'
+import type { Cluster, ClusterOptions, Command, Redis, RedisOptions, SentinelConnector } from 'ioredis'
+import type { ErrorEmitter } from 'ioredis/built/connectors/AbstractConnector.js'
+import type * as StandaloneModule from 'ioredis/built/connectors/StandaloneConnector.js'
+import type { NetStream } from 'ioredis/built/types.js'
 import { CodedError, type Wording } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { shownUrl } from '../shown-url.js'
@@ -39,6 +42,54 @@ export function ioredis(): { Redis: typeof Redis; Cluster: typeof Cluster; Comma
     Cluster: typeof Cluster
     Command: typeof Command
   }
+}
+
+const ignore = () => {}
+
+/** The connectors every client here is given (`lastingConnectors`). */
+interface Connectors {
+  readonly standalone: NonNullable<RedisOptions['Connector']>
+  readonly sentinel: NonNullable<RedisOptions['Connector']>
+}
+
+let connectors: Connectors | undefined
+
+/**
+ * ioredis listens for the first 'error' of each connection it opens only (`once`): a second one, as a TLS handshake
+ * refused by the certificate check and then by a record read with it, is thrown from the socket and ends the
+ * process. These connectors give each connection a listener for as long as it lives, ioredis still reporting the
+ * first error: a client's own, its duplicates' and a cluster's nodes' (which take its options), and the connections
+ * to the Sentinels a Sentinel client opens as clients of its own.
+ */
+function lastingConnectors(): Connectors {
+  if (connectors !== undefined) return connectors
+  const load = createRequire(import.meta.url)
+  // ioredis exports the Sentinel connector; the one for a single server is the one its clients make by default.
+  const Standalone = (load('ioredis/built/connectors/StandaloneConnector') as typeof StandaloneModule.default).default
+  const { SentinelConnector: Sentinel } = load('ioredis') as { SentinelConnector: typeof SentinelConnector }
+  const listened = (stream: NetStream) => stream.on('error', ignore)
+  // ioredis hands a connector the client's whole options (`ConnectorConstructor` takes them as unknown).
+  class LastingStandalone extends Standalone {
+    constructor(options: unknown) {
+      super(options as ConstructorParameters<typeof Standalone>[0])
+    }
+    override async connect(emit: ErrorEmitter): Promise<NetStream> {
+      return listened(await super.connect(emit))
+    }
+  }
+  class LastingSentinel extends Sentinel {
+    constructor(options: unknown) {
+      super(options as ConstructorParameters<typeof SentinelConnector>[0])
+      // ioredis's own method, which spreads its second argument over the options of each Sentinel's client.
+      const self = this as unknown as { connectToSentinel(endpoint: unknown, options?: RedisOptions): Redis }
+      const open = self.connectToSentinel.bind(this)
+      self.connectToSentinel = (endpoint, options) => open(endpoint, { ...options, Connector: LastingStandalone })
+    }
+    override async connect(emit: ErrorEmitter): Promise<NetStream> {
+      return listened(await super.connect(emit))
+    }
+  }
+  return (connectors = { standalone: LastingStandalone, sentinel: LastingSentinel })
 }
 
 /** RFC 3986's userinfo (3.2.1): unreserved and sub-delims characters, `:` and percent-escapes, nothing else. */
@@ -231,6 +282,7 @@ function failFast(commandTimeout: number) {
 export function connectRedis(target: RedisOptions, options: RedisClientOptions = {}): Redis {
   const commandTimeout = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
   const { Redis } = ioredis()
+  const { standalone, sentinel } = lastingConnectors()
   const client = new Redis({
     ...target,
     ...filePassword(target, options.password),
@@ -238,6 +290,7 @@ export function connectRedis(target: RedisOptions, options: RedisClientOptions =
     ...failFast(commandTimeout),
     sentinelCommandTimeout: commandTimeout,
     sentinelRetryStrategy: reconnect,
+    Connector: target.sentinels === undefined ? standalone : sentinel,
   })
   reportErrors(client, options.onError)
   keepConnecting(client)
@@ -301,7 +354,13 @@ export function connectCluster(target: ClusterTarget, options: RedisClientOption
   const client = new Cluster(
     nodes.map((seed) => ({ ...seed })),
     {
-      redisOptions: { ...node, ...filePassword(node, options.password), ...tlsOf(target, options.ca), ...settings },
+      redisOptions: {
+        ...node,
+        ...filePassword(node, options.password),
+        ...tlsOf(target, options.ca),
+        ...settings,
+        Connector: lastingConnectors().standalone,
+      },
       enableOfflineQueue,
       retryDelayOnFailover: 0,
       retryDelayOnClusterDown: 0,

@@ -2,7 +2,14 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { connect } from 'node:tls'
+import {
+  type AddressInfo,
+  connect as connectNet,
+  createServer as createNetServer,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net'
+import { connect, createServer as createTlsServer } from 'node:tls'
 import type { Test } from 'tap'
 import type { PemFiles } from './certificates.js'
 import { serverProcess } from './redis.js'
@@ -99,4 +106,57 @@ export async function startTlsSentinel(
   writeFileSync(config, `${lines.join('\n')}\n`)
   await runTls(t, [config, '--sentinel'], port, ca)
   return `rediss-sentinel://127.0.0.1:${port}/0#payments`
+}
+
+export interface TwiceFailingTls {
+  readonly port: number
+  /** Connections accepted so far. */
+  connections(): number
+}
+
+/**
+ * A record no TLS 1.3 peer accepts after the handshake: a plaintext alert (fatal, decode_error). Read with a first
+ * flight whose certificate the client refuses, it fails the client a second time in the same read.
+ */
+const STRAY_RECORD = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32])
+
+/**
+ * A TLS server with `server`'s certificate, behind a relay on a loopback port that adds `STRAY_RECORD` to the
+ * server's first flight, in the same write: a client that refuses the certificate then fails twice on one
+ * connection, as a client of a TLS Redis once did under load (docs/reliability.md, Races found under load). Nothing
+ * is ever answered past the handshake. Closed when the test ends.
+ */
+export async function startTwiceFailingTls(t: Test, server: PemFiles): Promise<TwiceFailingTls> {
+  const tls = createTlsServer({ cert: readFileSync(server.cert), key: readFileSync(server.key) }, (socket) =>
+    socket.on('error', () => {}),
+  )
+  tls.on('tlsClientError', () => {})
+  const sockets = new Set<Socket>()
+  let connections = 0
+  const relay = createNetServer((client) => {
+    connections++
+    const upstream = connectNet((tls.address() as AddressInfo).port, '127.0.0.1')
+    for (const socket of [client, upstream]) {
+      sockets.add(socket)
+      socket.on('error', () => {})
+      socket.on('close', () => {
+        sockets.delete(socket)
+        client.destroy()
+        upstream.destroy()
+      })
+    }
+    client.on('data', (chunk: Buffer) => upstream.write(chunk))
+    // The server writes its first flight at once (loopback delivers it in one piece): the record goes with it.
+    upstream.once('data', (flight: Buffer) => client.write(Buffer.concat([flight, STRAY_RECORD])))
+  })
+  await Promise.all([listenOn(tls), listenOn(relay)])
+  t.teardown(async () => {
+    for (const socket of sockets) socket.destroy()
+    await Promise.all([new Promise((resolve) => tls.close(resolve)), new Promise((resolve) => relay.close(resolve))])
+  })
+  return { port: (relay.address() as AddressInfo).port, connections: () => connections }
+}
+
+function listenOn(server: NetServer): Promise<void> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
 }

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { connect } from 'node:tls'
 import type { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import {
@@ -14,7 +15,7 @@ import { boundPorts, spawnCli } from '../helpers/cli.js'
 import { basic, saleBody, USERNAME, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
-import { startTlsRedis, startTlsSentinel } from '../helpers/redis-tls.js'
+import { startTlsRedis, startTlsSentinel, startTwiceFailingTls } from '../helpers/redis-tls.js'
 import { startBackend } from '../helpers/servers.js'
 import { startGateway } from '../helpers/surfaces.js'
 
@@ -201,6 +202,49 @@ t.test('an untrusted certificate fails closed: 503, nothing forwarded, never in 
   ])
   for (const result of cases) if (result.status === 'rejected') throw result.reason
 })
+
+/** How many errors node's own TLS client has on one connection to the port (the system's roots, no CA given). */
+function errorsOfOneConnection(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    let errors = 0
+    const socket = connect({ port, host: '127.0.0.1' })
+    socket.on('error', () => errors++)
+    socket.on('close', () => setImmediate(() => resolve(errors)))
+  })
+}
+
+t.test(
+  'a connection that fails twice in one read is reported, then tried again, and ends nothing: to a server, a Sentinel, the primary a Sentinel names, a cluster node',
+  async (t) => {
+    const { ca, server } = await pki
+    // The relay's certificate is from a CA of its own, which neither the system's roots nor the test CA verify.
+    const relay = await startTwiceFailingTls(t, (await makePki(t.testdir())).server)
+    t.equal(await errorsOfOneConnection(relay.port), 2, "the premise: node's TLS client fails twice on one connection")
+    const at = `127.0.0.1:${relay.port}`
+    // A Sentinel the test CA verifies, naming the relay as the primary.
+    const sentinel = await startTlsSentinel(t, server, ca, { port: relay.port, url: `rediss://${at}/0` })
+    const bundle = await readFile(ca)
+    // ioredis reports a Sentinel's and a cluster node's failures in words of its own, without the cause.
+    const cases: [string, Buffer | undefined, RegExp][] = [
+      [`rediss://${at}/0`, undefined, /certificate/],
+      [`rediss-sentinel://${at}#payments`, undefined, /^All sentinels are unreachable/],
+      [sentinel, bundle, /certificate/],
+      [`rediss-cluster://${at}`, undefined, /^Connection is closed/],
+    ]
+    for (const [url, bundle, report] of cases) {
+      const errors: Error[] = []
+      const before = relay.connections()
+      const client = createRedisClient(url, {
+        ca: bundle,
+        commandTimeoutMs: 200,
+        onError: (error) => errors.push(error),
+      })
+      t.ok(await until(() => relay.connections() >= before + 2), `${url}: connected again, the process still running`)
+      await closeRedisClient(client)
+      t.match(errors[0]?.message, report, `${url}: the failure is reported`)
+    }
+  },
+)
 
 t.test(
   'serve --idempotency rediss://... --idempotency-ca FILE: a real process shares retry protection over TLS',
