@@ -108,12 +108,6 @@ export async function startTlsSentinel(
   return `rediss-sentinel://127.0.0.1:${port}/0#payments`
 }
 
-export interface TwiceFailingTls {
-  readonly port: number
-  /** Connections accepted so far. */
-  connections(): number
-}
-
 /**
  * A record no TLS 1.3 peer accepts after the handshake: a plaintext alert (fatal, decode_error). Read with a first
  * flight whose certificate the client refuses, it fails the client a second time in the same read.
@@ -126,15 +120,13 @@ const STRAY_RECORD = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32])
  * connection, as a client of a TLS Redis once did under load (docs/reliability.md, Races found under load). Nothing
  * is ever answered past the handshake. Closed when the test ends.
  */
-export async function startTwiceFailingTls(t: Test, server: PemFiles): Promise<TwiceFailingTls> {
+export async function startTwiceFailingTls(t: Test, server: PemFiles): Promise<{ readonly port: number }> {
   const tls = createTlsServer({ cert: readFileSync(server.cert), key: readFileSync(server.key) }, (socket) =>
     socket.on('error', () => {}),
   )
   tls.on('tlsClientError', () => {})
   const sockets = new Set<Socket>()
-  let connections = 0
   const relay = createNetServer((client) => {
-    connections++
     const upstream = connectNet((tls.address() as AddressInfo).port, '127.0.0.1')
     for (const socket of [client, upstream]) {
       sockets.add(socket)
@@ -154,7 +146,7 @@ export async function startTwiceFailingTls(t: Test, server: PemFiles): Promise<T
     for (const socket of sockets) socket.destroy()
     await Promise.all([new Promise((resolve) => tls.close(resolve)), new Promise((resolve) => relay.close(resolve))])
   })
-  return { port: (relay.address() as AddressInfo).port, connections: () => connections }
+  return { port: (relay.address() as AddressInfo).port }
 }
 
 function listenOn(server: NetServer): Promise<void> {
