@@ -53,7 +53,8 @@ export interface RedisCluster {
   /**
    * Gives an empty `slot` to `to` on every primary, its claim under the cluster's newest config epoch, as a finished
    * migration's is: a claim under an older epoch is taken back by gossip the old owner sent before the move, which a
-   * loaded machine delivers late. Resolves once every live node says `to` serves it.
+   * loaded machine delivers late. The epoch is taken before the claim, once `to` knows every node's own. Resolves
+   * once every live node says `to` serves it.
    */
   moveSlot(slot: number, to: Shard): Promise<void>
 }
@@ -64,6 +65,10 @@ export interface RedisClusterOptions {
   /** `cluster-node-timeout`: how long a silent node takes to be failed over. Default 1000 ms. */
   readonly nodeTimeoutMs?: number
 }
+
+/** CLUSTER INFO's epochs: the greatest the node knows of, and its own (a replica's is its primary's). */
+const CURRENT_EPOCH = /^cluster_current_epoch:(\d+)/m
+const OWN_EPOCH = /^cluster_my_epoch:(\d+)/m
 
 /** The slot of a key, as the cluster specification computes it (ioredis's own routing). */
 export function slotOf(key: string): number {
@@ -260,10 +265,46 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
         return `${node.port}:${owner?.id ?? 'none'}`
       }),
     )
+  /** Each live node's config epoch and the cluster's current epoch as it knows it; a node that does not answer left out. */
+  const epochsOf = async () =>
+    (
+      await Promise.all(
+        live().map(async (node) => {
+          const info = await ask(node.port, (client) => client.cluster('INFO')).catch(() => undefined)
+          if (typeof info !== 'string') return undefined
+          return {
+            port: node.port,
+            current: Number(CURRENT_EPOCH.exec(info)?.[1]),
+            own: Number(OWN_EPOCH.exec(info)?.[1]),
+          }
+        }),
+      )
+    ).filter((epochs) => epochs !== undefined)
+  /**
+   * Gives `to` a config epoch above every other primary's. BUMPEPOCH takes one above the greatest the node knows of,
+   * or none if its own is that one (STILL): asked before the node has heard of another's newer epoch (a slot just
+   * moved there), it would take one that loses. So it is asked once the node knows every node's own epoch, and again
+   * until no other node has one as great (two equal epochs are told apart by Redis, which may raise the other one).
+   */
+  const newestEpoch = async (to: Shard) => {
+    const greatest = async () => {
+      const epochs = await epochsOf()
+      const known = epochs.find(({ port }) => port === to.primary.port)?.current ?? -1
+      if (epochs.some(({ own }) => own > known)) return false
+      await ask(to.primary.port, (client) => client.cluster('BUMPEPOCH'))
+      // A replica tells its primary's epoch: the other primaries' are the ones to be above.
+      const others = new Set((await shards()).filter(({ id }) => id !== to.id).map(({ primary }) => primary.port))
+      const after = await epochsOf()
+      const mine = after.find(({ port }) => port === to.primary.port)?.own ?? -1
+      return after.every(({ port, own }) => !others.has(port) || own < mine)
+    }
+    if (!(await until(greatest, 15_000)))
+      throw new Error(`${to.primary.address} could not take the greatest epoch: ${JSON.stringify(await epochsOf())}`)
+  }
   const moveSlot = async (slot: number, to: Shard) => {
+    // The epoch first: a claim sent under an older one is taken back by the first node that knows a newer owner's.
+    await newestEpoch(to)
     await ask(to.primary.port, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
-    // A node whose epoch is the cluster's greatest already answers STILL; any other takes a new greatest one.
-    await ask(to.primary.port, (client) => client.cluster('BUMPEPOCH'))
     for (const shard of await shards())
       if (shard.id !== to.id) await ask(shard.primary.port, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
     const agreed = async () => (await ownersOf(slot)).every((owner) => owner.endsWith(`:${to.id}`))
