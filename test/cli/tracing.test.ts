@@ -238,14 +238,15 @@ t.test('the flush on stop is bounded: a collector that takes the spans and never
   const tracing = await startTracing(process.env)
   trace.getTracer('test').startSpan('queued').end()
   await t.rejects(tracing!.shutdown(200), /the spans still queued were not sent within 200 ms/)
-  t.equal(received, 1, 'the export reached the collector, which held it')
+  // On a loaded machine the export may reach the collector after the bound: it was sent, and is held all the same.
+  t.ok(await until(() => received >= 1), 'the export reached the collector, which held it')
   t.equal(trace.getTracer('test').startSpan('after').isRecording(), false, 'the SDK is unregistered all the same')
 
   // The bound serve's stop uses: OTEL_BSP_EXPORT_TIMEOUT's when that is shorter than the default.
   const shorter = await startTracing({ ...process.env, OTEL_BSP_EXPORT_TIMEOUT: '300' })
   trace.getTracer('test').startSpan('queued').end()
   await t.rejects(shorter!.shutdown(), /the spans still queued were not sent within 300 ms/)
-  t.equal(received, 2, 'the second export reached the collector, which held it')
+  t.ok(await until(() => received >= 2), 'the second export reached the collector, which held it')
 })
 
 t.test('the bound of the flush on stop: 10 s, or OTEL_BSP_EXPORT_TIMEOUT when that is shorter', async (t) => {
