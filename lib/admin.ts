@@ -10,6 +10,8 @@ export interface AdminOptions {
   /** The Prometheus text of the metrics (one registry, or the aggregate of every worker). */
   metrics: () => Promise<string>
   contentType?: string
+  /** Told of a connection the listener could not accept (lib/http/listen.ts); it goes on listening. */
+  onAcceptError: (error: Error) => void
 }
 
 export interface Admin {
@@ -40,7 +42,7 @@ export function createAdmin(options: AdminOptions): Admin {
   server.maxConnections = maxConnections
   return {
     server,
-    listen: (port, host) => listen(server, port, host),
+    listen: (port, host) => listen(server, port, host, options.onAcceptError),
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve())

@@ -130,3 +130,8 @@ export function createLogger(options: { level?: string; destination?: Destinatio
     destination,
   )
 }
+
+/** What a listener tells of a connection it could not accept (lib/http/listen.ts): a line, and it goes on listening. */
+export function acceptErrorLog(logger: Logger): (error: Error) => void {
+  return (error) => logger.error({ err: error }, 'connection not accepted')
+}

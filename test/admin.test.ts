@@ -3,6 +3,7 @@ import t from 'tap'
 import { createAdmin, metricsOf } from '../lib/admin.js'
 import { ADMIN_DEFAULTS } from '../lib/defaults.js'
 import { createMetrics } from '../lib/metrics.js'
+import { failAccept } from './helpers/http.js'
 import { until } from './helpers/wait.js'
 
 async function get(url: string): Promise<{ status: number; text: string; type: string | null }> {
@@ -14,7 +15,11 @@ t.test('healthz, readyz and metrics', async (t) => {
   let ready = false
   const metrics = createMetrics({ defaultMetrics: false })
   metrics.request('sale', 201, undefined, 0.002)
-  const admin = createAdmin({ ready: () => ready, ...metricsOf(metrics.registry) })
+  const admin = createAdmin({
+    ready: () => ready,
+    ...metricsOf(metrics.registry),
+    onAcceptError: (error) => t.error(error),
+  })
   const { port } = await admin.listen(0, '127.0.0.1')
   t.teardown(() => admin.close())
   const base = `http://127.0.0.1:${port}`
@@ -30,7 +35,11 @@ t.test('healthz, readyz and metrics', async (t) => {
 })
 
 t.test('a failing metrics source answers 500', async (t) => {
-  const admin = createAdmin({ ready: () => true, metrics: () => Promise.reject(new Error('worker gone')) })
+  const admin = createAdmin({
+    ready: () => true,
+    metrics: () => Promise.reject(new Error('worker gone')),
+    onAcceptError: (error) => t.error(error),
+  })
   const { port } = await admin.listen(0, '127.0.0.1')
   t.teardown(() => admin.close())
   const scraped = await get(`http://127.0.0.1:${port}/metrics`)
@@ -53,7 +62,11 @@ async function raw(port: number): Promise<{ socket: Socket; received: () => stri
 }
 
 t.test('a request that stalls is cut: half-sent headers, nothing at all, a body that never ends', async (t) => {
-  const admin = createAdmin({ ready: () => true, metrics: () => Promise.resolve('') })
+  const admin = createAdmin({
+    ready: () => true,
+    metrics: () => Promise.resolve(''),
+    onAcceptError: (error) => t.error(error),
+  })
   const { port } = await admin.listen(0, '127.0.0.1')
   t.teardown(() => admin.close())
   const half = await raw(port)
@@ -74,7 +87,11 @@ t.test('a request that stalls is cut: half-sent headers, nothing at all, a body 
 t.test(
   'connections are capped: one past the cap is closed as it arrives, and a probe gets in once one ends',
   async (t) => {
-    const admin = createAdmin({ ready: () => true, metrics: () => Promise.resolve('') })
+    const admin = createAdmin({
+      ready: () => true,
+      metrics: () => Promise.resolve(''),
+      onAcceptError: (error) => t.error(error),
+    })
     const { port } = await admin.listen(0, '127.0.0.1')
     t.teardown(() => admin.close())
     t.equal(admin.server.maxConnections, ADMIN_DEFAULTS.maxConnections)
@@ -96,3 +113,17 @@ t.test(
     t.ok(await until(probe), 'a probe is answered once a connection is free')
   },
 )
+
+t.test('an accept that fails is told to onAcceptError, and the listener goes on', async (t) => {
+  const failed: NodeJS.ErrnoException[] = []
+  const admin = createAdmin({
+    ready: () => true,
+    metrics: () => Promise.resolve(''),
+    onAcceptError: (e) => failed.push(e),
+  })
+  const { port } = await admin.listen(0, '127.0.0.1')
+  t.teardown(() => admin.close())
+  failAccept(admin.server, 'ENOBUFS')
+  t.match(failed, [{ code: 'ENOBUFS', syscall: 'accept' }])
+  t.equal((await get(`http://127.0.0.1:${port}/healthz`)).status, 200, 'a probe is still answered')
+})

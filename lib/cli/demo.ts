@@ -140,7 +140,9 @@ export async function startDemo(args: string[], io: Io): Promise<Demo> {
   const credentials = new CredentialStore([
     { username: DEMO_USER, password: await hashPassword(password), entities: [...policies.keys()] },
   ])
-  const backend = await startDemoBackend()
+  const backend = await startDemoBackend((error) =>
+    io.stderr.write(`payments-gate demo: the demo backend could not accept a connection: ${error.message}\n`),
+  )
   let serving: Serving
   try {
     serving = await startServing(

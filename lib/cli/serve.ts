@@ -9,7 +9,7 @@ import { createGate, type Gate } from '../gate.js'
 import { readFingerprintKeys } from '../idempotency/fingerprint.js'
 import type { MemoryStoreReport } from '../idempotency/memory.js'
 import { RedisIdempotencyStore } from '../idempotency/redis.js'
-import { createLogger, errorFacts, type Logger } from '../log.js'
+import { acceptErrorLog, createLogger, errorFacts, type Logger } from '../log.js'
 import { createMetrics, type Metrics } from '../metrics.js'
 import { createRetryStore, inFlightWindowMs } from '../proxy/retry-protection.js'
 import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
@@ -96,7 +96,11 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   let adminAddress: AddressInfo | undefined
   if (withAdmin && setup.admin !== undefined) {
     const { port, host } = setup.admin
-    const listener = createAdmin({ ready: () => gateway?.ready === true, ...metricsOf(metrics.registry) })
+    const listener = createAdmin({
+      ready: () => gateway?.ready === true,
+      ...metricsOf(metrics.registry),
+      onAcceptError: acceptErrorLog(logger),
+    })
     adminAddress = await bind(where('admin'), setup.admin, () => listener.listen(port, host))
     admin = listener
   }

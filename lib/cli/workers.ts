@@ -5,7 +5,7 @@ import { CodedError, isCoded } from '../coded-error.js'
 import { createGate } from '../gate.js'
 import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
-import { createLogger } from '../log.js'
+import { acceptErrorLog, createLogger } from '../log.js'
 import { loadCertificates } from './certificates.js'
 import { SERVE_WORKER_VARIABLE } from './flags.js'
 import { EXIT_OK, logDestination, type Io } from './io.js'
@@ -100,6 +100,7 @@ export async function runPrimary(
       ready: () => !stopping && ready.size === options.workers,
       metrics: () => aggregator.clusterMetrics(),
       contentType: aggregator.contentType,
+      onAcceptError: acceptErrorLog(logger),
     })
     const { port, host } = options.admin
     await bind(options.where('admin'), options.admin, () => listener.listen(port, host))

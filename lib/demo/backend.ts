@@ -16,9 +16,10 @@ const PATHS = new Set(Object.values(OPERATION_PATHS))
 /**
  * A stand-in for the payments service, for `payments-gate demo`: it accepts
  * every payment the gateway lets through with a 201 and echoes the document it
- * received (card number masked), so the rewrites can be seen.
+ * received (card number masked), so the rewrites can be seen. `onAcceptError` is told of a connection its
+ * listener could not accept (lib/http/listen.ts).
  */
-export async function startDemoBackend(): Promise<DemoBackend> {
+export async function startDemoBackend(onAcceptError: (error: Error) => void): Promise<DemoBackend> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -45,7 +46,7 @@ export async function startDemoBackend(): Promise<DemoBackend> {
       res.writeHead(201, { 'content-type': HAL, 'content-length': Buffer.byteLength(body) }).end(body)
     })
   })
-  const { port } = await listen(server, 0, '127.0.0.1')
+  const { port } = await listen(server, 0, '127.0.0.1', onAcceptError)
   return {
     server,
     url: `http://127.0.0.1:${port}`,

@@ -12,7 +12,7 @@ import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
 import { requestIdOf } from '../http/request-id.js'
 import { screen } from '../http/screen.js'
-import type { Logger } from '../log.js'
+import { acceptErrorLog, type Logger } from '../log.js'
 import type { Metrics } from '../metrics.js'
 import type { Mode } from '../policy/policy.js'
 import type { Operation } from '../schema/payment.js'
@@ -323,7 +323,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     async listen(port, host) {
       await payments.ready()
-      const address = await listen(server, port, host)
+      const address = await listen(server, port, host, acceptErrorLog(logger))
       listening = true
       return address
     },

@@ -3,7 +3,7 @@ import t from 'tap'
 import { curlLine, DEMO_PAN, startDemo, type Example } from '../../lib/cli/demo.js'
 import { luhnValid } from '../../lib/luhn.js'
 import { spawnCli } from '../helpers/cli.js'
-import { send } from '../helpers/http.js'
+import { failAccept, send } from '../helpers/http.js'
 import { takenPort } from '../helpers/servers.js'
 
 function io() {
@@ -56,6 +56,16 @@ t.test(
 
     const other = await send(new URL(demo.accepted.url).origin, { method: 'GET', path: '/elsewhere' })
     t.equal(other.status, 404, 'the demo backend knows only the two operations')
+
+    // An accept that fails (lib/http/listen.ts) is told, and both listeners go on.
+    failAccept(demo.backend.server, 'ENOBUFS')
+    failAccept(demo.serving.gateway.server, 'EPERM')
+    t.equal((await sendExample(demo.accepted)).status, 201, 'the demo still answers')
+    t.match(streams.err(), /the demo backend could not accept a connection: accept ENOBUFS\n/)
+    t.match(
+      streams.out(),
+      /"err":\{"type":"Error","code":"EPERM","message":"accept EPERM"[^\n]*"msg":"connection not accepted"/,
+    )
 
     const whole = streams
       .out()

@@ -45,7 +45,7 @@ async function healthcheck(pid: number): Promise<number | null> {
 
 /** A real admin listener at `host` (every interface when undefined) on a free port, closed when the test ends. */
 async function adminAt(t: Test, host: string | undefined): Promise<number> {
-  const admin = createAdmin({ ready: () => true, metrics: async () => '' })
+  const admin = createAdmin({ ready: () => true, metrics: async () => '', onAcceptError: (error) => t.error(error) })
   const { port } = await admin.listen(await freePort(), host)
   t.teardown(() => admin.close())
   return port
@@ -73,7 +73,7 @@ for (const [host, form] of forms) {
 const FETCH_BAD_PORTS = [10080, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697]
 
 t.test('an admin listener on a port fetch refuses is asked all the same', async (t) => {
-  const admin = createAdmin({ ready: () => true, metrics: async () => '' })
+  const admin = createAdmin({ ready: () => true, metrics: async () => '', onAcceptError: (error) => t.error(error) })
   t.teardown(() => admin.close())
   let port: number | undefined
   for (const candidate of FETCH_BAD_PORTS) {

@@ -1,7 +1,8 @@
 /** The clients of the tests: one HTTP sender, raw bytes on a socket, a bounded load run, and waiting. */
 import { Agent, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
 import { createRequire } from 'node:module'
-import { connect } from 'node:net'
+import { connect, type Server } from 'node:net'
+import { constants } from 'node:os'
 import type { Options, Result, Run } from 'autocannon'
 import type { Test } from 'tap'
 import { AUTH, REQUEST_TYPE, RESPONSE_TYPE, SALE_PATH, saleBody } from './fixtures.js'
@@ -140,6 +141,16 @@ export function loadSales(url: string, duration: number, connections = 4): Run {
 /** How many answers had each status, e.g. `{ 201: 900, 503: 12 }`. */
 export function statusCounts(result: Result): Record<string, number> {
   return Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]))
+}
+
+/**
+ * An `accept` on `server`'s listening socket that fails with `code`, reported to node's net.Server as libuv reports
+ * one (the negative errno, to the handle's `onconnection`): the kernel refuses one only for want of memory or by a
+ * firewall's rule, which no test here can arrange.
+ */
+export function failAccept(server: Server, code: keyof typeof constants.errno): void {
+  const handle = (server as unknown as { _handle: { onconnection(status: number): void } })._handle
+  handle.onconnection(-constants.errno[code])
 }
 
 // Waiting, for the files that already import this module; a helper that needs nothing else imports wait.ts.
