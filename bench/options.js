@@ -24,6 +24,7 @@ export function benchOptions(args) {
       'pairs-only': { type: 'boolean' },
       fresh: { type: 'boolean' },
       'micro-only': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
   })
   const number = (flag, whole = true) => {

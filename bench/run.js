@@ -1,6 +1,6 @@
 // `npm run bench [-- OPTIONS]` (bench/README.md): every table on stdout and in bench/results/latest.md, a
 // chart in latest.svg and its figures in latest.json.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 import { runLadder } from './e2e/ladder.js'
 import { runPaired } from './e2e/run.js'
@@ -13,7 +13,23 @@ import { cpuBreakdown } from './lib/profile.js'
 import { ladderSection, microSection, profileSection, serversSection } from './lib/report.js'
 import { targetsSection } from './lib/targets.js'
 
-const { values, s, plan, fill, baseline, only } = benchOptions(process.argv.slice(2))
+const { values, s, plan, fill, baseline, only } = optionsOrExit(process.argv.slice(2))
+/**
+ * The run's options; `--help` prints the commands of bench/README.md, and a refused option its reason in one line,
+ * each before anything is built or started.
+ */
+function optionsOrExit(args) {
+  try {
+    const options = benchOptions(args)
+    if (options.values.help !== true) return options
+    const readme = readFileSync(new URL('README.md', import.meta.url), 'utf8')
+    process.stdout.write(`${/```sh\n([^]*?)```/.exec(readme)?.[1] ?? ''}bench/README.md says what each one measures.\n`)
+    process.exit(0)
+  } catch (error) {
+    process.stderr.write(`npm run bench: ${error.message}\n(npm run bench -- --help lists the options)\n`)
+    process.exit(2)
+  }
+}
 const smoke = isSmoke(s)
 const results = new URL('./results/', import.meta.url)
 const log = (message) => process.stderr.write(`${message}\n`)

@@ -68,6 +68,29 @@ t.test('the bench refuses a count or a time that is not a number above 0, and sa
 })
 
 t.test(
+  'a refused option is one line and exit 2, --help the commands of bench/README.md; neither starts a run',
+  async (t) => {
+    const refused = await bench(['--pairs', '0'])
+    t.same(
+      [refused.code, refused.stdout, refused.stderr],
+      [
+        2,
+        '',
+        'npm run bench: --pairs: expected a whole number above 0, got 0\n(npm run bench -- --help lists the options)\n',
+      ],
+    )
+    t.equal((await bench(['--warmup'])).stderr.split('\n')[0], "npm run bench: Unknown option '--warmup'")
+    const help = await bench(['--help'])
+    t.equal(help.code, 0, help.stderr)
+    t.ok(
+      help.stdout.startsWith('npm run bench                  # the default run'),
+      'the first command of the README, from its first line',
+    )
+    t.match(help.stdout, /npm run bench -- --baseline DIR .*\n[^]*bench\/README\.md says what each one measures\.\n$/)
+  },
+)
+
+t.test(
   'npm run bench -- --micro-only --quick prints every stage and ratio, and is labelled a smoke test that states no verdict',
   async (t) => {
     t.ok(existsSync(built), 'dist/ is built (npm run build)')
