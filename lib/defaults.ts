@@ -164,6 +164,15 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
   middlewareInFlightSeconds: 95,
 } as const)
 
+/** `serve --workers N`'s primary process (docs/deployment-reference.md, workers). */
+export const WORKERS_DEFAULTS = Object.freeze({
+  /**
+   * How long the primary waits before it forks again in place of a worker it could not start (the system out of
+   * file descriptors or processes): long enough not to spin while the shortage lasts, short enough to heal soon after.
+   */
+  respawnDelayMs: 1000,
+})
+
 /**
  * The JSON log lines of `serve` (docs/logs-and-metrics.md): lines are gathered
  * until `bufferBytes` wait, then written with one system call of whole lines,

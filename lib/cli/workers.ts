@@ -5,6 +5,7 @@ import { CodedError, isCoded } from '../coded-error.js'
 import { createGate } from '../gate.js'
 import { NO_HANDLER_PROTECTION } from '../surfaces/retry-protection.js'
 import { checkIdempotencySpec } from '../idempotency/create-store.js'
+import { WORKERS_DEFAULTS } from '../defaults.js'
 import { acceptErrorLog, createLogger } from '../log.js'
 import { loadCertificates } from './certificates.js'
 import { SERVE_WORKER_VARIABLE } from './flags.js'
@@ -62,9 +63,26 @@ export async function runPrimary(
     failed = resolve
   })
 
+  /** The forks waited for in place of workers the system refused: cleared when the primary stops. */
+  const respawns = new Set<NodeJS.Timeout>()
   function fork(): void {
     const worker = cluster.fork({ [SERVE_WORKER_VARIABLE]: '1' })
     workers.add(worker)
+    // node's cluster tells a fork the system refused (no file descriptor or process left) by an `error`, and never by
+    // an `exit`; with no listener the error would end the primary, and every worker and payment in flight with it.
+    worker.on('error', (error: Error) => {
+      logger.error({ worker: worker.id, err: error }, 'worker failed')
+      /* c8 ignore next: a worker that started is replaced at its exit */
+      if (worker.process.pid !== undefined) return
+      workers.delete(worker)
+      // Dropped from node's list of workers, as an exit would have dropped it.
+      delete (cluster.workers as NonNullable<typeof cluster.workers>)[worker.id]
+      const respawn = setTimeout(() => {
+        respawns.delete(respawn)
+        fork()
+      }, WORKERS_DEFAULTS.respawnDelayMs)
+      respawns.add(respawn)
+    })
     worker.on('message', (message: unknown) => {
       if (message === WORKER_READY) ready.add(worker.id)
       const reason = failureOf(message)
@@ -119,6 +137,7 @@ export async function runPrimary(
   })
   const outcome = await Promise.race([signals.stop, failure])
   stopping = true
+  for (const respawn of respawns) clearTimeout(respawn)
   const exited = Promise.all([...workers].map((worker) => new Promise((resolve) => worker.once('exit', resolve))))
   const pass = (signal: NodeJS.Signals) => {
     for (const worker of workers) worker.process.kill(signal)

@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import t from 'tap'
 import { closedSince, openResources, runCliOnce, spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials } from '../helpers/fixtures.js'
@@ -40,7 +42,7 @@ await t.test('--workers: an admin port in use stops the primary before any worke
 t.jobs = 2
 
 t.test(
-  '--workers: N processes on one port, admin with summed metrics, a dead worker replaced; SIGTERM turns readyz 503, the workers keep serving through the delay with Connection: close; a second SIGTERM drains all, exit 0',
+  '--workers: N processes on one port, admin with summed metrics, a dead worker replaced, a refused fork retried; SIGTERM turns readyz 503, the workers keep serving through the delay with Connection: close; a second SIGTERM drains all, exit 0',
   async (t) => {
     const [listen, admin] = [await freePort(), await freePort()]
     const run = spawnCli(
@@ -99,6 +101,26 @@ t.test(
     await run.waitFor(/"msg":"worker exited"/)
     await run.waitFor(/("msg":"gateway listening"[^]*){3}/)
     await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+
+    // A fork the system refuses: the primary held to the descriptors it has open (its soft limit at its lowest free
+    // one), then a worker killed. The fork in its place fails (EMFILE, told by node's cluster as an `error` event with
+    // no `exit`); the primary lives, says so, and forks again once the limit is lifted.
+    const primary = run.child.pid as number
+    const limits = () => readFileSync(`/proc/${primary}/limits`, 'utf8')
+    const [, soft] = /^Max open files\s+(\d+)/m.exec(limits()) as RegExpExecArray
+    const open = new Set(readdirSync(`/proc/${primary}/fd`).map(Number))
+    let lowestFree = 0
+    while (open.has(lowestFree)) lowestFree++
+    const prlimit = (nofile: string) =>
+      t.equal(spawnSync('prlimit', ['--pid', String(primary), `--nofile=${nofile}:`]).status, 0, `prlimit ${nofile}`)
+    prlimit(String(lowestFree))
+    process.kill(pids[1] as number, 'SIGKILL')
+    await run.waitFor(/"code":"EMFILE"[^\n]*"msg":"worker failed"/)
+    prlimit(soft as string)
+    t.match(limits(), new RegExp(`^Max open files\\s+${soft}\\s`, 'm'), 'the limit lifted')
+    await run.waitFor(/("msg":"gateway listening"[^]*){4}/)
+    await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+    t.equal(run.child.exitCode, null, 'the primary lived through the refused fork')
 
     // The same tree stopped: the delay first, every worker serving through it, then the drain.
     run.child.kill('SIGTERM')
