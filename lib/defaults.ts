@@ -192,6 +192,11 @@ export const LOG_DEFAULTS = Object.freeze({
   shared: Object.freeze({ bufferBytes: 3072, writeBytes: 4096 }),
   /** What waits is written at least this often, in ms, so that a quiet gateway's lines are not held back. */
   flushIntervalMs: 200,
+  /**
+   * Most bytes of lines kept waiting while the destination refuses them (a full disk, a reader that stopped): past
+   * it, new lines are dropped, so that a log nobody takes never grows the gateway's memory without bound.
+   */
+  heldBytes: 16 * 1024 * 1024,
 })
 
 /** The media types of the v6 API for a vendor. */

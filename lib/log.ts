@@ -1,4 +1,6 @@
 import pino, { type DestinationStream, type Logger } from 'pino'
+// The package's module is its class, which also carries itself as `SonicBoom`: the one name node and TypeScript agree on.
+import sonicBoom, { type SonicBoom } from 'sonic-boom'
 import { mayHoldBytes, maskCardNumbers } from './card-mask.js'
 import { LOG_DEFAULTS } from './defaults.js'
 
@@ -27,6 +29,9 @@ export function isoTime(now = Date.now()): string {
   return millisecondText
 }
 
+/** What went wrong with the log's own destination, where no line can say so: a write that failed, a line dropped. */
+export type LogTrouble = 'writeFailed' | 'lineDropped'
+
 /** How the lines of a destination are written. */
 export interface LogDestinationOptions {
   /**
@@ -35,18 +40,26 @@ export interface LogDestinationOptions {
    * that their lines never mix (LOG_DEFAULTS.shared). Default false.
    */
   shared?: boolean
+  /** Told of each write that failed (a full disk, an I/O error), and of each line dropped as `heldBytes` were waiting. */
+  onTrouble?: (trouble: LogTrouble) => void
 }
 
 /**
  * Where the JSON lines go by default (`dest`: a file descriptor or a path):
- * pino's asynchronous destination (sonic-boom), gathering whole lines into
+ * sonic-boom, pino's asynchronous destination, gathering whole lines into
  * batches (LOG_DEFAULTS). Written one by one, each line cost a write of its
  * own handed to libuv's thread pool, and woke the event loop again when it
  * was done; large batches make that once per hundred-odd lines
  * (docs/performance.md). The lines still waiting are written every
  * `flushIntervalMs`, by `logger.flush()` (serve does on SIGTERM, after the
- * drain), and synchronously when the process exits, a crash included (pino
- * registers the destination for it).
+ * drain), and synchronously when the process exits, a crash included.
+ *
+ * A write that fails (a full disk, EIO) neither ends the process nor stops
+ * its payments: the lines wait, up to `heldBytes`, and are written once the
+ * destination takes them again; beyond that, new lines are dropped
+ * (docs/logs-and-metrics.md). sonic-boom 5, not pino's own 4: its synchronous
+ * flush at exit throws on such an error, where 4's retried it for ever and
+ * left the process hung in its exit.
  *
  * sonic-boom is run on bytes (`contentMode: 'buffer'`), each line turned into
  * a Buffer as it comes: fed text, it measures the whole batch waiting
@@ -60,14 +73,19 @@ export function createLogDestination(
   options: LogDestinationOptions = {},
 ): DestinationStream {
   const sizes = options.shared === true ? LOG_DEFAULTS.shared : LOG_DEFAULTS.alone
-  const destination = pino.destination({
+  const destination = new sonicBoom.SonicBoom({
     dest,
     sync: false,
     contentMode: 'buffer',
     minLength: sizes.bufferBytes,
     maxWrite: sizes.writeBytes,
+    maxLength: LOG_DEFAULTS.heldBytes,
     periodicFlush: LOG_DEFAULTS.flushIntervalMs,
   })
+  const onTrouble = options.onTrouble
+  destination.on('error', () => onTrouble?.('writeFailed'))
+  destination.on('drop', () => onTrouble?.('lineDropped'))
+  flushedAtExit(destination)
   // In buffer mode sonic-boom's `write` takes bytes; its type declares text only.
   const writeBytes = destination.write.bind(destination) as unknown as (bytes: Buffer) => boolean
   destination.write = (line: string) => {
@@ -76,6 +94,26 @@ export function createLogDestination(
   }
   MASKING.add(destination)
   return destination
+}
+
+/** The destinations whose lines are written synchronously as the process exits, and the one listener that does. */
+const OPEN = new Set<SonicBoom>()
+function flushAtExit(): void {
+  for (const destination of OPEN) {
+    try {
+      destination.flushSync()
+    } catch {
+      // The destination refuses them (a full disk): they are lost, and the process ends all the same.
+    }
+  }
+}
+function flushedAtExit(destination: SonicBoom): void {
+  if (OPEN.size === 0) process.on('exit', flushAtExit)
+  OPEN.add(destination)
+  destination.once('close', () => {
+    OPEN.delete(destination)
+    if (OPEN.size === 0) process.off('exit', flushAtExit)
+  })
 }
 
 /** The destinations made by createLogDestination, which mask every line they write. */

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Histogram } from 'prom-client'
+import type { LogTrouble } from './log.js'
 import type { ReloadOutcome } from './watch.js'
 
 /** What went wrong with a forwarded request: no connection, no answer in time, a cut connection, or a 5xx answer. */
@@ -45,6 +46,8 @@ export interface Metrics {
   rateLimit(entity: string, outcome: RateLimitMetric): void
   /** A payment refused by `--backend-max-in-flight` (docs/deployment.md, backend protection). */
   shed(entity: string): void
+  /** A write of the log's lines that failed, or a line dropped while too many waited (lib/log.ts). */
+  logTrouble(trouble: LogTrouble): void
 }
 
 /**
@@ -125,6 +128,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       retryProtection,
     ) as unknown as Counter,
   )
+  const logTroubles = new Counter({
+    name: 'payments_gate_log_troubles_total',
+    help: "Writes of the log's lines that failed (a full disk, an I/O error) and lines dropped while too many waited, by trouble.",
+    labelNames: ['trouble'],
+    registers: [registry],
+  })
   const storeErrors = new Counter({
     name: 'payments_gate_store_errors_total',
     help: 'Failures of the retry-protection store or the shared login throttle (Redis unreachable, a command timed out).',
@@ -216,6 +225,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     tlsReload: (side, outcome) => tlsReload(outcome, side),
     retryProtection: (outcome) => retryProtection.inc(outcome),
     storeError: () => storeErrors.inc(),
+    logTrouble: (trouble) => logTroubles.inc({ trouble }),
     storeRedirection: (kind, node) => redirections.inc({ kind, node }),
     storeNodeError: (node) => nodeErrors.inc({ node }),
     storeClusterSlots(slots) {

@@ -148,6 +148,50 @@ t.test('a process that crashes still writes the lines it had gathered', async (t
 })
 
 t.test(
+  'a destination that refuses every write (/dev/full: no space left) ends nothing: each failed write is told, and lines past heldBytes are dropped',
+  async (t) => {
+    const troubles: string[] = []
+    const destination = createLogDestination('/dev/full', { onTrouble: (trouble) => troubles.push(trouble) })
+    const other = createLogDestination('/dev/full')
+    await Promise.all([destination, other].map((each) => once(each as unknown as EventEmitter, 'ready')))
+    const logger = createLogger({ destination })
+    logger.info({ n: 1 }, 'first')
+    await new Promise<void>((resolve) => logger.flush(() => resolve()))
+    t.ok(await until(() => troubles.includes('writeFailed')), 'the failed write is told, not thrown')
+    // Lines of 1 MiB: the bound is passed in a few writes, each line refused whole or kept whole.
+    const line = `${'x'.repeat(2 ** 20 - 1)}\n`
+    for (let i = 0; i <= LOG_DEFAULTS.heldBytes / 2 ** 20; i++) destination.write(line)
+    t.ok(troubles.includes('lineDropped'), 'a line past the bound is dropped')
+    // Closed one after the other: the exit's flush forgets each (lib/log.ts); their waiting lines go with them.
+    for (const each of [other, destination])
+      await new Promise<void>((resolve) => {
+        const closing = each as unknown as EventEmitter & { destroy(): void }
+        closing.once('close', () => resolve())
+        closing.destroy()
+      })
+  },
+)
+
+t.test('a process whose log refuses its lines still exits, at once and with its own code', async (t) => {
+  const script = `
+    const { createLogger, createLogDestination } = await import('./lib/log.ts')
+    const destination = createLogDestination('/dev/full')
+    destination.on('ready', () => {
+      createLogger({ destination }).info({ request: 1 }, 'waiting in the buffer as the process exits')
+      process.exit(3)
+    })`
+  // Bounded: a flush at exit that retried the refused write for ever would hold the process until this kills it.
+  const child = spawn(process.execPath, ['--import=./test/typescript.mjs', '--input-type=module', '-e', script], {
+    stdio: 'ignore',
+    timeout: 30_000,
+    // tap's exit hooks in the child listen for SIGTERM, which a process stuck in its exit never runs.
+    killSignal: 'SIGKILL',
+  })
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null]
+  t.same({ code, signal }, { code: 3, signal: null })
+})
+
+t.test(
   'a destination shared with other processes writes whole lines of at most PIPE_BUF bytes at a time, so their lines never interleave',
   async (t) => {
     const file = join(t.testdir(), 'writes.log')

@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream'
 import type { DestinationStream } from 'pino'
-import { createLogDestination } from '../log.js'
+import { createLogDestination, type LogDestinationOptions } from '../log.js'
 
 /** What a subcommand may touch: its streams and environment, so tests run it in-process. */
 export interface Io {
@@ -38,6 +38,10 @@ export async function readAll(stream: Readable, limit: number): Promise<Buffer> 
  * `shared` when other processes write to the same stdout (`--workers`); a
  * stream given by a caller (the tests) is used as it is.
  */
-export function logDestination(io: Io, shared: boolean): DestinationStream {
-  return io.stdout === process.stdout ? createLogDestination(1, { shared }) : io.stdout
+export function logDestination(
+  io: Io,
+  shared: boolean,
+  onTrouble?: LogDestinationOptions['onTrouble'],
+): DestinationStream {
+  return io.stdout === process.stdout ? createLogDestination(1, { shared, onTrouble }) : io.stdout
 }

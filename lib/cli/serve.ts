@@ -85,10 +85,13 @@ export interface Serving {
  */
 export async function startServing(setup: ServeSetup, io: Io, withAdmin = true): Promise<Serving> {
   const where = (key: string) => setup.where?.(key) ?? flagName(key)
-  const logger = createLogger({ destination: logDestination(io, cluster.isWorker) })
+  const metrics = createMetrics()
+  // Counted where it cannot be logged: the log's own writes that failed, the lines it dropped (docs/logs-and-metrics.md).
+  const logger = createLogger({
+    destination: logDestination(io, cluster.isWorker, (trouble) => metrics.logTrouble(trouble)),
+  })
   // A worker's are the primary's, logged there once (workers.ts).
   if (!cluster.isWorker) for (const { variable, message } of setup.warnings ?? []) logger.warn({ variable }, message)
-  const metrics = createMetrics()
   // Before the gateway, which asks for a tracer once (docs/tracing.md).
   const tracing = await startTracing(io.env)
   let gateway: Gateway | undefined

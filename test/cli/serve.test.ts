@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { Redis } from 'ioredis'
@@ -12,7 +12,7 @@ import { basic, saleBody, USERNAME, writeCredentials, writeFingerprintKey } from
 import { keepAliveSender, paymentHeaders, send, until } from '../helpers/http.js'
 import { captureLogger, logLines, secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from '../helpers/logs.js'
 import { startRedis } from '../helpers/redis.js'
-import { created, startBackend, takenPort } from '../helpers/servers.js'
+import { created, freePort, poll, startBackend, takenPort } from '../helpers/servers.js'
 
 const dir = t.testdir({ 'bad-policies': { 'default.json': '{"entity": "default"}' }, 'bad.json': '{"users": 1}' })
 const credentials = await writeCredentials(dir)
@@ -288,6 +288,43 @@ t.test('start-up failures: invalid policy, bad credentials, port in use; nothing
     },
   )
 })
+
+t.test(
+  'the real process with a stdout that refuses every line (/dev/full): payments answered, the failed writes counted in /metrics, SIGTERM ends it with 0',
+  async (t) => {
+    const full = openSync('/dev/full', 'w')
+    t.teardown(() => closeSync(full))
+    // Its start-up line is lost with the rest: it is given its ports, and asked whether it is ready.
+    const [listen, admin] = [await freePort(), await freePort()]
+    const run = spawnCli(
+      [
+        'serve',
+        '--listen',
+        `127.0.0.1:${listen}`,
+        '--admin',
+        `127.0.0.1:${admin}`,
+        '--target',
+        backend.url,
+        '--credentials',
+        credentials,
+      ],
+      { PAYMENTS_GATE_SHUTDOWN_DELAY: '0' },
+      'lib/cli.ts',
+      full,
+    )
+    t.teardown(() => run.child.kill('SIGKILL'))
+    await poll(`http://127.0.0.1:${admin}/readyz`, 200)
+    const metrics = () => fetch(`http://127.0.0.1:${admin}/metrics`).then((res) => res.text())
+    const url = `http://127.0.0.1:${listen}`
+    t.equal((await send(url, { headers: paymentHeaders(), body: saleBody() })).status, 201, 'a payment answered')
+    t.ok(
+      await until(async () => /payments_gate_log_troubles_total\{trouble="writeFailed"} [1-9]/.test(await metrics())),
+      'the failed writes counted',
+    )
+    run.child.kill('SIGTERM')
+    t.equal(await run.exited, 0, 'it stops, its waiting lines given up')
+  },
+)
 
 t.test('the real process: a bad flag is one line on stderr and exit 2', async (t) => {
   const run = spawnCli(['serve', '--target', 'http://127.0.0.1:1', '--credentials', credentials, '--bogus'])

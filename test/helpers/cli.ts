@@ -89,12 +89,18 @@ const CHILD_ARGS = [`--import=${new URL('../typescript.mjs', import.meta.url).hr
  * a built script (dist/cli.js) with none of the tests' hooks, which load some packages as bundles (test/bundled.mjs):
  * it loads its modules as a user's process does.
  */
-export function spawnCli(args: string[], env: Record<string, string> = {}, script = 'lib/cli.ts'): Running {
+export function spawnCli(
+  args: string[],
+  env: Record<string, string> = {},
+  script = 'lib/cli.ts',
+  /** The child's stdout: read by the test, or a file descriptor the test opened (`output()` has no stdout then). */
+  output: 'pipe' | number = 'pipe',
+): Running {
   const childEnv = { ...process.env, ...env }
   const argv = [...(script.endsWith('.ts') ? CHILD_ARGS : []), script, ...args]
   const [command, commandArgs] =
     childEnv._TAPJS_PROCESSINFO_COVERAGE_ === '0' ? uncovered(argv, childEnv) : [process.execPath, argv]
-  const child = spawn(command, commandArgs, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(command, commandArgs, { env: childEnv, stdio: ['ignore', output, 'pipe'] })
   let stdout = ''
   let stderr = ''
   const waiters: { pattern: RegExp; resolve: () => void }[] = []
