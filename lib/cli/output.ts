@@ -1,0 +1,16 @@
+import type { Writable } from 'node:stream'
+import { EXIT_USAGE } from './io.js'
+
+/**
+ * The process's stdout watched for a refusal of a command's output (a full disk, an I/O error): one line on stderr
+ * and exit code 2 (docs/cli.md, exit codes), where node would print the stack of an unhandled error. A reader that
+ * left (EPIPE: `payments-gate openapi | head`) is not the command's failure: its own code stands.
+ */
+export function watchOutput(stdout: Writable, stderr: Writable): void {
+  stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') return
+    stderr.write(`payments-gate: stdout: ${error.message}\n`)
+    // Set here: node reports a failed write a tick after it, which may be after the command's code was taken.
+    process.exitCode = EXIT_USAGE
+  })
+}
