@@ -96,7 +96,7 @@ export function createLogDestination(
   return destination
 }
 
-/** The destinations whose lines are written synchronously as the process exits, and the one listener that does. */
+/** The destinations whose lines are written synchronously as the process exits (each held until it closes), and the one listener that does. */
 const OPEN = new Set<SonicBoom>()
 function flushAtExit(): void {
   for (const destination of OPEN) {
