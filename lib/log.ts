@@ -96,9 +96,9 @@ export function createLogDestination(
   return destination
 }
 
-/** The destinations whose lines are written synchronously as the process exits (each held until it closes), and the one listener that does. */
+/** The destinations whose lines are written synchronously as the process exits, each held until it closes. */
 const OPEN = new Set<SonicBoom>()
-function flushAtExit(): void {
+process.on('exit', () => {
   for (const destination of OPEN) {
     try {
       destination.flushSync()
@@ -106,14 +106,10 @@ function flushAtExit(): void {
       // The destination refuses them (a full disk): they are lost, and the process ends all the same.
     }
   }
-}
+})
 function flushedAtExit(destination: SonicBoom): void {
-  if (OPEN.size === 0) process.on('exit', flushAtExit)
   OPEN.add(destination)
-  destination.once('close', () => {
-    OPEN.delete(destination)
-    if (OPEN.size === 0) process.off('exit', flushAtExit)
-  })
+  destination.once('close', () => OPEN.delete(destination))
 }
 
 /** The destinations made by createLogDestination, which mask every line they write. */

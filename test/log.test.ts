@@ -158,6 +158,9 @@ t.test(
     logger.info({ n: 1 }, 'first')
     await new Promise<void>((resolve) => logger.flush(() => resolve()))
     t.ok(await until(() => troubles.includes('writeFailed')), 'the failed write is told, not thrown')
+    // One told to no one is no crash either.
+    other.write('a line\n')
+    await new Promise((resolve) => (other as unknown as { flush(done: (error?: Error) => void): void }).flush(resolve))
     // Lines of 1 MiB: the bound is passed in a few writes, each line refused whole or kept whole.
     const line = `${'x'.repeat(2 ** 20 - 1)}\n`
     for (let i = 0; i <= LOG_DEFAULTS.heldBytes / 2 ** 20; i++) destination.write(line)

@@ -137,7 +137,7 @@ export async function runPrimary(
   })
   const outcome = await Promise.race([signals.stop, failure])
   stopping = true
-  for (const respawn of respawns) clearTimeout(respawn)
+  respawns.forEach(clearTimeout)
   const exited = Promise.all([...workers].map((worker) => new Promise((resolve) => worker.once('exit', resolve))))
   const pass = (signal: NodeJS.Signals) => {
     for (const worker of workers) worker.process.kill(signal)
