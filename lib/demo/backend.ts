@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { maskCardNumbers } from '../card-mask.js'
+import { reject } from '../errors.js'
+import { answerOf, writeAnswer } from '../http/answer.js'
 import { listen } from '../http/listen.js'
 import { OPERATION_PATHS } from '../schema/payment.js'
 
@@ -33,8 +35,15 @@ export async function startDemoBackend(onAcceptError: (error: Error) => void): P
         res.writeHead(404, { 'content-type': 'application/json' }).end(body)
         return
       }
+      let received: unknown
+      try {
+        received = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+      } catch {
+        // The gateway forwards only valid documents; anything else on its loopback port is answered, not thrown.
+        writeAnswer(res, answerOf(reject('bodyIsNotJson')))
+        return
+      }
       const id = randomUUID()
-      const received = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown
       const body = maskCardNumbers(
         JSON.stringify({
           outcome: 'authorized',

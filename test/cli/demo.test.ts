@@ -56,6 +56,8 @@ t.test(
 
     const other = await send(new URL(demo.accepted.url).origin, { method: 'GET', path: '/elsewhere' })
     t.equal(other.status, 404, 'the demo backend knows only the two operations')
+    const garbled = await send(demo.backend.url, { path: new URL(demo.accepted.url).pathname, body: '{"cut' })
+    t.same([garbled.status, garbled.json.errorName], [400, 'bodyIsNotJson'], 'what is not JSON is answered, not thrown')
 
     // An accept that fails (lib/http/listen.ts) is told, and both listeners go on.
     failAccept(demo.backend.server, 'ENOBUFS')
