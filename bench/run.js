@@ -13,7 +13,6 @@ import { cpuBreakdown } from './lib/profile.js'
 import { ladderSection, microSection, profileSection, serversSection } from './lib/report.js'
 import { targetsSection } from './lib/targets.js'
 
-const { values, s, plan, fill, baseline, only } = optionsOrExit(process.argv.slice(2))
 /**
  * The run's options; `--help` prints the commands of bench/README.md, and a refused option its reason in one line,
  * each before anything is built or started.
@@ -30,6 +29,7 @@ function optionsOrExit(args) {
     process.exit(2)
   }
 }
+const { values, s, plan, fill, baseline, only } = optionsOrExit(process.argv.slice(2))
 const smoke = isSmoke(s)
 const results = new URL('./results/', import.meta.url)
 const log = (message) => process.stderr.write(`${message}\n`)

@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net'
-import t from 'tap'
-import { createAdmin, metricsOf } from '../lib/admin.js'
+import t, { type Test } from 'tap'
+import { createAdmin, metricsOf, type AdminOptions } from '../lib/admin.js'
 import { ADMIN_DEFAULTS } from '../lib/defaults.js'
 import { createMetrics } from '../lib/metrics.js'
 import { failAccept } from './helpers/http.js'
@@ -11,17 +11,28 @@ async function get(url: string): Promise<{ status: number; text: string; type: s
   return { status: res.status, text: await res.text(), type: res.headers.get('content-type') }
 }
 
+/**
+ * An admin listener on a free loopback port, closed when the test ends; `onAcceptError` fails the test unless the
+ * test gives its own.
+ */
+async function listening(
+  t: Test,
+  options: Omit<AdminOptions, 'onAcceptError'> & Partial<Pick<AdminOptions, 'onAcceptError'>>,
+) {
+  const admin = createAdmin({ onAcceptError: (error) => t.error(error), ...options })
+  const { port } = await admin.listen(0, '127.0.0.1')
+  t.teardown(() => admin.close())
+  return { admin, port }
+}
+
 t.test('healthz, readyz and metrics', async (t) => {
   let ready = false
   const metrics = createMetrics({ defaultMetrics: false })
   metrics.request('sale', 201, undefined, 0.002)
-  const admin = createAdmin({
+  const { port } = await listening(t, {
     ready: () => ready,
     ...metricsOf(metrics.registry),
-    onAcceptError: (error) => t.error(error),
   })
-  const { port } = await admin.listen(0, '127.0.0.1')
-  t.teardown(() => admin.close())
   const base = `http://127.0.0.1:${port}`
   t.equal((await get(`${base}/healthz`)).status, 200)
   t.equal((await get(`${base}/readyz`)).status, 503, 'not ready before the gateway is')
@@ -35,13 +46,10 @@ t.test('healthz, readyz and metrics', async (t) => {
 })
 
 t.test('a failing metrics source answers 500', async (t) => {
-  const admin = createAdmin({
+  const { port } = await listening(t, {
     ready: () => true,
     metrics: () => Promise.reject(new Error('worker gone')),
-    onAcceptError: (error) => t.error(error),
   })
-  const { port } = await admin.listen(0, '127.0.0.1')
-  t.teardown(() => admin.close())
   const scraped = await get(`http://127.0.0.1:${port}/metrics`)
   t.equal(scraped.status, 500)
   t.match(scraped.text, 'worker gone')
@@ -62,13 +70,10 @@ async function raw(port: number): Promise<{ socket: Socket; received: () => stri
 }
 
 t.test('a request that stalls is cut: half-sent headers, nothing at all, a body that never ends', async (t) => {
-  const admin = createAdmin({
+  const { port } = await listening(t, {
     ready: () => true,
     metrics: () => Promise.resolve(''),
-    onAcceptError: (error) => t.error(error),
   })
-  const { port } = await admin.listen(0, '127.0.0.1')
-  t.teardown(() => admin.close())
   const half = await raw(port)
   half.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n')
   const silent = await raw(port)
@@ -87,13 +92,10 @@ t.test('a request that stalls is cut: half-sent headers, nothing at all, a body 
 t.test(
   'connections are capped: one past the cap is closed as it arrives, and a probe gets in once one ends',
   async (t) => {
-    const admin = createAdmin({
+    const { admin, port } = await listening(t, {
       ready: () => true,
       metrics: () => Promise.resolve(''),
-      onAcceptError: (error) => t.error(error),
     })
-    const { port } = await admin.listen(0, '127.0.0.1')
-    t.teardown(() => admin.close())
     t.equal(admin.server.maxConnections, ADMIN_DEFAULTS.maxConnections)
     const held = await Promise.all(Array.from({ length: ADMIN_DEFAULTS.maxConnections }, () => raw(port)))
     t.teardown(() => held.forEach(({ socket }) => socket.destroy()))
@@ -116,13 +118,11 @@ t.test(
 
 t.test('an accept that fails is told to onAcceptError, and the listener goes on', async (t) => {
   const failed: NodeJS.ErrnoException[] = []
-  const admin = createAdmin({
+  const { admin, port } = await listening(t, {
     ready: () => true,
     metrics: () => Promise.resolve(''),
     onAcceptError: (e) => failed.push(e),
   })
-  const { port } = await admin.listen(0, '127.0.0.1')
-  t.teardown(() => admin.close())
   failAccept(admin.server, 'ENOBUFS')
   t.match(failed, [{ code: 'ENOBUFS', syscall: 'accept' }])
   t.equal((await get(`http://127.0.0.1:${port}/healthz`)).status, 200, 'a probe is still answered')
