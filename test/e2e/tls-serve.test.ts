@@ -94,16 +94,23 @@ t.test(
     )
     t.equal(await sale(listen), 201)
 
+    // Counted from here: a reload that read the renewal's swap between its two files saw a cert and a key of two
+    // versions and was refused too, before the renewal was taken. The gauge is 0 again once the renewal is served.
+    const failed = async () =>
+      Number(
+        /payments_gate_tls_reloads_total\{side="listener",outcome="failed"\} (\d+)/.exec(await metricsOf(admin))?.[1] ??
+          0,
+      )
+    const failedBefore = await failed()
     await secret.swap({ cert: pki.server.cert, key: pki.client.key })
+    t.ok(await until(async () => (await failed()) === failedBefore + 1, 10_000), 'the bad pair refused, counted once')
     await run.waitFor(/certificate file refused/)
     t.match(
       run.output().stdout,
       /"reason":"not the key of the certificate","msg":"certificate file refused, the last good one stays in force"/,
     )
     t.equal(await servedSerial(listen), serialOf(next), 'the last good pair stays')
-    const metrics = await metricsOf(admin)
-    t.match(metrics, /payments_gate_tls_reloads_total\{side="listener",outcome="failed"\} 1/)
-    t.match(metrics, /payments_gate_tls_files_refused\{side="listener"\} 1/)
+    t.match(await metricsOf(admin), /payments_gate_tls_files_refused\{side="listener"\} 1/)
 
     await secret.swap(next)
     t.ok(
