@@ -134,6 +134,12 @@ export const POLICY_WATCH_DEFAULTS = Object.freeze({
   rescanMs: 1000,
   /** How long the folder must stay as it is before a vanished policy file removes its entity, in ms. */
   settleMs: 2000,
+  /**
+   * Reads of TLS files that a refusal must survive unchanged before it is reported: a
+   * read that falls across a Secret's `..data` swap gets a certificate of one
+   * version and a key of the next, and the read after it gets one whole version.
+   */
+  tlsRefusalReads: 3,
 })
 
 /** Retry protection on `transactionReference` (docs/idempotency.md). */

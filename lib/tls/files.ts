@@ -1,6 +1,6 @@
 import { dirname } from 'node:path'
 import type { Logger } from 'pino'
-import { FILE_LIMITS } from '../defaults.js'
+import { FILE_LIMITS, POLICY_WATCH_DEFAULTS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
 import { readLimitedFile } from '../read-file.js'
 import { watchFolder, type ReloadOutcome, type Watch, type WatchOptions } from '../watch.js'
@@ -69,6 +69,27 @@ async function load<T>(files: readonly TlsFile[], build: Build<T>): Promise<Load
   }
 }
 
+/** What tells one refusal from another: the file, the reason and every byte read. */
+function refusalOf(loaded: Loaded<unknown> & { problem: TlsProblem }): string {
+  const { file, reason } = loaded.problem
+  return `${file.path}\n${reason}\n${loaded.texts?.toString('latin1') ?? ''}`
+}
+
+/**
+ * Loads the files until they load, or until two reads in a row are refused for
+ * the same bytes (POLICY_WATCH_DEFAULTS.tlsRefusalReads): the files are read one
+ * after another, so a refusal may be of two versions, not of either.
+ */
+async function loadSettled<T>(files: readonly TlsFile[], build: Build<T>): Promise<Loaded<T>> {
+  let loaded = await load(files, build)
+  for (let reads = 1; 'problem' in loaded && reads < POLICY_WATCH_DEFAULTS.tlsRefusalReads; reads++) {
+    const again = await load(files, build)
+    if ('problem' in again && refusalOf(again) === refusalOf(loaded)) return again
+    loaded = again
+  }
+  return loaded
+}
+
 /**
  * Loads TLS files (a problem rejects with it: start-up names the flag), then
  * keeps them current as the policies are kept: their folders are watched
@@ -83,7 +104,7 @@ export async function watchTlsFiles<T>(
   options: WatchTlsOptions = {},
 ): Promise<WatchedTls<T>> {
   const { logger, onReload } = options
-  const first = await load(files, build)
+  const first = await loadSettled(files, build)
   if ('problem' in first) throw first.problem
   let current = first.value
   let inForce = first.texts
@@ -92,10 +113,10 @@ export async function watchTlsFiles<T>(
   const listeners: ((value: T) => void)[] = []
 
   async function reload(forced: boolean): Promise<void> {
-    const loaded = await load(files, build)
+    const loaded = await loadSettled(files, build)
     if ('problem' in loaded) {
       const { file, reason } = loaded.problem
-      const version = `${file.path}\n${reason}\n${loaded.texts?.toString('latin1') ?? ''}`
+      const version = refusalOf(loaded)
       if (!forced && version === refused) return
       refused = version
       logger?.warn({ file: file.path, reason }, 'certificate file refused, the last good one stays in force')

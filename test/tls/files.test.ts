@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
 import { copyFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
+import { POLICY_WATCH_DEFAULTS } from '../../lib/defaults.js'
 import { watchTlsFiles, type TlsFile } from '../../lib/tls/files.js'
 import { PemRefusal } from '../../lib/tls/pem.js'
 import type { ReloadOutcome } from '../../lib/watch.js'
@@ -120,4 +122,63 @@ t.test("a Secret's ..data symlink swap is seen", async (t) => {
   await symlink('v2', join(dir, '..data_tmp'))
   await rename(join(dir, '..data_tmp'), join(dir, '..data'))
   t.ok(await until(() => watched.current === 'second'))
+})
+
+t.test('a refusal is reported only when a second read finds the same bytes', async (t) => {
+  const dir = t.testdir({ 'tls.crt': 'cert-1', 'tls.key': 'key-1' })
+  const cert = join(dir, 'tls.crt')
+  const key = join(dir, 'tls.key')
+  /** Between two reads, the test's own step: what a renewal did meanwhile. */
+  let onRefusal = (): void => undefined
+  let refusals = 0
+  // A pair is whole when its two files name the same version.
+  const pair = (texts: readonly Buffer[]): string => {
+    const [c, k] = texts.map((text) => String(text).split('-')[1])
+    if (c !== k) {
+      refusals++
+      onRefusal()
+      throw new PemRefusal(1, 'does not match the certificate')
+    }
+    return `version ${c}`
+  }
+  const { outcomes, warnings, options } = recorder()
+  const watched = await watchTlsFiles(
+    [
+      { key: 'tlsCert', path: cert },
+      { key: 'tlsKey', path: key },
+    ],
+    pair,
+    { ...options, rescanMs: 60_000 },
+  )
+  t.teardown(() => watched.close())
+
+  // A read across a Secret's swap: the certificate read before it, the key after; the swap is whole by the next read.
+  writeFileSync(key, 'key-2')
+  onRefusal = () => writeFileSync(cert, 'cert-2')
+  await watched.reload()
+  t.equal(watched.current, 'version 2', 'the whole new version, read again, is taken')
+  t.equal(refusals, 1)
+  t.same(warnings, [], 'no refusal logged')
+  t.same(outcomes.at(-1), { applied: true, refused: [], refusedNow: 0 }, 'nor reported')
+
+  // Files that change at every read: the refusal is reported after the bounded reads.
+  writeFileSync(key, 'key-3')
+  let next = 4
+  onRefusal = () => writeFileSync(key, `key-${next++}`)
+  await watched.reload()
+  t.equal(refusals, 1 + POLICY_WATCH_DEFAULTS.tlsRefusalReads, 'read no more than the bound')
+  t.equal(warnings.length, 1)
+  t.same(outcomes.at(-1), {
+    applied: false,
+    refused: [{ file: key, reason: 'does not match the certificate' }],
+    refusedNow: 1,
+  })
+  t.equal(watched.current, 'version 2', 'the last good version stays')
+
+  // A refusal that stays the same at a second read is reported after two reads.
+  onRefusal = () => undefined
+  const before = refusals
+  await watched.reload()
+  t.equal(refusals, before + 2)
+  t.equal(warnings.length, 2)
 })
