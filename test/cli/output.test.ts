@@ -2,12 +2,13 @@ import { closeSync, openSync } from 'node:fs'
 import t from 'tap'
 import { spawnCli } from '../helpers/cli.js'
 
-// The real process, as a shell runs it: its stdout a file on a full disk (/dev/full), or a pipe whose reader left.
+// The real process, as a shell runs it: its stdout or stderr a file on a full disk (/dev/full), or a pipe whose reader
+// left.
 
 t.test('an output its stdout refuses (/dev/full: no space left) is one line on stderr and exit 2', async (t) => {
   const full = openSync('/dev/full', 'w')
   t.teardown(() => closeSync(full))
-  const run = spawnCli(['openapi'], {}, 'lib/cli.ts', full)
+  const run = spawnCli(['openapi'], {}, 'lib/cli.ts', { stdout: full })
   t.equal(await run.exited, 2)
   t.equal(run.output().stderr, 'payments-gate: stdout: ENOSPC: no space left on device, write\n')
 })
@@ -22,3 +23,15 @@ t.test(
     t.equal(run.output().stderr, '')
   },
 )
+
+t.test('a stderr that refuses (/dev/full) leaves the command its own code: nothing can be told', async (t) => {
+  const full = openSync('/dev/full', 'w')
+  t.teardown(() => closeSync(full))
+  const refused = spawnCli(['serve', '--no-such-flag'], {}, 'lib/cli.ts', { stderr: full })
+  t.equal(await refused.exited, 2, 'a usage failure is still 2')
+  const both = spawnCli(['openapi'], {}, 'lib/cli.ts', { stdout: full, stderr: full })
+  t.equal(await both.exited, 2, 'an output refused is still 2')
+  const fine = spawnCli(['--version'], {}, 'lib/cli.ts', { stderr: full })
+  t.equal(await fine.exited, 0)
+  t.match(fine.output().stdout, /^\d+\.\d+\.\d+\n$/, 'the output written')
+})

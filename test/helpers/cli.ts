@@ -93,14 +93,14 @@ export function spawnCli(
   args: string[],
   env: Record<string, string> = {},
   script = 'lib/cli.ts',
-  /** The child's stdout: read by the test, or a file descriptor the test opened (`output()` has no stdout then). */
-  output: 'pipe' | number = 'pipe',
+  /** The child's stdout and stderr: read by the test, or file descriptors the test opened (not in `output()` then). */
+  fds: { stdout?: number; stderr?: number } = {},
 ): Running {
   const childEnv = { ...process.env, ...env }
   const argv = [...(script.endsWith('.ts') ? CHILD_ARGS : []), script, ...args]
   const [command, commandArgs] =
     childEnv._TAPJS_PROCESSINFO_COVERAGE_ === '0' ? uncovered(argv, childEnv) : [process.execPath, argv]
-  const child = spawn(command, commandArgs, { env: childEnv, stdio: ['ignore', output, 'pipe'] })
+  const child = spawn(command, commandArgs, { env: childEnv, stdio: ['ignore', fds.stdout ?? 'pipe', fds.stderr ?? 'pipe'] })
   let stdout = ''
   let stderr = ''
   const waiters: { pattern: RegExp; resolve: () => void }[] = []
