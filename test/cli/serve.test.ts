@@ -310,7 +310,7 @@ t.test(
       ],
       { PAYMENTS_GATE_SHUTDOWN_DELAY: '0' },
       'lib/cli.ts',
-      full,
+      { stdout: full },
     )
     t.teardown(() => run.child.kill('SIGKILL'))
     await poll(`http://127.0.0.1:${admin}/readyz`, 200)

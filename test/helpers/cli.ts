@@ -100,7 +100,10 @@ export function spawnCli(
   const argv = [...(script.endsWith('.ts') ? CHILD_ARGS : []), script, ...args]
   const [command, commandArgs] =
     childEnv._TAPJS_PROCESSINFO_COVERAGE_ === '0' ? uncovered(argv, childEnv) : [process.execPath, argv]
-  const child = spawn(command, commandArgs, { env: childEnv, stdio: ['ignore', fds.stdout ?? 'pipe', fds.stderr ?? 'pipe'] })
+  const child = spawn(command, commandArgs, {
+    env: childEnv,
+    stdio: ['ignore', fds.stdout ?? 'pipe', fds.stderr ?? 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   const waiters: { pattern: RegExp; resolve: () => void }[] = []
