@@ -94,8 +94,11 @@ function lastingConnectors(): Connectors {
 
 /** RFC 3986's userinfo (3.2.1): unreserved and sub-delims characters, `:` and percent-escapes, nothing else. */
 const USERINFO = String.raw`(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*`
-/** A host name or an IPv4 address: RFC 3986's unreserved characters. */
-const HOST = String.raw`[A-Za-z0-9\-._~]+`
+/**
+ * A host name or an IPv4 address (RFC 3986's unreserved characters), or an IPv6 address in brackets (its IP-literal:
+ * `address` then holds it to node's reading of IPv6; no zone, which a URL cannot carry to ioredis).
+ */
+const HOST = String.raw`(?:[A-Za-z0-9\-._~]+|\[[0-9A-Fa-f:.]+\])`
 const PORT = String.raw`[1-9][0-9]{0,4}`
 const DB = String.raw`0|[1-9][0-9]?`
 /** A Sentinel's primary group name: RFC 3986's path characters (pchar), so no `?`, `#` or `/`. */
@@ -156,11 +159,16 @@ export function redisUrlProblem(url: string): string {
     : ''
 }
 
-/** A `HOST[:PORT]` of a URL as ioredis's host and port, `defaultPort` when none is given; undefined past 65535. */
+/**
+ * A `HOST[:PORT]` of a URL as ioredis's host and port (`[::1]` as `::1`), `defaultPort` when none is given; undefined
+ * past 65535, or for brackets that hold no IPv6 address.
+ */
 function address(text: string, defaultPort: number): { host: string; port: number } | undefined {
-  const colon = text.indexOf(':')
+  const close = text.startsWith('[') ? text.indexOf(']') : -1
+  const colon = text.indexOf(':', close + 1)
   const port = colon === -1 ? defaultPort : Number(text.slice(colon + 1))
-  return port > 65535 ? undefined : { host: colon === -1 ? text : text.slice(0, colon), port }
+  const host = close === -1 ? (colon === -1 ? text : text.slice(0, colon)) : text.slice(1, close)
+  return port > 65535 || (close !== -1 && isIP(host) !== 6) ? undefined : { host, port }
 }
 
 /** `HOST[:PORT],...` as ioredis's hosts and ports; undefined when a port is past 65535. */

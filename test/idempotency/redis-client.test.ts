@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { createRequire } from 'node:module'
-import { createServer, type Socket } from 'node:net'
+import { BlockList, createServer, isIP, type Socket } from 'node:net'
 import fc from 'fast-check'
 import type { Redis, RedisOptions } from 'ioredis'
 import t, { type Test } from 'tap'
@@ -250,12 +250,15 @@ const userinfo = fc
   .option(fc.tuple(part, fc.option(part)))
   .map((pair) => (pair === null ? '' : `${pair[0]}${pair[1] === null ? '' : `:${pair[1]}`}@`))
 const label = fc.stringMatching(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,6}[A-Za-z0-9])?$/)
-// The forms the gateway documents (docs/idempotency.md): no IPv6 literal, a database from 0 to 99.
+// The forms the gateway documents (docs/idempotency.md): a name, an IPv4 address or an IPv6 one in brackets (and
+// brackets around text of its characters that may be none), a database from 0 to 99.
 const hostPort = fc
   .tuple(
     fc.oneof(
       fc.array(label, { minLength: 1, maxLength: 3 }).map((labels) => labels.join('.')),
       fc.ipV4(),
+      fc.ipV6().map((address) => `[${address}]`),
+      fc.stringMatching(/^[0-9A-Fa-f:.]{0,12}$/).map((text) => `[${text}]`),
     ),
     fc.option(fc.integer({ min: 1, max: 65535 })),
   )
@@ -271,6 +274,18 @@ function ioredisReads(rest: string): ReturnType<typeof parseURL> | undefined {
   }
 }
 
+/** The same host: the same name, or the same IPv6 address however spelt (ioredis hands on WHATWG URL's spelling). */
+function sameHost(ours: string | undefined, theirs: string | undefined): boolean {
+  return ours === theirs || (isIP(ours ?? '') === 6 && isIP(theirs ?? '') === 6 && sameAddress(ours, theirs))
+}
+
+/** Two IPv6 addresses as node's `BlockList` compares them: as numbers, not as texts. */
+function sameAddress(one: string | undefined, other: string | undefined): boolean {
+  const list = new BlockList()
+  list.addAddress(one as string, 'ipv6')
+  return list.check(other as string, 'ipv6')
+}
+
 /** Whether a host, port and credentials read by us are those ioredis reads (an empty user or password is none to both). */
 function sameNode(
   ours: { host?: string; port?: number; username?: string; password?: string },
@@ -278,7 +293,7 @@ function sameNode(
   defaultPort: number,
 ): boolean {
   return (
-    ours.host === theirs.host &&
+    sameHost(ours.host, theirs.host) &&
     ours.port === Number(theirs.port ?? defaultPort) &&
     (ours.username ?? '') === (theirs.username ?? '') &&
     (ours.password ?? '') === (theirs.password ?? '')
