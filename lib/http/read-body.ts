@@ -20,8 +20,10 @@ export function readBody(req: Readable, limit: number): Promise<Buffer | Rejecti
     const finish = (outcome: Buffer | Rejection | typeof ABORTED) => {
       req.off('data', onData)
       req.off('end', onEnd)
-      req.off('error', onAbort)
       req.off('close', onAbort)
+      // The error listener stays, a no-op once settled: node's request emits `error` only to a listener, but other
+      // streams (a Fetch body through `Readable.fromWeb`, a preParsing hook's) emit it regardless, and a body left
+      // unread past the limit may still fail when its client resets: unheard, that error would end the process.
       resolve(outcome)
     }
     const onData = (chunk: Buffer) => {
