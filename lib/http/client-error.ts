@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { reject, type ErrorName } from '../errors.js'
+import { closing, reject, type ErrorName, type Rejection } from '../errors.js'
 import { answerOf, rawAnswer } from './answer.js'
 
 /** Which refusal a parser or timeout error of node's HTTP server is (docs/checks.md, refusals below HTTP). */
@@ -54,20 +54,45 @@ interface SocketWithMessage extends Duplex {
  * is answered, as node's own handler does.
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): BelowHttpAnswer | undefined {
+  if (error.code === 'ECONNRESET') return refuseOnSocket(socket, undefined)
+  if (error.code === HTTP2_PREFACE) return refuseOnSocket(socket, HTTP2_WRITTEN)
+  return refuseOnSocket(socket, written(reject(clientErrorName(error.code), { close: true })))
+}
+
+/**
+ * The `connect` handler: a gateway in front of a backend opens no tunnels (RFC 9110 9.3.6), and node closes a CONNECT
+ * no listener takes without a word. Its refusal is the route's (`Checks.route`): 405 on an operation's path (another method than
+ * POST), otherwise 400 `requestIsMalformed`, as for every target that is not origin or absolute form (`host:443`,
+ * the form CONNECT takes). The connection is closed after it, under the rules of `answerClientError`.
+ */
+export function answerConnect(socket: Duplex, route: Rejection | string | undefined): BelowHttpAnswer | undefined {
+  return refuseOnSocket(socket, written(closing(typeof route === 'object' ? route : MALFORMED)))
+}
+
+const MALFORMED = reject('requestIsMalformed')
+
+/** A refusal's bytes, and how it is logged. */
+interface Written {
+  readonly bytes: Buffer
+  readonly answered: BelowHttpAnswer
+}
+
+const HTTP2_WRITTEN: Written = { bytes: HTTP2_REFUSAL, answered: HTTP2_REFUSED }
+
+function written(rejection: Rejection): Written {
+  return {
+    bytes: rawAnswer(answerOf(rejection)),
+    answered: { status: rejection.status, errorName: rejection.body.errorName },
+  }
+}
+
+/** Writes a refusal on a socket node's HTTP server has let go of, unless an answer on it is pending; then closes it. */
+function refuseOnSocket(socket: Duplex, refusal: Written | undefined): BelowHttpAnswer | undefined {
   const inFlight = (socket as SocketWithMessage)._httpMessage
   const pending = inFlight !== undefined && inFlight !== null && (inFlight.headersSent || inFlight.req.complete)
-  let answered: BelowHttpAnswer | undefined
-  if (error.code !== 'ECONNRESET' && socket.writable && !pending) {
-    if (error.code === HTTP2_PREFACE) {
-      socket.write(HTTP2_REFUSAL)
-      answered = HTTP2_REFUSED
-    } else {
-      const rejection = reject(clientErrorName(error.code), { close: true })
-      socket.write(rawAnswer(answerOf(rejection)))
-      answered = { status: rejection.status, errorName: rejection.body.errorName }
-    }
-  }
+  const answered = refusal !== undefined && socket.writable && !pending ? refusal : undefined
+  if (answered !== undefined) socket.write(answered.bytes)
   // An HTTP server's sockets are net sockets: close once the answer is flushed.
   ;(socket as Socket).destroySoon()
-  return answered
+  return answered?.answered
 }

@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Principal } from '../checks/auth.js'
 import type { Checks, Reported } from '../checks/index.js'
 import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
-import { answerClientError } from '../http/client-error.js'
+import { answerClientError, answerConnect, type BelowHttpAnswer } from '../http/client-error.js'
 import { listen } from '../http/listen.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
@@ -309,12 +310,18 @@ export function createGateway(options: GatewayOptions): Gateway {
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Read before the answer closes the socket, which forgets its peer.
     const { remoteAddress } = socket as Socket
-    const refusal = answerClientError(error, socket)
+    refusedBelowHttp(answerClientError(error, socket), error.code, remoteAddress)
+  })
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    const { remoteAddress } = socket as Socket
+    refusedBelowHttp(answerConnect(socket, checks.route(req.method, req.url)), 'CONNECT', remoteAddress)
+  })
+  function refusedBelowHttp(refusal: BelowHttpAnswer | undefined, code: string | undefined, remoteAddress?: string) {
     if (refusal === undefined) return
     const { status, errorName } = refusal
     metrics?.request('unrouted', status, errorName, 0)
-    logger.info({ status, errorName, code: error.code, remoteAddress }, 'refused below HTTP')
-  })
+    logger.info({ status, errorName, code, remoteAddress }, 'refused below HTTP')
+  }
 
   return {
     server,

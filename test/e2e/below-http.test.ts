@@ -40,6 +40,35 @@ for (const [name, bytes] of Object.entries(smuggling)) {
   })
 }
 
+t.test("CONNECT: no tunnel; 405 on an operation's path, 400 otherwise, closed, logged and counted", async (t) => {
+  const before = logLines.length
+  const cases: [string, number, string][] = [
+    [`CONNECT ${SALE_PATH} HTTP/1.1`, 405, 'methodIsNotAllowed'],
+    ['CONNECT backend.example:443 HTTP/1.1', 400, 'requestIsMalformed'],
+    ['CONNECT /other HTTP/1.1', 400, 'requestIsMalformed'],
+  ]
+  for (const [line, status, errorName] of cases) {
+    const answer = statusOf(await raw(port, `${line}\r\nHost: a\r\n\r\n`))
+    t.equal(answer.status, status, line)
+    t.equal(answer.json.errorName, errorName, line)
+    t.ok(answer.close, `${line}: Connection: close`)
+  }
+  t.equal(backend.started, 0, 'nothing reached the backend')
+  t.ok(
+    await until(() => logLines.slice(before).filter((line) => line.includes('refused below HTTP')).length === 3),
+    'logged',
+  )
+  t.match(JSON.parse(logLines.slice(before).find((line) => line.includes('refused below HTTP')) ?? '{}'), {
+    status: 405,
+    errorName: 'methodIsNotAllowed',
+    code: 'CONNECT',
+  })
+  t.match(
+    await metrics.registry.metrics(),
+    /payments_gate_requests_total\{operation="unrouted",status="405",error_name="methodIsNotAllowed"} 1/,
+  )
+})
+
 t.test('headers over 16 KiB: 431 headersAreTooLarge', async (t) => {
   const answer = statusOf(await raw(port, `GET /x HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`))
   t.equal(answer.status, 431)
@@ -112,29 +141,34 @@ t.test(
   },
 )
 
-t.test(
-  'a malformed request pipelined behind a payment still at the backend closes the connection: no 400 read as its answer',
-  async (t) => {
-    let release = () => {}
-    const held = new Promise<void>((resolve) => (release = resolve))
-    const slow = await startGateway(t, { answer: (_req, res) => void held.then(() => res.end()) })
-    const body = JSON.stringify(saleBody())
-    const payment = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
-    const socket = connect(slow.port, '127.0.0.1')
-    const chunks: Buffer[] = []
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    const closed = new Promise((resolve) => socket.on('close', resolve))
-    socket.write(payment)
-    t.ok(await until(() => slow.backend.started === 1), 'the payment is at the backend')
-    socket.write('HELLO\r\n\r\n')
-    await closed
-    release()
-    t.equal(
-      Buffer.concat(chunks).toString('latin1'),
-      '',
-      "nothing written: a refusal would be read as the payment's answer",
-    )
-  },
-)
+for (const [name, pipelined] of [
+  ['a malformed request', 'HELLO\r\n\r\n'],
+  ['a CONNECT', 'CONNECT backend.example:443 HTTP/1.1\r\nHost: a\r\n\r\n'],
+]) {
+  t.test(
+    `${name} pipelined behind a payment still at the backend closes the connection: no 400 read as its answer`,
+    async (t) => {
+      let release = () => {}
+      const held = new Promise<void>((resolve) => (release = resolve))
+      const slow = await startGateway(t, { answer: (_req, res) => void held.then(() => res.end()) })
+      const body = JSON.stringify(saleBody())
+      const payment = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      const socket = connect(slow.port, '127.0.0.1')
+      const chunks: Buffer[] = []
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+      const closed = new Promise((resolve) => socket.on('close', resolve))
+      socket.write(payment)
+      t.ok(await until(() => slow.backend.started === 1), 'the payment is at the backend')
+      socket.write(pipelined as string)
+      await closed
+      release()
+      t.equal(
+        Buffer.concat(chunks).toString('latin1'),
+        '',
+        "nothing written: a refusal would be read as the payment's answer",
+      )
+    },
+  )
+}
 
 scanLogsForCards(t)
