@@ -2,10 +2,10 @@ import type { Writable } from 'node:stream'
 import { EXIT_USAGE } from './io.js'
 
 /**
- * The process's stdout and stderr watched for a refusal of a command's output (a full disk, an I/O error): one line on stderr
- * and exit code 2 (docs/cli.md, exit codes), where node would print the stack of an unhandled error. A reader that
- * left (EPIPE: `payments-gate openapi | head`) is not the command's failure: its own code stands. A stderr that refuses
- * leaves nothing to tell it on: the command's own code stands too.
+ * The process's stdout and stderr watched for a refusal of a command's output (a full disk, an I/O error). On
+ * stdout: one line on stderr and exit code 2 (docs/cli.md, exit codes), where node would print the stack of an
+ * unhandled error; a reader that left (EPIPE: `payments-gate openapi | head`) is not the command's failure: its own
+ * code stands. On stderr there is nowhere left to tell it: the command's own code stands too.
  */
 export function watchOutput(stdout: Writable, stderr: Writable): void {
   stdout.on('error', (error: NodeJS.ErrnoException) => {

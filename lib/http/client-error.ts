@@ -60,10 +60,10 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
 }
 
 /**
- * The `connect` handler: a gateway in front of a backend opens no tunnels (RFC 9110 9.3.6), and node closes a CONNECT
- * no listener takes without a word. Its refusal is the route's (`Checks.route`): 405 on an operation's path (another method than
- * POST), otherwise 400 `requestIsMalformed`, as for every target that is not origin or absolute form (`host:443`,
- * the form CONNECT takes). The connection is closed after it, under the rules of `answerClientError`.
+ * The `connect` handler: a gateway in front of a backend opens no tunnels (RFC 9110 9.3.6), and node closes a
+ * CONNECT no listener takes without a word. Its refusal is the route's (`Checks.route`): 405 on an operation's
+ * path (another method than POST), otherwise 400 `requestIsMalformed`, as for every target that is not origin or
+ * absolute form (`host:443`, the form CONNECT takes). The connection is closed after it, as `answerClientError` says.
  */
 export function answerConnect(socket: Duplex, route: Rejection | string | undefined): BelowHttpAnswer | undefined {
   return refuseOnSocket(socket, written(closing(typeof route === 'object' ? route : MALFORMED)))
