@@ -19,6 +19,8 @@ export type ErrorCode =
   | 'EFINGERPRINTKEY'
   /** The backend did not answer within `--timeout` (the pass-through engine's own timer). */
   | 'EBACKENDTIMEOUT'
+  /** The backend answered `101 Switching Protocols` on a path passed through, which never asks for it, or a 1xx as final. */
+  | 'EBACKENDUPGRADE'
   /** Fewer replicas than asked acknowledged a write in time (docs/idempotency-reference.md, replicas and failover). */
   | 'EREPLICAS'
   /** The memory store has no room left but claims of payments in flight (docs/idempotency.md). */

@@ -1,5 +1,6 @@
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http'
 import type * as HttpProxy from 'http-proxy-3'
+import type { Duplex } from 'node:stream'
 import type { Span, Tracer } from '@opentelemetry/api'
 import { NO_RULES, type BackendErrorSource } from '../backend-errors/rules.js'
 import { CodedError } from '../coded-error.js'
@@ -60,6 +61,17 @@ export interface Forwarder {
 }
 
 /**
+ * A `101 Switching Protocols` the gateway never asked for (it forwards no `Upgrade`: docs/backend-faults.md): a broken
+ * answer, a 500. Without this listener node's client drops the request with no event, and the client would wait. Told
+ * as the request's error, as node has let go of the socket and would tell nothing of its end.
+ */
+function onBackendUpgrade(this: ClientRequest, _answer: IncomingMessage, socket: Duplex): void {
+  socket.destroy()
+  this.emit('error', new CodedError('EBACKENDUPGRADE', 'the backend switched protocols unasked (101)'))
+  this.destroy()
+}
+
+/**
  * Two engines. Payments go through undici: its `Pool.dispatch` controller
  * callbacks map one to one onto the relay (payment-relay.ts) and cost about half the CPU of
  * http-proxy-3 with a buffered body. Every other path stays on http-proxy-3,
@@ -108,6 +120,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   function onBackendTimeout(this: ClientRequest): void {
     this.destroy(new CodedError('EBACKENDTIMEOUT', `the backend did not answer within ${timeout} ms`))
   }
+  /** The backend's answer to each request passed through, once its head came: whether it came whole. */
+  const answers = new WeakMap<object, IncomingMessage>()
 
   // `toProxy`: http-proxy-3 puts `req.url` as it is behind the target's path, joined as backendPaths joins
   // them, instead of reading it again with `new URL()`, which drops a fragment, applies dot segments and
@@ -116,13 +130,18 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     const proxy = createProxyServer({ target: options.target, agent, selfHandleResponse: true, toProxy: true })
     proxy.on('proxyReq', (proxyReq) => {
       proxyReq.setTimeout(timeout, onBackendTimeout)
+      proxyReq.on('upgrade', onBackendUpgrade)
     })
     proxy.on('proxyRes', (proxyRes, _req, res) => {
+      answers.set(res, proxyRes)
       relay(proxyRes, res, (res as GatewayResponse).exchange as Exchange, errorBodyLimit)
     })
     // http-proxy-3 throws on an error nobody listens to. The request is never
     // sent again: a payment reaches the backend at most once.
     proxy.on('error', (error, _req, res) => {
+      // Bytes past the end of an answer that came whole (a 204 with a body, a body longer than its length): node's
+      // client fails the request after the answer's end, and the relay is already passing that answer on, whole.
+      if (answers.get(res)?.complete === true) return
       const gatewayResponse = res as GatewayResponse
       answerFault(gatewayResponse, gatewayResponse.exchange as Exchange, faultKind(error), error)
     })

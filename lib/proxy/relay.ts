@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { NO_RULES } from '../backend-errors/rules.js'
+import { CodedError } from '../coded-error.js'
 import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected } from './backend-answer.js'
 import { reasonPhrase } from './backend-head.js'
@@ -41,6 +42,8 @@ function guarded(proxyRes: IncomingMessage, res: ServerResponse, exchange: Excha
 
 function start(proxyRes: IncomingMessage, res: ServerResponse, exchange: Exchange, errorBodyLimit: number): void {
   const status = proxyRes.statusCode as number
+  // node's client hands other 1xx answers on as information, a 101 without `Upgrade` as the final answer: a broken one.
+  if (status < 200) throw new CodedError('EBACKENDUPGRADE', `the backend answered ${status} as its final answer`)
   if (status >= 500) exchange.backendError = 'serverError'
   // No header filter here: node's client parser refuses every header writeHead would (backend-head.ts).
   const raw = proxyRes.rawHeaders

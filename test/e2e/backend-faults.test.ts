@@ -122,6 +122,24 @@ t.test('backend resets after its headers went out: the client connection is cut'
   t.match(await metrics.registry.getSingleMetricAsString('payments_gate_backend_errors_total'), /kind="reset"} [1-9]/)
 })
 
+t.test('other paths: a 101 never asked for is a broken answer; bytes past a whole answer are dropped', async (t) => {
+  const other = (method = 'GET') => send(url, { method, path: '/status' })
+  const raw = (bytes: string) => (backend.answer = (req) => void req.socket.write(bytes))
+  // Red before: node's client dropped the request without an event, and the client waited for ever.
+  raw('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n')
+  t.match(await other(), { status: 500, json: { errorName: 'internalErrorOccurred' } }, 'an unasked upgrade')
+  // Red before: relayed as the final answer, the backend's real one lost.
+  raw('HTTP/1.1 101 Switching Protocols\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}')
+  t.match(await other(), { status: 500, json: { errorName: 'internalErrorOccurred' } }, 'a 101 as a final answer')
+  // Red before: the client's connection cut, not even the status sent.
+  raw('HTTP/1.1 201 Created\r\nContent-Length: 8\r\n\r\n{"ok":1}EXTRA')
+  t.match(await other(), { status: 201, text: '{"ok":1}' }, 'a body past its Content-Length: the answer whole')
+  raw('HTTP/1.1 204 No Content\r\nContent-Length: 8\r\n\r\n{"ok":1}')
+  t.match(await other(), { status: 204, text: '' }, 'a 204 with a body')
+  raw('HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n{"ok":1}')
+  t.match(await other('HEAD'), { status: 200, text: '' }, 'an answer to HEAD with a body')
+})
+
 t.test('other paths, on the pass-through engine, get the same answers', async (t) => {
   const other = () => send(url, { method: 'GET', path: '/status' })
   const fault = async (answer: typeof backend.answer) => {

@@ -13,7 +13,7 @@ import { startGateway } from '../helpers/surfaces.js'
 /**
  * Backend answers of any shape (docs/backend-faults.md, what the backend's head may hold): a raw
  * backend writes generated status lines, reason phrases, headers, 1xx answers and framing (length,
- * chunked, close-delimited, each whole or cut short), to a payment (undici) and to a passed-through
+ * chunked, close-delimited, each whole or cut short, or followed by bytes past its end), to a payment (undici) and to a passed-through
  * path (http-proxy-3, on node's HTTP client). The oracle reads each answer from the backend directly,
  * without the gateway, with the engine that reads it behind the gateway: node's HTTP client for a
  * passed-through path, undici for a payment; and node's `writeHead` says which statuses node writes.
@@ -36,7 +36,7 @@ const latin1 = (maxLength: number) =>
     )
     .map((codes) => String.fromCharCode(...codes))
 
-const FRAMINGS = ['length', 'long-length', 'chunked', 'chunked-cut', 'close'] as const
+const FRAMINGS = ['length', 'long-length', 'surplus', 'chunked', 'chunked-cut', 'close'] as const
 
 const answers = fc.record({
   informational: fc.constantFrom(
@@ -49,7 +49,17 @@ const answers = fc.record({
   reason: latin1(12),
   headers: fc.array(
     fc.tuple(
-      fc.constantFrom('X-A', 'Set-Cookie', 'Content-Type', 'Retry-After', 'WWW-Authenticate', 'X(Bad', 'X A', 'Ä'),
+      fc.constantFrom(
+        'X-A',
+        'Set-Cookie',
+        'Content-Type',
+        'Retry-After',
+        'WWW-Authenticate',
+        'Upgrade',
+        'X(Bad',
+        'X A',
+        'Ä',
+      ),
       // Visible text as often as any Latin-1, so that many answers are read and their headers compared.
       fc.oneof(
         latin1(10),
@@ -71,6 +81,7 @@ function bytesOf(answer: Generated): Buffer {
   const framed = {
     length: `Content-Length: ${body.length}\r\n\r\n${body}`,
     'long-length': `Content-Length: ${body.length + 5}\r\n\r\n${body}`,
+    surplus: `Content-Length: ${body.length}\r\n\r\n${body}EXTRA`,
     chunked: `Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
     'chunked-cut': `Transfer-Encoding: chunked\r\n\r\n${(body.length + 5).toString(16)}\r\n${body}`,
     close: `Connection: close\r\n\r\n${body}`,
@@ -182,17 +193,19 @@ function missing(expected: string[], got: string[]): string[] {
 function holds(engine: Read, client: Read, readWholeFrom: number, compared: { headers: number }): boolean {
   const whole = (read: Read) => read !== 'refused' && read.complete && !read.faulted
   const fault = client !== 'refused' && client.status === 500 && whole(client)
-  if (engine === 'refused' || !nodeWrites(engine.status)) return fault
+  // A 1xx is never a final answer (RFC 9110 15.2): one that a reader takes for one (a 101 without Upgrade) is broken.
+  if (engine === 'refused' || !nodeWrites(engine.status) || engine.status < 200) return fault
   // Read whole first: the backend's status when it came whole, the fault table's when it broke.
   if (engine.status >= readWholeFrom) {
     if (whole(engine)) return client !== 'refused' && client.status === engine.status && whole(client)
     return fault || (engine.complete && client !== 'refused' && client.status === engine.status && whole(client))
   }
   // Streamed: node sends the head with the first bytes of the body, so an answer that broke before
-  // any may reach the client as a cut without a status.
-  if (client === 'refused') return !whole(engine)
+  // any may reach the client as a cut without a status. One that came whole reaches it whole, also
+  // when bytes past its end (a 204's body, a body longer than its length) made the reader fail after it.
+  if (client === 'refused') return !engine.complete
   if (client.status !== engine.status) return false
-  if (whole(engine) ? !whole(client) : !engine.complete && client.complete) return false
+  if (engine.complete ? !whole(client) : client.complete) return false
   compared.headers++
   return missing(endToEnd(engine.headers), client.headers).length === 0
 }
