@@ -66,8 +66,9 @@ export function expressMiddleware(
             endScreening(screening, head)
             return writeAnswer(res, answerOf(head))
           }
-          // A consumed stream never ends again: waiting on it would hang the request.
-          if (req.readableEnded || req.body !== undefined) {
+          // A consumed stream never ends again: waiting on it would hang the request. The stream tells, not
+          // `req.body`, which body-parser 1 (Express 4) sets to `{}` on every request whose type it does not take.
+          if (req.readableEnded) {
             logger?.error({ path: req.path }, BODY_ALREADY_READ)
             endScreening(screening, BODY_ALREADY_READ_ANSWER.status)
             return writeAnswer(res, BODY_ALREADY_READ_ANSWER)

@@ -45,6 +45,22 @@ t.test('express.json() in front is harmless: it does not take the v6 media type'
   t.same(JSON.parse(answer.body.toString()), { mcc: '5734', user: 'shop-1' })
 })
 
+t.test("a middleware in front that sets req.body without reading the stream (body-parser 1's `{}`)", async (t) => {
+  const gate = await testGate(t)
+  const app = express()
+  // What body-parser 1 (Express 4's express.json()) does to every request whose type it does not take.
+  app.use((req, _res, next) => {
+    req.body = req.body || {}
+    next()
+  })
+  app.use(gate.express())
+  app.post(SALE_PATH, (req, res) => void res.status(201).json({ mcc: req.body.merchant.mcc }))
+  const { port, agent } = await serve(t, app)
+  const answer = await send(port, CLEAN, agent)
+  t.equal(answer.status, 201, 'red before: every payment answered 500 as if its body had been read')
+  t.same(JSON.parse(answer.body.toString()), { mcc: '5734' }, 'the checked document replaces it')
+})
+
 t.test('a client that leaves mid-body: the application is not called', async (t) => {
   // The real scrypt cost, so that the client can leave while the first password check still runs.
   const gate = await testGate(t, { credentials: await writeCredentials(t.testdir(), SCRYPT_DEFAULTS) })
