@@ -74,6 +74,7 @@ const CAPTURE = Symbol('payments-gate answer capture')
 
 type Write = (this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) => boolean
 type End = (this: ServerResponse, chunk?: unknown, encoding?: unknown, callback?: unknown) => ServerResponse
+type WriteHead = (this: ServerResponse, status: number, reason?: unknown, headers?: unknown) => ServerResponse
 
 /** A response whose answer is captured. */
 interface Captured extends ServerResponse {
@@ -101,11 +102,19 @@ class NodeCapture {
   threw = false
   timer: NodeJS.Timeout | undefined = undefined
 
-  constructor(res: ServerResponse, ticket: Ticket, settling: Settling) {
+  /**
+   * With a middleware before the gate that replaced `write` or `end` (a compression middleware): the `writeHead`
+   * it sees, and the head as the handler gave it, which goes with the bytes captured here (not the head sent).
+   */
+  readonly writeHead: WriteHead | undefined
+  head: { readonly status: number; readonly headers: string[] } | undefined = undefined
+
+  constructor(res: ServerResponse, ticket: Ticket, settling: Settling, above: boolean) {
     this.ticket = ticket
     this.settling = settling
     this.write = res.write as Write
     this.end = res.end as End
+    this.writeHead = above ? (res.writeHead as WriteHead) : undefined
     this.until = performance.now() + settling.inFlightMs
   }
 
@@ -135,10 +144,39 @@ class NodeCapture {
  */
 export function captureAnswer(res: ServerResponse, ticket: Ticket, settling: Settling): void {
   const captured = res as Captured
-  captured[CAPTURE] = new NodeCapture(res, ticket, settling)
+  // A `write` or `end` of this response's own was put there before the gate: the bytes seen here may go out
+  // otherwise (compressed), and the head sent says so. The head is then taken here too, as the handler gives it, so
+  // that the record holds a head and a body of one layer, and a replay goes through that middleware again.
+  const above = Object.hasOwn(res, 'write') || Object.hasOwn(res, 'end')
+  captured[CAPTURE] = new NodeCapture(res, ticket, settling, above)
   captured.write = capturedWrite as ServerResponse['write']
   captured.end = capturedEnd as ServerResponse['end']
+  if (above) captured.writeHead = capturedWriteHead as ServerResponse['writeHead']
   res.once('close', capturedClose)
+}
+
+/**
+ * `writeHead` below a middleware mounted before the gate: its headers set as `writeHead` sets them, the head taken
+ * as it is then, before that middleware's own `writeHead` changes it, then passed on to it.
+ */
+function capturedWriteHead(this: Captured, status: number, reason?: unknown, headers?: unknown): ServerResponse {
+  const capture = this[CAPTURE] as NodeCapture
+  const given = typeof reason === 'string' ? headers : reason
+  if (Array.isArray(given)) {
+    // node's flat list, or a list of pairs: a name given twice keeps both values.
+    const pairs = (Array.isArray(given[0]) ? given.flat() : given) as string[]
+    const values = new Map<string, string[]>()
+    for (let i = 0; i < pairs.length; i += 2) {
+      const name = String(pairs[i]).toLowerCase()
+      values.set(name, [...(values.get(name) ?? []), String(pairs[i + 1])])
+    }
+    for (const [name, list] of values) this.setHeader(name, list.length === 1 ? (list[0] as string) : list)
+  } else if (given !== undefined && given !== null) {
+    for (const [name, value] of Object.entries(given)) this.setHeader(name, value as string | string[])
+  }
+  capture.head ??= { status, headers: flatHeaders(this.getHeaders()) }
+  const writeHead = capture.writeHead as WriteHead
+  return typeof reason === 'string' ? writeHead.call(this, status, reason) : writeHead.call(this, status)
 }
 
 function capturedWrite(this: Captured, chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
@@ -153,8 +191,11 @@ function capturedEnd(this: Captured, chunk?: unknown, encoding?: unknown, callba
   if (typeof chunk !== 'function') capture.keep(chunk, encoding)
   const ended = capture.end.call(this, chunk, encoding, callback)
   const ticket = capture.take()
-  if (ticket !== undefined)
+  if (ticket === undefined) return ended
+  const { head } = capture
+  if (head === undefined)
     settleAnswered(capture.settling, ticket, this.statusCode, headersOf(this), capture.body.bytes())
+  else settleAnswered(capture.settling, ticket, head.status, relayedHeaders(head.headers), capture.body.bytes())
   return ended
 }
 

@@ -1,7 +1,10 @@
 import { createServer, IncomingMessage, request, ServerResponse, type Server } from 'node:http'
-import { Socket } from 'node:net'
+import { once } from 'node:events'
+import { Socket, type AddressInfo } from 'node:net'
+import { createGzip, gunzipSync, type Gzip } from 'node:zlib'
 import { trace } from '@opentelemetry/api'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
+import express from 'express'
 import t, { type Test } from 'tap'
 import type { Passed } from '../../lib/checks/index.js'
 import type { GateOptions } from '../../lib/gate.js'
@@ -330,6 +333,128 @@ for (const surface of SURFACES) {
 }
 
 // Each waits out a 1 s in-flight window with nothing else to do, on an app of its own: the surfaces side by side.
+/**
+ * What `compression` does, in a few lines: `writeHead` (as on-headers wraps it) decides on gzip for a client that
+ * accepts it, drops the length and sets `Content-Encoding`; `write` and `end` go through the gzip stream.
+ */
+function gzipResponses(req: IncomingMessage, res: ServerResponse, next: () => void): void {
+  const [write, end, writeHead] = [res.write, res.end, res.writeHead] as unknown as ((...args: unknown[]) => unknown)[]
+  let gzip: Gzip | undefined
+  res.writeHead = function (this: ServerResponse, status: number, ...rest: unknown[]) {
+    const headers = rest.find((item) => typeof item === 'object' && item !== null)
+    if (headers !== undefined) for (const [name, value] of Object.entries(headers)) this.setHeader(name, value)
+    // As compression: an answer already encoded (Content-Encoding set) is left as it is.
+    if (/\bgzip\b/.test(req.headers['accept-encoding'] ?? '') && this.getHeader('content-encoding') === undefined) {
+      this.setHeader('content-encoding', 'gzip')
+      this.removeHeader('content-length')
+      gzip = createGzip()
+      gzip.on('data', (chunk: Buffer) => write?.call(this, chunk))
+      gzip.on('end', () => end?.call(this))
+    }
+    return writeHead?.call(this, status, typeof rest[0] === 'string' ? rest[0] : undefined)
+  } as ServerResponse['writeHead']
+  res.write = function (this: ServerResponse, chunk: unknown) {
+    if (!this.headersSent) this.writeHead(this.statusCode)
+    return gzip === undefined ? (write?.call(this, chunk) as boolean) : gzip.write(chunk as Buffer)
+  } as ServerResponse['write']
+  res.end = function (this: ServerResponse, chunk?: unknown) {
+    if (!this.headersSent) this.writeHead(this.statusCode)
+    if (gzip === undefined) return end?.call(this, chunk)
+    gzip.end(chunk as Buffer)
+    return this
+  } as ServerResponse['end']
+  next()
+}
+
+t.test(
+  'a compression middleware mounted before the gate: the replay is whole, encoded as the retry asks',
+  async (t) => {
+    const gate = await testGate(t, { idempotency: 'memory' })
+    let charged = 0
+    const app = express()
+    app.use(gzipResponses)
+    app.use(gate.express())
+    app.post(SALE_PATH, (req, res) => {
+      charged++
+      const answer = { outcome: 'authorized', reference: req.body.transactionReference }
+      // Its head given to writeHead, as a node handler writes it, or set and sent by Express's res.json.
+      if (!answer.reference.endsWith('-head')) return void res.status(201).json(answer)
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(answer))
+    })
+    app.use(gate.expressErrorHandler())
+    const server = app.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    t.teardown(() => closeServer(server))
+    const port = (server.address() as AddressInfo).port
+    const gzipped = { 'accept-encoding': 'gzip' }
+    const read = (reply: Reply) =>
+      JSON.parse((reply.headers['content-encoding'] === 'gzip' ? gunzipSync(reply.body) : reply.body).toString())
+    for (const reference of ['PLAN-gz-1', 'PLAN-gz-head']) {
+      const body = payment(reference)
+      const first = await send(port, { headers: paymentHeaders(gzipped), body })
+      t.equal(first.headers['content-encoding'], 'gzip', `${reference}: sent compressed`)
+      t.same(read(first), { outcome: 'authorized', reference })
+      // Red before: the replay said gzip over the bytes the gate had seen, which were not.
+      const again = await send(port, { headers: paymentHeaders(gzipped), body })
+      t.equal(again.headers['idempotent-replayed'], 'true')
+      t.same(read(again), { outcome: 'authorized', reference }, `${reference}: the replay decodes to the answer`)
+      const plain = await send(port, { headers: paymentHeaders(), body })
+      t.equal(plain.headers['content-encoding'], undefined, `${reference}: a retry that takes no gzip gets none`)
+      t.same(read(plain), { outcome: 'authorized', reference })
+    }
+    t.equal(charged, 2, 'each payment charged once')
+  },
+)
+
+t.test('a wrapper before the gate: each form of writeHead recorded as given, and replayed so', async (t) => {
+  const gate = await testGate(t, { idempotency: 'memory' })
+  const heads: Record<string, (res: ServerResponse, body: string) => void> = {
+    'PLAN-wh-object': (res, body) => res.writeHead(201, 'Made', { 'content-type': 'application/json' }).end(body),
+    'PLAN-wh-flat': (res, body) =>
+      res.writeHead(201, ['x-a', '1', 'X-A', '2', 'content-type', 'application/json']).end(body),
+    'PLAN-wh-pairs': (res, body) =>
+      res
+        .writeHead(201, [
+          ['x-b', '3'],
+          ['content-type', 'application/json'],
+        ] as unknown as string[])
+        .end(body),
+  }
+  const handler = gate.handler((req, res, passed) => {
+    const reference = (passed?.document as { transactionReference: string }).transactionReference
+    heads[reference]?.(res, JSON.stringify({ reference }))
+  })
+  const server = createServer((req, res) => {
+    // A wrapper that changes nothing, as a middleware before the gate puts one there.
+    const [write, end] = [res.write, res.end]
+    res.write = function (this: ServerResponse, ...args: unknown[]) {
+      return (write as (...a: unknown[]) => boolean).apply(this, args)
+    } as ServerResponse['write']
+    res.end = function (this: ServerResponse, ...args: unknown[]) {
+      return (end as (...a: unknown[]) => ServerResponse).apply(this, args)
+    } as ServerResponse['end']
+    handler(req, res)
+  })
+  const port = await listenOnLoopback(server)
+  t.teardown(() => closeServer(server))
+  const kept = (reply: Reply) => ({
+    status: reply.status,
+    a: reply.headers['x-a'],
+    b: reply.headers['x-b'],
+    type: reply.headers['content-type'],
+    body: reply.text,
+  })
+  for (const reference of Object.keys(heads)) {
+    const body = payment(reference)
+    const first = await send(port, { headers: paymentHeaders(), body })
+    t.equal(first.status, 201, reference)
+    const again = await send(port, { headers: paymentHeaders(), body })
+    t.equal(again.headers['idempotent-replayed'], 'true', `${reference}: replayed`)
+    t.same(kept(again), kept(first), `${reference}: as first answered`)
+  }
+  t.equal((await send(port, { headers: paymentHeaders(), body: payment('PLAN-wh-flat') })).headers['x-a'], '1, 2')
+})
+
 t.test('in-flight window over, on every surface', async (t) => {
   t.jobs = SURFACES.length
   for (const surface of SURFACES)
