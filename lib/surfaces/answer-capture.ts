@@ -191,11 +191,11 @@ function capturedEnd(this: Captured, chunk?: unknown, encoding?: unknown, callba
   if (typeof chunk !== 'function') capture.keep(chunk, encoding)
   const ended = capture.end.call(this, chunk, encoding, callback)
   const ticket = capture.take()
-  if (ticket === undefined) return ended
-  const { head } = capture
-  if (head === undefined)
-    settleAnswered(capture.settling, ticket, this.statusCode, headersOf(this), capture.body.bytes())
-  else settleAnswered(capture.settling, ticket, head.status, relayedHeaders(head.headers), capture.body.bytes())
+  if (ticket !== undefined) {
+    const { head } = capture
+    const headers = head === undefined ? headersOf(this) : relayedHeaders(head.headers)
+    settleAnswered(capture.settling, ticket, head?.status ?? this.statusCode, headers, capture.body.bytes())
+  }
   return ended
 }
 
