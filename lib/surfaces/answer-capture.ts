@@ -6,7 +6,7 @@ import { headerBytes } from '../idempotency/answer-size.js'
 import type { RecordedAnswer } from '../idempotency/store.js'
 import { BoundedBody } from '../proxy/bounded-body.js'
 import { relayedHeaders } from '../proxy/hop-by-hop.js'
-import type { RetryProtection, Ticket } from '../proxy/retry-protection.js'
+import { NOT_FORWARDED, type RetryProtection, type Ticket } from '../proxy/retry-protection.js'
 import type { GateLogger } from './shared.js'
 
 /**
@@ -98,6 +98,8 @@ class NodeCapture {
   readonly until: number
   /** Fastify called the route's handler (retry-protection.ts): an error from now on may come after a charge. */
   started = false
+  /** The route's handler is one whose start Fastify marks: an answer ended before it started never charged. */
+  tracked = false
   /** Fastify's `onError` saw an error once the handler started: its answer is replaced by the unknown outcome. */
   threw = false
   timer: NodeJS.Timeout | undefined = undefined
@@ -191,7 +193,10 @@ function capturedEnd(this: Captured, chunk?: unknown, encoding?: unknown, callba
   if (typeof chunk !== 'function') capture.keep(chunk, encoding)
   const ended = capture.end.call(this, chunk, encoding, callback)
   const ticket = capture.take()
-  if (ticket !== undefined) {
+  // A hook before the handler answered (its 5xx too): nothing was charged, so the retry may run the handler.
+  if (ticket !== undefined && capture.tracked && !capture.started)
+    capture.settling.protection.settle(ticket, NOT_FORWARDED)
+  else if (ticket !== undefined) {
     const { head } = capture
     const headers = head === undefined ? headersOf(this) : relayedHeaders(head.headers)
     settleAnswered(capture.settling, ticket, head?.status ?? this.statusCode, headers, capture.body.bytes())
@@ -260,6 +265,12 @@ export function threwOn(res: ServerResponse, error: unknown): boolean {
 /** Whether `res` is a payment's whose claim is still open: its handler's throw is retry protection's to answer. */
 export function holdsClaim(res: ServerResponse): boolean {
   return (res as Captured)[CAPTURE]?.ticket !== undefined
+}
+
+/** Fastify will mark the start of the handler of the payment on `res` (its route was registered after the plugin). */
+export function markTracked(res: ServerResponse): void {
+  const capture = (res as Captured)[CAPTURE]
+  if (capture !== undefined) capture.tracked = true
 }
 
 /** Fastify calls the route's handler of the payment on `res`. */

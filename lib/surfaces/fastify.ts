@@ -9,7 +9,7 @@ import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
 import type { Operation, RecurringRequest, SaleRequest } from '../schema/payment.js'
 import { registeredTracer } from '../tracing.js'
-import { holdsClaim, markStarted, markThrew, threwMarked } from './answer-capture.js'
+import { holdsClaim, markStarted, markThrew, markTracked, threwMarked } from './answer-capture.js'
 import { answerFor, THREW, THREW_UNPROTECTED, type HandlerProtection, type Replay } from './retry-protection.js'
 import {
   contextOf,
@@ -328,6 +328,11 @@ function protectHandlers(fastify: FastifyInstance): void {
       markStarted(reply.raw)
       return handler.call(this, request, reply)
     } as typeof route.handler
+    // The first of the route's own hooks, after every instance's: from here its handler's start is marked, so an
+    // answer that ends before it (a preHandler's 500) releases the key. A route registered before the plugin has
+    // neither: its answers are recorded by their status.
+    const hooks = route.preValidation
+    route.preValidation = [tracking, ...(hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks])]
   })
   fastify.addHook('onError', (_request, reply, _error, done) => {
     markThrew(reply.raw)
@@ -338,4 +343,9 @@ function protectHandlers(fastify: FastifyInstance): void {
     reply.code(THREW.status).headers(THREW.headers)
     done(null, THREW.body)
   })
+}
+
+function tracking(_request: FastifyRequest, reply: FastifyReply, done: Done): void {
+  markTracked(reply.raw)
+  done()
 }

@@ -12,7 +12,8 @@
  * - `broken` starts its answer, then fails;
  * - `refuse` answers 400;
  * - `stream` writes its 201 in pieces; `big` streams more than a store keeps;
- * - `denied` is refused with 403 by the application before its handler (Express, Fastify, Hono).
+ * - `denied` is refused with 403 by the application before its handler (Express, Fastify, Hono);
+ * - `hookfail` fails in a hook before its handler the first time, a 500 (Fastify).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
@@ -215,8 +216,13 @@ async function fastifyServer(gate: Gate, handling: Handling): Promise<Server> {
   let server!: Server
   const app = Fastify({ serverFactory: (handler) => (server = createServer(handler)) })
   await app.register(gate.fastify, { errorHandler: true })
+  const failed = new Set<string>()
   app.addHook('preHandler', (request, _reply, done) => {
     const reference = (request.body as PaymentRequest | undefined)?.transactionReference
+    if (reference !== undefined && planOf(reference) === 'hookfail' && !failed.has(reference)) {
+      failed.add(reference)
+      return done(new Error('a lookup before the handler timed out'))
+    }
     done(reference !== undefined && planOf(reference) === 'denied' ? denial() : undefined)
   })
   app.post(SALE_PATH, async (request, reply) => {

@@ -189,6 +189,20 @@ for (const surface of SURFACES) {
       t.equal(handling.count('denied-1'), 0)
     })
 
+  if (surface === 'fastify')
+    t.test(`${surface}: a hook that fails before the handler (a 500) releases the key`, async (t) => {
+      const { pay, handling } = await app(t, surface)
+      const failed = await pay('hookfail-1')
+      t.equal(failed.status, 500)
+      t.equal(handling.count('hookfail-1'), 0, 'the handler never ran')
+      // Red before: the 500 was recorded and replayed for the TTL, though nothing was charged.
+      const retry = await pay('hookfail-1')
+      t.equal(retry.status, 201, 'the retry runs the handler')
+      t.equal(retry.headers['idempotent-replayed'], undefined)
+      t.equal((await pay('hookfail-1')).headers['idempotent-replayed'], 'true', 'its answer recorded')
+      t.equal(handling.count('hookfail-1'), 1)
+    })
+
   t.test(`${surface}: a refusal of the policy, after the claim, releases it`, async (t) => {
     const { pay, handling } = await app(t, surface)
     const refused = await pay('ok-3', {
