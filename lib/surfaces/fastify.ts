@@ -3,7 +3,7 @@ import { Readable } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
 import type { Checks, Reported, Verdict } from '../checks/index.js'
 import { INTERNAL_ERROR, type Rejection } from '../errors.js'
-import { answerOf, type Answer } from '../http/answer.js'
+import { answerOf, writeAnswer, type Answer } from '../http/answer.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED, readBody } from '../http/read-body.js'
 import { screenBody, screenHead, type Admitted } from '../http/screen.js'
@@ -62,6 +62,18 @@ const BODY_READ_ELSEWHERE_ANSWER = answerOf(INTERNAL_ERROR)
 function write(reply: FastifyReply, answer: Answer): FastifyReply {
   // A Buffer body, so Fastify does not append `; charset=utf-8` to the JSON type as it does for a string.
   return reply.code(answer.status).headers(answer.headers).send(answer.body)
+}
+
+/**
+ * A replay, on node's response as it was recorded: the capture recorded what the client got, after the application's
+ * `onSend` hooks (a payload wrapped, compressed), so through them a second time it would change again. Fastify's
+ * reply is hijacked; the retry's `X-Request-Id`, set on it, goes with it.
+ */
+function replayed(reply: FastifyReply, answer: Answer): void {
+  const requestId = reply.getHeader('x-request-id')
+  reply.hijack()
+  if (requestId !== undefined) reply.raw.setHeader('x-request-id', requestId)
+  writeAnswer(reply.raw, answer)
 }
 
 /**
@@ -286,6 +298,7 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
     fastify.addHook('preValidation', (request, reply, next) => {
       if ((request as GateRequest)[ADMITTED] !== undefined) return readElsewhere(request as GateRequest, reply)
       const outcome = (request as GateRequest)[REFUSED]
+      if (outcome?.ok === 'replay') return replayed(reply, outcome.answer)
       if (outcome !== undefined) {
         write(reply, answerFor(outcome))
         return

@@ -5,6 +5,7 @@ import { createGzip, gunzipSync, type Gzip } from 'node:zlib'
 import { trace } from '@opentelemetry/api'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import express from 'express'
+import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import type { Passed } from '../../lib/checks/index.js'
 import type { GateOptions } from '../../lib/gate.js'
@@ -467,6 +468,36 @@ t.test('a wrapper before the gate: each form of writeHead recorded as given, and
     t.same(kept(again), kept(first), `${reference}: as first answered`)
   }
   t.equal((await send(port, { headers: paymentHeaders(), body: payment('PLAN-wh-flat') })).headers['x-a'], '1, 2')
+})
+
+t.test("Fastify: a replay is the answer the client got, not passed through the app's onSend hooks again", async (t) => {
+  const gate = await testGate(t, { idempotency: 'memory' })
+  let charged = 0
+  const app = Fastify()
+  await app.register(gate.fastify, { errorHandler: true })
+  // An application's own hook on every answer: its JSON payloads wrapped in an envelope.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    const json = String(reply.getHeader('content-type')).startsWith('application/json')
+    const text = typeof payload === 'string' || Buffer.isBuffer(payload)
+    done(null, json && text ? `{"envelope":1,"data":${String(payload)}}` : payload)
+  })
+  app.post(SALE_PATH, async (request, reply) => {
+    charged++
+    return reply.code(201).send({ reference: (request.body as { transactionReference: string }).transactionReference })
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+  const port = (app.server.address() as AddressInfo).port
+  const body = payment('PLAN-envelope')
+  const first = await send(port, { headers: paymentHeaders(), body })
+  t.same(first.json, { envelope: 1, data: { reference: 'PLAN-envelope' } })
+  const again = await send(port, { headers: paymentHeaders(), body })
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  // Red before: wrapped a second time, {"envelope":1,"data":{"envelope":1,...}}.
+  t.equal(again.text, first.text, 'the same bytes')
+  t.match(again.headers['x-request-id'], /./, "the retry's own request id")
+  t.not(again.headers['x-request-id'], first.headers['x-request-id'])
+  t.equal(charged, 1)
 })
 
 t.test('in-flight window over, on every surface', async (t) => {
