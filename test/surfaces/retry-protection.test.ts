@@ -500,6 +500,28 @@ t.test("Fastify: a replay is the answer the client got, not passed through the a
   t.equal(charged, 1)
 })
 
+t.test("Fastify: a route's own preValidation hooks, one or a list, still run after the plugin's", async (t) => {
+  const gate = await testGate(t, { idempotency: 'memory' })
+  for (const [name, list] of [
+    ['one hook', false],
+    ['a list of hooks', true],
+  ] as const) {
+    const app = Fastify()
+    await app.register(gate.fastify, { errorHandler: true })
+    let ran = 0
+    const own = (_request: unknown, _reply: unknown, done: () => void) => {
+      ran++
+      done()
+    }
+    app.post(SALE_PATH, { preValidation: list ? [own] : own }, async (_request, reply) => reply.code(201).send({}))
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.teardown(() => app.close())
+    const port = (app.server.address() as AddressInfo).port
+    t.equal((await send(port, { headers: paymentHeaders(), body: payment(`PLAN-own-${Number(list)}`) })).status, 201)
+    t.equal(ran, 1, `${name}: the route's own hook ran`)
+  }
+})
+
 t.test('in-flight window over, on every surface', async (t) => {
   t.jobs = SURFACES.length
   for (const surface of SURFACES)
