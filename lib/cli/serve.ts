@@ -21,7 +21,7 @@ import { EXIT_OK, EXIT_USAGE, logDestination, type Command, type Io } from './io
 import { parseServeOptions, type ServeOptions } from './options.js'
 export { SERVE as spec } from './options.js'
 import { reloadSignal, shutdownDelay, startOrStop, stopSignals, type StopSignals } from './signals.js'
-import { bind, storeCa, storePassword, unreadable } from './startup.js'
+import { bind, checkApart, storeCa, storePassword, unreadable } from './startup.js'
 import { startTracing } from './tracing.js'
 import { runPrimary, WORKER_FAILED, WORKER_READY } from './workers.js'
 
@@ -98,6 +98,7 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
   let admin: Admin | undefined
   let adminAddress: AddressInfo | undefined
   if (withAdmin && setup.admin !== undefined) {
+    checkApart(setup.admin, setup.listen, where)
     const { port, host } = setup.admin
     const listener = createAdmin({
       ready: () => gateway?.ready === true,

@@ -16,6 +16,22 @@ const LISTEN_FAILURES: Readonly<Record<string, string>> = {
   ENOTFOUND: 'names a host that does not resolve; give an IP address',
 }
 
+/** Hosts that mean every address: a listener on one of them takes its port on every other host too. */
+const EVERY_HOST = new Set([undefined, '0.0.0.0', '::'])
+
+/**
+ * `--admin` on the port `--listen` takes, on the same host or on every host: one of the two could never be bound,
+ * and the failure would blame what listens there, which is this process. One line, before either is bound.
+ */
+export function checkApart(admin: Address, listen: Address, where: (key: string) => string): void {
+  const crossing = admin.host === listen.host || EVERY_HOST.has(admin.host) || EVERY_HOST.has(listen.host)
+  if (admin.port !== 0 && admin.port === listen.port && crossing)
+    throw new CodedError(
+      'EUSAGE',
+      `${where('admin')}: port ${admin.port} is ${where('listen')}'s too; give the admin listener a port of its own`,
+    )
+}
+
 /** A port that cannot be bound is a start-up failure: one line, exit 2, saying which flag or variable named it. */
 export async function bind(where: string, address: Address, listen: () => Promise<AddressInfo>): Promise<AddressInfo> {
   try {

@@ -4,7 +4,7 @@ import { isDeepStrictEqual } from 'node:util'
 import t, { type Test } from 'tap'
 import { flagName } from '../../lib/cli/flags.js'
 import { SAMPLE_POLICIES } from '../../lib/package-files.js'
-import { bind, storePassword, unreadable } from '../../lib/cli/startup.js'
+import { bind, checkApart, storePassword, unreadable } from '../../lib/cli/startup.js'
 import { CodedError } from '../../lib/coded-error.js'
 import { readFailure } from '../../lib/file-error.js'
 import { runCli, spawnCli, type CliResult } from '../helpers/cli.js'
@@ -164,6 +164,18 @@ t.test('each kind of start-up error is one line, exit 2, without an errno code',
       [...serve, '--credentials', credentials],
       { PAYMENTS_GATE_LISTEN: `127.0.0.1:${port}` },
       `payments-gate serve: PAYMENTS_GATE_LISTEN: 127.0.0.1:${port} is in use; stop what listens there or give another port\n`,
+      'in-process',
+    ],
+    [
+      [...serve, '--credentials', credentials, '--listen', '127.0.0.1:47321', '--admin', '127.0.0.1:47321'],
+      {},
+      "payments-gate serve: --admin: port 47321 is --listen's too; give the admin listener a port of its own\n",
+      'in-process',
+    ],
+    [
+      [...serve, '--credentials', credentials, '--listen', '127.0.0.1:47321'],
+      { PAYMENTS_GATE_ADMIN: '47321' },
+      "payments-gate serve: PAYMENTS_GATE_ADMIN: port 47321 is --listen's too; give the admin listener a port of its own\n",
       'in-process',
     ],
     [
@@ -336,6 +348,17 @@ t.test('each kind of start-up error is one line, exit 2, without an errno code',
   const real = cases.filter(([, , , where]) => where === 'process')
   for (let i = 0; i < real.length; i += 4)
     await Promise.all(real.slice(i, i + 4).map(([args, env, line, where]) => refused(t, args, env, line, where)))
+})
+
+t.test("checkApart: --admin on --listen's port, on one host or on every host, is refused", async (t) => {
+  const where = (key: string) => `--${key}`
+  const apart = (admin: [string | undefined, number], listen: [string | undefined, number]) =>
+    checkApart({ host: admin[0], port: admin[1] }, { host: listen[0], port: listen[1] }, where)
+  t.throws(() => apart(['127.0.0.1', 8080], [undefined, 8080]), { message: /port 8080 is --listen's too/ })
+  t.throws(() => apart(['127.0.0.1', 8080], ['::', 8080]), { message: /port 8080 is --listen's too/ })
+  t.doesNotThrow(() => apart(['127.0.0.1', 8080], ['10.0.0.1', 8080]), 'two hosts, each its own')
+  t.doesNotThrow(() => apart(['127.0.0.1', 9901], ['127.0.0.1', 8080]), 'two ports')
+  t.doesNotThrow(() => apart(['127.0.0.1', 0], ['127.0.0.1', 0]), 'port 0: two ports the system picks')
 })
 
 t.test('bind: a failure it has no words for still says where and what to do', async (t) => {
