@@ -164,7 +164,8 @@ const SERVE_FLAGS = {
   }),
   admin: option({
     value: '[HOST:]PORT',
-    summary: 'health and metrics listener (`[::1]:9901` for IPv6); all interfaces when no host is given',
+    summary:
+      "health and metrics listener (`[::1]:9901` for IPv6); all interfaces when no host is given; a port of its own (`--listen`'s port on the same host, or on all interfaces, is refused at start)",
     shown: 'off',
     parse: parseAddress,
     see: '[deployment](deployment-reference.md#health-readiness-and-metrics)',
