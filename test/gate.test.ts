@@ -300,6 +300,11 @@ t.test('retry protection around the handler: its settings are checked before any
     [{ idempotencyFailure: 'maybe' as 'open' }, 'EINVALID', /^idempotencyFailure="maybe" must be closed or open$/],
     [{ idempotency: 'mongodb://x' }, 'EIDEMPOTENCY', /is none of memory, off, /],
     [{ idempotency: 'redis://127.0.0.1:1/0' }, 'EFINGERPRINTKEY', /must be given with a Redis store/],
+    [
+      { idempotency: 'memory', idempotencyReplicas: 1 },
+      'EIDEMPOTENCY',
+      /^idempotencyReplicas 1 needs a Redis store in idempotency: only Redis has replicas to wait for$/,
+    ],
   ]
   for (const [settings, code, message] of refused)
     await t.rejects(createGate({ ...options, ...settings }), { code, message }, JSON.stringify(settings))

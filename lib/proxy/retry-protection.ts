@@ -428,6 +428,13 @@ export function retryStoreOf(
       (name) =>
         `${name('idempotencyFingerprintKey')} must be given with a Redis store: every gateway sharing it fingerprints payments with the same key`,
     )
+  // Only a Redis store waits for replicas: elsewhere the setting would promise a copy that no write makes.
+  if (!shared && (options.idempotencyReplicas ?? 0) > 0)
+    throw new CodedError(
+      'EIDEMPOTENCY',
+      (name) =>
+        `${name('idempotencyReplicas')} ${options.idempotencyReplicas} needs a Redis store in ${name('idempotency')}: only Redis has replicas to wait for`,
+    )
   if (typeof idempotency !== 'string') return idempotency
   // As `serve --workers` with memory (cli/workers.ts): node:cluster's workers, PM2's cluster mode among them, share a port.
   if (idempotency === 'memory' && cluster.isWorker)

@@ -51,6 +51,7 @@ export interface HandlerRetryOptions extends Omit<RetryProtectionOptions, 'idemp
 export const NO_HANDLER_PROTECTION = Object.freeze({
   idempotency: 'off',
   idempotencyFingerprintKey: undefined,
+  idempotencyReplicas: undefined,
 } as const)
 
 /** A recorded answer, to send again as it was, marked as a replay (docs/idempotency.md). */

@@ -229,6 +229,18 @@ t.test('each kind of start-up error is one line, exit 2, without an errno code',
       'in-process',
     ],
     [
+      [...serve, '--credentials', credentials, '--idempotency-replicas', '1'],
+      {},
+      'payments-gate serve: --idempotency-replicas 1 needs a Redis store in --idempotency: only Redis has replicas to wait for\n',
+      'in-process',
+    ],
+    [
+      [...serve, '--credentials', credentials, '--idempotency', 'memory'],
+      { PAYMENTS_GATE_IDEMPOTENCY_REPLICAS: '2' },
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_REPLICAS 2 needs a Redis store in --idempotency: only Redis has replicas to wait for\n',
+      'in-process',
+    ],
+    [
       [...serve, '--credentials', credentials, '--idempotency', 'redis://127.0.0.1:1/0'],
       {},
       'payments-gate serve: --idempotency-fingerprint-key must be given with a Redis store: every gateway sharing it fingerprints payments with the same key\n',
