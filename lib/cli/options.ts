@@ -224,7 +224,8 @@ const SERVE_FLAGS = {
   }),
   idempotencyReplicas: option({
     value: 'N',
-    summary: 'Redis replicas that must acknowledge a claim (`WAIT`) before the payment is forwarded; above 0, a Redis store only',
+    summary:
+      'Redis replicas that must acknowledge a claim (`WAIT`) before the payment is forwarded; above 0, a Redis store only',
     default: String(IDEMPOTENCY_DEFAULTS.replicas),
     parse: wholeNumberIn(BOUNDS.idempotencyReplicas),
     see: '[replicas](idempotency-reference.md#replicas-and-failover)',
