@@ -319,20 +319,48 @@ export function mayHoldBytes(bytes: Uint8Array): boolean {
  * script's decimal digits (`４`, `%EF%BC%94`), or inside a longer run of
  * digits, where every window of 13 to 19 digits that passes Luhn is masked.
  * An ASCII letter ends a number. Every masked digit, or escape of a digit,
- * becomes one `*`. One pass over the text, no regular expression: linear time
- * whatever a client sends.
+ * becomes one `*`. A text with `%` or `\\` is also read as written. One pass
+ * over the text, two with escapes, no regular expression: linear time whatever a client sends.
  */
 export function maskCardNumbers(text: string): string {
   if (!mayHoldCardNumber(text)) return text
-  const length = text.length
+  let starred: Starred = []
+  // An escape's hex digits may be a number's first digits (`%04111...` is `%04` then 15 digits), whole to a
+  // reader that does not decode: a text with escapes is read as written too, and what either reading hides is starred.
+  if (scan(text, true, starred)) starred = union(starred, scanned(text))
+  if (starred.length === 0) return text
+  let masked = ''
+  let from = 0
+  for (let k = 0; k < starred.length; k += 2) {
+    masked += `${text.slice(from, starred[k])}*`
+    from = starred[k + 1] as number
+  }
+  return masked + text.slice(from)
+}
+
+/** The positions to star of `text` read as written, its escapes as the characters they are written with. */
+function scanned(text: string): Starred {
   const starred: Starred = []
+  scan(text, false, starred)
+  return starred
+}
+
+/**
+ * Adds to `starred` the positions of `text` that hide a card number, its escapes decoded or not; true when
+ * the text holds a `%` or a `\`, where the other reading may find another number.
+ */
+function scan(text: string, decode: boolean, starred: Starred): boolean {
+  const length = text.length
   const run: Run = { values: [], starts: [], ends: [], plain: true, separators: 0, lastSeparator: 0 }
+  let escapes = false
   let i = 0
   while (i < length) {
     const code = text.charCodeAt(i)
     let value = valueOf(code)
     let end = i + 1
-    if (code === 37 /* % */) {
+    // As written, an escape is characters like any others: `%` and `\` separate, its hex letters end a number.
+    if (code === 37 /* % */ || code === 92 /* \ */) escapes = true
+    if (decode && code === 37 /* % */) {
       const escaped = escapeEnd(text, i)
       if (escaped > 0) {
         end = escaped
@@ -355,7 +383,7 @@ export function maskCardNumbers(text: string): string {
         // A lead byte without all its continuation bytes is read alone, as a separator.
         value = more === 0 ? valueOf(point) : SEPARATOR
       }
-    } else if (code === 92 /* \ */) {
+    } else if (decode && code === 92 /* \ */) {
       // Past the text's end `next` is NaN: neither `u` nor a letter.
       const next = text.charCodeAt(i + 1)
       let escaped = next === 117 /* u */ ? hexAt(text, i + 2, 4) : -1
@@ -394,12 +422,25 @@ export function maskCardNumbers(text: string): string {
     i = end
   }
   finish(run, starred)
-  if (starred.length === 0) return text
-  let masked = ''
-  let from = 0
-  for (let k = 0; k < starred.length; k += 2) {
-    masked += `${text.slice(from, starred[k])}*`
-    from = starred[k + 1] as number
+  return escapes
+}
+
+/** The positions either list stars, in order, an overlap starred as one stretch: an escape stays one `*`. */
+function union(a: Starred, b: Starred): Starred {
+  const merged: Starred = []
+  let j = 0
+  let k = 0
+  while (j < a.length || k < b.length) {
+    const fromA = k >= b.length || (j < a.length && (a[j] as number) <= (b[k] as number))
+    const list = fromA ? a : b
+    const at = fromA ? j : k
+    const start = list[at] as number
+    const end = list[at + 1] as number
+    if (fromA) j += 2
+    else k += 2
+    const last = merged.length - 1
+    if (last >= 0 && start < (merged[last] as number)) merged[last] = Math.max(merged[last] as number, end)
+    else merged.push(start, end)
   }
-  return masked + text.slice(from)
+  return merged
 }
