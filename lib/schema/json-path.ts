@@ -1,3 +1,5 @@
+import { maskCardNumbers } from '../card-mask.js'
+
 /** A key that JSONPath's dot notation can carry as it is. */
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 const QUOTED = /['\\]/g
@@ -9,9 +11,13 @@ export function escapePointerKey(key: string): string {
   return key.replace(/~/g, '~0').replace(/\//g, '~1')
 }
 
-/** `path` followed by the object member `key`. */
+/**
+ * `path` followed by the object member `key`. A member's name is the client's text, and an error body shows it: a
+ * card number in it is masked as the logs mask one, since no error may repeat one whole (docs/checks.md, error body).
+ */
 export function appendKey(path: string, key: string): string {
-  return IDENTIFIER.test(key) ? `${path}.${key}` : `${path}['${key.replace(QUOTED, '\\$&')}']`
+  const shown = maskCardNumbers(key)
+  return IDENTIFIER.test(shown) ? `${path}.${shown}` : `${path}['${shown.replace(QUOTED, '\\$&')}']`
 }
 
 /**

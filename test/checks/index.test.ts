@@ -1,6 +1,7 @@
+import fc from 'fast-check'
 import t from 'tap'
 import { ACCESS_DENIED, type Principal } from '../../lib/checks/auth.js'
-import { reject } from '../../lib/errors.js'
+import { reject, serializeError, type Rejection } from '../../lib/errors.js'
 import { buildChecks } from '../../lib/checks/index.js'
 import { DEFAULTS } from '../../lib/defaults.js'
 import { bytes, policies, saleBody } from '../helpers/fixtures.js'
@@ -146,4 +147,26 @@ t.test('one spelling of every named member: a folded sibling or a repeat is refu
       )
     }
   }
+})
+
+t.test('no error body repeats a card number written in a member name, however deep or spelt', async (t) => {
+  const checks = buildChecks({ policies: policies() })
+  const sale = JSON.stringify(saleBody()).slice(1)
+  const pans = ['4111111111111111', '5555555555554444', '378282246310005', '6011000990139424']
+  const spelt = fc
+    .tuple(fc.constantFrom(...pans), fc.constantFrom('', ' ', '-'), fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }))
+    .map(([pan, gap, before, after]) => ({
+      pan,
+      key: before + (gap === '' ? pan : (pan.match(/.{1,4}/g) as string[]).join(gap)) + after,
+    }))
+  const chain = fc.tuple(fc.array(fc.string({ maxLength: 6 }), { maxLength: 2 }), spelt, fc.array(fc.string(), { maxLength: 2 }))
+  fc.assert(
+    fc.property(chain, fc.boolean(), ([above, { pan, key }, below], constructor) => {
+      const inner = constructor ? '{"constructor":{"prototype":{}}}' : '{"__proto__":1}'
+      const nested = [...above, key, ...below].reduceRight((value, name) => `{${JSON.stringify(name)}:${value}}`, inner)
+      const verdict = checks.checkBody('sale', Buffer.from(`{"x":${nested},${sale}`))
+      const shown = serializeError((verdict as Rejection).body)
+      return shown.includes('Prototype keys') && !shown.replace(/[ -]/g, '').includes(pan)
+    }),
+  )
 })

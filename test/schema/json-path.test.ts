@@ -32,6 +32,14 @@ t.test('appendKey adds one member', async (t) => {
   t.equal(appendKey('$.a', 'b c'), "$.a['b c']")
 })
 
+t.test("a card number in a member's name is masked, as the logs mask one", async (t) => {
+  t.equal(appendKey('$', '4111111111111111'), "$['411111******1111']")
+  t.equal(appendKey('$', 'pan4111111111111111'), "$['pan411111******1111']", 'inside an identifier')
+  t.equal(appendKey('$', '4111 1111 1111 1111'), "$['4111 11** **** 1111']", 'written apart')
+  t.equal(pointerToJsonPath('/a/4111111111111111/b', {}), "$.a['411111******1111'].b")
+  t.equal(appendKey('$', '12345678901'), "$['12345678901']", 'digits too few for a card number stay')
+})
+
 t.test('an empty key, last in the pointer, is a member too', async (t) => {
   t.equal(pointerToJsonPath('/', {}), "$['']")
   t.equal(pointerToJsonPath('/a/', { a: {} }), "$.a['']")
