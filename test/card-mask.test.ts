@@ -282,7 +282,20 @@ t.test("an escape's hex digits never hide a number from a reader that does not d
 })
 
 t.test('property: a number written plainly survives masking whole after no escape or piece of one', async (t) => {
-  const piece = fc.constantFrom('%', '%0', '%2', '%25', '%3', '%E0%B', '\\', '\\u', '\\u0', '\\u00', '\\u000', '\\ud835\\u')
+  const piece = fc.constantFrom(
+    '%',
+    '%0',
+    '%2',
+    '%25',
+    '%3',
+    '%E0%B',
+    '\\',
+    '\\u',
+    '\\u0',
+    '\\u00',
+    '\\u000',
+    '\\ud835\\u',
+  )
   fc.assert(
     fc.property(
       pan,

@@ -154,12 +154,21 @@ t.test('no error body repeats a card number written in a member name, however de
   const sale = JSON.stringify(saleBody()).slice(1)
   const pans = ['4111111111111111', '5555555555554444', '378282246310005', '6011000990139424']
   const spelt = fc
-    .tuple(fc.constantFrom(...pans), fc.constantFrom('', ' ', '-'), fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }))
+    .tuple(
+      fc.constantFrom(...pans),
+      fc.constantFrom('', ' ', '-'),
+      fc.string({ maxLength: 3 }),
+      fc.string({ maxLength: 3 }),
+    )
     .map(([pan, gap, before, after]) => ({
       pan,
       key: before + (gap === '' ? pan : (pan.match(/.{1,4}/g) as string[]).join(gap)) + after,
     }))
-  const chain = fc.tuple(fc.array(fc.string({ maxLength: 6 }), { maxLength: 2 }), spelt, fc.array(fc.string(), { maxLength: 2 }))
+  const chain = fc.tuple(
+    fc.array(fc.string({ maxLength: 6 }), { maxLength: 2 }),
+    spelt,
+    fc.array(fc.string(), { maxLength: 2 }),
+  )
   fc.assert(
     fc.property(chain, fc.boolean(), ([above, { pan, key }, below], constructor) => {
       const inner = constructor ? '{"constructor":{"prototype":{}}}' : '{"__proto__":1}'
