@@ -143,6 +143,13 @@ function describe(error: ValueError): Described {
       return formatted(override ?? 'stringFailedRegexCheck', schema)
     case ValueErrorType.StringFormat:
       return schema.format === LUHN_FORMAT ? named('panFailedLuhnCheck') : formatted('stringFailedRegexCheck', schema)
+    case ValueErrorType.Integer:
+      // JSON.parse reads a whole number beyond a double's range (`1e400`) as Infinity: it is out of bounds, not fractional.
+      if (error.value === Infinity && schema.maximum !== undefined)
+        return bound(override ?? 'integerIsTooLarge', 'at most', schema.maximum, schema)
+      if (error.value === -Infinity && schema.minimum !== undefined)
+        return bound(override ?? 'integerIsTooSmall', 'at least', schema.minimum, schema)
+      break
     case ValueErrorType.IntegerMinimum:
       return bound(override ?? 'integerIsTooSmall', 'at least', schema.minimum, schema)
     case ValueErrorType.IntegerMaximum:

@@ -146,6 +146,27 @@ t.test('bounds name their limit, or the shape when the field has one', async (t)
   ])
 })
 
+t.test('a whole number beyond the range of a double is out of bounds, not fractional', async (t) => {
+  const schema = Type.Object({
+    high: Type.Integer({ maximum: 5 }),
+    low: Type.Integer({ minimum: 1 }),
+    year: Type.Integer({
+      minimum: 1000,
+      maximum: 9999,
+      'x-error': 'dateHasInvalidFormat',
+      'x-format': 'a four-digit year',
+    }),
+    open: Type.Integer({ minimum: 0 }),
+  })
+  const document = JSON.parse('{"high":1e400,"low":-1e400,"year":-1e999,"open":1e400}') as unknown
+  t.strictSame(errorsOf(schema, document), [
+    ['integerIsTooLarge', '$.high', 'The value must be at most 5.'],
+    ['integerIsTooSmall', '$.low', 'The value must be at least 1.'],
+    ['dateHasInvalidFormat', '$.year', 'The value must be a four-digit year.'],
+    ['fieldMustBeInteger', '$.open', 'The field must be an integer.'],
+  ])
+})
+
 t.test('a choice lists every allowed value; only a choice of strings makes another type a type error', async (t) => {
   const schema = Type.Object({
     intent: Type.Union([Type.Literal('instalment'), Type.Literal('subscription')]),
