@@ -138,6 +138,10 @@ function describe(error: ValueError): Described {
         ? named('fieldIsEmpty')
         : ['stringIsTooShort', `The string must be at least ${schema.minLength} characters long.`]
     case ValueErrorType.StringMaxLength:
+      // TypeBox counts UTF-16 units, the contract characters: within the limit in characters, the string holds one
+      // beyond the BMP, which the ASCII pattern that goes with each maxLength of ours (payment.ts) refuses.
+      if (!longerThan(error.value as string, schema.maxLength as number))
+        return formatted(override ?? 'stringFailedRegexCheck', schema)
       return ['stringIsTooLong', `The string must be at most ${schema.maxLength} characters long.`]
     case ValueErrorType.StringPattern:
       return formatted(override ?? 'stringFailedRegexCheck', schema)
@@ -171,6 +175,14 @@ function describe(error: ValueError): Described {
   }
   const typeError = TYPE_ERRORS.get(error.type)
   return typeError === undefined ? named('fieldHasInvalidValue') : wrongType(typeError, error)
+}
+
+/** Whether `text` has more than `most` characters (code points). */
+function longerThan(text: string, most: number): boolean {
+  let count = 0
+  for (let i = 0; i < text.length; i += (text.codePointAt(i) as number) > 0xffff ? 2 : 1)
+    if (++count > most) return true
+  return false
 }
 
 /** A value of the wrong JSON type; null in a mandatory field is `fieldIsNull`, except for the document itself. */

@@ -720,6 +720,18 @@ export const FIELD_RULE_CASES: FieldRuleCase[] = [
     expected: [['stringIsTooLong', '$.transactionReference']],
   },
   {
+    name: 'transactionReference of 33 characters beyond the BMP (66 UTF-16 units): too long in units only',
+    operation: 'sale',
+    body: sale((b) => (b.transactionReference = '\u{1F600}'.repeat(33))),
+    expected: [['stringFailedRegexCheck', '$.transactionReference']],
+  },
+  {
+    name: 'transactionReference of 65 characters beyond the BMP',
+    operation: 'recurring',
+    body: recurring((b) => (b.transactionReference = '\u{1F600}'.repeat(65))),
+    expected: [['stringIsTooLong', '$.transactionReference']],
+  },
+  {
     name: 'transactionReference with a space',
     operation: 'sale',
     body: sale((b) => (b.transactionReference = 'order 1')),

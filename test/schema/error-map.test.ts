@@ -146,6 +146,18 @@ t.test('bounds name their limit, or the shape when the field has one', async (t)
   ])
 })
 
+t.test('a length is counted in characters: one beyond the BMP is one, though two UTF-16 units', async (t) => {
+  const schema = Type.Object({
+    short: Type.String({ maxLength: 3, pattern: '^[a-z]*$' }),
+    long: Type.String({ maxLength: 3, pattern: '^[a-z]*$' }),
+  })
+  const smile = '\u{1F600}'
+  t.strictSame(errorsOf(schema, { short: smile.repeat(3), long: smile.repeat(4) }), [
+    ['stringFailedRegexCheck', '$.short', 'The string does not have the required format.'],
+    ['stringIsTooLong', '$.long', 'The string must be at most 3 characters long.'],
+  ])
+})
+
 t.test('a whole number beyond the range of a double is out of bounds, not fractional', async (t) => {
   const schema = Type.Object({
     high: Type.Integer({ maximum: 5 }),
