@@ -31,6 +31,8 @@ export type ErrorCode =
   | 'ERECORD'
   /** A Redis command not sent, because the connection is not up: it certainly did not run. */
   | 'ENOTCONNECTED'
+  /** A Redis store whose maxmemory-policy may evict keys, or not read yet: claims are refused (docs/idempotency.md). */
+  | 'EEVICTION'
 
 /** How a message names an option: the library's name (`idempotencyFingerprintKey`), or the CLI's flag or variable for it. */
 export type OptionNamer = (option: string) => string

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { AggregatorRegistry } from 'prom-client'
 import { createAdmin, metricsOf, type Admin } from '../admin.js'
 import type { Authenticator } from '../checks/auth.js'
-import { isCoded } from '../coded-error.js'
+import { CodedError, isCoded } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import { createGate, type Gate } from '../gate.js'
 import { readFingerprintKeys } from '../idempotency/fingerprint.js'
@@ -141,6 +141,10 @@ export async function startServing(setup: ServeSetup, io: Io, withAdmin = true):
           idempotencyClusterMetrics: metrics,
         })
         try {
+          // At most once needs a store that keeps every claim: one that may evict keys is refused here, at start.
+          const evicting = store instanceof RedisIdempotencyStore ? await store.evicting() : undefined
+          if (evicting !== undefined)
+            throw new CodedError('EIDEMPOTENCY', (name) => `${name('idempotency')}: ${evicting.message}`)
           const gate = await createGate({
             ...setup,
             // Retry protection is the gateway's, the store above: the gate's, around a handler, serves nothing here.

@@ -3,6 +3,7 @@ import type { Cluster, Redis } from 'ioredis'
 import { CodedError } from '../coded-error.js'
 import { keptAnswer } from './answer-size.js'
 import { hashTag } from '../hash-tag.js'
+import { EvictionWatch } from './eviction.js'
 import { closeRedisClient, connectNode, duplicateRedis, whenReady, type RedisClient } from './redis-client.js'
 import { notRun, ShardWriters } from './redis-cluster.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
@@ -211,15 +212,20 @@ function acknowledgedWrites(
   redis: RedisClient,
   timeoutMs: number,
   options: RedisIdempotencyStoreOptions,
+  eviction: EvictionWatch,
 ): AcknowledgedWrites {
   // A WAIT answers within its own timeout: each connection's allows for that and the write before it.
   const settings = { commandTimeoutMs: 2 * timeoutMs, onError: options.onError }
   const pool = (open: () => Redis) => new Writers(open, WRITE_CONNECTIONS, timeoutMs)
   if (redis.isCluster) {
     const cluster = redis as Cluster
-    return new ShardWriters(cluster, (node) => pool(() => connectNode(cluster, node, settings)), options.onRedirection)
+    return new ShardWriters(
+      cluster,
+      (node) => pool(() => eviction.add(connectNode(cluster, node, settings))),
+      options.onRedirection,
+    )
   }
-  return pool(() => duplicateRedis(redis as Redis, settings))
+  return pool(() => eviction.add(duplicateRedis(redis as Redis, settings)))
 }
 
 const IN_FLIGHT: Claim = Object.freeze({ state: 'inFlight' })
@@ -262,6 +268,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   readonly #waitMs: number
   readonly #writers: AcknowledgedWrites | undefined
   readonly #retry: ReleaseRetry
+  readonly #eviction: EvictionWatch
   /** The pauses of releases and records waiting for their next attempt: cut short by `close`. */
   readonly #pauses = new Set<() => void>()
   /** The releases and records not landed yet: `close` waits for their last attempt before it quits the connections. */
@@ -275,8 +282,18 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     this.#options = options
     this.#replicas = options.replicas ?? 0
     this.#waitMs = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
-    this.#writers = this.#replicas > 0 ? acknowledgedWrites(redis, this.#waitMs, options) : undefined
+    this.#eviction = new EvictionWatch(redis)
+    this.#writers = this.#replicas > 0 ? acknowledgedWrites(redis, this.#waitMs, options, this.#eviction) : undefined
     this.#retry = options.releaseRetry ?? RELEASE_RETRY
+  }
+
+  /**
+   * Once connected (or after `timeoutMs`) and each server's policy read, the refusal of a server that may evict keys:
+   * `serve` refuses to start on one (docs/idempotency.md). Undefined when none was read so.
+   */
+  async evicting(timeoutMs: number = IDEMPOTENCY_DEFAULTS.commandTimeoutMs): Promise<CodedError | undefined> {
+    await this.ready(timeoutMs)
+    return this.#eviction.refusal
   }
 
   /** Resolves true once connected (commands sent before then reject), false after `timeoutMs`; never rejects. */
@@ -285,6 +302,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       whenReady(this.redis, timeoutMs),
       ...((await this.#writers?.ready(timeoutMs)) ?? []),
     ])
+    // Ready to take claims: each connection's server read (eviction.ts).
+    await this.#eviction.settled()
     return ready.every(Boolean)
   }
 
@@ -368,6 +387,10 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     try {
       // Safe to repeat: a repeat finds its own token in flight and answers claimed again (the script above).
       const found = await connection.paymentsGateIdemClaim(key, fingerprint, token, inFlightMs, ttlMs)
+      // Asked once its answer is in: a connection asks its server's policy as soon as it is ready, before any claim
+      // goes out on it, so by now the answer is in too. A claim on a server that may evict keys is let go (below).
+      const refusal = this.#eviction.refusal
+      if (refusal !== undefined) throw refusal
       if (found === null) await this.#acknowledged(connection)
       return found
     } catch (error) {

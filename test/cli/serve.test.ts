@@ -258,6 +258,17 @@ t.test(
     t.equal(await connections(), 9, 'the shared client and the eight of acknowledged writes')
     await waiting.stop()
     t.equal(await allClosed(), 0, 'stop closed all nine')
+
+    // A Redis that may evict keys could drop a claim in flight: refused at start, one line naming the flag.
+    await observer.config('SET', 'maxmemory-policy', 'volatile-lru')
+    await t.rejects(
+      startServing(setup({ idempotency: redis.url, idempotencyFingerprintKey: fingerprintKey }), io().io),
+      {
+        code: 'EUSAGE',
+        message: `--idempotency: the Redis at 127.0.0.1:${redis.port} may evict keys (maxmemory-policy volatile-lru): a claim evicted in flight lets a retry through; set maxmemory-policy noeviction`,
+      },
+    )
+    t.equal(await allClosed(), 0, 'its connection closed')
   },
 )
 

@@ -319,6 +319,26 @@ t.test(
   },
 )
 
+t.test(
+  'a primary that may evict keys: its address named, every claim refused, on a client connected before',
+  async (t) => {
+    if (cluster === undefined) return
+    const [shard] = await cluster.shards()
+    const primary = (shard as Shard).primary
+    await cluster.ask(primary, (client) => client.config('SET', 'maxmemory-policy', 'allkeys-lfu'))
+    t.teardown(() => cluster?.ask(primary, (client) => client.config('SET', 'maxmemory-policy', 'noeviction')))
+    const client = createRedisClient(cluster.url, {})
+    t.ok(await whenReady(client, 10_000), 'every primary connected before the store is made')
+    const store = new RedisIdempotencyStore(client, OPTIONS)
+    t.teardown(() => store.close())
+    t.match(await store.evicting(), {
+      code: 'EEVICTION',
+      message: `the Redis at ${primary.address} may evict keys (maxmemory-policy allkeys-lfu): a claim evicted in flight lets a retry through; set maxmemory-policy noeviction`,
+    })
+    await t.rejects(store.claim(idempotencyKey('default', 'evicting'), 'f'), { code: 'EEVICTION' })
+  },
+)
+
 t.test('a store on a cluster that is not there: created without throwing, never ready, claims refused', async (t) => {
   if (cluster === undefined) return
   const errors: Error[] = []

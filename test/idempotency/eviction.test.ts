@@ -1,0 +1,110 @@
+import t from 'tap'
+import { evictionPolicy } from '../../lib/idempotency/eviction.js'
+import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
+import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
+import { startFaultyProxy } from '../helpers/faulty-proxy.js'
+import { ask, startRedis } from '../helpers/redis.js'
+import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
+import { until } from '../helpers/wait.js'
+
+/**
+ * A Redis store refuses claims on a server whose maxmemory-policy may evict keys: one evicted in flight would let a
+ * retry through (docs/idempotency.md). The policy is read on each connection as it becomes ready.
+ */
+
+const OPTIONS = {
+  ttlMs: 600_000,
+  inFlightMs: 600_000,
+  oversizedAnswer: OVERSIZED,
+  unknownAnswer: UNKNOWN,
+  releaseRetry: { attempts: 3, firstDelayMs: 10, maxDelayMs: 20 },
+}
+
+t.test("the policy is INFO memory's maxmemory_policy line", async (t) => {
+  t.equal(evictionPolicy('# Memory\r\nused_memory:1\r\nmaxmemory_policy:allkeys-lru\r\n'), 'allkeys-lru')
+  t.equal(evictionPolicy('# Memory\r\nused_memory:1\r\n'), undefined, 'none told')
+})
+
+t.test(
+  'a server that may evict: claims refused, and let go; read again on reconnection, claims taken once it keeps every key',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    await ask(redis.port, (client) => client.config('SET', 'maxmemory-policy', 'volatile-lru'))
+    for (const replicas of [0, 1]) {
+      const client = createRedisClient(redis.url, {})
+      // A client of the caller's may be connected already (createGate's `idempotency` store); the other not yet.
+      if (replicas === 0) t.ok(await whenReady(client, 5000))
+      const store = new RedisIdempotencyStore(client, { ...OPTIONS, replicas })
+      t.teardown(() => store.close())
+      t.match(
+        await store.evicting(),
+        {
+          code: 'EEVICTION',
+          message: new RegExp(
+            `^the Redis at 127\\.0\\.0\\.1:${redis.port} may evict keys \\(maxmemory-policy volatile-lru\\): a claim evicted in flight lets a retry through; set maxmemory-policy noeviction$`,
+          ),
+        },
+        `replicas ${replicas}: start-up's refusal`,
+      )
+      // With replicas, the claim goes out on a connection of its own, read as the client is.
+      await t.rejects(store.claim(`evicted-${replicas}`, 'f'), { code: 'EEVICTION' }, 'a claim refused')
+      t.ok(
+        await until(async () => (await ask(redis.port, (client) => client.keys(`${REDIS_KEY_PREFIX}*`))).length === 0),
+        'and let go',
+      )
+      await store.close()
+    }
+
+    const store = new RedisIdempotencyStore(createRedisClient(redis.url, {}), OPTIONS)
+    t.teardown(() => store.close())
+    t.ok(await store.evicting(), 'refused')
+    await ask(redis.port, (client) => client.config('SET', 'maxmemory-policy', 'noeviction'))
+    await t.rejects(store.claim('before', 'f'), { code: 'EEVICTION' }, 'read at connection, not at each claim')
+    const ready = new Promise((resolve) => store.redis.once('ready', resolve))
+    store.redis.disconnect(true)
+    await ready
+    const claim = await store.claim('after', 'f')
+    t.equal(claim.state, 'claimed', 'read again once reconnected: claims taken')
+    if (claim.state === 'claimed') await store.record('after', claim.token, ANSWER)
+    t.equal(await store.evicting(), undefined, 'no refusal')
+  },
+)
+
+t.test("a server that does not tell its policy (INFO denied to the gateway's user) is refused too", async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  await ask(redis.port, (client) => client.acl('SETUSER', 'gw', 'on', '>pw', '~*', '+@all', '-info'))
+  const store = new RedisIdempotencyStore(createRedisClient(`redis://gw:pw@127.0.0.1:${redis.port}/0`, {}), OPTIONS)
+  t.teardown(() => store.close())
+  t.match(await store.evicting(), {
+    code: 'EEVICTION',
+    message: /does not tell its maxmemory-policy \(INFO memory\): .*; allow the gateway's user INFO$/,
+  })
+  await t.rejects(store.claim('unknown', 'f'), { code: 'EEVICTION' })
+})
+
+t.test(
+  'a policy read that timed out makes its connection again; one lost with its connection is asked again',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const proxy = await startFaultyProxy(t, redis.port)
+    const claimed = (store: RedisIdempotencyStore) =>
+      until(async () => (await store.claim(`k-${Math.random()}`, 'f').catch(() => null)) !== null)
+    for (const [fault, name] of [
+      [() => proxy.delayReply('memory', 600), 'held past the command timeout'],
+      [() => proxy.cutReply('memory'), 'cut with its connection'],
+    ] as const) {
+      const before = proxy.connections
+      const met = fault()
+      const store = new RedisIdempotencyStore(createRedisClient(proxy.url, { commandTimeoutMs: 200 }), OPTIONS)
+      t.teardown(() => store.close())
+      await met
+      t.ok(await claimed(store), `${name}: read again, claims taken`)
+      t.ok(proxy.connections - before >= 2, `${name}: on a connection made again`)
+      t.equal(await store.evicting(), undefined)
+      await store.close()
+    }
+  },
+)
