@@ -3,10 +3,13 @@ import { Type, type Static } from '../schema/typebox.js'
 
 /**
  * The largest `rateLimit` a policy may set (docs/policies.md, rate limit): the store keeps one entry per payment
- * counted in the window, so the count bounds its memory per entity, and a day is the longest window a limit that
- * protects a backend needs.
+ * counted in the window, so the count bounds its memory per entity; the window is counted in milliseconds, which
+ * must stay a safe integer.
  */
-export const RATE_LIMIT_MAX = Object.freeze({ payments: 1_000_000, seconds: 86_400 })
+export const RATE_LIMIT_MAX = Object.freeze({
+  payments: 1_000_000,
+  seconds: Math.floor(Number.MAX_SAFE_INTEGER / 1000),
+})
 
 /** The file format of `policies/<entity>.json` (docs/policies.md). Unknown keys are refused. */
 export const PolicyFile = Type.Object(

@@ -27,6 +27,13 @@ t.test('a valid file becomes a frozen policy with sets', async (t) => {
   })
 })
 
+t.test('a rate limit over any window whose milliseconds are a safe integer: a week, the longest', async (t) => {
+  for (const seconds of [604_800, 9_007_199_254_740]) {
+    const policy = compilePolicy({ ...file, rateLimit: { payments: 1_000_000, seconds } }) as Policy
+    t.same(policy.rateLimit, { payments: 1_000_000, seconds }, `${seconds} s`)
+  }
+})
+
 t.test('what is refused, one reason per problem', async (t) => {
   const cases: Array<[string, unknown, RegExp]> = [
     ['not an object', [], /^\$: /],
@@ -65,8 +72,8 @@ t.test('what is refused, one reason per problem', async (t) => {
       /^\$\.rateLimit\.payments: .*integerIsTooLarge/,
     ],
     [
-      'rateLimit a day at most',
-      { ...file, rateLimit: { payments: 1, seconds: 86_401 } },
+      'rateLimit a window whose milliseconds are no safe integer',
+      { ...file, rateLimit: { payments: 1, seconds: 9_007_199_254_741 } },
       /^\$\.rateLimit\.seconds: .*integerIsTooLarge/,
     ],
     ['rateLimit without seconds', { ...file, rateLimit: { payments: 1 } }, /^\$\.rateLimit\.seconds: .*fieldIsMissing/],
