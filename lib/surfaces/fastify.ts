@@ -67,12 +67,10 @@ function write(reply: FastifyReply, answer: Answer): FastifyReply {
 /**
  * A replay, on node's response as it was recorded: the capture recorded what the client got, after the application's
  * `onSend` hooks (a payload wrapped, compressed), so through them a second time it would change again. Fastify's
- * reply is hijacked; the retry's `X-Request-Id`, set on it, goes with it.
+ * reply is hijacked; the retry's `X-Request-Id`, set on node's response, goes with it.
  */
 function replayed(reply: FastifyReply, answer: Answer): void {
-  const requestId = reply.getHeader('x-request-id')
   reply.hijack()
-  if (requestId !== undefined) reply.raw.setHeader('x-request-id', requestId)
   writeAnswer(reply.raw, answer)
 }
 
@@ -174,7 +172,8 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
       return
     }
     const screening = screeningOf(tracer, operation, request.raw)
-    reply.header('x-request-id', screening.requestId)
+    // On node's response, which Fastify's headers join when it sends: a handler that hijacks the reply keeps it too.
+    reply.raw.setHeader('x-request-id', screening.requestId)
     // Never undefined: the path is an operation's.
     void screenHead(checks, request.raw, operation).then(
       (head) => headScreened(request, reply, done, screening, head as Admitted | Rejection),

@@ -289,3 +289,25 @@ t.test('a target with a fragment, which Fastify routes on the path before it, is
   )
   t.match(answer, /^HTTP\/1\.1 400 [^]*\r\nconnection: close\r\n[^]*"errorName":"requestIsMalformed"/i)
 })
+
+t.test("a handler that hijacks the reply still answers with the payment's X-Request-Id", async (t) => {
+  const gate = await testGate(t)
+  const app = Fastify()
+  await app.register(gate.fastify)
+  app.post(SALE_PATH, async (_request, reply) => {
+    reply.hijack()
+    reply.raw.writeHead(201, { 'content-type': 'text/plain' })
+    reply.raw.end('hijacked')
+  })
+  app.post('/other', async (_request, reply) => {
+    reply.hijack()
+    reply.raw.end('other')
+  })
+  const { port } = await serve(t, app)
+  const answer = await send(port, { ...CLEAN, headers: { ...CLEAN.headers, 'x-request-id': 'mine-2' } })
+  t.equal(answer.status, 201)
+  t.equal(answer.text, 'hijacked')
+  t.equal(answer.headers['x-request-id'], 'mine-2')
+  const other = await send(port, { ...CLEAN, path: '/other' })
+  t.equal(other.headers['x-request-id'], undefined, 'none on a path not ours')
+})
