@@ -325,9 +325,10 @@ export function mayHoldBytes(bytes: Uint8Array): boolean {
 export function maskCardNumbers(text: string): string {
   if (!mayHoldCardNumber(text)) return text
   let starred: Starred = []
+  const escapes: Starred = []
   // An escape's hex digits may be a number's first digits (`%04111...` is `%04` then 15 digits), whole to a
   // reader that does not decode: a text with escapes is read as written too, and what either reading hides is starred.
-  if (scan(text, true, starred)) starred = union(starred, scanned(text))
+  if (scan(text, starred, escapes)) starred = union(starred, widened(scanned(text), escapes))
   if (starred.length === 0) return text
   let masked = ''
   let from = 0
@@ -341,25 +342,47 @@ export function maskCardNumbers(text: string): string {
 /** The positions to star of `text` read as written, its escapes as the characters they are written with. */
 function scanned(text: string): Starred {
   const starred: Starred = []
-  scan(text, false, starred)
+  scan(text, starred, undefined)
   return starred
 }
 
 /**
- * Adds to `starred` the positions of `text` that hide a card number, its escapes decoded or not; true when
- * the text holds a `%` or a `\`, where the other reading may find another number.
+ * Each stretch of `starred` widened to the whole of every escape it touches: a part of an escape starred would break
+ * its syntax (a JSON text would be JSON no more), the whole of it starred is one `*`.
  */
-function scan(text: string, decode: boolean, starred: Starred): boolean {
+function widened(starred: Starred, escapes: Starred): Starred {
+  const wide: Starred = []
+  let k = 0
+  for (let j = 0; j < starred.length; j += 2) {
+    let start = starred[j] as number
+    let end = starred[j + 1] as number
+    while (k < escapes.length && (escapes[k + 1] as number) <= start) k += 2
+    for (let e = k; e < escapes.length && (escapes[e] as number) < end; e += 2) {
+      start = Math.min(start, escapes[e] as number)
+      end = Math.max(end, escapes[e + 1] as number)
+    }
+    wide.push(start, end)
+  }
+  return wide
+}
+
+/**
+ * Adds to `starred` the positions of `text` that hide a card number, its escapes decoded into `escapes` (where each
+ * stands), or read as written without; true when the text holds a `%` or a `\`, where the other reading may find
+ * another number.
+ */
+function scan(text: string, starred: Starred, escapes: Starred | undefined): boolean {
+  const decode = escapes !== undefined
   const length = text.length
   const run: Run = { values: [], starts: [], ends: [], plain: true, separators: 0, lastSeparator: 0 }
-  let escapes = false
+  let holdsEscapes = false
   let i = 0
   while (i < length) {
     const code = text.charCodeAt(i)
     let value = valueOf(code)
     let end = i + 1
     // As written, an escape is characters like any others: `%` and `\` separate, its hex letters end a number.
-    if (code === 37 /* % */ || code === 92 /* \ */) escapes = true
+    if (code === 37 /* % */ || code === 92 /* \ */) holdsEscapes = true
     if (decode && code === 37 /* % */) {
       const escaped = escapeEnd(text, i)
       if (escaped > 0) {
@@ -403,6 +426,7 @@ function scan(text: string, decode: boolean, starred: Starred): boolean {
       value = valueOf(pairOf(code, text.charCodeAt(i + 1)))
       end = i + 2
     }
+    if (end > i + 1 && (code === 37 /* % */ || code === 92) /* \ */) escapes?.push(i, end)
     if (value >= 0) {
       if (run.separators > MOST_SEPARATORS) finish(run, starred)
       if (run.values.length > 0 && !(run.separators === 1 && (run.lastSeparator === 32 || run.lastSeparator === 45)))
@@ -422,7 +446,7 @@ function scan(text: string, decode: boolean, starred: Starred): boolean {
     i = end
   }
   finish(run, starred)
-  return escapes
+  return holdsEscapes
 }
 
 /** The positions either list stars, in order, an overlap starred as one stretch: an escape stays one `*`. */
