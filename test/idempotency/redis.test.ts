@@ -3,7 +3,7 @@ import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client
 import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import type { Claim } from '../../lib/idempotency/store.js'
 import { until } from '../helpers/wait.js'
-import { ask, type RedisServer, startRedis } from '../helpers/redis.js'
+import { type RedisServer, startRedis } from '../helpers/redis.js'
 import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
 const OPTIONS = {
@@ -151,22 +151,17 @@ t.test('a frozen Redis: a claim rejects after the command timeout instead of han
   )
 })
 
-t.test(
-  'a release that fails every attempt, with nobody told: given up quietly at close, its claim left to expire',
-  async (t) => {
-    const redis = await startRedis(t)
-    if (redis === undefined) return
-    const store = new RedisIdempotencyStore(createRedisClient(redis.url, { commandTimeoutMs: 100 }), OPTIONS)
-    t.ok(await store.ready(5000))
-    redis.freeze()
-    t.teardown(() => redis.thaw())
-    await t.rejects(store.claim('given-up', 'f'), { message: /timed out/ })
-    // Waits for the release's last attempt, which the stopped server never answers.
-    await store.close()
-    redis.thaw()
-    t.equal(await ask(redis.port, (client) => client.exists(`${REDIS_KEY_PREFIX}given-up`)), 1, 'the claim is left')
-  },
-)
+t.test('a release that fails every attempt, with nobody told: given up quietly at close', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const store = new RedisIdempotencyStore(createRedisClient(redis.url, { commandTimeoutMs: 100 }), OPTIONS)
+  t.ok(await store.ready(5000))
+  redis.freeze()
+  t.teardown(() => redis.thaw())
+  await t.rejects(store.claim('given-up', 'f'), { message: /timed out/ })
+  // Waits for the release's last attempt, which the stopped server never answers: no rejection escapes.
+  await t.resolves(store.close())
+})
 
 t.test('a store on a Redis that is not there: created without throwing, never ready, closed cleanly', async (t) => {
   const redis = await startRedis(t)
