@@ -151,16 +151,26 @@ t.test('a frozen Redis: a claim rejects after the command timeout instead of han
   )
 })
 
-t.test('a release that fails every attempt, with nobody told: given up quietly at close', async (t) => {
+t.test('a release that fails every attempt: given up at close, told to onError when there is one', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
-  const store = new RedisIdempotencyStore(createRedisClient(redis.url, { commandTimeoutMs: 100 }), OPTIONS)
-  t.ok(await store.ready(5000))
-  redis.freeze()
   t.teardown(() => redis.thaw())
-  await t.rejects(store.claim('given-up', 'f'), { message: /timed out/ })
-  // Waits for the release's last attempt, which the stopped server never answers: no rejection escapes.
-  await t.resolves(store.close())
+  for (const told of [true, false]) {
+    const errors: Error[] = []
+    const options = told ? { ...OPTIONS, onError: (error: Error) => errors.push(error) } : OPTIONS
+    const store = new RedisIdempotencyStore(createRedisClient(redis.url, { commandTimeoutMs: 100 }), options)
+    t.ok(await store.ready(5000))
+    redis.freeze()
+    await t.rejects(store.claim('given-up', 'f'), { message: /timed out/ })
+    // Waits for the release's last attempt, which the stopped server never answers: no rejection escapes.
+    await t.resolves(store.close())
+    redis.thaw()
+    t.equal(
+      errors.some((error) => (error as { code?: string }).code === 'ERELEASE'),
+      told,
+      `told: ${told}`,
+    )
+  }
 })
 
 t.test('a store on a Redis that is not there: created without throwing, never ready, closed cleanly', async (t) => {
