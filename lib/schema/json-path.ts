@@ -2,7 +2,17 @@ import { maskCardNumbers } from '../card-mask.js'
 
 /** A key that JSONPath's dot notation can carry as it is. */
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
-const QUOTED = /['\\]/g
+/** What a name in brackets escapes (RFC 9535 2.7, normalized paths): the quote, the backslash, control characters. */
+const QUOTED = /['\\\u0000-\u001f]/g
+const SHORT_ESCAPES: Readonly<Record<string, string>> = {
+  "'": "\\'",
+  '\\': '\\\\',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+}
 const ESCAPED_SLASH = /~1/g
 const ESCAPED_TILDE = /~0/g
 
@@ -17,7 +27,12 @@ export function escapePointerKey(key: string): string {
  */
 export function appendKey(path: string, key: string): string {
   const shown = maskCardNumbers(key)
-  return IDENTIFIER.test(shown) ? `${path}.${shown}` : `${path}['${shown.replace(QUOTED, '\\$&')}']`
+  return IDENTIFIER.test(shown) ? `${path}.${shown}` : `${path}['${shown.replace(QUOTED, escaped)}']`
+}
+
+/** One character of a name, escaped as a normalized path escapes it: `\n`, or `\u0001` in lower-case hex. */
+function escaped(character: string): string {
+  return SHORT_ESCAPES[character] ?? `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`
 }
 
 /**
