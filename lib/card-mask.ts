@@ -426,7 +426,8 @@ function scan(text: string, starred: Starred, escapes: Starred | undefined): boo
       value = valueOf(pairOf(code, text.charCodeAt(i + 1)))
       end = i + 2
     }
-    if (end > i + 1 && (code === 37 /* % */ || code === 92) /* \ */) escapes?.push(i, end)
+    // Where an escape (`%` or `\`, read as more than one character) stands: its parts are starred together.
+    if (end > i + 1 && (code === 37 || code === 92)) escapes?.push(i, end)
     if (value >= 0) {
       if (run.separators > MOST_SEPARATORS) finish(run, starred)
       if (run.values.length > 0 && !(run.separators === 1 && (run.lastSeparator === 32 || run.lastSeparator === 45)))

@@ -31,7 +31,7 @@ export type ErrorCode =
   | 'ERECORD'
   /** A Redis command not sent, because the connection is not up: it certainly did not run. */
   | 'ENOTCONNECTED'
-  /** A Redis store whose maxmemory-policy may evict keys, or not read yet: claims are refused (docs/idempotency.md). */
+  /** A Redis store whose maxmemory-policy may evict keys, or will not tell it: claims are refused (docs/idempotency-reference.md). */
   | 'EEVICTION'
 
 /** How a message names an option: the library's name (`idempotencyFingerprintKey`), or the CLI's flag or variable for it. */

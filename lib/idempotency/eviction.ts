@@ -11,19 +11,20 @@ export function evictionPolicy(info: string): string | undefined {
   return line?.slice('maxmemory_policy:'.length)
 }
 
+/** What a connection's server was read to be, when not one that keeps every key: not read yet, or one that may evict. */
+type Verdict = 'unread' | CodedError<'EEVICTION'>
+
 /**
  * The eviction policy of every server the store writes to, read with `INFO memory` each time a connection becomes
  * ready (a Sentinel failover, a Cluster's new primary, a restart): a server that may evict keys could drop a claim in
- * flight, and a retry of its payment would be forwarded again. While one was read so, `refusal` is the error a claim
- * fails with, a store failure as any other (`--idempotency-failure`). A claim is judged once answered: its connection
- * asked its policy when it became ready, before the claim was sent on it, so that answer is in. A connection whose
- * answer timed out is made again, so that no claim is answered on one that was not read.
+ * flight, and a retry of its payment would be forwarded again. A claim is judged once answered (`refusalOf`): its
+ * connection asked its policy when it became ready, before the claim was sent on it, so that answer is in, or the
+ * read timed out and is asked again, and the claim is refused meanwhile, a store failure as any other
+ * (`--idempotency-failure`).
  */
 export class EvictionWatch {
-  readonly #refusals = new Map<Redis, CodedError<'EEVICTION'>>()
+  readonly #verdicts = new Map<Redis, Verdict>()
   readonly #reads = new Set<Promise<void>>()
-  /** The first server's refusal, as start-up says it; undefined while every server read keeps every key. */
-  refusal: CodedError<'EEVICTION'> | undefined
 
   constructor(client: RedisClient) {
     if (!client.isCluster) {
@@ -39,21 +40,22 @@ export class EvictionWatch {
   /** Reads the policy of `node`'s server each time it is ready, and forgets it once closed for good; returns it. */
   add<N extends Redis>(node: N): N {
     const read = () => {
+      this.#verdicts.set(node, 'unread')
       const reading: Promise<void> = node
         .info('memory')
         .then(
           (info) => this.#verdict(node, evictionPolicy(info)),
           (error: Error) => {
             if (error.message.includes('NOPERM')) this.#verdict(node, undefined)
-            // A reply lost with its connection is asked again once it is ready again; one that timed out, so too.
-            else if (node.status === 'ready') node.disconnect(true)
+            // One that timed out is asked again at once; one lost with its connection, once it is ready again.
+            else if (node.status === 'ready') read()
           },
         )
         .finally(() => this.#reads.delete(reading))
       this.#reads.add(reading)
     }
     node.on('ready', read)
-    node.once('end', () => this.#set(node, undefined))
+    node.once('end', () => this.#verdicts.delete(node))
     if (node.status === 'ready') read()
     return node
   }
@@ -63,11 +65,34 @@ export class EvictionWatch {
     while (this.#reads.size > 0) await Promise.all(this.#reads)
   }
 
+  /**
+   * Why a claim answered on `connection` does not count: its server may evict, or was not read yet. A Cluster's claim
+   * goes out on a node the client picks: any node so refuses it.
+   */
+  refusalOf(connection: unknown): CodedError<'EEVICTION'> | undefined {
+    const own = (connection as RedisClient).isCluster ? this.#first() : this.#verdicts.get(connection as Redis)
+    return own === 'unread' ? UNREAD : own
+  }
+
+  /** The first server read to evict (or not to say), as start-up says it; undefined while none was. */
+  get evicting(): CodedError<'EEVICTION'> | undefined {
+    for (const verdict of this.#verdicts.values()) if (verdict !== 'unread') return verdict
+    return undefined
+  }
+
+  /** A server read to evict, else one not read yet, else undefined. */
+  #first(): Verdict | undefined {
+    return this.evicting ?? (this.#verdicts.size > 0 ? 'unread' : undefined)
+  }
+
   #verdict(node: Redis, policy: string | undefined): void {
-    if (policy === KEEPS_EVERY_KEY) return this.#set(node, undefined)
+    if (policy === KEEPS_EVERY_KEY) {
+      this.#verdicts.delete(node)
+      return
+    }
     // The server that answered, which a client through Sentinel finds for itself.
     const address = `${node.stream.remoteAddress}:${node.stream.remotePort}`
-    this.#set(
+    this.#verdicts.set(
       node,
       new CodedError(
         'EEVICTION',
@@ -77,10 +102,7 @@ export class EvictionWatch {
       ),
     )
   }
-
-  #set(node: Redis, refusal: CodedError<'EEVICTION'> | undefined): void {
-    if (refusal === undefined) this.#refusals.delete(node)
-    else this.#refusals.set(node, refusal)
-    this.refusal = this.#refusals.values().next().value
-  }
 }
+
+/** A claim answered on a connection whose server's policy is not read yet (its read timed out, and is asked again). */
+const UNREAD = new CodedError('EEVICTION', "the Redis store's maxmemory-policy is not read yet: no claim counts before")

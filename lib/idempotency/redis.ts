@@ -293,7 +293,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    */
   async evicting(timeoutMs: number = IDEMPOTENCY_DEFAULTS.commandTimeoutMs): Promise<CodedError | undefined> {
     await this.ready(timeoutMs)
-    return this.#eviction.refusal
+    return this.#eviction.evicting
   }
 
   /** Resolves true once connected (commands sent before then reject), false after `timeoutMs`; never rejects. */
@@ -388,8 +388,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       // Safe to repeat: a repeat finds its own token in flight and answers claimed again (the script above).
       const found = await connection.paymentsGateIdemClaim(key, fingerprint, token, inFlightMs, ttlMs)
       // Asked once its answer is in: a connection asks its server's policy as soon as it is ready, before any claim
-      // goes out on it, so by now the answer is in too. A claim on a server that may evict keys is let go (below).
-      const refusal = this.#eviction.refusal
+      // goes out on it, so by now that answer is in too. A claim on a server that may evict keys is let go (below).
+      const refusal = this.#eviction.refusalOf(connection)
       if (refusal !== undefined) throw refusal
       if (found === null) await this.#acknowledged(connection)
       return found

@@ -134,7 +134,7 @@ function decide(entity: string, policy: Policy, limit: RateLimit, id: string, co
   return {
     outcome: 'limited',
     rejection: reject('requestRateIsTooHigh', {
-      message: `This merchant entity's rate limit (${limit.payments} payments in ${limit.seconds} seconds) is reached, so the payment was not forwarded, and nothing was recorded under its transactionReference. Send it again after the time given in Retry-After.`,
+      message: `This merchant entity's rate limit (${limit.payments} payments in ${limit.seconds} seconds) is reached, so this request was not forwarded and claimed nothing under its transactionReference. Send it again, unchanged, after the time given in Retry-After.`,
       headers: {
         'Retry-After': String(seconds),
         [POLICY_FIELD]: policyValue,

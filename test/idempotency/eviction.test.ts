@@ -1,5 +1,6 @@
+import type { Redis } from 'ioredis'
 import t from 'tap'
-import { evictionPolicy } from '../../lib/idempotency/eviction.js'
+import { EvictionWatch, evictionPolicy } from '../../lib/idempotency/eviction.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { startFaultyProxy } from '../helpers/faulty-proxy.js'
@@ -84,27 +85,51 @@ t.test("a server that does not tell its policy (INFO denied to the gateway's use
   await t.rejects(store.claim('unknown', 'f'), { code: 'EEVICTION' })
 })
 
+t.test('a policy read that timed out is asked again; one lost with its connection, once it is back', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const proxy = await startFaultyProxy(t, redis.port)
+  const claimed = (store: RedisIdempotencyStore) =>
+    until(async () => (await store.claim(`k-${Math.random()}`, 'f').catch(() => null)) !== null)
+  for (const [fault, name, connections] of [
+    [() => proxy.delayReply('memory', 600), 'held past the command timeout', 1],
+    [() => proxy.cutReply('memory'), 'cut with its connection', 2],
+  ] as const) {
+    const before = proxy.connections
+    const met = fault()
+    const store = new RedisIdempotencyStore(createRedisClient(proxy.url, { commandTimeoutMs: 200 }), OPTIONS)
+    t.teardown(() => store.close())
+    await met
+    t.ok(await claimed(store), `${name}: read again, claims taken`)
+    t.equal(proxy.connections - before, connections, `${name}: on ${connections} connection(s)`)
+    t.equal(await store.evicting(), undefined)
+    await store.close()
+  }
+})
+
+t.test('a claim answered on a connection whose policy is not read yet is refused', async (t) => {
+  const redis = await startRedis(t)
+  if (redis === undefined) return
+  const client = createRedisClient(redis.url, {})
+  t.teardown(() => client.disconnect())
+  const watch = new EvictionWatch(client)
+  // After the watch's own listener, which has just asked.
+  const seen = await new Promise((resolve) => client.once('ready', () => resolve(watch.refusalOf(client))))
+  t.match(seen, { code: 'EEVICTION', message: /is not read yet/ })
+  await watch.settled()
+  t.equal(watch.refusalOf(client), undefined, 'read, and keeping every key')
+})
+
 t.test(
-  'a policy read that timed out makes its connection again; one lost with its connection is asked again',
+  'a policy read whose connection goes before its answer is asked again: claims taken once it is read',
   async (t) => {
     const redis = await startRedis(t)
     if (redis === undefined) return
-    const proxy = await startFaultyProxy(t, redis.port)
-    const claimed = (store: RedisIdempotencyStore) =>
-      until(async () => (await store.claim(`k-${Math.random()}`, 'f').catch(() => null)) !== null)
-    for (const [fault, name] of [
-      [() => proxy.delayReply('memory', 600), 'held past the command timeout'],
-      [() => proxy.cutReply('memory'), 'cut with its connection'],
-    ] as const) {
-      const before = proxy.connections
-      const met = fault()
-      const store = new RedisIdempotencyStore(createRedisClient(proxy.url, { commandTimeoutMs: 200 }), OPTIONS)
-      t.teardown(() => store.close())
-      await met
-      t.ok(await claimed(store), `${name}: read again, claims taken`)
-      t.ok(proxy.connections - before >= 2, `${name}: on a connection made again`)
-      t.equal(await store.evicting(), undefined)
-      await store.close()
-    }
+    const store = new RedisIdempotencyStore(createRedisClient(redis.url, {}), OPTIONS)
+    t.teardown(() => store.close())
+    // After the store's own listener, which has just asked: the connection goes before any answer can come.
+    store.redis.once('ready', () => (store.redis as Redis).stream.destroy())
+    t.ok(await until(async () => (await store.claim(`k-${Math.random()}`, 'f').catch(() => null)) !== null))
+    t.equal(await store.evicting(), undefined)
   },
 )

@@ -5,6 +5,7 @@ import t, { type Test } from 'tap'
 import { createIdempotencyStore } from '../../lib/idempotency/create-store.js'
 import { idempotencyKey } from '../../lib/idempotency/key.js'
 import { closeRedisClient, createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
+import { EvictionWatch } from '../../lib/idempotency/eviction.js'
 import { clusterSlots, redirection } from '../../lib/idempotency/redis-cluster.js'
 import { RedisRateLimitStore } from '../../lib/rate-limit/redis.js'
 import { redisKey, RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from '../../lib/idempotency/redis.js'
@@ -338,6 +339,20 @@ t.test(
     await t.rejects(store.claim(idempotencyKey('default', 'evicting'), 'f'), { code: 'EEVICTION' })
   },
 )
+
+t.test("a claim answered while a node's policy is read is refused; none once every node was read", async (t) => {
+  if (cluster === undefined) return
+  const client = createRedisClient(cluster.url, {})
+  t.teardown(() => closeRedisClient(client))
+  const watch = new EvictionWatch(client)
+  const seen: unknown[] = []
+  // After the watch's own listeners: a node just connected has just been asked.
+  client.on('+node', (node: Redis) => node.once('ready', () => seen.push(watch.refusalOf(client))))
+  t.ok(await whenReady(client, 10_000))
+  await watch.settled()
+  t.match(seen[0], { code: 'EEVICTION', message: /is not read yet/ })
+  t.equal(watch.refusalOf(client), undefined, 'every node read, each keeping every key')
+})
 
 t.test('a store on a cluster that is not there: created without throwing, never ready, claims refused', async (t) => {
   if (cluster === undefined) return
