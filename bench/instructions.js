@@ -171,30 +171,48 @@ const RATIOS = [
   ['mf0', 'mf', 'fastify memory/off: instructions(mf)/instructions(mf0), retry protection around a Fastify handler'],
 ]
 
-const { values } = parseArgs({
-  options: {
-    targets: { type: 'string', default: 'c,d,c0' },
-    requests: { type: 'string', default: '500' },
-    warmup: { type: 'string', default: '1500' },
-    runs: { type: 'string', default: '3' },
-    baseline: { type: 'string', multiple: true, default: [] },
-    keep: { type: 'string' },
-  },
-})
-const whole = (flag, least) => {
-  const n = Number(values[flag])
-  if (!Number.isInteger(n) || n < least)
-    throw new Error(`--${flag}: expected a whole number of at least ${least}, got ${values[flag]}`)
-  return n
+const USAGE = `node bench/instructions.js [--targets ${Object.keys(TARGETS).join(',')}] [--requests N] [--warmup N] [--runs N] [--baseline DIR ...] [--keep DIR]
+(bench/README.md, instruction counts)
+`
+
+/** The options read, as run.js reads its own: `--help` prints the usage, a refused option its reason in one line. */
+function optionsOrExit() {
+  try {
+    const { values } = parseArgs({
+      options: {
+        targets: { type: 'string', default: 'c,d,c0' },
+        requests: { type: 'string', default: '500' },
+        warmup: { type: 'string', default: '1500' },
+        runs: { type: 'string', default: '3' },
+        baseline: { type: 'string', multiple: true, default: [] },
+        keep: { type: 'string' },
+        help: { type: 'boolean' },
+      },
+    })
+    if (values.help === true) {
+      process.stdout.write(USAGE)
+      process.exit(0)
+    }
+    const whole = (flag, least) => {
+      const n = Number(values[flag])
+      if (!Number.isInteger(n) || n < least)
+        throw new Error(`--${flag}: expected a whole number of at least ${least}, got ${values[flag]}`)
+      return n
+    }
+    const targets = values.targets.split(',').map((key) => {
+      if (TARGETS[key] === undefined)
+        throw new Error(`--targets: unknown target ${key}; known: ${Object.keys(TARGETS).join(', ')}`)
+      return key
+    })
+    return { values, requests: whole('requests', 1), warmup: whole('warmup', 0), runs: whole('runs', 1), targets }
+  } catch (error) {
+    process.stderr.write(
+      `bench/instructions.js: ${error.message}\n(node bench/instructions.js --help lists the options)\n`,
+    )
+    process.exit(2)
+  }
 }
-const requests = whole('requests', 1)
-const warmup = whole('warmup', 0)
-const runs = whole('runs', 1)
-const targets = values.targets.split(',').map((key) => {
-  if (TARGETS[key] === undefined)
-    throw new Error(`--targets: unknown target ${key}; known: ${Object.keys(TARGETS).join(', ')}`)
-  return key
-})
+const { values, requests, warmup, runs, targets } = optionsOrExit()
 /** The builds: this checkout's dist/ ('' for the children), then each --baseline DIR. */
 const builds = [{ label: 'this', dist: '' }, ...values.baseline.map((dir) => ({ label: dir, dist: resolve(dir) }))]
 const log = (message) => process.stderr.write(`${message}\n`)
