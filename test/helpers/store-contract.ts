@@ -48,6 +48,15 @@ export const UNKNOWN: RecordedAnswer = Object.freeze({
 })
 
 /** The bound on answers every contract store is built with. */
+/** A Redis store's settings in the tests of lib/idempotency/redis.ts: long windows, and a release tried again quickly. */
+export const REDIS_STORE_OPTIONS = Object.freeze({
+  ttlMs: 600_000,
+  inFlightMs: 600_000,
+  oversizedAnswer: OVERSIZED,
+  unknownAnswer: UNKNOWN,
+  releaseRetry: Object.freeze({ attempts: 3, firstDelayMs: 10, maxDelayMs: 20 }),
+})
+
 export const MAX_ANSWER_BYTES = 4096
 
 const LONG = { ttlMs: 600_000, inFlightMs: 600_000 }

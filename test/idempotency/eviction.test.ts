@@ -5,7 +5,7 @@ import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client
 import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/redis.js'
 import { startFaultyProxy } from '../helpers/faulty-proxy.js'
 import { ask, startRedis } from '../helpers/redis.js'
-import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
+import { ANSWER, REDIS_STORE_OPTIONS } from '../helpers/store-contract.js'
 import { until } from '../helpers/wait.js'
 
 /**
@@ -13,13 +13,7 @@ import { until } from '../helpers/wait.js'
  * retry through (docs/idempotency.md). The policy is read on each connection as it becomes ready.
  */
 
-const OPTIONS = {
-  ttlMs: 600_000,
-  inFlightMs: 600_000,
-  oversizedAnswer: OVERSIZED,
-  unknownAnswer: UNKNOWN,
-  releaseRetry: { attempts: 3, firstDelayMs: 10, maxDelayMs: 20 },
-}
+const OPTIONS = REDIS_STORE_OPTIONS
 
 t.test("the policy is INFO memory's maxmemory_policy line", async (t) => {
   t.equal(evictionPolicy('# Memory\r\nused_memory:1\r\nmaxmemory_policy:allkeys-lru\r\n'), 'allkeys-lru')

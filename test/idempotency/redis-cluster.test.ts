@@ -13,20 +13,14 @@ import { loginKeys, RedisLoginThrottle } from '../../lib/login-throttle-redis.js
 import { createMetrics } from '../../lib/metrics.js'
 import { until } from '../helpers/http.js'
 import { slotOf, startRedisCluster, type RedisCluster, type Shard } from '../helpers/redis-cluster.js'
-import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
+import { ANSWER, REDIS_STORE_OPTIONS } from '../helpers/store-contract.js'
 
 /**
  * The Redis store and the login throttle on a real Redis Cluster (test/helpers/redis-cluster.ts), one for the
  * whole file: each test with keys of its own. docs/idempotency-reference.md, Redis Cluster.
  */
 
-const OPTIONS: RedisIdempotencyStoreOptions = {
-  ttlMs: 600_000,
-  inFlightMs: 600_000,
-  oversizedAnswer: OVERSIZED,
-  unknownAnswer: UNKNOWN,
-  releaseRetry: { attempts: 3, firstDelayMs: 10, maxDelayMs: 20 },
-}
+const OPTIONS = REDIS_STORE_OPTIONS
 
 let cluster: RedisCluster | undefined
 t.before(async () => {

@@ -4,15 +4,9 @@ import { REDIS_KEY_PREFIX, RedisIdempotencyStore } from '../../lib/idempotency/r
 import type { Claim } from '../../lib/idempotency/store.js'
 import { until } from '../helpers/wait.js'
 import { type RedisServer, startRedis } from '../helpers/redis.js'
-import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
+import { ANSWER, REDIS_STORE_OPTIONS } from '../helpers/store-contract.js'
 
-const OPTIONS = {
-  ttlMs: 600_000,
-  inFlightMs: 600_000,
-  oversizedAnswer: OVERSIZED,
-  unknownAnswer: UNKNOWN,
-  releaseRetry: { attempts: 3, firstDelayMs: 10, maxDelayMs: 20 },
-}
+const OPTIONS = REDIS_STORE_OPTIONS
 
 function open(t: Test, url: string, errors: Error[] = [], commandTimeoutMs = 500): RedisIdempotencyStore {
   const store = new RedisIdempotencyStore(
