@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis'
 import { CodedError } from '../coded-error.js'
+import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { RedisClient } from './redis-client.js'
 
 /** The one `maxmemory-policy` that never drops a key with an expiry, and every key of the store has one (docs/idempotency.md). */
@@ -16,17 +17,19 @@ type Verdict = 'unread' | CodedError<'EEVICTION'>
 
 /**
  * The eviction policy of every server the store writes to, read with `INFO memory` each time a connection becomes
- * ready (a Sentinel failover, a Cluster's new primary, a restart): a server that may evict keys could drop a claim in
- * flight, and a retry of its payment would be forwarded again. A claim is judged once answered (`refusalOf`): its
- * connection asked its policy when it became ready, before the claim was sent on it, so that answer is in, or the
- * read timed out and is asked again, and the claim is refused meanwhile, a store failure as any other
- * (`--idempotency-failure`).
+ * ready (a Sentinel failover, a Cluster's new primary, a restart), and again every `recheckMs` while it is (a policy
+ * changed with `CONFIG SET`): a server that may evict keys could drop a claim in flight, and a retry of its payment
+ * would be forwarded again. A claim is judged once answered (`refusalOf`): its connection asked its policy when it
+ * became ready, before the claim was sent on it, so that answer is in, or the read timed out and is asked again, and
+ * the claim is refused meanwhile, a store failure as any other (`--idempotency-failure`).
  */
 export class EvictionWatch {
   readonly #verdicts = new Map<Redis, Verdict>()
   readonly #reads = new Set<Promise<void>>()
+  readonly #recheckMs: number
 
-  constructor(client: RedisClient) {
+  constructor(client: RedisClient, recheckMs: number = IDEMPOTENCY_DEFAULTS.policyRecheckMs) {
+    this.#recheckMs = recheckMs
     if (!client.isCluster) {
       this.add(client as Redis)
       return
@@ -37,27 +40,37 @@ export class EvictionWatch {
     cluster.on('+node', (node: Redis) => this.add(node))
   }
 
-  /** Reads the policy of `node`'s server each time it is ready, and forgets it once closed for good; returns it. */
+  /**
+   * Reads the policy of `node`'s server each time it is ready and every `recheckMs`, and forgets it once closed for
+   * good; returns it.
+   */
   add<N extends Redis>(node: N): N {
+    // One that timed out is asked again at once, as a read; one lost with its connection, once it is ready again.
+    const failed = () => {
+      if (node.status === 'ready') read()
+    }
     const read = () => {
       this.#verdicts.set(node, 'unread')
-      const reading: Promise<void> = node
-        .info('memory')
-        .then(
-          (info) => this.#verdict(node, evictionPolicy(info)),
-          (error: Error) => {
-            if (error.message.includes('NOPERM')) this.#verdict(node, undefined)
-            // One that timed out is asked again at once; one lost with its connection, once it is ready again.
-            else if (node.status === 'ready') read()
-          },
-        )
-        .finally(() => this.#reads.delete(reading))
+      const reading: Promise<void> = this.#ask(node, failed).finally(() => this.#reads.delete(reading))
       this.#reads.add(reading)
     }
+    // Until its answer, the last verdict stands: nothing says the policy changed.
+    const again = setInterval(() => void this.#ask(node, failed), this.#recheckMs).unref()
     node.on('ready', read)
-    node.once('end', () => this.#verdicts.delete(node))
+    node.once('end', () => {
+      clearInterval(again)
+      this.#verdicts.delete(node)
+    })
     if (node.status === 'ready') read()
     return node
+  }
+
+  /** Asks `node`'s server its policy; `failed` is called when the answer is neither a policy nor a refusal to tell. */
+  #ask(node: Redis, failed: () => void): Promise<void> {
+    return node.info('memory').then(
+      (info) => this.#verdict(node, evictionPolicy(info)),
+      (error: Error) => (error.message.includes('NOPERM') ? this.#verdict(node, undefined) : failed()),
+    )
   }
 
   /** Resolves once every read under way has its answer. */

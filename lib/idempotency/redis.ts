@@ -41,6 +41,8 @@ export interface RedisIdempotencyStoreOptions extends IdempotencyStoreOptions {
   onRedirection?: (kind: string, node: string) => void
   /** How a release or a record that failed is tried again. Default: 40 attempts, 100 ms apart at first, doubling up to 10 s. */
   releaseRetry?: ReleaseRetry
+  /** How often each connection's server is asked its `maxmemory-policy` again while connected, in ms. Default 10000. */
+  policyRecheckMs?: number
 }
 
 /** How a release or a record that failed (Redis unreachable, a timeout) is tried again, until it lands or the claim expires. */
@@ -282,7 +284,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     this.#options = options
     this.#replicas = options.replicas ?? 0
     this.#waitMs = options.commandTimeoutMs ?? IDEMPOTENCY_DEFAULTS.commandTimeoutMs
-    this.#eviction = new EvictionWatch(redis)
+    this.#eviction = new EvictionWatch(redis, options.policyRecheckMs)
     this.#writers = this.#replicas > 0 ? acknowledgedWrites(redis, this.#waitMs, options, this.#eviction) : undefined
     this.#retry = options.releaseRetry ?? RELEASE_RETRY
   }

@@ -51,7 +51,11 @@ t.test(
       await store.close()
     }
 
-    const store = new RedisIdempotencyStore(createRedisClient(redis.url, {}), OPTIONS)
+    // Read again only at reconnection here: the read every policyRecheckMs has its own test below.
+    const store = new RedisIdempotencyStore(createRedisClient(redis.url, {}), {
+      ...OPTIONS,
+      policyRecheckMs: 3_600_000,
+    })
     t.teardown(() => store.close())
     t.ok(await store.evicting(), 'refused')
     await ask(redis.port, (client) => client.config('SET', 'maxmemory-policy', 'noeviction'))
@@ -78,6 +82,32 @@ t.test("a server that does not tell its policy (INFO denied to the gateway's use
   })
   await t.rejects(store.claim('unknown', 'f'), { code: 'EEVICTION' })
 })
+
+t.test(
+  'a policy changed while connected (CONFIG SET, an ACL that denies INFO) is read again within policyRecheckMs',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    await ask(redis.port, (client) => client.acl('SETUSER', 'gw', 'on', '>pw', '~*', '+@all'))
+    const store = new RedisIdempotencyStore(createRedisClient(`redis://gw:pw@127.0.0.1:${redis.port}/0`, {}), {
+      ...OPTIONS,
+      policyRecheckMs: 20,
+    })
+    t.teardown(() => store.close())
+    const refusal = async () => (await store.evicting())?.message
+    t.equal(await refusal(), undefined, 'keeps every key at start')
+    await ask(redis.port, (client) => client.config('SET', 'maxmemory-policy', 'allkeys-lru'))
+    t.ok(await until(async () => (await refusal()) !== undefined), 'an evicting policy set while connected: read')
+    t.match(await refusal(), /may evict keys \(maxmemory-policy allkeys-lru\)/)
+    await t.rejects(store.claim('evicting', 'f'), { code: 'EEVICTION' }, 'claims refused')
+    await ask(redis.port, (client) => client.config('SET', 'maxmemory-policy', 'noeviction'))
+    t.ok(await until(async () => (await refusal()) === undefined), 'set back: read')
+    t.equal((await store.claim('kept', 'f')).state, 'claimed', 'claims taken')
+    await ask(redis.port, (client) => client.acl('SETUSER', 'gw', '-info'))
+    t.ok(await until(async () => (await refusal()) !== undefined), 'INFO denied while connected: read')
+    t.match(await refusal(), /does not tell its maxmemory-policy/)
+  },
+)
 
 t.test('a policy read that timed out is asked again; one lost with its connection, once it is back', async (t) => {
   const redis = await startRedis(t)
