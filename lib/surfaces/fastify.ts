@@ -352,10 +352,23 @@ function protectHandlers(fastify: FastifyInstance): void {
   })
   fastify.addHook('onSend', (_request, reply, payload, done) => {
     if (!threwMarked(reply.raw)) return done(null, payload)
+    // An onSend hook that ran before this one (compression registered before the plugin) described the error's body.
+    for (const name of REPRESENTATION_HEADERS) reply.removeHeader(name)
     reply.code(THREW.status).headers(THREW.headers)
     done(null, THREW.body)
   })
 }
+
+/** What a reply's headers say of its body, untrue of another body (RFC 9110 sections 8.3 to 8.8 and 14.4). */
+const REPRESENTATION_HEADERS = [
+  'content-encoding',
+  'content-language',
+  'content-length',
+  'content-location',
+  'content-range',
+  'etag',
+  'last-modified',
+] as const
 
 function tracking(_request: FastifyRequest, reply: FastifyReply, done: Done): void {
   markTracked(reply.raw)

@@ -1,7 +1,7 @@
 import { createServer, IncomingMessage, request, ServerResponse, type Server } from 'node:http'
 import { once } from 'node:events'
 import { Socket, type AddressInfo } from 'node:net'
-import { createGzip, gunzipSync, type Gzip } from 'node:zlib'
+import { createGzip, gunzipSync, gzipSync, type Gzip } from 'node:zlib'
 import { trace } from '@opentelemetry/api'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import express from 'express'
@@ -499,6 +499,44 @@ t.test("Fastify: a replay is the answer the client got, not passed through the a
   t.not(again.headers['x-request-id'], first.headers['x-request-id'])
   t.equal(charged, 1)
 })
+
+t.test(
+  "Fastify: the unknown outcome of a throw drops what an onSend hook before the plugin's said of the error's body",
+  async (t) => {
+    const gate = await testGate(t, { idempotency: 'memory' })
+    let charged = 0
+    const app = Fastify()
+    // An instance-level compression hook registered before the plugin: it runs on the error's reply before the plugin's.
+    app.addHook('onSend', (_request, reply, payload, done) => {
+      if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return done(null, payload)
+      reply.header('content-encoding', 'gzip').header('content-language', 'en').header('etag', '"error"')
+      done(null, gzipSync(payload))
+    })
+    await app.register(gate.fastify, { errorHandler: true })
+    app.post(SALE_PATH, async () => {
+      charged++
+      throw new Error('the card processor failed')
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    t.teardown(() => app.close())
+    const port = (app.server.address() as AddressInfo).port
+    const body = payment('PLAN-compressed-throw')
+    const headers = paymentHeaders({ 'accept-encoding': 'gzip' })
+    const first = await send(port, { headers, body })
+    t.equal(first.status, 500)
+    // Red before: Content-Encoding: gzip over the plain JSON of the unknown outcome, which no client could read.
+    t.equal(first.headers['content-encoding'], undefined, 'no Content-Encoding over plain JSON')
+    t.equal(first.headers['content-language'], undefined)
+    t.equal(first.headers.etag, undefined)
+    t.equal(first.json.errorName, 'internalErrorOccurred')
+    t.equal(first.headers['content-length'], String(Buffer.byteLength(first.text)))
+    const again = await send(port, { headers, body })
+    t.equal(again.headers['idempotent-replayed'], 'true')
+    t.equal(again.headers['content-encoding'], undefined)
+    t.equal(again.text, first.text, 'replayed as the client first got it')
+    t.equal(charged, 1)
+  },
+)
 
 t.test("Fastify: a route's own preValidation hooks, one or a list, still run after the plugin's", async (t) => {
   const gate = await testGate(t, { idempotency: 'memory' })
