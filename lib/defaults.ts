@@ -160,7 +160,7 @@ export const IDEMPOTENCY_DEFAULTS = Object.freeze({
   maxBytes: 64 * 1024 * 1024,
   /** Redis store: longest wait for one command before it rejects, and for the replicas' acknowledgement, in ms. */
   commandTimeoutMs: 1000,
-  /** Redis store: how often each connection's server is asked its `maxmemory-policy` again while connected, in ms. */
+  /** Redis store: how long after each answer a connection's server is asked its `maxmemory-policy` again, in ms. */
   policyRecheckMs: 10_000,
   /** Redis store: replicas that must acknowledge a claim or a record (`--idempotency-replicas`). */
   replicas: 0,

@@ -17,8 +17,8 @@ type Verdict = 'unread' | CodedError<'EEVICTION'>
 
 /**
  * The eviction policy of every server the store writes to, read with `INFO memory` each time a connection becomes
- * ready (a Sentinel failover, a Cluster's new primary, a restart), and again every `recheckMs` while it is (a policy
- * changed with `CONFIG SET`): a server that may evict keys could drop a claim in flight, and a retry of its payment
+ * ready (a Sentinel failover, a Cluster's new primary, a restart), and again `recheckMs` after each answer while it is (a
+ * policy changed with `CONFIG SET`): a server that may evict keys could drop a claim in flight, and a retry of its payment
  * would be forwarded again. A claim is judged once answered (`refusalOf`): its connection asked its policy when it
  * became ready, before the claim was sent on it, so that answer is in, or the read timed out and is asked again, and
  * the claim is refused meanwhile, a store failure as any other (`--idempotency-failure`).
@@ -41,36 +41,48 @@ export class EvictionWatch {
   }
 
   /**
-   * Reads the policy of `node`'s server each time it is ready and every `recheckMs`, and forgets it once closed for
-   * good; returns it.
+   * Reads the policy of `node`'s server each time it is ready, and `recheckMs` after each answer while it is; forgets
+   * it once closed for good; returns it.
    */
   add<N extends Redis>(node: N): N {
-    // One that timed out is asked again at once, as a read; one lost with its connection, once it is ready again.
-    const failed = () => {
-      if (node.status === 'ready') read()
+    let next: NodeJS.Timeout | undefined
+    // One timer a node: a read again is asked only once the last is answered, so reads never pile up on a slow server.
+    const later = () => {
+      clearTimeout(next)
+      next = setTimeout(ask, this.#recheckMs, false).unref()
     }
-    const read = () => {
-      this.#verdicts.set(node, 'unread')
-      const reading: Promise<void> = this.#ask(node, failed).finally(() => this.#reads.delete(reading))
+    // `fresh` on a connection just ready; a read again keeps the last verdict until its answer.
+    const ask = (fresh: boolean) => {
+      if (fresh) this.#verdicts.set(node, 'unread')
+      const reading: Promise<void> = node
+        .info('memory')
+        .then(
+          (info) => {
+            this.#verdict(node, evictionPolicy(info))
+            later()
+          },
+          (error: Error) => {
+            // An error the server answered (NOPERM, INFO renamed away) says it will not tell: asking again at once
+            // would only ask as fast as it answers.
+            if (error.name === 'ReplyError') {
+              this.#verdict(node, undefined)
+              later()
+            }
+            // One that timed out is asked again at once, claims refused meanwhile; one lost with its connection, once
+            // it is ready again.
+            else if (node.status === 'ready') ask(true)
+          },
+        )
+        .finally(() => this.#reads.delete(reading))
       this.#reads.add(reading)
     }
-    // Until its answer, the last verdict stands: nothing says the policy changed.
-    const again = setInterval(() => void this.#ask(node, failed), this.#recheckMs).unref()
-    node.on('ready', read)
+    node.on('ready', () => ask(true))
     node.once('end', () => {
-      clearInterval(again)
+      clearTimeout(next)
       this.#verdicts.delete(node)
     })
-    if (node.status === 'ready') read()
+    if (node.status === 'ready') ask(true)
     return node
-  }
-
-  /** Asks `node`'s server its policy; `failed` is called when the answer is neither a policy nor a refusal to tell. */
-  #ask(node: Redis, failed: () => void): Promise<void> {
-    return node.info('memory').then(
-      (info) => this.#verdict(node, evictionPolicy(info)),
-      (error: Error) => (error.message.includes('NOPERM') ? this.#verdict(node, undefined) : failed()),
-    )
   }
 
   /** Resolves once every read under way has its answer. */

@@ -41,7 +41,7 @@ export interface RedisIdempotencyStoreOptions extends IdempotencyStoreOptions {
   onRedirection?: (kind: string, node: string) => void
   /** How a release or a record that failed is tried again. Default: 40 attempts, 100 ms apart at first, doubling up to 10 s. */
   releaseRetry?: ReleaseRetry
-  /** How often each connection's server is asked its `maxmemory-policy` again while connected, in ms. Default 10000. */
+  /** How long after each answer a connection's server is asked its `maxmemory-policy` again, in ms. Default 10000. */
   policyRecheckMs?: number
 }
 

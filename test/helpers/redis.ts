@@ -27,6 +27,8 @@ export interface RedisServer {
 export interface RedisOptions {
   /** Starts a replica of this server, and waits until its replication link is up. */
   replicaOf?: RedisServer
+  /** More of `redis-server`'s options, as its command line takes them. */
+  args?: readonly string[]
 }
 
 export interface SentinelServer {
@@ -147,7 +149,10 @@ export async function startRedis(t: Test, options: RedisOptions = {}): Promise<R
   let port = await freePort()
   const dir = scratch(t)
   const primary = options.replicaOf
-  const extra = primary === undefined ? [] : ['--replicaof', '127.0.0.1', String(primary.port)]
+  const extra = [
+    ...(primary === undefined ? [] : ['--replicaof', '127.0.0.1', String(primary.port)]),
+    ...(options.args ?? []),
+  ]
   let child: ChildProcess | undefined
   const end = async (signal: NodeJS.Signals) => {
     const running = child

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import t from 'tap'
 import { EvictionWatch, evictionPolicy } from '../../lib/idempotency/eviction.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
@@ -81,6 +81,23 @@ t.test("a server that does not tell its policy (INFO denied to the gateway's use
     message: /does not tell its maxmemory-policy \(INFO memory\): .*; allow the gateway's user INFO$/,
   })
   await t.rejects(store.claim('unknown', 'f'), { code: 'EEVICTION' })
+})
+
+t.test('a server where INFO is renamed away is refused, and asked again only after policyRecheckMs', async (t) => {
+  const redis = await startRedis(t, { args: ['--rename-command', 'INFO', 'OWNINFO'] })
+  if (redis === undefined) return
+  // A client of the caller's: ours checks that the server is ready with INFO, so never connects to this one.
+  const client = new Redis({ port: redis.port, host: '127.0.0.1', enableReadyCheck: false })
+  const store = new RedisIdempotencyStore(client, { ...OPTIONS, policyRecheckMs: 3_600_000 })
+  t.teardown(() => store.close())
+  t.match(await store.evicting(), { code: 'EEVICTION', message: /does not tell its maxmemory-policy/ })
+  // The server's count of the errors it answered (an unknown command is one).
+  const errors = async () => /^total_error_replies:(\d+)/m.exec((await client.call('OWNINFO', 'stats')) as string)?.[1]
+  const before = await errors()
+  // Each claim a round trip on the connection the policy is asked on: a read asked again at each error would be there too.
+  for (let claim = 0; claim < 20; claim++) await t.rejects(store.claim(`renamed-${claim}`, 'f'), { code: 'EEVICTION' })
+  // Red before: INFO asked again at once after each error, as fast as the server answered, for ever.
+  t.equal(await errors(), before, 'not asked again meanwhile')
 })
 
 t.test(
