@@ -34,12 +34,20 @@ const HTTP2_REFUSAL = Buffer.from([
 /** How the HTTP/2 refusal is logged and counted: no HTTP status, and HTTP/2's own name for its error code. */
 const HTTP2_REFUSED: BelowHttpAnswer = { status: 0, errorName: 'HTTP_1_1_REQUIRED' }
 
+/** The first response on a socket still to be written, as node's HTTP server holds it (`_httpMessage`). */
+interface InFlight {
+  headersSent: boolean
+  shouldKeepAlive: boolean
+  readonly req: { readonly complete: boolean }
+  prependOnceListener(event: 'finish', listener: () => void): unknown
+}
+
 interface SocketWithMessage extends Duplex {
   /**
    * The first response on this socket still to be written, if any (an internal of node's HTTP
    * server, which queues the answers to pipelined requests behind it), and its request.
    */
-  _httpMessage?: { headersSent: boolean; req: { complete: boolean } } | null
+  _httpMessage?: InFlight | null
 }
 
 /**
@@ -49,14 +57,39 @@ interface SocketWithMessage extends Duplex {
  * closed. Nothing is written while an answer to an earlier request on this
  * socket is pending, whole requests whose answers are started or still to
  * come (a payment at the backend, pipelined, RFC 9112 9.6): the client would
- * read the refusal as that answer. Only the request still being received,
- * whose answer has not started (a body that came too slowly or malformed),
- * is answered, as node's own handler does.
+ * read the refusal as that answer. Bytes the parser refused after such a
+ * whole request (a request pipelined behind it, anything after `Connection:
+ * close`) are not processed: its answer is sent, then the connection closed
+ * (RFC 9112 9.6), as cutting it would lose a charged payment's answer and
+ * its client would pay again. Only the request still being received, whose
+ * answer has not started (a body that came too slowly or malformed), is
+ * answered, as node's own handler does.
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): BelowHttpAnswer | undefined {
   if (error.code === 'ECONNRESET') return refuseOnSocket(socket, undefined)
   if (error.code === HTTP2_PREFACE) return refuseOnSocket(socket, HTTP2_WRITTEN)
-  return refuseOnSocket(socket, written(reject(clientErrorName(error.code), { close: true })))
+  const name = clientErrorName(error.code)
+  // A timeout is the pending request's own: waiting for its answer could wait as long as its client trickles it.
+  if (name !== 'requestTimedOut' && closedAfterAnswer(socket)) return undefined
+  return refuseOnSocket(socket, written(reject(name, { close: true })))
+}
+
+/** The sockets whose connection ends with the answer pending on them: refused bytes after it change nothing. */
+const ENDING = new WeakSet<Duplex>()
+
+/**
+ * When the request whose answer is pending on `socket` came whole, that answer is made the connection's last: it
+ * says `Connection: close` when its head is still to be written, and the socket is closed once it is sent, before
+ * node hands the socket to the answer of a request pipelined behind it, which is so never handled (pipelining.ts).
+ */
+function closedAfterAnswer(socket: Duplex): boolean {
+  const inFlight = (socket as SocketWithMessage)._httpMessage
+  if (inFlight === undefined || inFlight === null || !inFlight.req.complete) return false
+  if (ENDING.has(socket)) return true
+  ENDING.add(socket)
+  inFlight.shouldKeepAlive = false
+  inFlight.prependOnceListener('finish', () => (socket as Socket).destroySoon())
+  return true
 }
 
 /**
@@ -66,6 +99,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
  * absolute form (`host:443`, the form CONNECT takes). The connection is closed after it, as `answerClientError` says.
  */
 export function answerConnect(socket: Duplex, route: Rejection | string | undefined): BelowHttpAnswer | undefined {
+  if (closedAfterAnswer(socket)) return undefined
   return refuseOnSocket(socket, written(closing(typeof route === 'object' ? route : MALFORMED)))
 }
 

@@ -141,32 +141,46 @@ t.test(
   },
 )
 
-for (const [name, pipelined] of [
-  ['a malformed request', 'HELLO\r\n\r\n'],
-  ['a CONNECT', 'CONNECT backend.example:443 HTTP/1.1\r\nHost: a\r\n\r\n'],
-]) {
+const body = JSON.stringify(saleBody())
+const payment = (headers = '') =>
+  `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\n${headers}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+const NEXT_PAYMENT = payment()
+
+for (const [name, first, after, together] of [
+  ['a malformed request pipelined behind a payment', payment(), 'HELLO\r\n\r\n', false],
+  ['a CONNECT pipelined behind a payment', payment(), 'CONNECT backend.example:443 HTTP/1.1\r\nHost: a\r\n\r\n', false],
+  ['a request after a payment with Connection: close', payment('Connection: close\r\n'), NEXT_PAYMENT, false],
+  ['a request after Connection: close, in the same write', payment('Connection: close\r\n'), NEXT_PAYMENT, true],
+  ['a payment pipelined behind a malformed request behind a payment', payment(), `HELLO\r\n\r\n${NEXT_PAYMENT}`, false],
+] as const) {
   t.test(
-    `${name} pipelined behind a payment still at the backend closes the connection: no 400 read as its answer`,
+    `${name}: the payment's answer, then the close; nothing after it processed, no 400 read as its answer`,
     async (t) => {
       let release = () => {}
       const held = new Promise<void>((resolve) => (release = resolve))
-      const slow = await startGateway(t, { answer: (_req, res) => void held.then(() => res.end()) })
-      const body = JSON.stringify(saleBody())
-      const payment = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      const slow = await startGateway(t, {
+        answer: (_req, res) =>
+          void held.then(() => res.writeHead(201, { 'content-type': 'application/json' }).end('{}')),
+      })
       const socket = connect(slow.port, '127.0.0.1')
       const chunks: Buffer[] = []
       socket.on('data', (chunk: Buffer) => chunks.push(chunk))
       const closed = new Promise((resolve) => socket.on('close', resolve))
-      socket.write(payment)
+      if (together) socket.write(first + after)
+      else {
+        socket.write(first)
+        t.ok(await until(() => slow.backend.started === 1), 'the payment is at the backend')
+        socket.write(after)
+      }
       t.ok(await until(() => slow.backend.started === 1), 'the payment is at the backend')
-      socket.write(pipelined as string)
-      await closed
       release()
-      t.equal(
-        Buffer.concat(chunks).toString('latin1'),
-        '',
-        "nothing written: a refusal would be read as the payment's answer",
-      )
+      await closed
+      const answer = Buffer.concat(chunks).toString('latin1')
+      // Red before: the connection was cut with no answer, and a payment charged was left for its client to pay again.
+      t.match(answer, /^HTTP\/1\.1 201 Created\r\n/, "the payment's answer")
+      t.match(answer, /\r\nConnection: close\r\n/i, 'saying the connection ends with it')
+      t.equal(answer.match(/HTTP\/1\.1 /g)?.length, 1, 'one answer: no refusal, no other request answered')
+      t.equal(slow.backend.started, 1, 'nothing after it forwarded')
     },
   )
 }

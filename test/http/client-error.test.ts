@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events'
 import { PassThrough } from 'node:stream'
 import t from 'tap'
 import { answerClientError, clientErrorName } from '../../lib/http/client-error.js'
@@ -36,16 +37,31 @@ t.test('a reset connection or a response already started gets no answer, only a 
 })
 
 t.test(
-  'an answer pending to a whole request (pipelined behind it, RFC 9112 9.6) gets no refusal ahead of it',
+  'an answer pending to a whole request (pipelined behind it, RFC 9112 9.6) gets no refusal ahead of it: it is sent, then the close',
   async (t) => {
-    const pending = socket({ _httpMessage: { headersSent: false, req: { complete: true } } })
-    t.equal(
-      answerClientError(Object.assign(new Error('bad'), { code: 'HPE_INVALID_METHOD' }), pending.stream),
-      undefined,
-    )
+    const response = Object.assign(new EventEmitter(), {
+      headersSent: false,
+      shouldKeepAlive: true,
+      req: { complete: true },
+    })
+    const pending = socket({ _httpMessage: response })
+    const bad = Object.assign(new Error('bad'), { code: 'HPE_INVALID_METHOD' })
+    t.equal(answerClientError(bad, pending.stream), undefined)
+    t.equal(answerClientError(bad, pending.stream), undefined, 'again, as node tells each refused read')
     await new Promise((resolve) => setImmediate(resolve))
     t.same(pending.written, [])
-    t.ok(pending.stream.destroyed)
+    t.equal(response.shouldKeepAlive, false, 'the answer says Connection: close')
+    t.notOk(pending.stream.destroyed, 'not cut: the answer is still to be sent')
+    t.equal(response.listenerCount('finish'), 1, 'one close, however many refused reads')
+    response.emit('finish')
+    t.ok(pending.stream.destroyed, 'closed once it is sent')
+
+    const slow = socket({
+      _httpMessage: Object.assign(new EventEmitter(), { headersSent: false, req: { complete: true } }),
+    })
+    const late = Object.assign(new Error('late'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' })
+    t.equal(answerClientError(late, slow.stream), undefined)
+    t.ok(slow.stream.destroyed, 'a timeout cuts it: its client could trickle for ever')
   },
 )
 
