@@ -208,6 +208,18 @@ export function buildConnectionCheck(): (headers: Headers) => Rejection | undefi
 }
 
 /**
+ * An `Expect` other than `100-continue` (RFC 9110 10.1.1: a server may answer 417): node's HTTP server hands it to its
+ * `checkExpectation` listener, where it would answer a bare 417 of its own.
+ */
+export const UNMET_EXPECTATION: Rejection = Object.freeze(
+  reject('headerHasInvalidValue', {
+    status: 417,
+    headerName: 'Expect',
+    message: 'The Expect header may only hold 100-continue.',
+  }),
+)
+
+/**
  * Check 4 (RFC 9110 section 12.5.1). The most specific media range that
  * matches the response type decides its quality: `type/subtype` over `type/*`
  * over `*\/*`. Acceptable when that quality is above zero. Malformed ranges

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Principal } from '../checks/auth.js'
+import { UNMET_EXPECTATION } from '../checks/headers.js'
 import type { Checks, Reported } from '../checks/index.js'
 import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
@@ -267,7 +268,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
   const closeIdle = () => server.closeIdleConnections()
 
-  function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean): void {
+  /** `refusal`: the request's answer whatever it holds (an expectation it cannot meet). */
+  function onRequest(req: IncomingMessage, res: GatewayResponse, expectsContinue: boolean, refusal?: Rejection): void {
     // Read once: the label of the log line and metrics (a 405 keeps its operation's), screen()'s route, and
     // the path both engines send (forward.ts), so that no target is routed on one reading and sent on another.
     const target = checks.targetOf(req.url)
@@ -295,7 +297,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         exchange.requestId,
       )
     res.on('close', onClose)
-    handle(req, res, exchange, target.ok ? operation : target, expectsContinue).catch((error: unknown) => {
+    handle(req, res, exchange, refusal ?? (target.ok ? operation : target), expectsContinue).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
       refuse(res, exchange, FAILED)
     })
@@ -306,6 +308,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   // With this listener node leaves `Expect: 100-continue` to us: the 100 is sent only once the head passed.
   server.on('checkContinue', (req: IncomingMessage, res: GatewayResponse) =>
     inTurn(res, () => onRequest(req, res, true)),
+  )
+  server.on('checkExpectation', (req: IncomingMessage, res: GatewayResponse) =>
+    inTurn(res, () => onRequest(req, res, false, UNMET_EXPECTATION)),
   )
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Read before the answer closes the socket, which forgets its peer.

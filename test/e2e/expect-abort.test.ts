@@ -2,7 +2,7 @@ import { request } from 'node:http'
 import { connect } from 'node:net'
 import t from 'tap'
 import { AUTH, basic, REQUEST_TYPE, SALE_PATH, saleBody } from '../helpers/fixtures.js'
-import { paymentHeaders, until } from '../helpers/http.js'
+import { paymentHeaders, send, until } from '../helpers/http.js'
 import { loggedRequests, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
@@ -69,6 +69,28 @@ t.test('Expect: 100-continue on another path: the gateway sends the 100 and stre
   t.equal(outcome.status, 201)
   t.equal(backend.received[0]?.body.toString(), 'hello')
   t.equal(backend.received[0]?.headers.expect, undefined)
+})
+
+t.test('any other expectation: 417 headerHasInvalidValue in the error format, logged, nothing forwarded', async (t) => {
+  for (const [path, expect] of [
+    [SALE_PATH, 'foo'],
+    [SALE_PATH, 'FOO, bar'],
+    ['/upload', 'foo=bar'],
+  ] as const) {
+    const before = loggedRequests().length
+    // Red before: node's own 417, an empty body, and no log line.
+    const reply = await send(port, { path, headers: paymentHeaders({ expect }), body: saleBody() })
+    t.equal(reply.status, 417, `${path} ${expect}`)
+    t.equal(reply.headers['content-type'], 'application/json')
+    t.same(reply.json, {
+      errorName: 'headerHasInvalidValue',
+      message: 'The Expect header may only hold 100-continue.',
+      headerName: 'Expect',
+    })
+    t.ok(await until(() => loggedRequests().length > before), 'logged')
+    t.match(loggedRequests().slice(before), [{ path, status: 417, errorName: 'headerHasInvalidValue' }])
+  }
+  t.equal(backend.received.length, 0, 'nothing forwarded')
 })
 
 t.test('an upload aborted mid-body is not forwarded', async (t) => {
