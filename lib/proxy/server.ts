@@ -5,6 +5,7 @@ import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { DEFAULTS, IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { Principal } from '../checks/auth.js'
 import { UNMET_EXPECTATION } from '../checks/headers.js'
+import { MISSING_HOST } from '../checks/route.js'
 import type { Checks, Reported } from '../checks/index.js'
 import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
@@ -157,6 +158,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     ServerResponse: GatewayResponse,
     // Request smuggling: node's strict parser refuses CL+TE, duplicate lengths, bare LF. Never loosen it.
     insecureHTTPParser: false,
+    // Asked in onRequest instead, so that the refusal is in the error format and logged.
+    requireHostHeader: false,
     maxHeaderSize: options.maxHeaderSize ?? DEFAULTS.maxHeaderSize,
     headersTimeout: options.headersTimeout ?? DEFAULTS.headersTimeout,
     requestTimeout: options.requestTimeout ?? DEFAULTS.requestTimeout,
@@ -274,6 +277,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     // the path both engines send (forward.ts), so that no target is routed on one reading and sent on another.
     const target = checks.targetOf(req.url)
     const operation = target.ok ? target.operation : undefined
+    // Before an absolute form's host is written in: the client must send `Host` all the same (RFC 9112 3.2).
+    const hostless = !req.headers.host && req.httpVersionMinor === 1
     if (target.ok) {
       // Absolute form, or a path led by several slashes: the backend gets the origin form every reader
       // reads alike (lib/checks/route.ts, forwardedPath), and an absolute form's host for `Host` (RFC 9112 3.2.2).
@@ -297,7 +302,13 @@ export function createGateway(options: GatewayOptions): Gateway {
         exchange.requestId,
       )
     res.on('close', onClose)
-    handle(req, res, exchange, refusal ?? (target.ok ? operation : target), expectsContinue).catch((error: unknown) => {
+    handle(
+      req,
+      res,
+      exchange,
+      refusal ?? (hostless ? MISSING_HOST : target.ok ? operation : target),
+      expectsContinue,
+    ).catch((error: unknown) => {
       logger.error({ err: error, path: req.url }, 'request failed')
       refuse(res, exchange, FAILED)
     })

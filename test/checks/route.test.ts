@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import t from 'tap'
 import {
   buildRouter,
@@ -7,6 +8,7 @@ import {
   parseTarget,
   routeFor,
 } from '../../lib/checks/route.js'
+import { FUZZ_RUNS } from '../helpers/fuzz.js'
 import type { Operation } from '../../lib/schema/payment.js'
 
 /** The operation of a target alone: undefined for a path not ours, `refused` for a target refused. */
@@ -121,8 +123,39 @@ t.test('the one parse of a request target (RFC 9112 3.2)', async (t) => {
   t.same(parseTarget('http://h/a?b'), { path: '/a?b', host: 'h' })
   t.same(parseTarget('HTTPS://h:8443'), { path: '/', host: 'h:8443' })
   t.same(parseTarget('http://h?q'), { path: '/?q', host: 'h' })
-  for (const refused of ['/a#b', 'http://h/a#', 'ftp://h/a', 'http://u@h/a', 'http:///a', '*', 'a/b'])
+  t.same(parseTarget('http://[::1]:81/a'), { path: '/a', host: '[::1]:81' })
+  t.same(parseTarget('http://a%2Db.example:/a'), { path: '/a', host: 'a%2Db.example:' })
+  for (const refused of [
+    '/a#b',
+    'http://h/a#',
+    'ftp://h/a',
+    'http://u@h/a',
+    'http:///a',
+    '*',
+    'a/b',
+    // Red before: an empty host before a port, forwarded as `Host: :81`.
+    'http://:81/a',
+    'http://[]/a',
+    'http://h:8x/a',
+    'http://h:1:2/a',
+    'http://h%zz/a',
+    'http://h"/a',
+    'http://a127.0.0.1/a',
+  ])
     t.match(parseTarget(refused), { ok: false, status: 400, body: { errorName: 'requestIsMalformed' } }, refused)
+})
+
+t.test('an absolute form taken names a host every reader reads: the WHATWG URL parser finds one', async (t) => {
+  const piece = fc.constantFrom(...'aZ09.-_~!$&\'()*+,;=%:[]@"<> {}|^`/?'.split(''), '%41', '%zz', '::1', '127.0.0.1')
+  fc.assert(
+    fc.property(fc.array(piece, { maxLength: 8 }), fc.constantFrom('http://', 'HTTPS://'), (pieces, scheme) => {
+      const parsed = parseTarget(`${scheme}${pieces.join('')}/p`)
+      if ('ok' in parsed || parsed.host === undefined) return true
+      const url = URL.parse(`${scheme}${parsed.host}/p`)
+      return url !== null && url.hostname !== ''
+    }),
+    { numRuns: FUZZ_RUNS },
+  )
 })
 
 t.test('an absolute-form target routes on its path, a fragment is refused, whatever the method', async (t) => {

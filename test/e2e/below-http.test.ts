@@ -40,6 +40,35 @@ for (const [name, bytes] of Object.entries(smuggling)) {
   })
 }
 
+t.test(
+  'an HTTP/1.1 request with no Host, or an empty one: 400 requestIsMalformed in the error format, logged',
+  async (t) => {
+    const sale = JSON.stringify(saleBody())
+    const head = `Authorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: ${Buffer.byteLength(sale)}\r\n`
+    for (const [name, request] of [
+      ['a payment', `POST ${SALE_PATH} HTTP/1.1\r\n${head}\r\n${sale}`],
+      ['an empty Host', `POST ${SALE_PATH} HTTP/1.1\r\nHost:\r\n${head}\r\n${sale}`],
+      ['an absolute form, which names a host all the same', `POST http://h${SALE_PATH} HTTP/1.1\r\n${head}\r\n${sale}`],
+      ['another path', 'GET /other HTTP/1.1\r\n\r\n'],
+    ] as const) {
+      const before = logLines.length
+      // Red before: node's own 400, with no body and no log line.
+      const answer = statusOf(await raw(port, request))
+      t.equal(answer.status, 400, name)
+      t.match(answer.json, { errorName: 'requestIsMalformed', message: /requires a Host header/ })
+      t.ok(await until(() => logLines.length > before), 'logged')
+    }
+    t.equal(backend.started, 0, 'nothing reached the backend')
+    const other = await startGateway(t)
+    t.match(
+      await raw(other.port, 'GET /other HTTP/1.0\r\n\r\n', { keepOpen: true }),
+      /^HTTP\/1\.1 2/,
+      'HTTP/1.0 has no Host to send',
+    )
+    t.equal(other.backend.started, 1, 'passed on')
+  },
+)
+
 t.test("CONNECT: no tunnel; 405 on an operation's path, 400 otherwise, closed, logged and counted", async (t) => {
   const before = logLines.length
   const cases: [string, number, string][] = [
