@@ -110,19 +110,27 @@ export function parseVendor(value: string): string {
 /**
  * A base path is `/`-separated segments of RFC 3986 path characters (pchar:
  * unreserved, percent-escapes, sub-delims, `:` and `@`), without `.` or `..`
- * segments, so that the path the router matches is the one clients send. A
- * query, a fragment, a space or an empty segment is refused; one leading and
- * trailing slash are optional.
+ * segments in any spelling (`%2e%2e` is `..` to WHATWG URL, RFC 3986 6.2.2.2),
+ * nor an escaped `/` or `\`, which readers take for a separator or not, so
+ * that the path the router matches is the one clients send. A query, a
+ * fragment, a space or an empty segment is refused; one leading and trailing
+ * slash are optional.
  */
 const PCHAR = String.raw`(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})`
 const BASE_PATH = new RegExp(String.raw`^\/?(?:${PCHAR}+\/)*${PCHAR}*$`)
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i
+const ESCAPED_SEPARATOR = /%(?:2f|5c)/i
 
 export function parseBasePath(value: string): string {
   const segments = value.replace(/^\/|\/$/g, '').split('/')
-  if (!BASE_PATH.test(value) || segments.some((segment) => segment === '.' || segment === '..')) {
+  if (
+    !BASE_PATH.test(value) ||
+    ESCAPED_SEPARATOR.test(value) ||
+    segments.some((segment) => DOT_SEGMENT.test(segment))
+  ) {
     throw new CodedError(
       'EINVALID',
-      "must be a path such as /api/v1: segments of letters, digits and -._~!$&'()*+,;=:@ or %XX, no query, no spaces",
+      "must be a path such as /api/v1: segments of letters, digits and -._~!$&'()*+,;=:@ or %XX, no query, no spaces, no . or .. segments, no escaped / or \\",
     )
   }
   return value

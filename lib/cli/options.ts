@@ -80,7 +80,7 @@ export const SHARED_FLAGS = {
   basePath: option({
     value: 'PATH',
     summary:
-      'prefix in front of `/payments/...`: `/`-separated segments of RFC 3986 path characters, no query, no spaces; a leading slash is added, a trailing one removed',
+      'prefix in front of `/payments/...`: `/`-separated segments of RFC 3986 path characters, no query, no spaces, no `.` or `..` segments in any spelling (`%2e`), no escaped `/` or `\\`; a leading slash is added, a trailing one removed',
     default: DEFAULTS.basePath,
     shown: 'empty',
     parse: parseBasePath,

@@ -278,7 +278,18 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
 })
 
 t.test('--base-path: /-separated segments of RFC 3986 path characters, no query, no spaces', async (t) => {
-  for (const path of ['', '/', 'api', '/api', '/api/', '/api/v1', "/a-b._~!$&'()*+,;=:@", '/caf%C3%A9']) {
+  for (const path of [
+    '',
+    '/',
+    'api',
+    '/api',
+    '/api/',
+    '/api/v1',
+    "/a-b._~!$&'()*+,;=:@",
+    '/caf%C3%A9',
+    '/...',
+    '/%2e%2e%2e',
+  ]) {
     t.equal(parseServeOptions([...required, '--base-path', path], {}).basePath, path, `accepted: ${path}`)
   }
   for (const path of [
@@ -293,6 +304,12 @@ t.test('--base-path: /-separated segments of RFC 3986 path characters, no query,
     '/%zz',
     '/ä',
     '/a\\b',
+    // Red before: a dot segment escaped, which WHATWG URL reads as `..`, and escaped separators.
+    '/%2e%2e',
+    '/api/%2E',
+    '/.%2e/x',
+    '/a/%2F/b',
+    '/a%5cb',
   ]) {
     t.match(
       refusal([...required, '--base-path', path]),
