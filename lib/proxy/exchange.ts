@@ -51,6 +51,8 @@ export interface Exchange {
   span: Span | undefined
   /** The span of its call to the backend, until that call is over. */
   backendSpan: Span | undefined
+  /** Its answer when node's parser or timeout refused its body, written on the socket (client-error.ts), and node's code. */
+  belowHttp: { readonly status: number; readonly code: string | undefined } | undefined
 }
 
 /** What every response of one gateway reads when its answer starts. */
@@ -184,6 +186,7 @@ export function track(
     inFlight: undefined,
     span: undefined,
     backendSpan: undefined,
+    belowHttp: undefined,
   }
   res.exchange = exchange
   return exchange
@@ -192,8 +195,8 @@ export function track(
 /** The log line and metrics of a closed response. */
 export function record(res: GatewayResponse, exchange: Exchange, recorder: Recorder): void {
   const seconds = (performance.now() - exchange.started) / 1000
-  // A response that never sent its head has no status: the client left, or the connection was cut.
-  const status = res.headersSent ? res.statusCode : 0
+  // A response that never sent its head has no status: the client left, or the connection was cut, or was refused.
+  const status = res.headersSent ? res.statusCode : (exchange.belowHttp?.status ?? 0)
   const { operation } = exchange
   recorder.metrics?.request(operation, status, exchange.errorName, seconds)
   if (exchange.backendError !== undefined) recorder.metrics?.backendError(exchange.backendError)
@@ -218,6 +221,7 @@ export function record(res: GatewayResponse, exchange: Exchange, recorder: Recor
     wouldRewrite: exchange.wouldRewrite,
     wouldRetryProtection: exchange.wouldRetryProtection,
     limited: exchange.limited,
+    code: exchange.belowHttp?.code,
     complete: res.writableFinished,
     durationMs: Math.round(seconds * 1e4) / 10,
   })

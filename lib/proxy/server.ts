@@ -326,7 +326,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Read before the answer closes the socket, which forgets its peer.
     const { remoteAddress } = socket as Socket
-    refusedBelowHttp(answerClientError(error, socket), error.code, remoteAddress)
+    // The request being received, when node read its head: the refusal is its answer, told on its own line.
+    const own = (socket as { _httpMessage?: GatewayResponse | null })._httpMessage?.exchange
+    const refusal = answerClientError(error, socket)
+    if (refusal === undefined || own === undefined) return refusedBelowHttp(refusal, error.code, remoteAddress)
+    own.errorName = refusal.errorName
+    own.belowHttp = { status: refusal.status, code: error.code }
   })
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     const { remoteAddress } = socket as Socket

@@ -112,12 +112,32 @@ t.test('headers not received in time: 408 requestTimedOut', async (t) => {
   t.equal(backend.started, 0)
 })
 
-t.test('a body not received in time: 408 requestTimedOut, nothing forwarded', async (t) => {
+t.test('a body not received in time: 408 requestTimedOut, nothing forwarded, on its own request line', async (t) => {
+  const before = logLines.length
   const head = `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nContent-Length: 100\r\n\r\n{"a":`
   const answer = statusOf(await raw(port, head, { keepOpen: true }))
   t.equal(answer.status, 408)
   t.equal(answer.json.errorName, 'requestTimedOut')
   t.equal(backend.started, 0)
+  t.ok(await until(() => logLines.length > before), 'logged')
+  // Red before: a "refused below HTTP" line and a request line with status 0, two lines (and counts) for one request.
+  t.match(
+    logLines.slice(before).map((line) => JSON.parse(line)),
+    [
+      {
+        path: SALE_PATH,
+        operation: 'sale',
+        status: 408,
+        errorName: 'requestTimedOut',
+        code: 'ERR_HTTP_REQUEST_TIMEOUT',
+      },
+    ],
+  )
+  t.equal(logLines.length - before, 1, 'one line')
+  t.match(
+    await metrics.registry.metrics(),
+    /payments_gate_requests_total\{operation="sale",status="408",error_name="requestTimedOut"} 1/,
+  )
 })
 
 t.test('a client that resets mid-headers gets nothing and is not logged as a refusal', async (t) => {
