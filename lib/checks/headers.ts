@@ -173,6 +173,24 @@ export function buildContentEncodingCheck(): (headers: Headers) => Rejection | u
 }
 
 /**
+ * Check 3, the transfer coding: none, or `chunked` alone. Node's parser takes `gzip, chunked` (chunked
+ * last, RFC 9112 6.1) and undoes only the chunks, so the checks would read a coded body another
+ * reader decodes. RFC 9112 6.1 answers a transfer coding not understood with 501, a 5xx for the
+ * client's mistake; 415, as for a content coding.
+ */
+export function buildTransferCodingCheck(): (headers: Headers) => Rejection | undefined {
+  const invalid = reject('headerHasInvalidValue', {
+    status: 415,
+    headerName: 'Transfer-Encoding',
+    message: 'The request body must have no transfer coding but chunked.',
+  })
+  return (headers) => {
+    const value = headers['transfer-encoding']
+    return value === undefined || String(value).trim().toLowerCase() === 'chunked' ? undefined : invalid
+  }
+}
+
+/**
  * The names a `Connection` header lists (RFC 9110 7.6.1), lower-cased, which a proxy removes from
  * the message before it forwards it; undefined for none besides `keep-alive` or `close`, which
  * nearly every message says, so that no set is built for them. The one reading of the header, for

@@ -11,6 +11,7 @@ import {
   buildAcceptCheck,
   buildConnectionCheck,
   buildContentEncodingCheck,
+  buildTransferCodingCheck,
   buildContentTypeCheck,
   buildJsonTypeCheck,
   type Headers,
@@ -168,6 +169,7 @@ export function buildChecks(options: ChecksOptions): Checks {
   const connection = buildConnectionCheck()
   const contentType = buildContentTypeCheck(types)
   const encoding = buildContentEncodingCheck()
+  const transfer = buildTransferCodingCheck()
   const json = buildJsonTypeCheck()
   const accept = buildAcceptCheck(types)
   const schemas = new Map<Operation, CompiledSchema<PaymentRequest>>()
@@ -179,7 +181,14 @@ export function buildChecks(options: ChecksOptions): Checks {
   }
 
   function checkHead(headers: Headers): Rejection | undefined {
-    return connection(headers) ?? contentType(headers) ?? encoding(headers) ?? accept(headers) ?? declaredSize(headers)
+    return (
+      connection(headers) ??
+      contentType(headers) ??
+      encoding(headers) ??
+      transfer(headers) ??
+      accept(headers) ??
+      declaredSize(headers)
+    )
   }
 
   function holdable(headers: Headers): boolean {
@@ -187,6 +196,7 @@ export function buildChecks(options: ChecksOptions): Checks {
       connection(headers) === undefined &&
       (contentType(headers) === undefined || json(headers)) &&
       encoding(headers) === undefined &&
+      transfer(headers) === undefined &&
       declaredSize(headers) === undefined
     )
   }

@@ -8,6 +8,7 @@ import {
   buildConnectionCheck,
   buildContentEncodingCheck,
   buildContentTypeCheck,
+  buildTransferCodingCheck,
   buildJsonTypeCheck,
   connectionOptions,
 } from '../../lib/checks/headers.js'
@@ -166,6 +167,32 @@ t.test('Content-Encoding: absent or identity is fine; any coding is 415 headerHa
     encoding({ 'content-encoding': 'gzip' })?.body.message,
     'The request body must not be encoded: send it without a Content-Encoding.',
   )
+})
+
+t.test('Transfer-Encoding: absent or chunked alone is fine; any other coding before it is 415', async (t) => {
+  const transfer = buildTransferCodingCheck()
+  for (const value of [undefined, 'chunked', ' Chunked '])
+    t.equal(transfer({ 'transfer-encoding': value }), undefined, String(value))
+  for (const value of [
+    'gzip, chunked',
+    'identity, chunked',
+    'chunked, chunked',
+    'x-gzip,chunked',
+    ['gzip', 'chunked'],
+  ]) {
+    t.match(
+      transfer({ 'transfer-encoding': value }),
+      {
+        status: 415,
+        body: {
+          errorName: 'headerHasInvalidValue',
+          headerName: 'Transfer-Encoding',
+          message: 'The request body must have no transfer coding but chunked.',
+        },
+      },
+      String(value),
+    )
+  }
 })
 
 t.test('a type not followed by its slash, or a parameter without its =, is no media type', async (t) => {

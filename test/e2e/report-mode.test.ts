@@ -252,6 +252,13 @@ t.test('what report mode still refuses, and the answer enforce gives to what it 
       'headerHasInvalidValue',
     ],
     [
+      // Red before: passed on in report mode, its chunks undone and its gzip read as JSON.
+      'Transfer-Encoding: gzip, chunked',
+      { headers: paymentHeaders({ 'transfer-encoding': 'gzip, chunked' }), body: JSON.stringify(saleBody()) },
+      415,
+      'headerHasInvalidValue',
+    ],
+    [
       'Connection naming Authorization, which the gateway would strip',
       { headers: paymentHeaders({ connection: 'authorization' }), body: JSON.stringify(saleBody()) },
       400,
