@@ -302,6 +302,12 @@ for (const [name, port] of surfaces) {
           'Content-Encoding',
         ],
         [
+          'a transfer coding before chunked',
+          { headers: paymentHeaders({ 'transfer-encoding': 'gzip, chunked' }), body: saleBody() },
+          415,
+          'Transfer-Encoding',
+        ],
+        [
           'Connection naming Content-Type, Accept and Authorization',
           { headers: paymentHeaders({ connection: 'content-type, accept, authorization' }), body: saleBody() },
           400,
