@@ -51,11 +51,17 @@ export function clientAnswer(
     const text = (body as Buffer).toString('utf8')
     const masked = maskCardNumbers(text)
     const passed = masked === text ? (body as Buffer) : Buffer.from(masked)
-    return { status, headers: relayedHeaders(raw, passed.length), body: passed, errorName: undefined }
+    return { status, headers: maskedHeaders(relayedHeaders(raw, passed.length)), body: passed, errorName: undefined }
   }
   const rejection = replacement(status, raw, document, rules, serverError)
   const answer = answerOf(rejection)
-  return { status, headers: flatHeaders(answer), body: answer.body, errorName: rejection.body.errorName }
+  return { status, headers: maskedHeaders(flatHeaders(answer)), body: answer.body, errorName: rejection.body.errorName }
+}
+
+/** A header list, [name, value, ...], each value's card numbers masked as the body's are: recorded and replayed too. */
+function maskedHeaders(headers: string[]): string[] {
+  for (let i = 1; i < headers.length; i += 2) headers[i] = maskCardNumbers(headers[i] as string)
+  return headers
 }
 
 /** The body as JSON, or undefined when it is not JSON (JSON itself never yields undefined). */

@@ -134,6 +134,22 @@ t.test('the headers the status needs are kept', async (t) => {
   t.notOk('allow' in headersOf(clientAnswer(404, ['Allow', 'GET'], undefined, NO_RULES).headers), 'only on a 405')
 })
 
+t.test("a card number in the headers of an error answer is masked as the body's are, in both forms", async (t) => {
+  // Red before: relayed whole, then recorded and replayed for the TTL.
+  const relayed = clientAnswer(
+    502,
+    ['X-Card', '4444333322221111', 'Retry-After', '4444333322221111'],
+    json({ errorName: 'x', message: 'y' }),
+    RULES,
+  )
+  t.same(relayed.headers.slice(0, 4), ['X-Card', '444433******1111', 'Retry-After', '444433******1111'])
+  const replaced = clientAnswer(503, ['Retry-After', '4444333322221111'], Buffer.from('<html>'), NO_RULES)
+  t.same(replaced.headers.slice(replaced.headers.indexOf('Retry-After'), replaced.headers.indexOf('Retry-After') + 2), [
+    'Retry-After',
+    '444433******1111',
+  ])
+})
+
 t.test('rules: the first match wins, by status and by values in the JSON body', async (t) => {
   const currency = clientAnswer(400, [], json({ code: 'E_CURRENCY', detail: 'EUR' }), RULES)
   t.same(JSON.parse(currency.body.toString()), {
