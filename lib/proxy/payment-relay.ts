@@ -114,7 +114,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     }
     dispatcher.dispatch(call, this)
     if (!this.written && !this.withdrawn && !this.ended)
-      this.timer = setTimeout(sendByPassed, this.sendBy - performance.now(), this)
+      // At once when the claim outlasted it already: node warns of a negative delay, and makes it 1 ms.
+      this.timer = setTimeout(sendByPassed, Math.max(0, this.sendBy - performance.now()), this)
   }
 
   /**

@@ -118,6 +118,25 @@ t.test('each code through the relay: 503 and the key freed before the write, 500
   }
 })
 
+t.test('a payment past its deadline before undici queues it: dropped at once, with no negative timer', async (t) => {
+  const warnings: Error[] = []
+  const heard = (warning: Error) => warnings.push(warning)
+  process.on('warning', heard)
+  t.teardown(() => process.off('warning', heard))
+  const queued = { dispatch: () => true } as unknown as Dispatcher
+  // A claim that waited out the store's command timeout longer than --timeout (failure open, a frozen Redis).
+  const host = await startHost(t, () => queued, -50)
+  const reply = await send(host.url, { path: '/pay', body: '{}' })
+  t.equal(reply.status, 503)
+  await new Promise((resolve) => setImmediate(resolve))
+  // Red before: TimeoutNegativeWarning, a negative delay node sets to 1 ms.
+  t.same(
+    warnings.map((warning) => warning.name),
+    [],
+    'no warning',
+  )
+})
+
 t.test('a payment past its deadline when undici hands it a socket: never written, 503, refused', async (t) => {
   let aborted: Error | undefined
   const controller = {
