@@ -140,7 +140,7 @@ export function parseFlags<F extends Flags>(
     if (token.kind !== 'option') continue
     const key = keys.get(token.name)
     // A command with no flags (hash-password) names none: what was typed may be a password in the wrong place.
-    if (keys.size === 0) throw new CodedError('EUSAGE', `${spec.name} takes no flags; ${hint}`)
+    if (keys.size === 0) throw new CodedError('EUSAGE', `this command takes no flags; ${hint}`)
     if (key === undefined || token.rawName.length === 2)
       throw new CodedError('EUSAGE', `unknown flag ${token.rawName}; ${hint}`)
     const flag = spec.flags[key] as Flag<unknown>

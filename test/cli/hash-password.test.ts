@@ -49,7 +49,7 @@ t.test('an empty password, a password that is not UTF-8, or an argument is refus
     [[], Buffer.from([0x70, 0xff]), /not UTF-8/],
     [[], Buffer.alloc(65537, 0x61), /the password on stdin is longer than 65536 bytes/],
     [['secret'], 'x', /too many arguments; usage: payments-gate hash-password < password/],
-    [['--password', 'secret'], 'x', /hash-password takes no flags; see payments-gate hash-password --help/],
+    [['--password', 'secret'], 'x', /this command takes no flags; see payments-gate hash-password --help/],
     // Red before: "unknown flag --secret", the password typed as a flag shown on stderr.
     [['--secret'], 'x', /takes no flags/],
     [['--secret=x'], 'x', /takes no flags/],
