@@ -42,6 +42,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'supported-node.ts',
     'fold-case.ts',
     'hash-tag.ts',
+    'json-text.ts',
   ],
 ]
 

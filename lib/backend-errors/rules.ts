@@ -3,6 +3,7 @@ import { FILE_LIMITS } from '../defaults.js'
 import { ERRORS, FIELD_ERRORS, isErrorName, type ErrorName } from '../errors.js'
 import { readFailure } from '../file-error.js'
 import { readLimitedText } from '../read-file.js'
+import { repeatedKey, REPEATED } from '../json-text.js'
 
 /**
  * The rules file of `--backend-errors` (docs/backend-faults.md, rules): which
@@ -208,6 +209,8 @@ export async function readBackendErrors(file: string): Promise<BackendErrorRules
   } catch (error) {
     return [`not JSON: ${(error as SyntaxError).message}`]
   }
+  const repeated = repeatedKey(text)
+  if (repeated !== undefined) return [`${repeated}: ${REPEATED}`]
   return compileBackendErrors(parsed)
 }
 

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import { fieldError, reject, schemaRejection, type Rejection } from '../errors.js'
 import { appendKey } from '../schema/json-path.js'
 import type { Names } from '../schema/names.js'
-import { BACKSLASH, isJsonWhite, OPEN_BRACE, OPEN_BRACKET, QUOTE } from './json-chars.js'
+import { BACKSLASH, isJsonWhite, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../json-text.js'
 import { checkSpelling } from './spelling.js'
 
 /**

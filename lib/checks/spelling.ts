@@ -11,8 +11,10 @@ import {
   OPEN_BRACE,
   OPEN_BRACKET,
   QUOTE,
+  endOfString,
   isJsonWhite,
-} from './json-chars.js'
+  skipWhite,
+} from '../json-text.js'
 
 /**
  * One spelling of every member the schema names (docs/checks.md, choices): in an object whose
@@ -75,24 +77,6 @@ function membersIn(value: unknown, names: Names | null): number {
     count += 1 + below
   }
   return count
-}
-
-/** The end of the string whose opening quote is at `start`, in text known to be JSON: its closing quote. */
-function endOfString(text: string, start: number): number {
-  let end = text.indexOf('"', start + 1)
-  for (;;) {
-    let backslashes = 0
-    while (text.charCodeAt(end - 1 - backslashes) === BACKSLASH) backslashes++
-    if (backslashes % 2 === 0) return end
-    end = text.indexOf('"', end + 1)
-  }
-}
-
-/** The first character at or after `at` that is not JSON white space. */
-function skipWhite(text: string, at: number): number {
-  let next = at
-  while (isJsonWhite(text.charCodeAt(next))) next++
-  return next
 }
 
 /**

@@ -5,6 +5,7 @@ import { readLimitedText } from '../read-file.js'
 import { compileSchema } from '../schema/compile.js'
 import { Type, type Static } from '../schema/typebox.js'
 import { CredentialStore, type CredentialStoreOptions, type UserCredentials } from './store.js'
+import { repeatedKey, REPEATED } from '../json-text.js'
 
 const CredentialsFile = Type.Object(
   {
@@ -47,6 +48,8 @@ export function parseCredentials(text: string): readonly UserCredentials[] {
   } catch (error) {
     throw new CodedError('ECREDENTIALS', `not JSON: ${unquoted((error as Error).message)}`)
   }
+  const repeated = repeatedKey(text)
+  if (repeated !== undefined) throw new CodedError('ECREDENTIALS', `${repeated}: ${REPEATED}`)
   if (!credentialsFileSchema.check(parsed)) {
     const reasons = credentialsFileSchema.errors(parsed).map((item) => `${item.jsonPath}: ${item.message}`)
     throw new CodedError('ECREDENTIALS', reasons.join('; '))

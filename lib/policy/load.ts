@@ -4,6 +4,7 @@ import { FILE_LIMITS } from '../defaults.js'
 import { readFailure } from '../file-error.js'
 import { readLimitedText } from '../read-file.js'
 import { compilePolicy, type Policy } from './policy.js'
+import { repeatedKey, REPEATED } from '../json-text.js'
 
 export interface PolicyProblem {
   readonly file: string
@@ -33,6 +34,8 @@ export async function loadPolicyFile(path: string): Promise<Policy | PolicyProbl
   } catch (error) {
     return { file: path, reason: `not JSON: ${(error as SyntaxError).message}`, text }
   }
+  const repeated = repeatedKey(text)
+  if (repeated !== undefined) return { file: path, reason: `${repeated}: ${REPEATED}`, text }
   const policy = compilePolicy(parsed)
   if (Array.isArray(policy)) return { file: path, reason: policy.join('; '), text }
   const expected = entityOfFile(path)

@@ -197,10 +197,15 @@ t.test(
       'good.json': JSON.stringify({ rules: [{ status: 404, errorName: 'resourceIsNotFound' }] }),
       'text.json': '{ nope',
       'bad.json': '{"rules": [1]}',
+      'twice.json': '{"rules": [], "rules": [{"status": 404, "errorName": "resourceIsNotFound"}]}',
     })
     const good = await loadBackendErrors(join(dir, 'good.json'))
     t.equal(good.rules.length, 1)
     t.match(await readBackendErrors(join(dir, 'text.json')), [/^not JSON: /])
+    // Red before: one valid rule, the one a reader of the file does not see.
+    t.same(await readBackendErrors(join(dir, 'twice.json')), [
+      '$.rules: given twice in one object, where the gateway would read the last and a reader of the file the first; give it once',
+    ])
     await t.rejects(loadBackendErrors(join(dir, 'bad.json')), {
       code: 'EBACKENDERRORS',
       message: `${join(dir, 'bad.json')}: $.rules[0]: must be an object`,

@@ -8,7 +8,7 @@ import {
   parseTarget,
   routeFor,
 } from '../../lib/checks/route.js'
-import { FUZZ_RUNS } from '../helpers/fuzz.js'
+import { runs } from '../helpers/fuzz.js'
 import type { Operation } from '../../lib/schema/payment.js'
 
 /** The operation of a target alone: undefined for a path not ours, `refused` for a target refused. */
@@ -154,7 +154,7 @@ t.test('an absolute form taken names a host every reader reads: the WHATWG URL p
       const url = URL.parse(`${scheme}${parsed.host}/p`)
       return url !== null && url.hostname !== ''
     }),
-    { numRuns: FUZZ_RUNS },
+    runs(),
   )
 })
 

@@ -61,6 +61,19 @@ t.test('the clear password never appears in an error', async (t) => {
   await t.rejects(loadCredentials(join(dir, 'clear.json')), { code: 'ECREDENTIALS', message: /\$\.users: / })
 })
 
+t.test('a name given twice in one object is refused: a reader of the file would see other users', async (t) => {
+  const user = (name: string) => `{"username":"${name}","password":"scrypt$x","entities":["default"]}`
+  // Red before: the second list of users was the one in force, the first the one a reviewer reads.
+  t.throws(() => parseCredentials(`{"users":[${user('shop-1')}],"users":[${user('intruder')}]}`), {
+    code: 'ECREDENTIALS',
+    message:
+      '$.users: given twice in one object, where the gateway would read the last and a reader of the file the first; give it once',
+  })
+  t.throws(() => parseCredentials(`{"users":[{"username":"a","username":"b","password":"scrypt$x","entities":[]}]}`), {
+    message: /^\$\.users\[0\]\.username: given twice/,
+  })
+})
+
 t.test('a file that is not JSON is refused without quoting it: it holds password hashes', async (t) => {
   for (const text of ['alice:scrypt$secret-hash', '{"users":[{"username":"a","password":"scrypt$secret-hash" x}]}'])
     t.throws(() => parseCredentials(text), { code: 'ECREDENTIALS', message: /^not JSON: (?!.*secret-hash)/ }, text)

@@ -14,6 +14,7 @@ t.test('loadPolicyFile: the policy, or the file and why it is refused', async (t
     'c.json': '{"entity": "c",',
     'd.json': policyJson('d', { currencies: ['eur'] }),
     'e.json': { 'x.json': 'a folder, not a file' },
+    'f.json': policyJson('f').replace('{', '{"currencies": ["JPY"], '),
   })
   t.match(await loadPolicyFile(join(dir, 'a.json')), { entity: 'a' })
   t.match(await loadPolicyFile(join(dir, 'b.json')), {
@@ -25,6 +26,12 @@ t.test('loadPolicyFile: the policy, or the file and why it is refused', async (t
   t.match(await loadPolicyFile(join(dir, 'e.json')), {
     file: join(dir, 'e.json'),
     reason: 'a folder, where a file is expected',
+  })
+  // Red before: valid, with the currencies of the second list, which a reader of the file does not see.
+  t.match(await loadPolicyFile(join(dir, 'f.json')), {
+    file: join(dir, 'f.json'),
+    reason:
+      '$.currencies: given twice in one object, where the gateway would read the last and a reader of the file the first; give it once',
   })
   t.match(await loadPolicyFile(join(dir, 'gone.json')), {
     file: join(dir, 'gone.json'),
