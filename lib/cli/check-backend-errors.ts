@@ -4,6 +4,7 @@ import { isErrorName } from '../errors.js'
 import { readFailure } from '../file-error.js'
 import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, type Command } from './io.js'
+import { oneLine } from './output.js'
 
 export const spec: CommandSpec<Record<never, never>> = {
   name: 'check-backend-errors',
@@ -23,7 +24,7 @@ export const run: Command = async (args, io) => {
     throw new CodedError('EUSAGE', `${file}: ${readFailure(error)}; give a readable rules file`)
   })
   if (Array.isArray(rules)) {
-    for (const reason of rules) io.stdout.write(`${file}: ${reason}\n`)
+    for (const reason of rules) io.stdout.write(`${file}: ${oneLine(reason)}\n`)
     return EXIT_NO
   }
   const count = rules.rules.length

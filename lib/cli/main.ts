@@ -3,6 +3,7 @@ import { isCoded } from '../coded-error.js'
 import { PACKAGE_JSON } from '../package-files.js'
 import { asksForHelp, helpText, type CommandSpec } from './flags.js'
 import { EXIT_USAGE, type Command, type Io } from './io.js'
+import { oneLine } from './output.js'
 
 interface Subcommand {
   readonly summary: string
@@ -71,9 +72,7 @@ export async function main(args: string[], io: Io): Promise<number> {
     return await run(rest, io)
   } catch (error) {
     if (!isCoded(error, 'EUSAGE')) throw error
-    // One line whatever the message holds: Node's JSON errors quote the input, its line breaks included.
-    const line = error.message.replaceAll('\r', '\\r').replaceAll('\n', '\\n')
-    io.stderr.write(`payments-gate ${spec.name}: ${line}\n`)
+    io.stderr.write(`payments-gate ${spec.name}: ${oneLine(error.message)}\n`)
     return EXIT_USAGE
   }
 }

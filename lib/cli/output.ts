@@ -16,3 +16,8 @@ export function watchOutput(stdout: Writable, stderr: Writable): void {
   })
   stderr.on('error', () => undefined)
 }
+
+/** One line whatever `text` holds: node's JSON errors quote the input, its line breaks included (docs/cli.md). */
+export function oneLine(text: string): string {
+  return text.replaceAll('\r', '\\r').replaceAll('\n', '\\n')
+}

@@ -17,6 +17,7 @@ const dir = t.testdir({
   }),
   'bad.json': JSON.stringify({ rules: [{ status: '3xx', errorName: 'x-y' }] }),
   'text.json': '{ nope',
+  'lines.json': '// rules\nOK\n',
 })
 
 t.test('a valid file: exit 0, how many rules, and the names it defines', async (t) => {
@@ -39,6 +40,9 @@ t.test('an invalid file: exit 1 and one "file: reason" line per reason', async (
   const text = await runCli(['check-backend-errors', join(dir, 'text.json')])
   t.equal(text.code, 1)
   t.match(text.stdout, `${join(dir, 'text.json')}: not JSON`)
+  // Red before: node's message quotes the text, its line break and the OK after it on a line of their own.
+  const lines = await runCli(['check-backend-errors', join(dir, 'lines.json')])
+  t.match(lines.stdout, new RegExp(`^${join(dir, 'lines.json')}: not JSON: [^\\n]*\\\\nOK[^\\n]*\\n$`))
 })
 
 t.test('a bad call or an unreadable file: exit 2', async (t) => {

@@ -39,11 +39,15 @@ t.test('invalid files: exit 1 and one "file: reason" line per bad file', async (
     'b.json': '{ nope',
     'c.json': good('not-c'),
     'd.json': JSON.stringify({ ...JSON.parse(good('d')), extra: true }),
+    // Red before: node's message quotes the text, its line break and the OK after it on a line of their own.
+    'e.json': '// shop\nOK\n',
   })
   const result = await runCli(['check-policies', dir])
   t.equal(result.code, 1)
   const lines = result.stdout.trimEnd().split('\n')
-  t.equal(lines.length, 3)
+  t.equal(lines.length, 4)
+  t.match(lines[3], `${join(dir, 'e.json')}: not JSON: `)
+  t.match(lines[3], /\\nOK/, 'its line break written as \\n')
   t.match(lines[0], `${join(dir, 'b.json')}: not JSON`)
   t.equal(lines[1], `${join(dir, 'c.json')}: $.entity: must be "c", the file's name`)
   t.match(lines[2], `${join(dir, 'd.json')}: $.extra:`)
