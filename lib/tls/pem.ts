@@ -32,7 +32,8 @@ function certificateOf(pem: Buffer, index: number): X509Certificate {
 /**
  * Checks a certificate and its key as a TLS server or client would use them:
  * both parse, the key is the certificate's, and the certificate has not
- * expired (PCI DSS v4.0.1 4.2.1: trusted and unexpired certificates). Throws a
+ * expired (PCI DSS v4.0.1 4.2.1: trusted and unexpired certificates) and is
+ * valid already, give or take a clock's skew. Throws a
  * `PemRefusal` naming the certificate (`certIndex`) or the key (`certIndex + 1`).
  */
 export function checkPair(pair: KeyPair, certIndex: number, now = Date.now()): void {
@@ -49,7 +50,16 @@ export function checkPair(pair: KeyPair, certIndex: number, now = Date.now()): v
   }
   const expiry = Date.parse(certificate.validTo)
   if (expiry <= now) throw new PemRefusal(certIndex, `the certificate expired on ${new Date(expiry).toISOString()}`)
+  const start = Date.parse(certificate.validFrom)
+  if (start > now + CLOCK_SKEW_MS)
+    throw new PemRefusal(certIndex, `the certificate is not valid until ${new Date(start).toISOString()}`)
 }
+
+/**
+ * How far ahead of this machine's clock a certificate's start may be: one issued a moment ago by a machine whose clock
+ * runs ahead is taken; one not valid for longer (a start date mistyped) would be refused by every client.
+ */
+const CLOCK_SKEW_MS = 5 * 60_000
 
 /** A PEM bundle of CA certificates: its first one must parse (node skips what it cannot read in the rest). */
 export function checkBundle(pem: Buffer, index: number): void {

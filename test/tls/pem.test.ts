@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { checkBundle, checkPair, clientContext, PemRefusal } from '../../lib/tls/pem.js'
@@ -31,6 +32,13 @@ t.test(
       0,
       /^the certificate expired on \d{4}-\d\d-\d\dT/,
     ])
+    // Red before: taken at start and on a reload, though every client would refuse it.
+    const start = Date.parse(new X509Certificate(server.cert).validFrom)
+    t.throws(() => checkPair(server, 0, start - 10 * 60_000), {
+      index: 0,
+      message: `the certificate is not valid until ${new Date(start).toISOString()}`,
+    })
+    t.doesNotThrow(() => checkPair(server, 0, start - 60_000), 'valid within a clock skew of five minutes')
   },
 )
 
