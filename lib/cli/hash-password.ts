@@ -3,6 +3,7 @@ import type { Readable, Writable } from 'node:stream'
 import { CodedError } from '../coded-error.js'
 import { hashPassword } from '../credentials/hash.js'
 import { FILE_LIMITS } from '../defaults.js'
+import { holdsControl } from '../credentials/basic.js'
 import { parseFlags, type CommandSpec } from './flags.js'
 import { HiddenLine } from './hidden-line.js'
 import { EXIT_OK, readAll, type Command } from './io.js'
@@ -27,6 +28,12 @@ export const run: Command = async (args, io) => {
     throw new CodedError(
       'EUSAGE',
       'the password is empty; type it when asked, or pipe it in (docs/credentials.md: read -rs, then printf %s)',
+    )
+  // It could never log in: BasicAuth refuses it (a tab, or a second newline, piped in).
+  if (holdsControl(password))
+    throw new CodedError(
+      'EUSAGE',
+      'the password holds a control character (a tab, a line break), which no BasicAuth header may carry (RFC 7617); nothing was hashed',
     )
   const length = [...password].length
   if (length < MIN_PASSWORD_LENGTH)

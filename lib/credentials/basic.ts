@@ -15,6 +15,11 @@ export function basicToken(authorization: string): string | undefined {
   return BASIC.exec(authorization)?.[1]
 }
 
+/** Whether a user-id or password holds a control character, which no `Basic` header may carry (RFC 7617 section 2). */
+export function holdsControl(text: string): boolean {
+  return CONTROL.test(text)
+}
+
 /** The user-id and password of a `Basic` header's token (RFC 7617), or undefined when it is not well formed. */
 export function parseToken(token: string): { username: string; password: string } | undefined {
   const bytes = decodeBase64(token)
@@ -26,6 +31,6 @@ export function parseToken(token: string): { username: string; password: string 
     return undefined
   }
   const colon = text.indexOf(':')
-  if (colon < 1 || CONTROL.test(text)) return undefined
+  if (colon < 1 || holdsControl(text)) return undefined
   return { username: text.slice(0, colon), password: text.slice(colon + 1) }
 }

@@ -17,9 +17,11 @@ t.test('prints a scrypt hash of the password on stdin, without its trailing newl
   t.notOk(await verifyPassword(`${STRONG}\n`, hash))
 })
 
-t.test('only one trailing newline is stripped', async (t) => {
+t.test('only one trailing newline is stripped: a second is part of the password, and refused', async (t) => {
   const result = await runCli(['hash-password'], `${STRONG}\n\n`)
-  t.ok(await verifyPassword(`${STRONG}\n`, result.stdout.trimEnd()))
+  t.equal(result.code, 2)
+  t.match(result.stderr, /holds a control character/)
+  t.ok(await verifyPassword(STRONG, (await runCli(['hash-password'], `${STRONG}\n`)).stdout.trimEnd()))
   const crlf = await runCli(['hash-password'], `${STRONG}\r\n`)
   t.ok(await verifyPassword(STRONG, crlf.stdout.trimEnd()))
 })
@@ -48,6 +50,10 @@ t.test('an empty password, a password that is not UTF-8, or an argument is refus
     [[], '\n', /the password is empty/],
     [[], Buffer.from([0x70, 0xff]), /not UTF-8/],
     [[], Buffer.alloc(65537, 0x61), /the password on stdin is longer than 65536 bytes/],
+    // Red before: hashed, though no BasicAuth header could ever carry it.
+    [[], 'abcdefghijklmnop\t', /holds a control character/],
+    [[], 'abcdefghijklmnop\n\n', /holds a control character/],
+    [[], 'abcd\u0000efghijklmnop', /holds a control character/],
     [['secret'], 'x', /too many arguments; usage: payments-gate hash-password < password/],
     [['--password', 'secret'], 'x', /this command takes no flags; see payments-gate hash-password --help/],
     // Red before: "unknown flag --secret", the password typed as a flag shown on stderr.
