@@ -34,6 +34,13 @@ function parseTarget(value: string): URL {
   return url
 }
 
+/** A name a certificate may carry: a DNS name or an address, never empty (an empty SNI is none, sent by one engine and not the other). */
+function parseServername(value: string): string {
+  if (!/^[A-Za-z0-9.:_-]+$/.test(value))
+    throw new CodedError('EINVALID', 'must be a host name or address, e.g. payments.internal')
+  return value
+}
+
 const processes = wholeNumberIn(BOUNDS.workers)
 
 function parseWorkers(value: string): number {
@@ -132,7 +139,7 @@ const SERVE_FLAGS = {
     summary:
       "the name an `https://` target's certificate must carry (and the SNI sent), for a target given as an address",
     shown: "the target's host",
-    parse: identity,
+    parse: parseServername,
   }),
   credentials: option({
     value: 'FILE',

@@ -319,6 +319,18 @@ t.test('--base-path: /-separated segments of RFC 3986 path characters, no query,
   }
 })
 
+t.test('--target-servername: a host name or an address, never empty', async (t) => {
+  for (const name of ['payments.internal', '10.0.0.7', '::1', 'a_b-c'])
+    t.equal(parseServeOptions([...required, '--target-servername', name], {}).targetServername, name, name)
+  // Red before: an empty name taken, an SNI one engine sent and the other not.
+  for (const name of ['', ' ', 'a b', 'a/b', 'é.example'])
+    t.match(
+      refusal([...required, `--target-servername=${name}`]),
+      /^--target-servername=".*" must be a host name or address, e.g. payments.internal/,
+      JSON.stringify(name),
+    )
+})
+
 t.test('--listen and --admin read HOST:PORT as WHATWG URL reads an authority', async (t) => {
   const label = fc.stringMatching(/^[a-z0-9](?:[a-z0-9-]{0,6}[a-z0-9])?$/)
   const host = fc.oneof(
