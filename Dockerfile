@@ -24,6 +24,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY scripts/healthcheck.js ./scripts/
+# The sample policies, as the npm package has them: `demo` serves them, and a start that cannot read its folder names them.
+COPY policies ./policies
 COPY --from=build /app/dist ./dist
 # Policies (a ConfigMap) and credentials (a Secret: credentials.json, hashes only) are mounted here.
 VOLUME ["/etc/payments-gate/policies", "/etc/payments-gate/credentials"]

@@ -107,6 +107,11 @@ t.test(
       ?.argument.split(/\s+/)
       .map(Number)
     t.same(exposed, [portOf(setting('listen')), portOf(setting('admin'))])
+    // Red before: `demo`, and start-up's hint for a policy folder it cannot read, named a folder the image had not.
+    t.ok(
+      final.some((step) => step.keyword === 'COPY' && step.argument === 'policies ./policies'),
+      'the sample policies where the package has them',
+    )
   },
 )
 
