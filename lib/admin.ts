@@ -30,6 +30,9 @@ export function createAdmin(options: AdminOptions): Admin {
   const { headersTimeout, requestTimeout, keepAliveTimeout, timeoutCheckInterval, maxConnections } = ADMIN_DEFAULTS
   const limits = { headersTimeout, requestTimeout, keepAliveTimeout, connectionsCheckingInterval: timeoutCheckInterval }
   const server = createServer(limits, (req, res) => {
+    // A probe or a scrape reads: a POST or a DELETE is nobody's probe (RFC 9110 15.5.6).
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return text(res.setHeader('allow', 'GET, HEAD'), 405, 'GET or HEAD only\n')
     const path = (req.url as string).split('?')[0]
     if (path === '/healthz') return text(res, 200, 'ok\n')
     if (path === '/readyz') return options.ready() ? text(res, 200, 'ready\n') : text(res, 503, 'not ready\n')

@@ -43,6 +43,14 @@ t.test('healthz, readyz and metrics', async (t) => {
   t.match(scraped.type, /^text\/plain; version=0\.0\.4/)
   t.match(scraped.text, /payments_gate_requests_total\{operation="sale",status="201",error_name="none"} 1/)
   t.equal((await get(`${base}/nothing`)).status, 404)
+  const head = await fetch(`${base}/healthz`, { method: 'HEAD' })
+  t.equal(head.status, 200, 'HEAD, as a probe may ask')
+  // Red before: 200 to any method.
+  for (const method of ['POST', 'DELETE', 'PUT']) {
+    const answer = await fetch(`${base}/readyz`, { method })
+    t.equal(answer.status, 405, method)
+    t.equal(answer.headers.get('allow'), 'GET, HEAD')
+  }
 })
 
 t.test('a failing metrics source answers 500', async (t) => {
