@@ -108,10 +108,10 @@ t.test('an upload aborted mid-body is not forwarded', async (t) => {
   await received
   socket.destroy()
   await until(() => loggedRequests().some((line) => line.path === path))
-  t.match(
-    loggedRequests().find((line) => line.path === path),
-    { status: 0, complete: false },
-  )
+  const line = loggedRequests().find((line) => line.path === path)
+  t.match(line, { complete: false })
+  // Its end came before its body's: node's refusal, 400, written on its own line, or nothing when the reset came first.
+  t.ok(line?.status === 0 || (line?.status === 400 && line.code === 'HPE_INVALID_EOF_STATE'), `status ${line?.status}`)
   t.equal(backend.started, startedBefore, 'the backend saw nothing')
 })
 

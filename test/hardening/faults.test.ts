@@ -93,7 +93,8 @@ t.test('1,000 uploads cut mid-body: nothing forwarded, every socket released', a
   const cutLines = loggedRequests().filter((line) => String(line.path).includes('?cut='))
   t.ok(cutLines.length > 0, `the gateway had started on ${cutLines.length} of them`)
   t.same(
-    cutLines.filter((line) => line.status !== 0),
+    // A FIN before the body's end is node's refusal, a 400 written to a client that may still read: never forwarded.
+    cutLines.filter((line) => line.status !== 0 && !(line.status === 400 && line.code === 'HPE_INVALID_EOF_STATE')),
     [],
     'no cut upload was answered or forwarded',
   )
