@@ -199,7 +199,7 @@ function capturedEnd(this: Captured, chunk?: unknown, encoding?: unknown, callba
   else if (ticket !== undefined) {
     const { head } = capture
     const headers = head === undefined ? headersOf(this) : relayedHeaders(head.headers)
-    settleAnswered(capture.settling, ticket, head?.status ?? this.statusCode, headers, capture.body.bytes())
+    settleAnswered(capture.settling, ticket, head?.status ?? sentStatus(this), headers, capture.body.bytes())
   }
   return ended
 }
@@ -221,6 +221,17 @@ function givenUp(res: Captured): void {
   const capture = res[CAPTURE] as NodeCapture
   const ticket = capture.take()
   if (ticket !== undefined) settleRecorded(capture.settling, ticket, capture.settling.unknownAnswer)
+}
+
+/**
+ * The status the client got: the one in the head node wrote, once written. `statusCode` may be set after the head
+ * went out (`res.status(400).end()` once streaming began), where it says nothing to the client; recorded, a 4xx
+ * would release the key of a payment the client saw answered 201, and its retry would run the handler again.
+ */
+function sentStatus(res: Captured): number {
+  const head = res._header
+  // `HTTP/1.1 201 Created\r\n...`: the status is the three digits after the version.
+  return typeof head === 'string' ? Number(head.slice(9, 12)) : res.statusCode
 }
 
 /** The headers the client got, as the proxy records a backend's: hop-by-hop headers and the request id left out. */

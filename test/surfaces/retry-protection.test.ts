@@ -500,6 +500,38 @@ t.test("Fastify: a replay is the answer the client got, not passed through the a
   t.equal(charged, 1)
 })
 
+t.test('a status changed after the head went out is not what is recorded: the client got the first', async (t) => {
+  const gate = await testGate(t, { idempotency: 'memory' })
+  let charged = 0
+  const answer = (res: ServerResponse, late: () => void) => {
+    charged++
+    res.writeHead(201, { 'content-type': 'application/json' })
+    res.write('{"charged":')
+    late()
+    res.end('true}')
+  }
+  const node = createServer(gate.handler((_req, res) => answer(res, () => (res.statusCode = 402))))
+  const app = express()
+  app.use(gate.express())
+  // A generic error path once streaming began: Express sets the status, node has sent 201 already.
+  app.post(SALE_PATH, (_req, res) => answer(res, () => res.status(400)))
+  for (const [name, server] of [
+    ['node', node],
+    ['express', createServer(app)],
+  ] as const) {
+    const port = await listenOnLoopback(server)
+    t.teardown(() => closeServer(server))
+    const body = payment(`PLAN-late-status-${name}`)
+    const first = await send(port, { headers: paymentHeaders(), body })
+    t.equal(first.status, 201, `${name}: the client got 201`)
+    const retry = await send(port, { headers: paymentHeaders(), body })
+    // Red before: recorded as the 4xx, the key released, the handler run again.
+    t.equal(retry.status, 201, `${name}: replayed as the client got it`)
+    t.equal(retry.headers['idempotent-replayed'], 'true')
+  }
+  t.equal(charged, 2, 'once on each surface')
+})
+
 t.test(
   "Fastify: the unknown outcome of a throw drops what an onSend hook before the plugin's said of the error's body",
   async (t) => {
