@@ -391,11 +391,19 @@ class FetchCapture implements UnderlyingSource<Uint8Array> {
     this.#ended()
   }
 
-  /** The next chunk, kept; undefined at the end. */
+  /**
+   * The next chunk, kept; undefined at the end. A stream of strings is no Fetch body, but @hono/node-server writes
+   * each to node's response as UTF-8: passed on and kept as those bytes.
+   */
   async #next(): Promise<Uint8Array | undefined> {
     const read = await this.#reader.read()
     if (read.done) return undefined
-    const { value } = read
+    const value = read.value as Uint8Array | string
+    if (typeof value === 'string') {
+      const bytes = Buffer.from(value)
+      this.#body.add(bytes)
+      return bytes
+    }
     this.#body.add(Buffer.from(value.buffer, value.byteOffset, value.byteLength))
     return value
   }

@@ -1,11 +1,14 @@
 import { createServer, IncomingMessage, request, ServerResponse, type Server } from 'node:http'
 import { once } from 'node:events'
 import { Socket, type AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
 import { createGzip, gunzipSync, gzipSync, type Gzip } from 'node:zlib'
+import { createAdaptorServer } from '@hono/node-server'
 import { trace } from '@opentelemetry/api'
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import express from 'express'
 import Fastify from 'fastify'
+import { Hono } from 'hono'
 import t, { type Test } from 'tap'
 import type { Passed } from '../../lib/checks/index.js'
 import type { GateOptions } from '../../lib/gate.js'
@@ -497,6 +500,31 @@ t.test("Fastify: a replay is the answer the client got, not passed through the a
   t.equal(again.text, first.text, 'the same bytes')
   t.match(again.headers['x-request-id'], /./, "the retry's own request id")
   t.not(again.headers['x-request-id'], first.headers['x-request-id'])
+  t.equal(charged, 1)
+})
+
+t.test('Hono: a Response streaming strings is passed on and recorded as the UTF-8 node writes', async (t) => {
+  const gate = await testGate(t, { idempotency: 'memory' })
+  let charged = 0
+  const app = new Hono()
+  app.use('/payments/*', gate.hono())
+  app.post(SALE_PATH, () => {
+    charged++
+    // A stream of strings is no Fetch body, but @hono/node-server writes each chunk to node's response.
+    return new Response(Readable.toWeb(Readable.from(['a', 'é', 'c'])) as ReadableStream, { status: 201 })
+  })
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server
+  const port = await listenOnLoopback(server)
+  t.teardown(() => closeServer(server))
+  const body = payment('PLAN-strings')
+  // Red before: a TypeError on the first string, the body cut off and the payment recorded as the unknown outcome.
+  const first = await send(port, { headers: paymentHeaders(), body })
+  t.equal(first.status, 201)
+  t.equal(first.text, 'aéc')
+  const retry = await send(port, { headers: paymentHeaders(), body })
+  t.equal(retry.status, 201)
+  t.equal(retry.text, 'aéc', 'replayed as sent')
+  t.equal(retry.headers['idempotent-replayed'], 'true')
   t.equal(charged, 1)
 })
 
