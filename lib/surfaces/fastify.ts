@@ -295,6 +295,13 @@ export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: 
     }
 
     fastify.addHook('preValidation', (request, reply, next) => {
+      // First of every preValidation hook: one of the application's that answers or fails leaves the handler unstarted.
+      if (
+        protection !== undefined &&
+        holdsClaim(reply.raw) &&
+        (request.routeOptions.config as unknown as Record<symbol, unknown>)[TRACKED_ROUTE] === true
+      )
+        markTracked(reply.raw)
       if ((request as GateRequest)[ADMITTED] !== undefined) return readElsewhere(request as GateRequest, reply)
       const outcome = (request as GateRequest)[REFUSED]
       if (outcome?.ok === 'replay') return replayed(reply, outcome.answer)
@@ -340,9 +347,11 @@ function protectHandlers(fastify: FastifyInstance): void {
       markStarted(reply.raw)
       return handler.call(this, request, reply)
     } as typeof route.handler
-    // The first of the route's own hooks, after every instance's: from here its handler's start is marked, so an
-    // answer that ends before it (a preHandler's 500) releases the key. A route registered before the plugin has
-    // neither: its answers are recorded by their status.
+    // Its handler's start is marked, so an answer that ends before it (a hook's 500) releases the key: the plugin's
+    // preValidation, first of every instance's, marks such a route's payment tracked; a claim made after that hook
+    // (a body read elsewhere) by the route's own first hook. A route registered before the plugin has neither: its
+    // answers are recorded by their status.
+    route.config = { ...route.config, [TRACKED_ROUTE]: true }
     const hooks = route.preValidation
     route.preValidation = [tracking, ...(hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks])]
   })
@@ -369,6 +378,9 @@ const REPRESENTATION_HEADERS = [
   'etag',
   'last-modified',
 ] as const
+
+/** The mark, in a route's config, of a route registered after the plugin: its handler's start is marked. */
+const TRACKED_ROUTE = Symbol('payments-gate tracked route')
 
 function tracking(_request: FastifyRequest, reply: FastifyReply, done: Done): void {
   markTracked(reply.raw)

@@ -598,6 +598,37 @@ t.test(
   },
 )
 
+t.test(
+  "Fastify: an application's own preValidation or preHandler hook that fails before the handler releases the key",
+  async (t) => {
+    const gate = await testGate(t, { idempotency: 'memory' })
+    for (const kind of ['preValidation', 'preHandler'] as const) {
+      let charged = 0
+      let failures = 1
+      const app = Fastify()
+      await app.register(gate.fastify, { errorHandler: true })
+      // An instance's hook added after the plugin: Fastify runs it before any of the route's own hooks.
+      app.addHook(kind, async () => {
+        if (failures-- > 0) throw new Error('the fraud service is down')
+      })
+      app.post(SALE_PATH, async (_request, reply) => {
+        charged++
+        return reply.code(201).send({ ok: true })
+      })
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      t.teardown(() => app.close())
+      const port = (app.server.address() as AddressInfo).port
+      const body = payment(`PLAN-app-hook-${kind}`)
+      t.equal((await send(port, { headers: paymentHeaders(), body })).status, 500, `${kind}: the hook's 500`)
+      // Red before for preValidation: the 500 was recorded and replayed for the TTL, though nothing was charged.
+      const retry = await send(port, { headers: paymentHeaders(), body })
+      t.equal(retry.status, 201, `${kind}: the retry runs the handler`)
+      t.equal(retry.headers['idempotent-replayed'], undefined)
+      t.equal(charged, 1)
+    }
+  },
+)
+
 t.test("Fastify: a route's own preValidation hooks, one or a list, still run after the plugin's", async (t) => {
   const gate = await testGate(t, { idempotency: 'memory' })
   for (const [name, list] of [
