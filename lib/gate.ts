@@ -10,6 +10,7 @@ import type { ErrorName, RejectOptions } from './errors.js'
 import { sendError } from './http/answer.js'
 import { RedisIdempotencyStore } from './idempotency/redis.js'
 import { closeRedisClient, createRedisClient, whenReady, type RedisClient } from './idempotency/redis-client.js'
+import { maskingLogger } from './log.js'
 import { RedisLoginThrottle } from './login-throttle-redis.js'
 import { checkGateOptions } from './option-values.js'
 import type { Mode, PolicySource } from './policy/policy.js'
@@ -146,7 +147,9 @@ export interface Gate {
 export async function createGate(options: GateOptions): Promise<Gate> {
   // The bounds `serve` puts on its flags (docs/cli.md), before anything is opened.
   checkGateOptions(options)
-  const { logger, onStoreError } = options
+  const { onStoreError } = options
+  // The application's logger may not mask what it writes, as createLogger's does: the gate masks what it gives it.
+  const logger = options.logger && maskingLogger(options.logger)
   // Retry protection's store first: its Redis client carries the throttle when both name that Redis.
   const retry = createHandlerStore(options)
   const shared =
@@ -176,7 +179,7 @@ export async function createGate(options: GateOptions): Promise<Gate> {
         : undefined
     const watched = { users, policies: store, backendErrors: rules, redis: owned, retry }
     return assemble(
-      options,
+      { ...options, logger },
       users ?? (options.credentials as Authenticator),
       store ?? (source as PolicySource),
       watched,

@@ -165,6 +165,41 @@ export function createLogger(options: { level?: string; destination?: Destinatio
   )
 }
 
+/** The levels the gate writes at, of a pino logger. */
+export type LevelLogger = Pick<Logger, 'info' | 'warn' | 'error'>
+
+/**
+ * An application's logger (createGate's `logger`) as the gate writes to it: every text it is given, an error's
+ * message and stack included, with its card numbers masked. That logger may not mask its lines as createLogger's
+ * do, and a request's path or a handler's error may name a card (docs/logs-and-metrics.md). An error is given as
+ * serializeError writes it.
+ */
+export function maskingLogger(logger: LevelLogger): LevelLogger {
+  const at =
+    (level: keyof LevelLogger) =>
+    (fields: Record<string, unknown>, message: string): void =>
+      logger[level](maskedFields(fields), maskCardNumbers(message))
+  return { info: at('info'), warn: at('warn'), error: at('error') } as LevelLogger
+}
+
+function maskedFields(fields: Record<string, unknown>): Record<string, unknown> {
+  const masked: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(fields)) masked[name] = maskedValue(value)
+  return masked
+}
+
+function maskedValue(value: unknown): unknown {
+  if (typeof value === 'string') return maskCardNumbers(value)
+  if (!(value instanceof Error)) return value
+  const { type, code, message, stack } = serializeError(value) as ErrorFacts & { type: string; stack?: string }
+  return {
+    type,
+    code,
+    message: maskCardNumbers(message),
+    stack: stack && maskCardNumbers(stack),
+  }
+}
+
 /** What a listener tells of a connection it could not accept (lib/http/listen.ts): a line, and it goes on listening. */
 export function acceptErrorLog(logger: Logger): (error: Error) => void {
   return (error) => logger.error({ err: error }, 'connection not accepted')

@@ -528,6 +528,36 @@ t.test('Hono: a Response streaming strings is passed on and recorded as the UTF-
   t.equal(charged, 1)
 })
 
+t.test("a card number in a handler's error or in the path never reaches the application's logger whole", async (t) => {
+  const logger = memoryLogger()
+  const gate = await testGate(t, { idempotency: 'memory', logger })
+  const app = express()
+  // A parser of the application's before the gate: the gate logs that it cannot read the body, with the path.
+  app.use(express.json({ type: '*/*' }))
+  app.use(gate.express())
+  app.post(SALE_PATH, () => {
+    throw new Error('the processor declined card 4444333322221111')
+  })
+  app.use(gate.expressErrorHandler())
+  const server = createServer(app)
+  const port = await listenOnLoopback(server)
+  t.teardown(() => closeServer(server))
+  await send(port, { path: `${SALE_PATH};pan=4444333322221111`, headers: paymentHeaders(), body: payment('PLAN-x') })
+  const node = createServer(
+    gate.handler(() => {
+      throw new Error('the processor declined card 4444333322221111')
+    }),
+  )
+  const nodePort = await listenOnLoopback(node)
+  t.teardown(() => closeServer(node))
+  await send(nodePort, { headers: paymentHeaders(), body: payment('PLAN-card-in-error') })
+  t.ok(await until(() => logger.lines.length >= 2), 'both logged')
+  const written = JSON.stringify(logger.lines)
+  // Red before: the path and the error's message and stack, whole.
+  t.notMatch(written, /4444333322221111/)
+  t.match(written, /444433\*{6}1111/, 'masked, as the gateway masks its own lines')
+})
+
 t.test('a status changed after the head went out is not what is recorded: the client got the first', async (t) => {
   const gate = await testGate(t, { idempotency: 'memory' })
   let charged = 0
