@@ -1,5 +1,5 @@
 /** The clients of the tests: one HTTP sender, raw bytes on a socket, a bounded load run, and waiting. */
-import { Agent, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
+import { Agent, request, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http'
 import { createRequire } from 'node:module'
 import { connect, type Server } from 'node:net'
 import { constants } from 'node:os'
@@ -89,11 +89,14 @@ export function paymentHeaders(extra: OutgoingHttpHeaders = {}): OutgoingHttpHea
   return { authorization: AUTH, 'content-type': REQUEST_TYPE, accept: RESPONSE_TYPE, ...extra }
 }
 
+/** A server whose `request` event gives each request (node's, Fastify's `app.server`). */
+export interface RequestEmitter {
+  once(event: 'request', listener: (req: IncomingMessage) => void): unknown
+}
+
 export interface RawOptions {
   /** Do not half-close after writing: the server decides when the connection ends. */
   keepOpen?: boolean
-  /** Destroy the connection this many milliseconds after writing, as a client that leaves. */
-  destroyAfter?: number
 }
 
 /** Writes raw bytes on a new connection and collects everything the server sends until the connection closes. */
@@ -105,13 +108,17 @@ export function raw(port: number, bytes: string | Buffer, options: RawOptions = 
     socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' ? undefined : reject(error)))
     socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
     socket.write(bytes)
-    if (options.destroyAfter !== undefined) setTimeout(() => socket.destroy(), options.destroyAfter)
-    else if (options.keepOpen !== true) socket.end()
+    if (options.keepOpen !== true) socket.end()
   })
 }
 
-/** Sends the head of a request and part of its declared body, then hangs up. */
+/**
+ * Sends the head of a request and part of its declared body, and hangs up once `server` has the request (a hang-up
+ * the server never saw begin proves nothing, and a loaded machine outruns any fixed delay); resolves once the
+ * request closed on the server, and a turn of the event loop for what that settled.
+ */
 export async function abortMidBody(
+  server: RequestEmitter,
   port: number,
   path: string,
   headers: Readonly<Record<string, string>>,
@@ -119,9 +126,15 @@ export async function abortMidBody(
   const lines = Object.entries({ ...headers, host: 'localhost', 'content-length': '1000' }).map(
     ([name, value]) => `${name}: ${value}`,
   )
-  await raw(port, `POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n{"transactionReference":`, {
-    destroyAfter: 20,
+  const socket = connect(port, '127.0.0.1')
+  const req = await new Promise<IncomingMessage>((resolve, reject) => {
+    server.once('request', resolve)
+    socket.once('error', reject)
+    socket.write(`POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n{"transactionReference":`)
   })
+  const closed = new Promise<void>((resolve) => req.once('close', () => setImmediate(resolve)))
+  socket.destroy()
+  await closed
 }
 
 /** A bounded autocannon run of valid sales: `duration` seconds at most (`stop()` ends it sooner), few connections. */

@@ -113,13 +113,6 @@ export async function serveOnLoopback(
   return { server, port, agent }
 }
 
-/** A request's `close` on the server, and a turn of the event loop for what it settled. */
-export function closedOnServer(server: {
-  once(event: 'request', listener: (req: IncomingMessage) => void): unknown
-}): Promise<void> {
-  return new Promise((resolve) => server.once('request', (req) => req.once('close', () => setImmediate(resolve))))
-}
-
 export interface Received {
   readonly method: string
   readonly url: string

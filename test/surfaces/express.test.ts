@@ -9,7 +9,7 @@ import { CASES } from '../helpers/cases.js'
 import { SALE_PATH, writeCredentials } from '../helpers/fixtures.js'
 import { abortMidBody, send } from '../helpers/http.js'
 import { memoryLogger } from '../helpers/logs.js'
-import { closedOnServer, serveOnLoopback as serve } from '../helpers/servers.js'
+import { serveOnLoopback as serve } from '../helpers/servers.js'
 import { testGate } from '../helpers/surfaces.js'
 
 const CLEAN = CASES[0]!
@@ -72,9 +72,7 @@ t.test('a client that leaves mid-body: the application is not called', async (t)
     res.end()
   })
   const { server, port, agent } = await serve(t, app)
-  const closed = closedOnServer(server)
-  await abortMidBody(port, SALE_PATH, CLEAN.headers)
-  await closed
+  await abortMidBody(server, port, SALE_PATH, CLEAN.headers)
   t.equal(calls, 0)
   t.equal((await send(port, { method: 'GET', path: '/x', headers: {} }, agent)).status, 200)
   t.equal(calls, 1)

@@ -90,7 +90,7 @@ t.test('a client that leaves mid-body: the handler is not called', async (t) => 
     return 'ok'
   })
   const { port } = await serve(t, app)
-  await abortMidBody(port, SALE_PATH, CLEAN.headers)
+  await abortMidBody(app.server, port, SALE_PATH, CLEAN.headers)
   await done
   t.equal(calls, 0)
   t.match(seen, { message: 'payments-gate: the client aborted the request body' })

@@ -21,7 +21,7 @@ import {
 import { honoApp, honoServer, serveHono } from '../helpers/hono-app.js'
 import { abortMidBody, keepAliveAgent, paymentHeaders, raw, send, type Reply } from '../helpers/http.js'
 import { memoryLogger } from '../helpers/logs.js'
-import { closedOnServer, closeServer, listenOnLoopback } from '../helpers/servers.js'
+import { closeServer, listenOnLoopback } from '../helpers/servers.js'
 import { type Echo, testGate } from '../helpers/surfaces.js'
 
 const CLEAN = CASES[0]!
@@ -234,9 +234,7 @@ t.test('a client that leaves mid-body: the application is not called', async (t)
   app.use(gate.hono())
   app.all('*', (c) => (calls++, c.text('ok')))
   const { server, port } = await honoServer(t, app)
-  const closed = closedOnServer(server)
-  await abortMidBody(port, SALE_PATH, CLEAN.headers)
-  await closed
+  await abortMidBody(server, port, SALE_PATH, CLEAN.headers)
   t.equal(calls, 0)
   t.equal((await send(port, { method: 'GET', path: '/x', headers: {} })).status, 200, 'the server still serves')
   t.equal(calls, 1)

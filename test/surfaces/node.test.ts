@@ -6,7 +6,7 @@ import { CASES } from '../helpers/cases.js'
 import { SALE_PATH, writeCredentials } from '../helpers/fixtures.js'
 import { abortMidBody, send } from '../helpers/http.js'
 import { memoryLogger } from '../helpers/logs.js'
-import { closedOnServer, serveOnLoopback as serve } from '../helpers/servers.js'
+import { serveOnLoopback as serve } from '../helpers/servers.js'
 import { testGate } from '../helpers/surfaces.js'
 
 t.test('a client that leaves mid-body gets nothing and the application is not called', async (t) => {
@@ -26,9 +26,7 @@ t.test('a client that leaves mid-body gets nothing and the application is not ca
       t.equal((await send(port, CASES[0]!, agent)).status, 200)
       calls = 0
     }
-    const closed = closedOnServer(server)
-    await abortMidBody(port, SALE_PATH, CASES[0]!.headers)
-    await closed
+    await abortMidBody(server, port, SALE_PATH, CASES[0]!.headers)
     t.equal(calls, 0)
     t.equal(
       (await send(port, { method: 'GET', path: '/x', headers: {} }, agent)).status,

@@ -504,7 +504,12 @@ t.test('fastify, report: a client that leaves mid-body with a JSON type: the han
   await app.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => app.close())
   const port = (app.server.address() as AddressInfo).port
-  await abortMidBody(port, SALE_PATH, paymentHeaders({ 'content-type': 'application/json' }) as Record<string, string>)
+  await abortMidBody(
+    app.server,
+    port,
+    SALE_PATH,
+    paymentHeaders({ 'content-type': 'application/json' }) as Record<string, string>,
+  )
   t.match(await errored, { message: 'payments-gate: the client aborted the request body' })
   t.equal(calls, 0)
 })

@@ -168,8 +168,8 @@ for (const surface of SURFACES) {
   }
 
   t.test(`${surface}: a client that leaves mid-body claims nothing`, async (t) => {
-    const { port, pay, handling } = await app(t, surface)
-    await abortMidBody(port, SALE_PATH, paymentHeaders() as Record<string, string>)
+    const { server, port, pay, handling } = await app(t, surface)
+    await abortMidBody(server, port, SALE_PATH, paymentHeaders() as Record<string, string>)
     t.equal((await pay('ok-6')).status, 201)
     t.equal(handling.count('ok-6'), 1)
   })
