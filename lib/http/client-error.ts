@@ -34,7 +34,7 @@ const HTTP2_REFUSAL = Buffer.from([
 /** How the HTTP/2 refusal is logged and counted: no HTTP status, and HTTP/2's own name for its error code. */
 const HTTP2_REFUSED: BelowHttpAnswer = { status: 0, errorName: 'HTTP_1_1_REQUIRED' }
 
-/** The first response on a socket still to be written, as node's HTTP server holds it (`_httpMessage`). */
+/** What the refusals read of that response. */
 interface InFlight {
   headersSent: boolean
   shouldKeepAlive: boolean
@@ -42,12 +42,12 @@ interface InFlight {
   prependOnceListener(event: 'finish', listener: () => void): unknown
 }
 
-interface SocketWithMessage extends Duplex {
-  /**
-   * The first response on this socket still to be written, if any (an internal of node's HTTP
-   * server, which queues the answers to pipelined requests behind it), and its request.
-   */
-  _httpMessage?: InFlight | null
+/**
+ * The first response on `socket` still to be written, if any, and its request: an internal of node's HTTP server
+ * (`_httpMessage`), which queues the answers to pipelined requests behind it.
+ */
+export function pendingResponse<Response = InFlight>(socket: Duplex): Response | undefined {
+  return (socket as { _httpMessage?: Response | null })._httpMessage ?? undefined
 }
 
 /**
@@ -83,8 +83,8 @@ const ENDING = new WeakSet<Duplex>()
  * node hands the socket to the answer of a request pipelined behind it, which is so never handled (pipelining.ts).
  */
 function closedAfterAnswer(socket: Duplex): boolean {
-  const inFlight = (socket as SocketWithMessage)._httpMessage
-  if (inFlight === undefined || inFlight === null || !inFlight.req.complete) return false
+  const inFlight = pendingResponse(socket)
+  if (inFlight === undefined || !inFlight.req.complete) return false
   if (ENDING.has(socket)) return true
   ENDING.add(socket)
   inFlight.shouldKeepAlive = false
@@ -122,8 +122,8 @@ function written(rejection: Rejection): Written {
 
 /** Writes a refusal on a socket node's HTTP server has let go of, unless an answer on it is pending; then closes it. */
 function refuseOnSocket(socket: Duplex, refusal: Written | undefined): BelowHttpAnswer | undefined {
-  const inFlight = (socket as SocketWithMessage)._httpMessage
-  const pending = inFlight !== undefined && inFlight !== null && (inFlight.headersSent || inFlight.req.complete)
+  const inFlight = pendingResponse(socket)
+  const pending = inFlight !== undefined && (inFlight.headersSent || inFlight.req.complete)
   const answered = refusal !== undefined && socket.writable && !pending ? refusal : undefined
   if (answered !== undefined) socket.write(answered.bytes)
   // An HTTP server's sockets are net sockets: close once the answer is flushed.

@@ -9,7 +9,7 @@ import { MISSING_HOST } from '../checks/route.js'
 import type { Checks, Reported } from '../checks/index.js'
 import { closing, INTERNAL_ERROR, SERVICE_UNAVAILABLE, type Rejection } from '../errors.js'
 import { answerOf, writeAnswer } from '../http/answer.js'
-import { answerClientError, answerConnect, type BelowHttpAnswer } from '../http/client-error.js'
+import { answerClientError, answerConnect, pendingResponse, type BelowHttpAnswer } from '../http/client-error.js'
 import { listen } from '../http/listen.js'
 import { inTurn } from '../http/pipelining.js'
 import { ABORTED } from '../http/read-body.js'
@@ -327,7 +327,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     // Read before the answer closes the socket, which forgets its peer.
     const { remoteAddress } = socket as Socket
     // The request being received, when node read its head: the refusal is its answer, told on its own line.
-    const own = (socket as { _httpMessage?: GatewayResponse | null })._httpMessage?.exchange
+    const own = pendingResponse<GatewayResponse>(socket)?.exchange
     const refusal = answerClientError(error, socket)
     if (refusal === undefined || own === undefined) return refusedBelowHttp(refusal, error.code, remoteAddress)
     own.errorName = refusal.errorName
