@@ -159,17 +159,11 @@ export function buildJsonTypeCheck(): (headers: Headers) => boolean {
  * other bytes. RFC 9110 15.5.16 answers a content coding not supported with 415.
  */
 export function buildContentEncodingCheck(): (headers: Headers) => Rejection | undefined {
-  const invalid = reject('headerHasInvalidValue', {
-    status: 415,
-    headerName: 'Content-Encoding',
-    message: 'The request body must not be encoded: send it without a Content-Encoding.',
-  })
-  return (headers) => {
-    const value = headers['content-encoding']
-    if (value === undefined) return undefined
-    const coding = String(value).trim().toLowerCase()
-    return coding === '' || coding === 'identity' ? undefined : invalid
-  }
+  return buildCodingCheck(
+    'Content-Encoding',
+    ['', 'identity'],
+    'The request body must not be encoded: send it without a Content-Encoding.',
+  )
 }
 
 /**
@@ -179,14 +173,24 @@ export function buildContentEncodingCheck(): (headers: Headers) => Rejection | u
  * client's mistake; 415, as for a content coding.
  */
 export function buildTransferCodingCheck(): (headers: Headers) => Rejection | undefined {
-  const invalid = reject('headerHasInvalidValue', {
-    status: 415,
-    headerName: 'Transfer-Encoding',
-    message: 'The request body must have no transfer coding but chunked.',
-  })
+  return buildCodingCheck(
+    'Transfer-Encoding',
+    ['chunked'],
+    'The request body must have no transfer coding but chunked.',
+  )
+}
+
+/** A coding header absent, or one of `accepted` (trimmed, in any case); otherwise 415 with `message`. */
+function buildCodingCheck(
+  headerName: 'Content-Encoding' | 'Transfer-Encoding',
+  accepted: readonly string[],
+  message: string,
+): (headers: Headers) => Rejection | undefined {
+  const name = headerName.toLowerCase() as Lowercase<typeof headerName>
+  const invalid = reject('headerHasInvalidValue', { status: 415, headerName, message })
   return (headers) => {
-    const value = headers['transfer-encoding']
-    return value === undefined || String(value).trim().toLowerCase() === 'chunked' ? undefined : invalid
+    const value = headers[name]
+    return value === undefined || accepted.includes(String(value).trim().toLowerCase()) ? undefined : invalid
   }
 }
 
