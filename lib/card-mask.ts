@@ -315,7 +315,7 @@ export function mayHoldBytes(bytes: Uint8Array): boolean {
  * however it is written: digits with any separators between them (spaces,
  * `-`, `+`, `.`, `_`, `/`, up to three in a row), percent-encoded (`%20`
  * between digits, `%34` for a digit, `%2520` twice encoded, a character
- * outside ASCII as its UTF-8 bytes), JSON-escaped (`\t`, `\u0020`), in any
+ * outside ASCII as its UTF-8 bytes), JSON-escaped (`\t`, `\"`, `\u0020`), in any
  * script's decimal digits (`４`, `%EF%BC%94`), or inside a longer run of
  * digits, where every window of 13 to 19 digits that passes Luhn is masked.
  * An ASCII letter ends a number. Every masked digit, or escape of a digit,
@@ -407,7 +407,8 @@ function scan(text: string, starred: Starred, escapes: Starred | undefined): boo
         value = more === 0 ? valueOf(point) : SEPARATOR
       }
     } else if (decode && code === 92 /* \ */) {
-      // Past the text's end `next` is NaN: neither `u` nor a letter.
+      // Past the text's end `next` is NaN: neither `u` nor a letter. A two-character escape (`\t`, `\"`, `\\`, `\/`:
+      // RFC 8259 7) is one character, so one separator, and `\",\"` (an array in a JSON string) three.
       const next = text.charCodeAt(i + 1)
       let escaped = next === 117 /* u */ ? hexAt(text, i + 2, 4) : -1
       if (escaped >= 0) {
@@ -421,7 +422,7 @@ function scan(text: string, starred: Starred, escapes: Starred | undefined): boo
           }
         }
         value = valueOf(escaped)
-      } else if (isLetter(next)) end = i + 2
+      } else if (isLetter(next) || next === 34 /* " */ || next === 92 /* \ */ || next === 47 /* / */) end = i + 2
     } else if (isHighSurrogate(code) && isLowSurrogate(text.charCodeAt(i + 1))) {
       value = valueOf(pairOf(code, text.charCodeAt(i + 1)))
       end = i + 2

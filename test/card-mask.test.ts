@@ -32,6 +32,10 @@ t.test('a Luhn-valid number is masked whatever separates, encodes or surrounds i
     ['4627%2525205642%2525204314%2525207501', '4627***********7501'],
     ['%34%31%31%31111111111111', '%34%31%31*********1111'],
     ['4111\\t1111\\u00201111\\n1111', '4111\\t11**\\u0020****\\n1111'],
+    // JSON-escaped quotes, backslashes and slashes: one separator each, as pino writes `""`, `\\` and a quoted array.
+    ['4111\\"\\"1111\\"\\"1111\\"\\"1111', '4111\\"\\"11**\\"\\"****\\"\\"1111'],
+    ['4111\\\\1111\\/\\/1111\\\\\\\\1111', '4111\\\\11**\\/\\/****\\\\\\\\1111'],
+    ['[\\"4111\\",\\"1111\\",\\"1111\\",\\"1111\\"]', '[\\"4111\\",\\"11**\\",\\"****\\",\\"1111\\"]'],
     ['\\u0034111111111111111', '\\u003411*********1111'],
     ['1111111111111%25', '111111****111%25'],
     ['99994111111111111111777', '999941*************1777'],
@@ -236,9 +240,30 @@ const spelling = fc.constantFrom(
 
 /** What may stand between two digits: nothing, or one to three separators, plain, encoded or escaped. */
 const gap = fc
-  .array(fc.constantFrom(' ', '-', '+', '.', '_', '/', ',', '%20', '%2D', '%2520', '\\t', '\\u00a0', '\u2013', '"'), {
-    maxLength: 3,
-  })
+  .array(
+    fc.constantFrom(
+      ' ',
+      '-',
+      '+',
+      '.',
+      '_',
+      '/',
+      ',',
+      '%20',
+      '%2D',
+      '%2520',
+      '\\t',
+      '\\u00a0',
+      '\u2013',
+      '"',
+      '\\"',
+      '\\\\',
+      '\\/',
+    ),
+    {
+      maxLength: 3,
+    },
+  )
   .map((parts) => parts.join(''))
 
 t.test('property: no Luhn-valid 13-19 digit number survives masking, however written or embedded', async (t) => {
@@ -260,7 +285,7 @@ t.test('property: no Luhn-valid 13-19 digit number survives masking, however wri
         const decoded = masked
           .replace(/%25/g, '%')
           .replace(/(?:%[0-9A-F]{2})+/g, (escapes) => decodeURIComponent(escapes))
-          .replace(/\\u[0-9a-f]{4}|\\t/g, (escape) => JSON.parse(`"${escape}"`) as string)
+          .replace(/\\u[0-9a-f]{4}|\\[t"\\/]/g, (escape) => JSON.parse(`"${escape}"`) as string)
           .normalize('NFKC')
           .replace(/[^0-9*]/g, '')
         return !decoded.includes(number)
