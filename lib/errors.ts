@@ -1,4 +1,5 @@
 import fastJson, { type ObjectSchema } from 'fast-json-stringify'
+import { maskCardNumbers } from './card-mask.js'
 
 /**
  * The one table of top-level error names. Status and message are the defaults;
@@ -150,7 +151,7 @@ export function reject(errorName: ErrorName, options: RejectOptions = {}): Rejec
   const entry = ERRORS[errorName]
   const body: ErrorBody = { errorName, message: options.message ?? entry.message }
   if (options.headerName !== undefined) body.headerName = options.headerName
-  if (options.validationErrors !== undefined) body.validationErrors = options.validationErrors
+  if (options.validationErrors !== undefined) body.validationErrors = maskedPaths(options.validationErrors)
   const { headers, close } = options
   return {
     ok: false,
@@ -159,6 +160,16 @@ export function reject(errorName: ErrorName, options: RejectOptions = {}): Rejec
     ...(headers && { headers }),
     ...(close && { close }),
   }
+}
+
+/**
+ * The items, each JSONPath masked whole: member names are the client's text, each masked as it is added
+ * (schema/json-path.ts), but a card number split over several (`$.a.$41111111.$11111111`) is whole only in the
+ * path (docs/checks.md, error body).
+ */
+function maskedPaths(items: FieldError[]): FieldError[] {
+  if (items.every((item) => maskCardNumbers(item.jsonPath) === item.jsonPath)) return items
+  return items.map((item) => ({ ...item, jsonPath: maskCardNumbers(item.jsonPath) }))
 }
 
 /** The one 500 refusal: every surface answers its own failure, and a backend's unknown outcome, with this value. */

@@ -95,6 +95,17 @@ t.test('depth: many brackets but shallow is fine; deep is refused whatever lies 
   t.equal(parse(`{"a":"\\"${'['.repeat(MAX_DEPTH + 5)}"}`).ok, true, 'an escaped quote does not end the string')
 })
 
+t.test('a card number split over member names, or an index and a name, is masked in the whole path', async (t) => {
+  const pathOf = (text: string) => {
+    const parsed = parseBody(Buffer.from(text), 65_536, REQUEST_NAMES.sale)
+    return parsed.ok ? undefined : parsed.body.validationErrors?.[0]?.jsonPath
+  }
+  // Each name alone is too short to be a card number; 4111111111111111 and 378282246310005 pass Luhn.
+  t.equal(pathOf('{"$41111111":{"$11111111":{"__proto__":1}}}'), '$.$411111**.$****1111.__proto__')
+  t.equal(pathOf('{"_4111111":{"_111111111":{"constructor":{"prototype":1}}}}'), '$._411111*._*****1111.constructor')
+  t.equal(pathOf(`{"a":[${'0,'.repeat(3782)}{"82246310005":{"__proto__":1}}]}`), "$.a[3782]['82*****0005'].__proto__")
+})
+
 t.test('prototype keys anywhere are fieldIsNotAllowed', async (t) => {
   t.match(parse('{"__proto__":{"polluted":true}}'), {
     status: 400,
