@@ -169,8 +169,8 @@ export function createLogger(options: { level?: string; destination?: Destinatio
 export type LevelLogger = Pick<Logger, 'info' | 'warn' | 'error'>
 
 /**
- * An application's logger (createGate's `logger`) as the gate writes to it: every text it is given, an error's
- * message and stack included, with its card numbers masked. That logger may not mask its lines as createLogger's
+ * An application's logger (createGate's `logger`) as the gate writes to it: every text and number it is given,
+ * however deep, with its card numbers masked (maskedValue). That logger may not mask its lines as createLogger's
  * do, and a request's path or a handler's error may name a card (docs/logs-and-metrics.md). An error is given as
  * serializeError writes it.
  */
@@ -178,26 +178,32 @@ export function maskingLogger(logger: LevelLogger): LevelLogger {
   const at =
     (level: keyof LevelLogger) =>
     (fields: Record<string, unknown>, message: string): void =>
-      logger[level](maskedFields(fields), maskCardNumbers(message))
+      logger[level](maskedValue(fields) as Record<string, unknown>, maskCardNumbers(message))
   return { info: at('info'), warn: at('warn'), error: at('error') } as LevelLogger
 }
 
-function maskedFields(fields: Record<string, unknown>): Record<string, unknown> {
-  const masked: Record<string, unknown> = {}
-  for (const [name, value] of Object.entries(fields)) masked[name] = maskedValue(value)
-  return masked
-}
+/** How deep a value given to the application's logger is copied; deeper, it is given as a placeholder. */
+const MOST_DEPTH = 8
 
-function maskedValue(value: unknown): unknown {
+/**
+ * `value` with every text in it masked: a string, a number's digits, an error as serializeError writes it (its type
+ * and code too), and the names and values of an object or array, copied (a handler may throw a provider's decoded
+ * answer, not an Error).
+ */
+function maskedValue(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return maskCardNumbers(value)
-  if (!(value instanceof Error)) return value
-  const { type, code, message, stack } = serializeError(value) as ErrorFacts & { type: string; stack?: string }
-  return {
-    type,
-    code,
-    message: maskCardNumbers(message),
-    stack: stack && maskCardNumbers(stack),
+  if (typeof value === 'number' || typeof value === 'bigint') {
+    const text = String(value)
+    const shown = maskCardNumbers(text)
+    return shown === text ? value : shown
   }
+  if (value === null || typeof value !== 'object') return value
+  if (value instanceof Error) return maskedValue(serializeError(value), depth)
+  if (depth >= MOST_DEPTH) return '[nested too deep]'
+  if (Array.isArray(value)) return value.map((item) => maskedValue(item, depth + 1))
+  const masked: Record<string, unknown> = {}
+  for (const [name, item] of Object.entries(value)) masked[maskCardNumbers(name)] = maskedValue(item, depth + 1)
+  return masked
 }
 
 /** What a listener tells of a connection it could not accept (lib/http/listen.ts): a line, and it goes on listening. */

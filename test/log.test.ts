@@ -7,7 +7,7 @@ import type { DestinationStream } from 'pino'
 import t from 'tap'
 import { maskCardNumbers } from '../lib/card-mask.js'
 import { LOG_DEFAULTS } from '../lib/defaults.js'
-import { createLogDestination, createLogger, errorFacts, isoTime } from '../lib/log.js'
+import { createLogDestination, createLogger, errorFacts, isoTime, maskingLogger } from '../lib/log.js'
 import { until } from './helpers/wait.js'
 import { secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from './helpers/logs.js'
 
@@ -258,4 +258,31 @@ t.test("the suite's scan finds a test card number in any spelling and a test Red
     t.equal(secretIn(line), undefined, line)
   for (const line of ['{"path":"/p?pan=4444+3333+2222+1111"}'])
     t.equal(secretIn(maskCardNumbers(line)), undefined, 'masked, it is gone')
+})
+
+t.test('maskingLogger: every text of what it is given is masked, however deep, whatever was thrown', async (t) => {
+  const given: unknown[] = []
+  const record = (fields: unknown, message: string) => given.push(fields, message)
+  const logger = maskingLogger({ info: record, warn: record, error: record } as never)
+  const named = Object.assign(new Error('declined'), {
+    name: 'Declined 4111111111111111',
+    code: 'PAN_4111111111111111',
+  })
+  const thrown = { message: 'card 4111111111111111', pan: 4111111111111111, cards: [['4111 1111 1111 1111']] }
+  logger.error({ err: thrown, named, '4111111111111111': true, count: 3, none: null }, 'on 4111111111111111')
+  const written = JSON.stringify(given)
+  // Red before: only top-level strings and an Error's message and stack were masked.
+  t.notMatch(written, /4111111111111111|4111 1111 1111 1111/)
+  t.match(given[0], {
+    err: { message: 'card 411111******1111', pan: '411111******1111', cards: [['4111 11** **** 1111']] },
+    named: { type: 'Declined 411111******1111', code: 'PAN_411111******1111', message: 'declined' },
+    '411111******1111': true,
+    count: 3,
+    none: null,
+  })
+  t.equal(given[1], 'on 411111******1111')
+  let deep: unknown = 'x'
+  for (let i = 0; i < 20; i++) deep = [deep]
+  logger.info({ deep }, 'deep')
+  t.match(JSON.stringify(given[2]), /\[nested too deep\]/, 'a value nested past the copy is not walked')
 })
