@@ -58,10 +58,25 @@ export function clientAnswer(
   return { status, headers: maskedHeaders(flatHeaders(answer)), body: answer.body, errorName: rejection.body.errorName }
 }
 
-/** A header list, [name, value, ...], each value's card numbers masked as the body's are: recorded and replayed too. */
+/** A header list, [name, value, ...], each name's and value's card numbers masked as the body's are: recorded and replayed too. */
 function maskedHeaders(headers: string[]): string[] {
-  for (let i = 1; i < headers.length; i += 2) headers[i] = maskCardNumbers(headers[i] as string)
+  for (let i = 0; i < headers.length; i++) headers[i] = maskedHeaderText(headers[i] as string)
   return headers
+}
+
+/** A byte outside ASCII, in a header's text as node gives it: one character a byte (latin1). */
+const NOT_ASCII = /[^\x00-\x7f]/
+
+/**
+ * A header's text with its card numbers masked, read as its bytes are and, when it holds bytes outside ASCII, as
+ * UTF-8 too, as a client may decode them (`４１１１...`, docs/logs-and-metrics.md: a decimal digit of any script).
+ */
+function maskedHeaderText(text: string): string {
+  const masked = maskCardNumbers(text)
+  if (!NOT_ASCII.test(masked)) return masked
+  const decoded = Buffer.from(masked, 'latin1').toString('utf8')
+  const shown = maskCardNumbers(decoded)
+  return shown === decoded ? masked : Buffer.from(shown, 'utf8').toString('latin1')
 }
 
 /** The body as JSON, or undefined when it is not JSON (JSON itself never yields undefined). */

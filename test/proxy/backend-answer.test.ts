@@ -134,6 +134,33 @@ t.test('the headers the status needs are kept', async (t) => {
   t.notOk('allow' in headersOf(clientAnswer(404, ['Allow', 'GET'], undefined, NO_RULES).headers), 'only on a 405')
 })
 
+t.test("an error answer's header names, and values in UTF-8 digits, are masked too", async (t) => {
+  // node gives a header's bytes as latin1 text, one character a byte: the client may read them as UTF-8.
+  const latin1 = (text: string) => Buffer.from(text, 'utf8').toString('latin1')
+  const relayed = clientAnswer(
+    502,
+    [
+      'X-Declined-4444333322221111',
+      'yes',
+      'X-Card',
+      latin1('４４４４３３３３２２２２１１１１ café'),
+      'X-Plain',
+      latin1('café 1'),
+    ],
+    json({ errorName: 'x', message: 'y' }),
+    RULES,
+  )
+  // Red before: the name and the full-width digits went out whole, and were recorded and replayed.
+  t.same(relayed.headers.slice(0, 6), [
+    'X-Declined-444433******1111',
+    'yes',
+    'X-Card',
+    latin1('４４４４３３******１１１１ café'),
+    'X-Plain',
+    latin1('café 1'),
+  ])
+})
+
 t.test("a card number in the headers of an error answer is masked as the body's are, in both forms", async (t) => {
   // Red before: relayed whole, then recorded and replayed for the TTL.
   const relayed = clientAnswer(
