@@ -1,5 +1,5 @@
 import type * as OpenTelemetry from '@opentelemetry/api'
-import type { ProxyTracerProvider, Span, Tracer } from '@opentelemetry/api'
+import type { Context, ProxyTracerProvider, Span, Tracer } from '@opentelemetry/api'
 import type { IncomingHttpHeaders } from 'node:http'
 import { createRequire } from 'node:module'
 import { maskCardNumbers } from './card-mask.js'
@@ -54,13 +54,25 @@ export function startServerSpan(
   operation: string,
   requestId: string,
 ): Span {
-  const parent = propagation.extract(ROOT_CONTEXT, headers)
+  const parent = withoutCardInState(propagation.extract(ROOT_CONTEXT, headers))
   const attributes = {
     'http.request.method': method,
     'payments_gate.operation': operation,
     'payments_gate.request_id': maskCardNumbers(requestId),
   }
   return tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent)
+}
+
+/**
+ * The client's context without its `tracestate` when that holds a card number: the state is the client's free text
+ * (W3C Trace Context 3.3), exported with every span of the trace and sent on to the backend.
+ */
+function withoutCardInState(parent: Context): Context {
+  const spanContext = trace.getSpanContext(parent)
+  const state = spanContext?.traceState?.serialize()
+  if (spanContext === undefined || state === undefined || maskCardNumbers(state) === state) return parent
+  const { traceState: _, ...rest } = spanContext
+  return trace.setSpanContext(parent, rest)
 }
 
 /**

@@ -48,3 +48,38 @@ t.test('a request id holding a card number in any spelling is masked on the span
   t.same(ids, ['r-4444+33**+****+1111', 'r-999944**********1111'])
   await provider.shutdown()
 })
+
+t.test(
+  "a client's tracestate holding a card number is dropped; its trace is kept, and a clean state goes on",
+  async (t) => {
+    const exporter = new InMemorySpanExporter()
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] })
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator())
+    t.teardown(() => propagation.disable())
+    const tracer = provider.getTracer('test')
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+    const forwarded: Record<string, string>[] = []
+    for (const tracestate of ['shop=4111111111111111', 'vendor=abc,pan=4111-1111-1111-1111', 'vendor=abc']) {
+      const server = startServerSpan(tracer, 'POST sale', 'POST', { traceparent, tracestate }, 'sale', 'id')
+      const headers = {}
+      startBackendSpan(tracer, server, 'POST', new URL('http://backend.internal'), headers).end()
+      server.end()
+      forwarded.push(headers)
+    }
+    const spans = exporter.getFinishedSpans()
+    // Red before: exported with every span, and sent on to the backend.
+    t.same(
+      spans.map((span) => span.spanContext().traceState?.serialize()),
+      [undefined, undefined, undefined, undefined, 'vendor=abc', 'vendor=abc'],
+    )
+    t.same(
+      forwarded.map((headers) => headers.tracestate),
+      [undefined, undefined, 'vendor=abc'],
+    )
+    t.ok(
+      spans.every((span) => span.spanContext().traceId === '0af7651916cd43dd8448eb211c80319c'),
+      "the client's trace",
+    )
+    await provider.shutdown()
+  },
+)
