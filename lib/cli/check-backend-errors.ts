@@ -4,7 +4,7 @@ import { isErrorName } from '../errors.js'
 import { readFailure } from '../file-error.js'
 import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, type Command } from './io.js'
-import { oneLine } from './output.js'
+import { reportLine } from './output.js'
 
 export const spec: CommandSpec<Record<never, never>> = {
   name: 'check-backend-errors',
@@ -24,12 +24,12 @@ export const run: Command = async (args, io) => {
     throw new CodedError('EUSAGE', `${file}: ${readFailure(error)}; give a readable rules file`)
   })
   if (Array.isArray(rules)) {
-    for (const reason of rules) io.stdout.write(`${file}: ${oneLine(reason)}\n`)
+    for (const reason of rules) io.stdout.write(reportLine(`${file}: ${reason}`))
     return EXIT_NO
   }
   const count = rules.rules.length
   const defined = [...rules.names.keys()].filter((name) => !isErrorName(name))
   const names = defined.length === 0 ? '' : `; names defined: ${defined.join(', ')}`
-  io.stdout.write(`${count} valid ${count === 1 ? 'rule' : 'rules'} in ${file}${names}\n`)
+  io.stdout.write(reportLine(`${count} valid ${count === 1 ? 'rule' : 'rules'} in ${file}${names}`))
   return EXIT_OK
 }

@@ -4,7 +4,7 @@ import { loadPolicyDir } from '../policy/load.js'
 import { NO_POLICIES } from '../policy/store.js'
 import { parseFlags, type CommandSpec } from './flags.js'
 import { EXIT_NO, EXIT_OK, type Command } from './io.js'
-import { oneLine } from './output.js'
+import { reportLine } from './output.js'
 
 export const spec: CommandSpec<Record<never, never>> = {
   name: 'check-policies',
@@ -22,16 +22,18 @@ export const run: Command = async (args, io) => {
   const { policies, problems } = await loadPolicyDir(dir).catch((error: unknown) => {
     throw new CodedError('EUSAGE', `${dir}: ${readFailure(error)}; give a readable folder of policy files`)
   })
-  for (const { file, reason } of problems) io.stdout.write(`${file}: ${oneLine(reason)}\n`)
+  for (const { file, reason } of problems) io.stdout.write(reportLine(`${file}: ${reason}`))
   if (problems.length > 0) return EXIT_NO
   // The gateway refuses such a folder, at start and at reload (docs/policies.md).
   if (policies.size === 0) {
-    io.stdout.write(`${dir}: ${NO_POLICIES}\n`)
+    io.stdout.write(reportLine(`${dir}: ${NO_POLICIES}`))
     return EXIT_NO
   }
   const entities = [...policies.keys()]
   io.stdout.write(
-    `${entities.length} valid ${entities.length === 1 ? 'policy' : 'policies'} in ${dir}: ${entities.join(', ')}\n`,
+    reportLine(
+      `${entities.length} valid ${entities.length === 1 ? 'policy' : 'policies'} in ${dir}: ${entities.join(', ')}`,
+    ),
   )
   return EXIT_OK
 }

@@ -3,7 +3,7 @@ import { isCoded } from '../coded-error.js'
 import { PACKAGE_JSON } from '../package-files.js'
 import { asksForHelp, helpText, type CommandSpec } from './flags.js'
 import { EXIT_USAGE, type Command, type Io } from './io.js'
-import { oneLine } from './output.js'
+import { reportLine } from './output.js'
 
 interface Subcommand {
   readonly summary: string
@@ -72,7 +72,7 @@ export async function main(args: string[], io: Io): Promise<number> {
     return await run(rest, io)
   } catch (error) {
     if (!isCoded(error, 'EUSAGE')) throw error
-    io.stderr.write(`payments-gate ${spec.name}: ${oneLine(error.message)}\n`)
+    io.stderr.write(reportLine(`payments-gate ${spec.name}: ${error.message}`))
     return EXIT_USAGE
   }
 }

@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream'
+import { maskCardNumbers } from '../card-mask.js'
 import { EXIT_USAGE } from './io.js'
 
 /**
@@ -17,7 +18,11 @@ export function watchOutput(stdout: Writable, stderr: Writable): void {
   stderr.on('error', () => undefined)
 }
 
-/** One line whatever `text` holds: node's JSON errors quote the input, its line breaks included (docs/cli.md). */
-export function oneLine(text: string): string {
-  return text.replaceAll('\r', '\\r').replaceAll('\n', '\\n')
+/**
+ * A line of a command's report, ended: one line whatever `text` holds (node's JSON errors quote the input, its line
+ * breaks included), its card numbers masked as the log's are; a file's name and content are an operator's text
+ * (docs/cli.md).
+ */
+export function reportLine(text: string): string {
+  return `${maskCardNumbers(text.replaceAll('\r', '\\r').replaceAll('\n', '\\n'))}\n`
 }

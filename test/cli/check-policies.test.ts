@@ -75,3 +75,19 @@ t.test('a bad call is one line on stderr and exit 2', async (t) => {
     `payments-gate check-policies: ${nowhere}: no such file or folder; give a readable folder of policy files\n`,
   )
 })
+
+t.test("a card number in a file's name or content is masked in every line, a refusal's too", async (t) => {
+  const dir = t.testdir({ '4111111111111111.json': good('4444333322221111') })
+  const result = await runCli(['check-policies', dir])
+  t.equal(result.code, 1)
+  // Red before: the file's name and the entity it holds, whole.
+  t.equal(
+    result.stdout,
+    `${join(dir, '411111******1111.json')}: $.entity: must be "411111******1111", the file's name\n`,
+  )
+  const named = t.testdir({ '4111111111111111.json': good('4111111111111111') })
+  t.equal((await runCli(['check-policies', named])).stdout, `1 valid policy in ${named}: 411111******1111\n`)
+  const missing = await runCli(['check-policies', join(dir, '4111111111111111')])
+  t.equal(missing.code, 2)
+  t.match(missing.stderr, /^payments-gate check-policies: .*411111\*{6}1111: /, "a command's refusal too")
+})
