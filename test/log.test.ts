@@ -269,7 +269,10 @@ t.test('maskingLogger: every text of what it is given is masked, however deep, w
     code: 'PAN_4111111111111111',
   })
   const thrown = { message: 'card 4111111111111111', pan: 4111111111111111, cards: [['4111 1111 1111 1111']] }
-  logger.error({ err: thrown, named, '4111111111111111': true, count: 3, none: null }, 'on 4111111111111111')
+  logger.error(
+    { err: thrown, named, '4111111111111111': true, count: 3, none: null, big: 4111111111111111n },
+    'on 4111111111111111',
+  )
   const written = JSON.stringify(given)
   // Red before: only top-level strings and an Error's message and stack were masked.
   t.notMatch(written, /4111111111111111|4111 1111 1111 1111/)
@@ -279,6 +282,7 @@ t.test('maskingLogger: every text of what it is given is masked, however deep, w
     '411111******1111': true,
     count: 3,
     none: null,
+    big: '411111******1111',
   })
   t.equal(given[1], 'on 411111******1111')
   let deep: unknown = 'x'
