@@ -67,9 +67,20 @@ export const BOUNDS = {
   backendMaxInFlight: { unit: 'payments', min: 1, max: SAFE },
 } as const satisfies Readonly<Record<string, Bound>>
 
-/** What a value outside `bound` is told: `must be a whole number of bytes from 1 to 9`. */
+/**
+ * The bounds past twelve digits, as a power of two: such a run of digits is masked as a card number would be in a
+ * command's refusal line (docs/cli.md), and says less to a reader than where it comes from.
+ */
+const LARGE_BOUNDS: ReadonlyMap<number, string> = new Map([
+  [SAFE, '2^53'],
+  [Math.floor(SAFE / 1000), '2^53 / 1000'],
+])
+
+/** What a value outside `bound` is told: `must be a whole number of bytes from 1 to 9`, or `from 1, below 2^53`. */
 export function boundMessage(bound: Bound): string {
-  return `must be a whole number of ${bound.unit} from ${bound.min} to ${bound.max}`
+  const below = LARGE_BOUNDS.get(bound.max)
+  const range = below === undefined ? `from ${bound.min} to ${bound.max}` : `from ${bound.min}, below ${below}`
+  return `must be a whole number of ${bound.unit} ${range}`
 }
 
 /** Whether a value is a whole number inside `bound`. */

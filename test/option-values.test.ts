@@ -39,7 +39,7 @@ t.test("createGate's numeric options are checked with the flags' bounds", async 
   for (const value of [0, BODY_LIMIT_MIN - 1, 1.5, Number.POSITIVE_INFINITY, '65536'])
     t.throws(() => checkBounded('bodyLimit', value), {
       code: 'EINVALID',
-      message: `bodyLimit=${String(value)} must be a whole number of bytes from ${BODY_LIMIT_MIN} to ${Number.MAX_SAFE_INTEGER}`,
+      message: `bodyLimit=${String(value)} must be a whole number of bytes from ${BODY_LIMIT_MIN}, below 2^53`,
     })
 })
 
@@ -52,7 +52,7 @@ t.test("createGate's vendor, basePath and mode are checked by the flags' own par
     [{ basePath: '/a b' }, /^basePath="\/a b" must be a path such as \/api\/v1/],
     [{ basePath: '/a/../b' }, /^basePath="\/a\/..\/b" must be a path/],
     [{ mode: 'audit' }, /^mode="audit" must be enforce or report$/],
-    [{ bodyLimit: 10 }, /^bodyLimit=10 must be a whole number of bytes from 167 to /],
+    [{ bodyLimit: 10 }, /^bodyLimit=10 must be a whole number of bytes from 167, below 2\^53$/],
   ]
   for (const [options, message] of refused)
     t.throws(() => checkGateOptions(options), { code: 'EINVALID', message }, JSON.stringify(options))

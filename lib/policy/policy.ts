@@ -36,7 +36,12 @@ export const PolicyFile = Type.Object(
       Type.Object(
         {
           payments: Type.Integer({ minimum: 1, maximum: RATE_LIMIT_MAX.payments }),
-          seconds: Type.Integer({ minimum: 1, maximum: RATE_LIMIT_MAX.seconds }),
+          // Its bound told as the flags tell theirs (option-values.ts): thirteen digits would be masked as a card number.
+          seconds: Type.Integer({
+            minimum: 1,
+            maximum: RATE_LIMIT_MAX.seconds,
+            'x-format': 'a whole number of seconds from 1, below 2^53 / 1000',
+          }),
         },
         { additionalProperties: false },
       ),

@@ -178,18 +178,12 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
       '--listen="host:99999" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535',
     ],
     [[...required, '--listen', 'a:b'], '--listen="a:b" must be PORT, HOST:PORT or [IPv6]:PORT, the port at most 65535'],
-    [
-      [...required, '--body-limit', '1e3'],
-      '--body-limit="1e3" must be a whole number of bytes from 167 to 9007199254740991',
-    ],
+    [[...required, '--body-limit', '1e3'], '--body-limit="1e3" must be a whole number of bytes from 167, below 2^53'],
     [[...required, '--timeout', '0'], '--timeout="0" must be a whole number of milliseconds from 1 to 3600000'],
-    [
-      [...required, '--workers', '0'],
-      '--workers="0" must be a whole number of processes (or auto) from 1 to 9007199254740991',
-    ],
+    [[...required, '--workers', '0'], '--workers="0" must be a whole number of processes (or auto) from 1, below 2^53'],
     [
       [...required, '--workers', 'many'],
-      '--workers="many" must be a whole number of processes (or auto) from 1 to 9007199254740991',
+      '--workers="many" must be a whole number of processes (or auto) from 1, below 2^53',
     ],
     [
       [...required, '--vendor', 'a/b'],
@@ -197,30 +191,27 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
     ],
     [
       [...required, '--idempotency-ttl', '0'],
-      '--idempotency-ttl="0" must be a whole number of seconds from 1 to 9007199254740',
+      '--idempotency-ttl="0" must be a whole number of seconds from 1, below 2^53 / 1000',
     ],
     [[...required, '--idempotency-failure', 'maybe'], '--idempotency-failure="maybe" must be closed or open'],
     [
       [...required, '--idempotency-replicas', 'two'],
-      '--idempotency-replicas="two" must be a whole number of replicas from 0 to 9007199254740991',
+      '--idempotency-replicas="two" must be a whole number of replicas from 0, below 2^53',
     ],
     [
       [...required, '--idempotency-max-entries', '0'],
-      '--idempotency-max-entries="0" must be a whole number of keys from 1 to 9007199254740991',
+      '--idempotency-max-entries="0" must be a whole number of keys from 1, below 2^53',
     ],
     [
       [...required, '--idempotency-max-bytes', '64MiB'],
-      '--idempotency-max-bytes="64MiB" must be a whole number of bytes from 205311 to 9007199254740991',
+      '--idempotency-max-bytes="64MiB" must be a whole number of bytes from 205311, below 2^53',
     ],
     [
       [...required, '--idempotency-max-bytes', '205310'],
-      '--idempotency-max-bytes="205310" must be a whole number of bytes from 205311 to 9007199254740991',
+      '--idempotency-max-bytes="205310" must be a whole number of bytes from 205311, below 2^53',
     ],
     [[...required, '--mode', 'audit'], '--mode="audit" must be enforce or report'],
-    [
-      [...required, '--trust-proxy', 'two'],
-      '--trust-proxy="two" must be a whole number of proxies from 0 to 9007199254740991',
-    ],
+    [[...required, '--trust-proxy', 'two'], '--trust-proxy="two" must be a whole number of proxies from 0, below 2^53'],
     [[...required, '--shutdown-delay=-1'], '--shutdown-delay="-1" must be a whole number of seconds from 0 to 2147483'],
     [
       [...required, '--drain-timeout', '1.5'],
@@ -238,13 +229,10 @@ t.test('a bad value names the flag, or the variable it came from, and says what 
       [...required, '--timeout', '9'.repeat(320)],
       `--timeout="${'9'.repeat(320)}" must be a whole number of milliseconds from 1 to 3600000`,
     ],
-    [
-      [...required, '--body-limit', '166'],
-      '--body-limit="166" must be a whole number of bytes from 167 to 9007199254740991',
-    ],
+    [[...required, '--body-limit', '166'], '--body-limit="166" must be a whole number of bytes from 167, below 2^53'],
     [
       [...required, '--body-limit', '9007199254740992'],
-      '--body-limit="9007199254740992" must be a whole number of bytes from 167 to 9007199254740991',
+      '--body-limit="9007199254740992" must be a whole number of bytes from 167, below 2^53',
     ],
     [
       [...required, '--shutdown-delay', '2147484'],
