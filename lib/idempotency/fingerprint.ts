@@ -97,7 +97,7 @@ export function checkFingerprintKeys(keys: Buffer | readonly Buffer[]): readonly
     throw new CodedError(
       'EFINGERPRINTKEY',
       (name) =>
-        `${name('idempotencyFingerprintKey')} must hold one key, or two during a rotation (the current one first), each at least ${MIN_FINGERPRINT_KEY_BYTES} bytes`,
+        `${name('idempotencyFingerprintKey')} must hold one key, or two during a rotation (the current one first), each at least ${MIN_FINGERPRINT_KEY_BYTES} bytes; make one with openssl rand -hex 32`,
     )
   return all
 }
@@ -114,7 +114,8 @@ export async function readFingerprintKeys(file: string): Promise<readonly Buffer
   } catch (error) {
     throw new CodedError(
       'EFINGERPRINTKEY',
-      (name) => `${name('idempotencyFingerprintKey')} ${file}: ${readFailure(error)}`,
+      (name) =>
+        `${name('idempotencyFingerprintKey')} ${file}: ${readFailure(error)}; give the file holding the key, one line of at least ${MIN_FINGERPRINT_KEY_BYTES} bytes`,
     )
   }
   // latin1 maps each byte to one character and back, so a key's bytes are kept whatever they are.

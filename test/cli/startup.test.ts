@@ -249,13 +249,13 @@ t.test('each kind of start-up error is one line, exit 2, without an errno code',
     [
       [...serve, '--credentials', credentials, '--idempotency', 'redis://127.0.0.1:1/0'],
       { PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY: join(dir, 'not-json.json') },
-      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY must hold one key, or two during a rotation (the current one first), each at least 32 bytes\n',
+      'payments-gate serve: PAYMENTS_GATE_IDEMPOTENCY_FINGERPRINT_KEY must hold one key, or two during a rotation (the current one first), each at least 32 bytes; make one with openssl rand -hex 32\n',
       'in-process',
     ],
     [
       [...serve, '--credentials', credentials, '--idempotency-fingerprint-key', join(dir, 'nowhere')],
       {},
-      `payments-gate serve: --idempotency-fingerprint-key ${join(dir, 'nowhere')}: no such file or folder\n`,
+      `payments-gate serve: --idempotency-fingerprint-key ${join(dir, 'nowhere')}: no such file or folder; give the file holding the key, one line of at least 32 bytes\n`,
       'in-process',
     ],
     [

@@ -92,7 +92,7 @@ t.test('keys: one or two, each at least 32 bytes', async (t) => {
   for (const keys of [[], [KEY, OLD, KEY], [Buffer.alloc(31)], [KEY, Buffer.alloc(31)]])
     t.throws(() => checkFingerprintKeys(keys), {
       code: 'EFINGERPRINTKEY',
-      message: /^idempotencyFingerprintKey must hold one key, .* at least 32 bytes$/,
+      message: /^idempotencyFingerprintKey must hold one key, .* at least 32 bytes; make one with openssl rand -hex 32$/,
     })
   t.equal(processFingerprintKeys()[0]?.length, 32)
   t.not(processFingerprintKeys()[0]?.toString('hex'), processFingerprintKeys()[0]?.toString('hex'), 'random')
@@ -112,7 +112,7 @@ t.test('readFingerprintKeys: a line a key, the current first, CRLF and blank lin
   const missing = readFingerprintKeys(`${dir}/missing`)
   await t.rejects(missing, {
     code: 'EFINGERPRINTKEY',
-    message: `idempotencyFingerprintKey ${dir}/missing: no such file or folder`,
+    message: `idempotencyFingerprintKey ${dir}/missing: no such file or folder; give the file holding the key, one line of at least 32 bytes`,
   })
 })
 
