@@ -27,7 +27,7 @@ export interface WatchOptions {
   debounceMs?: number
   /** Full re-read at this interval, in case a file event was missed (network file systems), in ms. Default 1000. */
   rescanMs?: number
-  /** Where a watch the OS refused is reported. */
+  /** Where a watch the OS refused, and a reload that failed, are reported. */
   logger?: Pick<Logger, 'warn'>
   /**
    * Told after every read of the files, once what was read is in force or refused, even a read that found
@@ -74,8 +74,14 @@ export function watchFolder(
         const asked = forced
         forced = false
         if (closed) return
-        await reload(asked)
-        options.onRead?.()
+        try {
+          await reload(asked)
+          options.onRead?.()
+        } catch (error) {
+          // A listener that threw (a caller's onReload): told, and every later reload still runs, where a rejected
+          // link would hold up the chain for good and a reload a timer started would end the process.
+          options.logger?.warn({ err: error }, 'reload failed')
+        }
       })
       tail = queued
     }
