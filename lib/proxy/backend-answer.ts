@@ -35,9 +35,12 @@ export function inspected(status: number, onOperation: boolean): boolean {
  * body (`undefined` when it went past the read limit). A body in the error
  * format goes on with card numbers masked; any other becomes the standard
  * body with the backend's status, named by the first matching rule or by
- * status, keeping the headers that status needs. `serverError`: the message
- * of a body named `internalErrorOccurred` by status (a payment's 5xx, whose
- * outcome is unknown: faults.ts); a rule's message is never replaced.
+ * status, keeping the headers that status needs. `serverError`, given for a
+ * payment: the message of a body named `internalErrorOccurred` by status (a
+ * payment's 5xx, whose outcome is unknown: faults.ts); a rule's message is
+ * never replaced. A payment's 5xx but 503 keeps no `Retry-After`: it may have
+ * been charged, and a client that obeys the header would pay twice
+ * (docs/idempotency.md, the words of an unknown outcome).
  */
 export function clientAnswer(
   status: number,
@@ -46,14 +49,20 @@ export function clientAnswer(
   rules: BackendErrorRules,
   serverError?: string,
 ): ClientAnswer {
+  const headers = serverError !== undefined && status >= 500 && status !== 503 ? withoutRetryAfter(raw) : raw
   const document = body === undefined ? undefined : parsed(body)
   if (isErrorFormat(document)) {
     const text = (body as Buffer).toString('utf8')
     const masked = maskCardNumbers(text)
     const passed = masked === text ? (body as Buffer) : Buffer.from(masked)
-    return { status, headers: maskedHeaders(relayedHeaders(raw, passed.length)), body: passed, errorName: undefined }
+    return {
+      status,
+      headers: maskedHeaders(relayedHeaders(headers, passed.length)),
+      body: passed,
+      errorName: undefined,
+    }
   }
-  const rejection = replacement(status, raw, document, rules, serverError)
+  const rejection = replacement(status, headers, document, rules, serverError)
   const answer = answerOf(rejection)
   return { status, headers: maskedHeaders(flatHeaders(answer)), body: answer.body, errorName: rejection.body.errorName }
 }
@@ -77,6 +86,14 @@ function maskedHeaderText(text: string): string {
   const decoded = Buffer.from(masked, 'latin1').toString('utf8')
   const shown = maskCardNumbers(decoded)
   return shown === decoded ? masked : Buffer.from(shown, 'utf8').toString('latin1')
+}
+
+/** A header list, [name, value, ...], without its `Retry-After`. */
+function withoutRetryAfter(raw: readonly string[]): readonly string[] {
+  const kept: string[] = []
+  for (let i = 0; i < raw.length; i += 2)
+    if ((raw[i] as string).toLowerCase() !== 'retry-after') kept.push(raw[i] as string, raw[i + 1] as string)
+  return kept
 }
 
 /** The body as JSON, or undefined when it is not JSON (JSON itself never yields undefined). */

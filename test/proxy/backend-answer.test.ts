@@ -104,6 +104,28 @@ t.test('any other body: the standard body with the backend status, named by stat
   }
 })
 
+t.test(
+  "a payment's 5xx but 503 keeps no Retry-After: it may have been charged, and a client obeying it pays twice",
+  async (t) => {
+    const UNKNOWN = 'the outcome is unknown'
+    const retry = ['Retry-After', '5', 'X-Other', 'kept']
+    for (const status of [500, 502, 504, 599]) {
+      // Red before: replaced by the unknown outcome, it still told the client when to send the payment again.
+      const replaced = clientAnswer(status, retry, Buffer.from('boom'), NO_RULES, UNKNOWN)
+      t.notOk('retry-after' in headersOf(replaced.headers), `${status} replaced`)
+      const passed = clientAnswer(status, retry, json({ errorName: 'x', message: 'y' }), NO_RULES, UNKNOWN)
+      t.notOk('retry-after' in headersOf(passed.headers), `${status} in the error format`)
+      t.equal(headersOf(passed.headers)['x-other'], 'kept')
+    }
+    for (const status of [503, 429]) {
+      const certain = clientAnswer(status, retry, Buffer.from('later'), NO_RULES, UNKNOWN)
+      t.equal(headersOf(certain.headers)['retry-after'], '5', `${status}: it certainly did not happen`)
+    }
+    const other = clientAnswer(502, retry, Buffer.from('boom'), NO_RULES)
+    t.equal(headersOf(other.headers)['retry-after'], '5', 'not a payment: kept')
+  },
+)
+
 t.test('the headers the status needs are kept', async (t) => {
   const limited = clientAnswer(429, ['Retry-After', '30', 'X-Rate', '0'], Buffer.from('slow down'), NO_RULES)
   t.match(headersOf(limited.headers), { 'retry-after': '30' })
