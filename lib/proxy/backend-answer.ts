@@ -27,7 +27,16 @@ export interface ClientAnswer {
  * 3xx) streams through unbuffered.
  */
 export function inspected(status: number, onOperation: boolean): boolean {
-  return status >= (onOperation ? 400 : 500)
+  return status >= (onOperation ? 400 : 500) || (onOperation && resendsPayment(status))
+}
+
+/**
+ * A redirect that keeps the method and body (307, 308: RFC 9110 15.4.8, 15.4.9), which a client follows by itself
+ * (fetch does), sending the payment again, to wherever `Location` says. On a payment it is answered as a 5xx whose
+ * outcome is unknown, `Location` dropped: the gateway cannot tell what the backend did (docs/backend-faults.md).
+ */
+export function resendsPayment(status: number): boolean {
+  return status === 307 || status === 308
 }
 
 /**
@@ -43,15 +52,16 @@ export function inspected(status: number, onOperation: boolean): boolean {
  * (docs/idempotency.md, the words of an unknown outcome).
  */
 export function clientAnswer(
-  status: number,
+  backendStatus: number,
   raw: readonly string[],
   body: Buffer | undefined,
   rules: BackendErrorRules,
   serverError?: string,
 ): ClientAnswer {
+  const status = resendsPayment(backendStatus) ? 500 : backendStatus
   const headers = serverError !== undefined && status >= 500 && status !== 503 ? withoutRetryAfter(raw) : raw
   const document = body === undefined ? undefined : parsed(body)
-  if (isErrorFormat(document)) {
+  if (status === backendStatus && isErrorFormat(document)) {
     const text = (body as Buffer).toString('utf8')
     const masked = maskCardNumbers(text)
     const passed = masked === text ? (body as Buffer) : Buffer.from(masked)

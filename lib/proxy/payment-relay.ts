@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici'
 import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { answerBytes, headerBytes } from '../idempotency/answer-size.js'
 import { answerFault } from './answer-fault.js'
-import { clientAnswer, inspected, type ClientAnswer } from './backend-answer.js'
+import { clientAnswer, inspected, resendsPayment, type ClientAnswer } from './backend-answer.js'
 import { acceptedHeaders, reasonPhrase } from './backend-head.js'
 import { BoundedBody } from './bounded-body.js'
 import { backendCallDone, releasePlace, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
@@ -175,7 +175,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     this.status = status
     // HTTP/1.1 (the pool refuses HTTP/2) hands the list as it came: each header as often and as spelt.
     this.raw = acceptedHeaders(latin1(controller.rawHeaders as Buffer[]), this.exchange)
-    if (status >= 500) this.exchange.backendError = 'serverError'
+    if (status >= 500 || resendsPayment(status)) this.exchange.backendError = 'serverError'
     this.statusText = reasonPhrase(statusText)
     // Report mode passes the backend's answer as it came (docs/rollout.md).
     if (inspected(status, true) && this.exchange.mode !== 'report') {

@@ -198,3 +198,25 @@ t.test('other paths, on the pass-through engine, get the same answers', async (t
 })
 
 scanLogsForCards(t)
+
+t.test('backend 307 or 308 on a payment: 500 internalErrorOccurred without Location, never followed', async (t) => {
+  for (const status of [307, 308]) {
+    backend.answer = (_req, res) => {
+      res.writeHead(status, { location: 'https://elsewhere.example/payments', 'retry-after': '1' })
+      res.end(JSON.stringify({ errorName: 'moved', message: 'send it there' }))
+    }
+    const startedBefore = backend.started
+    // Red before: the redirect went to the client, and fetch sent the payment again, to Location, 20 times.
+    const reply = await payment()
+    t.equal(reply.status, 500, `${status}`)
+    t.equal(reply.json.errorName, 'internalErrorOccurred')
+    t.match(reply.json.message, /may have been processed/)
+    t.equal(reply.headers.location, undefined)
+    t.equal(reply.headers['retry-after'], undefined)
+    t.equal(backend.started - startedBefore, 1, 'sent once')
+  }
+  t.match(
+    await metrics.registry.getSingleMetricAsString('payments_gate_backend_errors_total'),
+    /kind="serverError"} [1-9]/,
+  )
+})

@@ -126,6 +126,27 @@ t.test(
   },
 )
 
+t.test('a payment redirected with its method and body kept (307, 308) is a 500 whose outcome is unknown', async (t) => {
+  for (const status of [307, 308]) {
+    t.ok(inspected(status, true), `${status} read on an operation`)
+    t.notOk(inspected(status, false), `${status} streamed elsewhere`)
+    for (const body of [Buffer.from(''), json({ errorName: 'moved', message: 'there' })]) {
+      const answer = clientAnswer(
+        status,
+        ['Location', 'https://elsewhere.example/', 'Retry-After', '1'],
+        body,
+        NO_RULES,
+        'unknown',
+      )
+      t.equal(answer.status, 500)
+      t.same(JSON.parse(answer.body.toString()), { errorName: 'internalErrorOccurred', message: 'unknown' })
+      t.notOk('location' in headersOf(answer.headers))
+      t.notOk('retry-after' in headersOf(answer.headers))
+    }
+  }
+  t.notOk(inspected(303, true), 'a 303 is followed with GET, without the body')
+})
+
 t.test('the headers the status needs are kept', async (t) => {
   const limited = clientAnswer(429, ['Retry-After', '30', 'X-Rate', '0'], Buffer.from('slow down'), NO_RULES)
   t.match(headersOf(limited.headers), { 'retry-after': '30' })
