@@ -87,6 +87,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
   private statusText: string | undefined = undefined
   private raw: string[] = []
   private headers: string[] = []
+  /** The backend's head, relayed with the first piece of its body: until then the client can still get a 500. */
+  private headPending = false
   /** The body of an error answer, read whole before anything of it goes out. */
   private inspecting: BoundedBody | undefined = undefined
   private kept: BoundedBody | undefined = undefined
@@ -183,7 +185,9 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
       return
     }
     this.headers = relayedHeaders(this.raw)
-    if (!this.res.destroyed) this.res.writeHead(status, this.statusText, this.headers)
+    // node writes a head with the body's first piece anyway; a backend that fails before one is then still the
+    // unknown outcome the client is told of (answerFault), not a connection cut after a 201 logged as sent.
+    this.headPending = true
     const limit = this.settings.keepAnswerBytes
     // Kept only while the whole answer fits the limit, counted as the store counts it (answer-size.ts).
     if (limit !== undefined) this.kept = new BoundedBody(limit - headerBytes(this.headers))
@@ -195,6 +199,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
       return
     }
     this.kept?.add(chunk)
+    if (this.headPending) this.sendHead()
     if (this.res.destroyed || this.res.write(chunk)) return
     // The client reads slower than the backend sends: undici stops reading until it catches up.
     controller.pause()
@@ -208,8 +213,14 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
       this.endInspected(this.inspecting.bytes())
       return
     }
+    if (this.headPending) this.sendHead()
     if (!this.res.destroyed) this.res.end()
     this.finish({ kind: 'answered', status: this.status, headers: this.headers, body: this.kept?.bytes() })
+  }
+
+  private sendHead(): void {
+    this.headPending = false
+    if (!this.res.destroyed) this.res.writeHead(this.status, this.statusText, this.headers)
   }
 
   onResponseError(_controller: unknown, error: Error): void {

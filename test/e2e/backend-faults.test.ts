@@ -2,8 +2,8 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { saleBody } from '../helpers/fixtures.js'
-import { paymentHeaders, send } from '../helpers/http.js'
-import { scanLogsForCards } from '../helpers/logs.js'
+import { paymentHeaders, send, until } from '../helpers/http.js'
+import { loggedRequests, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /** docs/backend-faults.md, "When the backend fails": every fault, with the payment sent at most once. */
@@ -111,6 +111,26 @@ t.test('backend resets while its 5xx body is read: 500, nothing of it has gone o
   t.equal(reply.status, 500)
   t.equal(reply.json.errorName, 'internalErrorOccurred')
 })
+
+t.test(
+  'backend resets after its 2xx head, before any of its body: 500 internalErrorOccurred, logged as sent',
+  async (t) => {
+    const logged = loggedRequests().length
+    backend.answer = (_req, res) => {
+      res.writeHead(201, { 'content-length': '1000', 'content-type': 'application/json' }).flushHeaders()
+      setTimeout(() => res.socket?.destroy(), 10)
+    }
+    // Red before: the connection was cut with nothing sent, and the log line said 201.
+    const reply = await payment()
+    t.equal(reply.status, 500)
+    t.equal(reply.json.errorName, 'internalErrorOccurred')
+    t.match(reply.json.message, /may have been processed/)
+    t.ok(await until(() => loggedRequests().length > logged), 'its line written')
+    t.match(loggedRequests().slice(logged), [
+      { status: 500, backendError: 'reset', errorName: 'internalErrorOccurred' },
+    ])
+  },
+)
 
 t.test('backend resets after its headers went out: the client connection is cut', async (t) => {
   backend.answer = (_req, res) => {
