@@ -92,7 +92,8 @@ t.test('keys: one or two, each at least 32 bytes', async (t) => {
   for (const keys of [[], [KEY, OLD, KEY], [Buffer.alloc(31)], [KEY, Buffer.alloc(31)]])
     t.throws(() => checkFingerprintKeys(keys), {
       code: 'EFINGERPRINTKEY',
-      message: /^idempotencyFingerprintKey must hold one key, .* at least 32 bytes; make one with openssl rand -hex 32$/,
+      message:
+        /^idempotencyFingerprintKey must hold one key, .* at least 32 bytes; make one with openssl rand -hex 32$/,
     })
   t.equal(processFingerprintKeys()[0]?.length, 32)
   t.not(processFingerprintKeys()[0]?.toString('hex'), processFingerprintKeys()[0]?.toString('hex'), 'random')
