@@ -168,8 +168,10 @@ export function reject(errorName: ErrorName, options: RejectOptions = {}): Rejec
  * path (docs/checks.md, error body).
  */
 function maskedPaths(items: FieldError[]): FieldError[] {
-  if (items.every((item) => maskCardNumbers(item.jsonPath) === item.jsonPath)) return items
-  return items.map((item) => ({ ...item, jsonPath: maskCardNumbers(item.jsonPath) }))
+  for (const item of items)
+    if (maskCardNumbers(item.jsonPath) !== item.jsonPath)
+      return items.map((each) => ({ ...each, jsonPath: maskCardNumbers(each.jsonPath) }))
+  return items
 }
 
 /** The one 500 refusal: every surface answers its own failure, and a backend's unknown outcome, with this value. */
