@@ -59,7 +59,7 @@ export function pendingResponse<Response = InFlight>(socket: Duplex): Response |
  * come (a payment at the backend, pipelined, RFC 9112 9.6): the client would
  * read the refusal as that answer. Bytes the parser refused after such a
  * whole request (a request pipelined behind it, anything after `Connection:
- * close`) are not processed: its answer is sent, then the connection closed
+ * close`, one that came too slowly) are not processed: its answer is sent, then the connection closed
  * (RFC 9112 9.6), as cutting it would lose a charged payment's answer and
  * its client would pay again. Only the request still being received, whose
  * answer has not started (a body that came too slowly or malformed), is
@@ -68,10 +68,9 @@ export function pendingResponse<Response = InFlight>(socket: Duplex): Response |
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): BelowHttpAnswer | undefined {
   if (error.code === 'ECONNRESET') return refuseOnSocket(socket, undefined)
   if (error.code === HTTP2_PREFACE) return refuseOnSocket(socket, HTTP2_WRITTEN)
-  const name = clientErrorName(error.code)
-  // A timeout is the pending request's own: waiting for its answer could wait as long as its client trickles it.
-  if (name !== 'requestTimedOut' && closedAfterAnswer(socket)) return undefined
-  return refuseOnSocket(socket, written(reject(name, { close: true })))
+  // A request behind a whole one that timed out too (a head that trickles): the answer ahead still ends the connection.
+  if (closedAfterAnswer(socket)) return undefined
+  return refuseOnSocket(socket, written(reject(clientErrorName(error.code), { close: true })))
 }
 
 /** The sockets whose connection ends with the answer pending on them: refused bytes after it change nothing. */

@@ -234,4 +234,31 @@ for (const [name, first, after, together] of [
   )
 }
 
+t.test("a head pipelined behind a payment that times out: the payment's answer, then the close", async (t) => {
+  let release = () => {}
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const slow = await startGateway(t, {
+    headersTimeout: 300,
+    requestTimeout: 600,
+    timeoutCheckInterval: 50,
+    answer: (_req, res) => void held.then(() => res.writeHead(201, { 'content-type': 'application/json' }).end('{}')),
+  })
+  const socket = connect(slow.port, '127.0.0.1')
+  const chunks: Buffer[] = []
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+  const closed = new Promise((resolve) => socket.on('close', resolve))
+  socket.write(payment())
+  t.ok(await until(() => slow.backend.started === 1), 'the payment is at the backend')
+  const timedOut = new Promise<NodeJS.ErrnoException>((resolve) => slow.gateway.server.once('clientError', resolve))
+  socket.write(`POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\n`)
+  t.match(await timedOut, { code: 'ERR_HTTP_REQUEST_TIMEOUT' }, 'the head behind it timed out')
+  release()
+  await closed
+  const answer = Buffer.concat(chunks).toString('latin1')
+  // Red before: the timeout cut the connection, and the charged payment's answer never came.
+  t.match(answer, /^HTTP\/1\.1 201 Created\r\n/, "the payment's answer")
+  t.match(answer, /\r\nConnection: close\r\n/i)
+  t.equal(answer.match(/HTTP\/1\.1 /g)?.length, 1, 'no 408 read as its answer')
+})
+
 scanLogsForCards(t)

@@ -27,7 +27,7 @@ t.test('a reset connection or a response already started gets no answer, only a 
   const reset = socket()
   t.equal(answerClientError(Object.assign(new Error('reset'), { code: 'ECONNRESET' }), reset.stream), undefined)
   t.ok(reset.stream.destroyed)
-  const started = socket({ _httpMessage: { headersSent: true } })
+  const started = socket({ _httpMessage: { headersSent: true, req: { complete: false } } })
   t.equal(
     answerClientError(Object.assign(new Error('late'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), started.stream),
     undefined,
@@ -56,12 +56,18 @@ t.test(
     response.emit('finish')
     t.ok(pending.stream.destroyed, 'closed once it is sent')
 
-    const slow = socket({
-      _httpMessage: Object.assign(new EventEmitter(), { headersSent: false, req: { complete: true } }),
+    const behind = Object.assign(new EventEmitter(), {
+      headersSent: false,
+      shouldKeepAlive: true,
+      req: { complete: true },
     })
+    const slow = socket({ _httpMessage: behind })
     const late = Object.assign(new Error('late'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' })
     t.equal(answerClientError(late, slow.stream), undefined)
-    t.ok(slow.stream.destroyed, 'a timeout cuts it: its client could trickle for ever')
+    // Red before: a request behind it that timed out cut the connection, and the answer ahead was lost.
+    t.notOk(slow.stream.destroyed, 'a head that timed out behind it: the answer ahead is still sent')
+    behind.emit('finish')
+    t.ok(slow.stream.destroyed, 'then the close')
   },
 )
 
