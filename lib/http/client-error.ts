@@ -34,7 +34,7 @@ const HTTP2_REFUSAL = Buffer.from([
 /** How the HTTP/2 refusal is logged and counted: no HTTP status, and HTTP/2's own name for its error code. */
 const HTTP2_REFUSED: BelowHttpAnswer = { status: 0, errorName: 'HTTP_1_1_REQUIRED' }
 
-/** What the refusals read of that response. */
+/** What the refusals read of a socket's pending response (pendingResponse, below). */
 interface InFlight {
   headersSent: boolean
   shouldKeepAlive: boolean
@@ -68,7 +68,7 @@ export function pendingResponse<Response = InFlight>(socket: Duplex): Response |
 export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): BelowHttpAnswer | undefined {
   if (error.code === 'ECONNRESET') return refuseOnSocket(socket, undefined)
   if (error.code === HTTP2_PREFACE) return refuseOnSocket(socket, HTTP2_WRITTEN)
-  // A request behind a whole one that timed out too (a head that trickles): the answer ahead still ends the connection.
+  // Behind a whole request, refused bytes and a timeout (a head that trickles) alike wait for its answer, then the close.
   if (closedAfterAnswer(socket)) return undefined
   return refuseOnSocket(socket, written(reject(clientErrorName(error.code), { close: true })))
 }
