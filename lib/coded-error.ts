@@ -19,6 +19,8 @@ export type ErrorCode =
   | 'EFINGERPRINTKEY'
   /** The backend did not answer within `--timeout` (the pass-through engine's own timer). */
   | 'EBACKENDTIMEOUT'
+  /** A payment still at the backend when the drain's time ran out: its outcome is unknown (docs/deployment-reference.md, stopping). */
+  | 'EDRAINED'
   /** The backend answered `101 Switching Protocols` on a path passed through, which never asks for it, or a 1xx as final. */
   | 'EBACKENDUPGRADE'
   /** Fewer replicas than asked acknowledged a write in time (docs/idempotency-reference.md, replicas and failover). */

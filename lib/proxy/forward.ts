@@ -13,6 +13,7 @@ import type { Exchange, GatewayResponse } from './exchange.js'
 import { faultKind } from './faults.js'
 import { forwardedRequestHeaders } from './hop-by-hop.js'
 import { PaymentRelay, type OnSettled } from './payment-relay.js'
+import { PaymentsInFlight } from './payments-in-flight.js'
 import { relay } from './relay.js'
 import { Pool } from './undici.js'
 import { addForwardedHeaders } from './x-forwarded.js'
@@ -56,6 +57,10 @@ export interface Forwarder {
    * body is streamed as it comes.
    */
   forward(req: IncomingMessage, res: GatewayResponse, payload?: Buffer, settled?: OnSettled): void
+  /** Resolves once no payment is at the backend, its client still there or not. */
+  settled(): Promise<void>
+  /** Ends every payment still at the backend: those written get their unknown outcome (payment-relay.ts, `cut`). */
+  cut(): void
   /** Closes the connections to the backend. */
   close(): void
 }
@@ -111,7 +116,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     bodyTimeout: timeout,
   })
   const pathOf = backendPaths(options.target)
+  const inFlight = new PaymentsInFlight()
   const settings = {
+    inFlight,
     errorBodyLimit,
     keepAnswerBytes: options.keepAnswerBytes,
     backendErrors: options.backendErrors ?? { rules: NO_RULES },
@@ -192,6 +199,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       // Never written past its deadline: `--timeout` after its claim began, or from now (docs/idempotency-reference.md, the in-flight window).
       new PaymentRelay(res, settings, settled, exchange.sendBy ?? performance.now() + timeout).send(pool, call)
     },
+    settled: () => inFlight.settled(),
+    cut: () => inFlight.cut(),
     close() {
       agent.destroy()
       // Settles without error, also when already destroyed (a second drain).

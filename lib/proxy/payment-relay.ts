@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici'
 import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { answerBytes, headerBytes } from '../idempotency/answer-size.js'
+import { CodedError } from '../coded-error.js'
 import { answerFault } from './answer-fault.js'
 import { clientAnswer, inspected, resendsPayment, type ClientAnswer } from './backend-answer.js'
 import { acceptedHeaders, reasonPhrase } from './backend-head.js'
@@ -8,6 +9,7 @@ import { BoundedBody } from './bounded-body.js'
 import { backendCallDone, releasePlace, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
 import { paymentFault, retriesOf, serverErrorMessage, type FaultKind } from './faults.js'
 import { relayedHeaders } from './hop-by-hop.js'
+import type { CallInFlight, PaymentsInFlight } from './payments-in-flight.js'
 
 /**
  * How a forwarded payment ended, for retry protection. `answered`: what the
@@ -37,6 +39,8 @@ export interface PaymentRelaySettings {
   readonly keepAnswerBytes: number | undefined
   /** The rules in force for the backend's error answers (docs/backend-faults.md). */
   readonly backendErrors: BackendErrorSource
+  /** The forwarder's payments whose calls are not over: each relay is in it from its dispatch until it settles. */
+  readonly inFlight: PaymentsInFlight
 }
 
 const FAULTS: Readonly<Record<FaultKind, BackendOutcome>> = {
@@ -47,6 +51,9 @@ const FAULTS: Readonly<Record<FaultKind, BackendOutcome>> = {
 
 /** The reason undici is given for a payment dropped before it was written; its outcome is settled already. */
 const WITHDRAWN = new Error('the payment was withdrawn before it was written')
+
+/** The reason a payment still at the backend at the drain's deadline is given up: its log line's `backendErrorCode`. */
+const DRAINED = new CodedError('EDRAINED', 'the gateway stopped before the backend answered')
 
 /** The deadline timer's callback, one function for every payment: no closure per request. */
 function sendByPassed(relay: PaymentRelay): void {
@@ -70,7 +77,7 @@ function onDrain(this: GatewayResponse): void {
  * no error frees its key; before that, nothing was written, and every way out
  * frees it.
  */
-export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
+export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall, CallInFlight {
   private readonly res: GatewayResponse
   private readonly settings: PaymentRelaySettings
   private readonly settled: OnSettled | undefined
@@ -114,6 +121,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
       this.withdraw()
       return
     }
+    this.settings.inFlight.add(this)
     dispatcher.dispatch(call, this)
     if (!this.written && !this.withdrawn && !this.ended)
       // At once when the claim outlasted it already: node warns of a negative delay, and makes it 1 ms.
@@ -148,6 +156,22 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
     clearTimeout(this.timer)
     if (!this.res.destroyed) answerFault(this.res, this.exchange, 'refused')
     this.finish(FAULTS.refused)
+  }
+
+  /**
+   * The drain's deadline came first (docs/deployment-reference.md, stopping). A payment not yet written is
+   * withdrawn; one written may have been processed: it is told and recorded as a timeout, its outcome
+   * unknown, before its call is aborted, and the client gets that 500 while nothing of an answer went out.
+   */
+  cut(): void {
+    if (!this.written) {
+      this.withdraw()
+      return
+    }
+    this.ended = true
+    answerFault(this.res, this.exchange, 'timeout', DRAINED)
+    this.finish(FAULTS.timeout)
+    ;(this.controller as Dispatcher.DispatchController).abort(DRAINED)
   }
 
   readOn(): void {
@@ -225,8 +249,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
 
   onResponseError(_controller: unknown, error: Error): void {
     clearTimeout(this.timer)
-    // Withdrawn (WITHDRAWN, or the pool closed after): settled already.
-    if (this.withdrawn) return
+    // Settled already: withdrawn (WITHDRAWN, or the pool closed after), or cut by a drain.
+    if (this.withdrawn || this.ended) return
     this.ended = true
     const kind = paymentFault(error, this.written)
     answerFault(this.res, this.exchange, kind, error)
@@ -235,6 +259,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall {
 
   /** The backend call is over: its place under the in-flight cap given back, its outcome told. */
   private finish(outcome: BackendOutcome): void {
+    this.settings.inFlight.delete(this)
     releasePlace(this.exchange)
     this.settled?.(outcome)
   }

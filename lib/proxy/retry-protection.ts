@@ -502,7 +502,11 @@ export function lentRetryProtection(
  * recorded or its key released after. Throws the one-line `EIDEMPOTENCY`
  * error for a store spec it does not take.
  */
-export function createPayments(forwarder: Forwarder, options: PaymentsOptions, lent?: LentProtection): Payments {
+export function createPayments(
+  forwarder: Pick<Forwarder, 'forward'>,
+  options: PaymentsOptions,
+  lent?: LentProtection,
+): Payments {
   const { metrics } = options
   const store =
     lent === undefined

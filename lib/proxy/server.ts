@@ -110,10 +110,11 @@ export interface Gateway {
   withdraw(): void
   /**
    * Withdraws, stops accepting, answers 503 to new requests on open
-   * connections, lets the requests in flight finish, then closes. After
-   * `graceMs` the connections still open are cut: by default the in-flight window (three times `timeout` and a
-   * margin), so that no payment still in its window is cut (docs/deployment-reference.md, stopping). Retry protection's
-   * store is closed with it.
+   * connections, lets the requests in flight finish, payments whose clients left included, then closes.
+   * After `graceMs` the payments still at the backend get their unknown outcome and the connections still
+   * open are cut: by default the in-flight window (three times `timeout` and a margin), so that no payment
+   * still in its window is cut (docs/deployment-reference.md, stopping). Retry protection's store is closed
+   * last, once every payment's answer is recorded.
    */
   drain(graceMs?: number): Promise<void>
 }
@@ -363,12 +364,21 @@ export function createGateway(options: GatewayOptions): Gateway {
       state.draining = true
       closed = true
       return new Promise((resolve) => {
-        const cut = setTimeout(() => server.closeAllConnections(), graceMs)
+        // Told first, so that a payment the deadline cuts still gets its answer and its record.
+        const cut = setTimeout(() => {
+          forwarder.cut()
+          server.closeAllConnections()
+        }, graceMs)
+        // A payment whose client left is still read to its end and recorded (docs/idempotency.md).
         server.close(() => {
-          clearTimeout(cut)
-          listening = false
-          forwarder.close()
-          resolve(payments.close())
+          resolve(
+            forwarder.settled().then(() => {
+              clearTimeout(cut)
+              listening = false
+              forwarder.close()
+              return payments.close()
+            }),
+          )
         })
         server.closeIdleConnections()
       })

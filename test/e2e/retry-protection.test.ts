@@ -464,6 +464,67 @@ function payAndLeave(url: string, payment: object, leave: Promise<unknown>): Pro
   })
 }
 
+/** A memory store of your own that tells, in order, each answer it records and its close. */
+function witnessStore(): { store: IdempotencyStore; events: string[] } {
+  const memory = new MemoryIdempotencyStore({
+    ttlMs: 60_000,
+    inFlightMs: 60_000,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+  })
+  const events: string[] = []
+  const store: IdempotencyStore = {
+    claim: (key, fingerprint) => memory.claim(key, fingerprint),
+    record: (key, token, answer) => (events.push(`record ${answer.status}`), memory.record(key, token, answer)),
+    release: (key, token) => (events.push('release'), memory.release(key, token)),
+    close: async () => void events.push('close'),
+  }
+  return { store, events }
+}
+
+t.test(
+  "the drain waits for a payment whose client left: the backend's answer is read and recorded before the store closes",
+  async (t) => {
+    const { store, events } = witnessStore()
+    const { url, backend, gateway } = await startGateway(t, { idempotency: store })
+    const held: (() => void)[] = []
+    backend.answer = (_req, res) => held.push(() => res.writeHead(201).end('{}'))
+    await payAndLeave(
+      url,
+      sale(),
+      until(() => held.length === 1),
+    )
+    let drained = false
+    const draining = gateway.drain(60_000).then(() => (drained = true))
+    const open = () =>
+      new Promise<number>((resolve) => gateway.server.getConnections((_error, count) => resolve(count)))
+    t.ok(await until(async () => (await open()) === 0), 'no client connection is left')
+    await new Promise((resolve) => setImmediate(resolve))
+    t.notOk(drained, 'still draining: the payment is at the backend')
+    ;(held[0] as () => void)()
+    await draining
+    t.same(events, ['record 201', 'close'], 'its answer recorded, then the store closed')
+  },
+)
+
+t.test(
+  "the drain's deadline: a payment still at the backend gets the unknown outcome, recorded before the store closes",
+  async (t) => {
+    const { store, events } = witnessStore()
+    const { url, backend, gateway } = await startGateway(t, { idempotency: store })
+    backend.answer = () => undefined
+    const reply = pay(url, sale())
+    t.ok(await until(() => backend.received.length === 1))
+    await gateway.drain(10)
+    const answer = await reply
+    t.equal(answer.status, 500)
+    t.equal(answer.json.errorName, 'internalErrorOccurred')
+    t.match(answer.json.message, /^The outcome of this payment is unknown: .* It is not sent again/)
+    t.equal(answer.headers.connection, 'close')
+    t.same(events, ['record 500', 'close'], 'the unknown outcome recorded, then the store closed')
+  },
+)
+
 t.test(
   'a client that leaves while its claim is answered (an asynchronous store): never forwarded, the key released',
   async (t) => {

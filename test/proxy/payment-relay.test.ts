@@ -10,6 +10,7 @@ import { NO_RULES } from '../../lib/backend-errors/rules.js'
 import { GatewayResponse, track, type Exchange } from '../../lib/proxy/exchange.js'
 import { paymentFault } from '../../lib/proxy/faults.js'
 import { PaymentRelay, type BackendOutcome } from '../../lib/proxy/payment-relay.js'
+import { PaymentsInFlight } from '../../lib/proxy/payments-in-flight.js'
 import { send, until, type Reply } from '../helpers/http.js'
 import { createdBytes, listenOnLoopback, startRawBackend } from '../helpers/servers.js'
 
@@ -31,19 +32,26 @@ interface Host {
   readonly url: string
   readonly outcomes: BackendOutcome[]
   readonly exchanges: Exchange[]
+  readonly responses: GatewayResponse[]
+  /** The relays whose calls are not over, as the forwarder's drain sees them. */
+  readonly inFlight: PaymentsInFlight
 }
 
 /** A gateway of one relay: each request is sent as a payment through the dispatcher `dispatcherFor` gives, with `sendBy` ms to be written. */
 async function startHost(t: Test, dispatcherFor: () => Dispatcher, sendByMs = 10_000): Promise<Host> {
   const outcomes: BackendOutcome[] = []
   const exchanges: Exchange[] = []
+  const responses: GatewayResponse[] = []
+  const inFlight = new PaymentsInFlight()
+  const settings = { ...SETTINGS, inFlight }
   const server = createServer<typeof IncomingMessage, typeof GatewayResponse>(
     { ServerResponse: GatewayResponse },
     (req, res) => {
       exchanges.push(track(res, { draining: false }, 'sale', 'id', undefined))
+      responses.push(res)
       req.resume()
       req.on('end', () =>
-        new PaymentRelay(res, SETTINGS, (outcome) => outcomes.push(outcome), performance.now() + sendByMs).send(
+        new PaymentRelay(res, settings, (outcome) => outcomes.push(outcome), performance.now() + sendByMs).send(
           dispatcherFor(),
           CALL,
         ),
@@ -52,7 +60,7 @@ async function startHost(t: Test, dispatcherFor: () => Dispatcher, sendByMs = 10
   )
   const port = await listenOnLoopback(server)
   t.teardown(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))))
-  return { url: `http://127.0.0.1:${port}`, outcomes, exchanges }
+  return { url: `http://127.0.0.1:${port}`, outcomes, exchanges, responses, inFlight }
 }
 
 /** undici's side played by hand: the request handed to a socket (onRequestStart) or not, then `error`. */
@@ -272,3 +280,66 @@ t.test(
     t.equal(received, 0, 'the backend answered neither')
   },
 )
+
+/** A host whose backend holds each payment until the test answers it: the raw backend's sockets, one per payment. */
+async function heldPayments(t: Test): Promise<{ host: Host; held: Socket[] }> {
+  const held: Socket[] = []
+  const backend = await startRawBackend(t, (socket) => held.push(socket))
+  const pool = new Pool(backend.url, { connections: 1, pipelining: 1, allowH2: false })
+  t.teardown(() => pool.destroy())
+  return { host: await startHost(t, () => pool), held }
+}
+
+t.test("the drain's cut: a payment at the backend gets the unknown outcome, settled as a timeout", async (t) => {
+  const { host, held } = await heldPayments(t)
+  const reply = send(host.url, { path: '/pay', body: '{}' })
+  t.ok(await until(() => held.length === 1))
+  let settled = false
+  void host.inFlight.settled().then(() => (settled = true))
+  await new Promise((resolve) => setImmediate(resolve))
+  t.notOk(settled, 'not settled while the backend holds it')
+  host.inFlight.cut()
+  const answer = await reply
+  t.equal(answer.status, 500)
+  t.equal(answer.json.errorName, 'internalErrorOccurred')
+  t.match(answer.json.message, /^The outcome of this payment is unknown/)
+  t.same(host.outcomes, [{ kind: 'timeout' }], 'settled once, its key kept')
+  t.equal(host.exchanges[0]?.backendErrorCode, 'EDRAINED')
+  await host.inFlight.settled()
+  t.ok(settled, 'settled resolves once the last call is over')
+  t.ok(await until(() => (held[0] as Socket).destroyed), "the backend's connection is let go")
+})
+
+t.test("the drain's cut: a payment still waiting for a connection is withdrawn, 503, refused", async (t) => {
+  const { host, held } = await heldPayments(t)
+  const first = send(host.url, { path: '/pay', body: '{}' })
+  t.ok(await until(() => held.length === 1), 'the one connection is busy')
+  const queued = send(host.url, { path: '/pay', body: '{}' })
+  t.ok(await until(() => host.exchanges.length === 2))
+  host.inFlight.cut()
+  const [firstReply, queuedReply] = await Promise.all([first, queued])
+  t.equal(firstReply.status, 500)
+  t.equal(queuedReply.status, 503, 'never written: the client may retry')
+  t.same(host.outcomes.map((outcome) => outcome.kind).sort(), ['refused', 'timeout'])
+  t.equal(held.length, 1, 'the queued payment never reached the backend')
+})
+
+t.test("the drain's cut after the backend's head went out: the client's connection is cut", async (t) => {
+  const { host, held } = await heldPayments(t)
+  const reply = send(host.url, { path: '/pay', body: '{}' })
+  t.ok(await until(() => held.length === 1))
+  ;(held[0] as Socket).write('HTTP/1.1 201 Created\r\nContent-Length: 10\r\n\r\n{"ok"')
+  t.ok(await until(() => host.responses[0]?.headersSent === true), 'the head went with the first piece')
+  host.inFlight.cut()
+  await t.rejects(reply, 'a truncated answer ends in a cut connection')
+  t.same(host.outcomes, [{ kind: 'timeout' }])
+})
+
+t.test("the drain's cut leaves a payment already answered as it was", async (t) => {
+  const host = await startHost(t, () => failing(coded('ECONNRESET'), true))
+  t.equal((await send(host.url, { path: '/pay', body: '{}' })).status, 500)
+  t.ok(await until(() => host.outcomes.length === 1))
+  host.inFlight.cut()
+  await host.inFlight.settled()
+  t.same(host.outcomes, [{ kind: 'reset' }], 'settled once, by the backend')
+})

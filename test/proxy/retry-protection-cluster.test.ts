@@ -10,7 +10,7 @@ import { until } from '../helpers/wait.js'
 t.test("a Redis Cluster store given no metrics of its own reports its nodes' errors to the gateway's", async (t) => {
   const metrics = createMetrics({ defaultMetrics: false })
   const payments = createPayments(
-    { forward() {}, close() {} },
+    { forward() {} },
     {
       idempotency: `redis-cluster://127.0.0.1:${await freePort()}`,
       idempotencyFingerprintKey: FINGERPRINT_KEY,

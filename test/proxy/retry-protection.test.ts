@@ -359,11 +359,14 @@ function entitled(currency = 'EUR', amount = 250, reference = 'order-1', checks 
 }
 
 /** A forwarder standing for the backend: it keeps each call, and the test tells each how it ended. */
-function backend(): { forwarder: Forwarder; calls: { payload: Buffer | undefined; settled: OnSettled | undefined }[] } {
+function backend(): {
+  forwarder: Pick<Forwarder, 'forward'>
+  calls: { payload: Buffer | undefined; settled: OnSettled | undefined }[]
+} {
   const calls: { payload: Buffer | undefined; settled: OnSettled | undefined }[] = []
   return {
     calls,
-    forwarder: { forward: (_req, _res, payload, settled) => void calls.push({ payload, settled }), close() {} },
+    forwarder: { forward: (_req, _res, payload, settled) => void calls.push({ payload, settled }) },
   }
 }
 

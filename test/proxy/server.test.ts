@@ -101,14 +101,24 @@ t.test(
   },
 )
 
-t.test('drain: connections still open after the grace period are cut', async (t) => {
-  const { gateway, backend, url } = await startGateway(t)
-  backend.answer = () => undefined
-  const reply = send(url, { headers: paymentHeaders(), body: saleBody() })
-  await until(() => backend.received.length === 1)
-  await gateway.drain(20)
-  await t.rejects(reply, { code: 'ECONNRESET' })
-})
+t.test(
+  'drain: after the grace period a payment at the backend gets the unknown outcome, and other connections are cut',
+  async (t) => {
+    const { gateway, backend, url } = await startGateway(t)
+    backend.answer = () => undefined
+    const payment = send(url, { headers: paymentHeaders(), body: saleBody() })
+    const passedThrough = send(url, { method: 'GET', path: '/other' })
+    await until(() => backend.received.length === 2)
+    await gateway.drain(20)
+    const answer = await payment
+    t.equal(answer.status, 500)
+    t.match(answer.json.message, /^The outcome of this payment is unknown/)
+    await t.rejects(passedThrough, { code: 'ECONNRESET' })
+    const drained = (line: Record<string, unknown>) =>
+      line.status === 500 && line.backendError === 'timeout' && line.backendErrorCode === 'EDRAINED'
+    t.ok(await until(() => loggedRequests().some(drained)), 'logged as a timeout the drain cut')
+  },
+)
 
 t.test('a check that throws is answered 500 internalErrorOccurred and logged', async (t) => {
   const { url, backend } = await startGateway(t, {
