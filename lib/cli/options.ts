@@ -270,7 +270,7 @@ const SERVE_FLAGS = {
   backendMaxInFlight: option({
     value: 'K',
     summary:
-      'most payments this process forwards at once, at least 1: one more is answered 503 with `Retry-After: 1` before anything is claimed; per process with `--workers`',
+      'most payments this process forwards at once, at least 1: one more is answered 503 with `Retry-After: 1`, unless retry protection knows it (its 409 or replay); per process with `--workers`',
     shown: 'off',
     parse: wholeNumberIn(BOUNDS.backendMaxInFlight),
     see: '[backend protection](deployment-reference.md#backend-protection)',

@@ -119,7 +119,7 @@ export async function reportLimit(
   metrics?.rateLimit(entity, outcome === 'limited' ? 'reported' : outcome === 'unavailable' ? 'unchecked' : outcome)
 }
 
-/** The in-flight cap's refusal: nothing was claimed, counted or written (docs/deployment.md, backend protection). */
+/** The in-flight cap's refusal: nothing was kept claimed, counted or written (docs/deployment-reference.md, backend protection). */
 export const SHED: Rejection = Object.freeze(
   reject('serviceUnavailable', {
     message:

@@ -24,7 +24,7 @@ import type { PaymentRequest } from '../schema/payment.js'
 import type { Exchange, GatewayResponse } from './exchange.js'
 import { faultAnswer } from './faults.js'
 import type { BackendOutcome, Forwarder } from './forward.js'
-import { admitted, guardWithLimit, rateLimiterOf } from './rate-limits.js'
+import { admitted, guardWithLimit, rateLimiterOf, SHED } from './rate-limits.js'
 import type { Admission, RateLimiter } from '../rate-limit/limiter.js'
 
 /** Retry protection's settings, the same as `payments-gate serve`'s (docs/idempotency.md). */
@@ -344,11 +344,16 @@ export function protectedPayment(
   }
 }
 
+/** Refuses a payment at the in-flight cap (lib/proxy/server.ts). */
+export type Shed = (res: GatewayResponse, exchange: Exchange, entity: string) => void
+
 /** The proxy's payments: each forwarded once, under retry protection unless it is off. */
 export interface Payments {
   /**
    * Answers a payment that passed check 9 from retry protection (a replay, whatever its policy says now),
-   * or runs `checkPolicy` on it and forwards it or answers the refusal.
+   * or runs `checkPolicy` on it and forwards it or answers the refusal. `shed`: the in-flight cap has no
+   * place for it (docs/deployment-reference.md, backend protection): a payment retry protection knows
+   * gets what its retry always gets, any other is handed to `shed`, its claim released.
    */
   forward(
     req: IncomingMessage,
@@ -356,6 +361,7 @@ export interface Payments {
     exchange: Exchange,
     entitled: Entitled,
     checkPolicy: PolicyCheck,
+    shed?: Shed,
   ): void | Promise<void>
   /** What retry protection would do with the payment (report mode); undefined when it is off or cannot look. */
   inspect(payment: ProtectedPayment): ReturnType<RetryProtection['inspect']>
@@ -525,6 +531,38 @@ export function createPayments(
     act(req, res, exchange, await pending, verdict)
   }
 
+  /**
+   * At the in-flight cap: the look-up decides, so that a retry of a payment at the backend or answered gets
+   * its 409 or its replay, never "not forwarded, retry". Neither the policy nor the rate limit runs.
+   */
+  function shedding(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    entitled: Entitled,
+    shed: Shed,
+  ): void | Promise<void> {
+    const { operation, entity, document } = entitled
+    if (protection === undefined) return shed(res, exchange, entity)
+    const guard = protection.guard(protectedPayment(operation, entity, document, document))
+    if (guard instanceof Promise) return guard.then((found) => actShed(req, res, exchange, found, entity, shed))
+    actShed(req, res, exchange, guard, entity, shed)
+  }
+
+  function actShed(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    exchange: Exchange,
+    guard: Guard,
+    entity: string,
+    shed: Shed,
+  ): void {
+    if (guard.kind !== 'forward') return act(req, res, exchange, guard, SHED)
+    // Nothing is recorded under its key: the claim made to look is freed at once.
+    if (guard.ticket !== undefined) (protection as RetryProtection).settle(guard.ticket, NOT_FORWARDED)
+    shed(res, exchange, entity)
+  }
+
   function refuse(res: GatewayResponse, exchange: Exchange, rejection: Rejection): void {
     exchange.errorName = rejection.body.errorName
     writeAnswer(res, answerOf(rejection))
@@ -585,7 +623,8 @@ export function createPayments(
   }
 
   return {
-    forward(req, res, exchange, entitled, checkPolicy) {
+    forward(req, res, exchange, entitled, checkPolicy, shed) {
+      if (shed !== undefined) return shedding(req, res, exchange, entitled, shed)
       // Taken before the claim, so that a claim's window covers the whole wait for a connection.
       exchange.sendBy = performance.now() + options.timeout
       if (entitled.policy.rateLimit !== undefined) return limited(req, res, exchange, entitled, checkPolicy)

@@ -89,7 +89,8 @@ export interface GatewayOptions extends RetryProtectionOptions {
   mode?: Mode
   /**
    * Most payments this process forwards at once, at least 1: one more is answered 503 `serviceUnavailable`
-   * with `Retry-After: 1` before anything is claimed or counted (docs/deployment.md, backend protection).
+   * with `Retry-After: 1` before its policy and rate limit, unless retry protection answers it (a replay, 409)
+   * (docs/deployment-reference.md, backend protection).
    * Default: no cap.
    */
   backendMaxInFlight?: number
@@ -205,32 +206,35 @@ export function createGateway(options: GatewayOptions): Gateway {
       refuse(res, exchange, screened)
       return
     }
-    if (shed(res, exchange, screened.entity)) return
+    const placed = place(exchange)
     if (screened.ok === 'report') {
-      await passAsItCame(req, res, exchange, screened)
+      if (placed) await passAsItCame(req, res, exchange, screened)
+      else shed(res, exchange, screened.entity)
       return
     }
     exchange.entity = screened.entity
     exchange.user = screened.principal?.username
-    return payments.forward(req, res, exchange, screened, checks.checkPolicy)
+    return payments.forward(req, res, exchange, screened, checks.checkPolicy, placed ? undefined : shed)
   }
 
   /**
-   * The in-flight cap, in both modes, before retry protection and the rate limit: true when the payment was
-   * refused for it. Otherwise it holds a place until its backend call is over (payment-relay.ts), or until its
+   * The in-flight cap, in both modes, before the rate limit: false when it has no place for the payment.
+   * Otherwise the payment holds a place until its backend call is over (payment-relay.ts), or until its
    * answer ends when it is not forwarded.
    */
-  function shed(res: GatewayResponse, exchange: Exchange, entity: string): boolean {
-    if (inFlight === undefined) return false
-    if (inFlight.enter()) {
-      exchange.inFlight = inFlight
-      return false
-    }
+  function place(exchange: Exchange): boolean {
+    if (inFlight === undefined) return true
+    if (!inFlight.enter()) return false
+    exchange.inFlight = inFlight
+    return true
+  }
+
+  /** A payment the cap had no place for, and retry protection did not answer. */
+  function shed(res: GatewayResponse, exchange: Exchange, entity: string): void {
     exchange.entity = entity
     exchange.limited = 'shed'
     metrics?.shed(entity)
     refuse(res, exchange, SHED)
-    return true
   }
 
   /**

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import type { ServerResponse } from 'node:http'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
+import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import { staticPolicies, type PolicyFile } from '../../lib/policy/policy.js'
 import { createGateway } from '../../lib/proxy/server.js'
 import { runCli, spawnCli } from '../helpers/cli.js'
@@ -293,6 +294,68 @@ t.test(
     t.equal(answered.headers['idempotent-replayed'], undefined)
   },
 )
+
+t.test(
+  '--backend-max-in-flight and retry protection: at the cap, a retry gets its 409 or its replay; a new payment is shed, its claim released',
+  async (t) => {
+    const backend = heldBackend()
+    const started = await startGateway(t, { idempotency: 'memory', backendMaxInFlight: 1, answer: backend.answer })
+    const { url } = started
+    const [charged, fresh, holder] = [sale(), sale(), sale()]
+    const first = pay(url, charged)
+    t.ok(await until(() => backend.held.length === 1, 10_000), 'the one place is taken')
+    t.match(
+      await pay(url, charged),
+      { status: 409, json: { errorName: 'paymentIsInProgress' } },
+      'in progress, not shed',
+    )
+    t.match(await pay(url, fresh, 'shed-new'), { status: 503, json: { message: /as many payments as it may/ } })
+    t.match(
+      loggedRequests().find((line) => line.requestId === 'shed-new'),
+      { limited: 'shed' },
+    )
+    backend.release()
+    t.equal((await first).status, 201)
+    const third = pay(url, holder)
+    t.ok(await until(() => backend.held.length === 1, 10_000), 'the place is taken again')
+    const replay = await pay(url, charged, 'replayed-at-cap')
+    t.equal(replay.status, 201, 'the charged payment is replayed, not shed')
+    t.equal(replay.headers['idempotent-replayed'], 'true')
+    t.equal(
+      loggedRequests().find((line) => line.requestId === 'replayed-at-cap')?.limited,
+      undefined,
+      'not counted as shed',
+    )
+    t.equal(await metric(started, 'payments_gate_shed_total', 'entity="default"'), 1)
+    backend.release()
+    t.equal((await third).status, 201)
+    const retried = pay(url, fresh)
+    t.ok(await until(() => backend.held.length === 1, 10_000), 'the shed payment, sent again, reaches the backend')
+    backend.release()
+    t.equal((await retried).headers['idempotent-replayed'], undefined, 'a new payment: its claim was released')
+  },
+)
+
+t.test('--backend-max-in-flight with a store that fails, failure open: the payment past the cap is shed', async (t) => {
+  const backend = heldBackend()
+  const broken: IdempotencyStore = {
+    claim: () => Promise.reject(new Error('the store is down')),
+    record: () => undefined,
+    release: () => undefined,
+    close: async () => undefined,
+  }
+  const started = await startGateway(t, {
+    idempotency: broken,
+    idempotencyFailure: 'open',
+    backendMaxInFlight: 1,
+    answer: backend.answer,
+  })
+  const first = pay(started.url, sale())
+  t.ok(await until(() => backend.held.length === 1, 10_000), 'forwarded unprotected')
+  t.match(await pay(started.url, sale()), { status: 503, json: { message: /as many payments as it may/ } })
+  backend.release()
+  t.equal((await first).status, 201)
+})
 
 t.test('a payment whose client left keeps its place until the backend answers', async (t) => {
   const backend = heldBackend()
