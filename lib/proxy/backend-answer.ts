@@ -47,7 +47,8 @@ export function resendsPayment(status: number): boolean {
  * status, keeping the headers that status needs. `serverError`, given for a
  * payment: the message of a body named `internalErrorOccurred` by status (a
  * payment's 5xx, whose outcome is unknown: faults.ts); a rule's message is
- * never replaced. A payment's 5xx but 503 keeps no `Retry-After`: it may have
+ * never replaced. A status past 599 is none (RFC 9110 15: a client reads it as a 5xx), so it becomes a 500,
+ * as a payment's 307 and 308 do. A payment's 5xx but 503 keeps no `Retry-After`: it may have
  * been charged, and a client that obeys the header would pay twice
  * (docs/idempotency.md, the words of an unknown outcome).
  */
@@ -58,7 +59,7 @@ export function clientAnswer(
   rules: BackendErrorRules,
   serverError?: string,
 ): ClientAnswer {
-  const status = resendsPayment(backendStatus) ? 500 : backendStatus
+  const status = resendsPayment(backendStatus) || backendStatus > 599 ? 500 : backendStatus
   const headers = serverError !== undefined && status >= 500 && status !== 503 ? withoutRetryAfter(raw) : raw
   const document = body === undefined ? undefined : parsed(body)
   if (status === backendStatus && isErrorFormat(document)) {
@@ -75,6 +76,11 @@ export function clientAnswer(
   const rejection = replacement(status, headers, document, rules, serverError)
   const answer = answerOf(rejection)
   return { status, headers: maskedHeaders(flatHeaders(answer)), body: answer.body, errorName: rejection.body.errorName }
+}
+
+/** The reason phrase `answer` goes out with: the backend's `reason` while its status is kept, else node's own for the new status. */
+export function reasonOf(answer: ClientAnswer, backendStatus: number, reason: string | undefined): string | undefined {
+  return answer.status === backendStatus ? reason : undefined
 }
 
 /** A header list, [name, value, ...], each name's and value's card numbers masked as the body's are: recorded and replayed too. */

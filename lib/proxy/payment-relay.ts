@@ -3,7 +3,7 @@ import type { BackendErrorSource } from '../backend-errors/rules.js'
 import { answerBytes, headerBytes } from '../idempotency/answer-size.js'
 import { CodedError } from '../coded-error.js'
 import { answerFault } from './answer-fault.js'
-import { clientAnswer, inspected, resendsPayment, type ClientAnswer } from './backend-answer.js'
+import { clientAnswer, inspected, reasonOf, resendsPayment, type ClientAnswer } from './backend-answer.js'
 import { acceptedHeaders, reasonPhrase } from './backend-head.js'
 import { BoundedBody } from './bounded-body.js'
 import { backendCallDone, releasePlace, type BackendCall, type Exchange, type GatewayResponse } from './exchange.js'
@@ -268,7 +268,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall, Ca
     const serverError = serverErrorMessage(retriesOf(this.exchange))
     const answer = clientAnswer(this.status, this.raw, body, this.settings.backendErrors.rules, serverError)
     if (answer.errorName !== undefined) this.exchange.errorName = answer.errorName
-    this.res.writeHead(answer.status, this.statusText, answer.headers)
+    this.res.writeHead(answer.status, reasonOf(answer, this.status, this.statusText), answer.headers)
     this.res.end(answer.body)
     this.finish({ kind: 'answered', status: answer.status, headers: answer.headers, body: this.keep(answer) })
   }

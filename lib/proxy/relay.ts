@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { NO_RULES } from '../backend-errors/rules.js'
 import { CodedError } from '../coded-error.js'
 import { answerFault } from './answer-fault.js'
-import { clientAnswer, inspected } from './backend-answer.js'
+import { clientAnswer, inspected, reasonOf } from './backend-answer.js'
 import { reasonPhrase } from './backend-head.js'
 import { BoundedBody } from './bounded-body.js'
 import type { Exchange } from './exchange.js'
@@ -79,7 +79,7 @@ function inspect(
     guarded(proxyRes, res, exchange, () => {
       const answer = clientAnswer(proxyRes.statusCode as number, raw, body.bytes(), NO_RULES)
       if (answer.errorName !== undefined) exchange.errorName = answer.errorName
-      res.writeHead(answer.status, reason, answer.headers)
+      res.writeHead(answer.status, reasonOf(answer, proxyRes.statusCode as number, reason), answer.headers)
       res.end(answer.body)
     }),
   )

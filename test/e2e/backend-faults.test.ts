@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { saleBody } from '../helpers/fixtures.js'
+import { SALE_PATH, saleBody } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { loggedRequests, scanLogsForCards } from '../helpers/logs.js'
 import { startGateway } from '../helpers/surfaces.js'
@@ -218,6 +218,33 @@ t.test('other paths, on the pass-through engine, get the same answers', async (t
 })
 
 scanLogsForCards(t)
+
+t.test(
+  "a backend status past 599, or a 307: a 500 with node's reason phrase, not the backend's, on a payment and elsewhere",
+  async (t) => {
+    for (const [status, reason] of [
+      [600, 'Weird'],
+      [999, 'Odd'],
+      [307, 'Temporary Redirect'],
+    ] as const) {
+      backend.answer = (_req, res) => res.writeHead(status, reason, { location: '/elsewhere' }).end('odd')
+      const reply = await fetch(`${url}${SALE_PATH}`, {
+        method: 'POST',
+        headers: paymentHeaders() as Record<string, string>,
+        body: JSON.stringify(saleBody()),
+        redirect: 'manual',
+      })
+      t.equal(reply.status, 500, `${status}`)
+      t.equal(reply.statusText, 'Internal Server Error')
+      t.match(await reply.json(), { errorName: 'internalErrorOccurred', message: /may have been processed/ })
+    }
+    backend.answer = (_req, res) => res.writeHead(600, 'Weird').end('odd')
+    const other = await fetch(`${url}/other`)
+    t.equal(other.status, 500, 'a path passed through')
+    t.equal(other.statusText, 'Internal Server Error')
+    t.equal(((await other.json()) as { errorName: string }).errorName, 'internalErrorOccurred')
+  },
+)
 
 t.test('backend 307 or 308 on a payment: 500 internalErrorOccurred without Location, never followed', async (t) => {
   for (const status of [307, 308]) {

@@ -20,6 +20,7 @@ import {
   PASSWORD,
   policies,
   policy,
+  SALE_PATH,
   saleBody,
   TEST_COST,
   USERNAME,
@@ -463,6 +464,20 @@ function payAndLeave(url: string, payment: object, leave: Promise<unknown>): Pro
     void leave.then(() => req.destroy())
   })
 }
+
+t.test("a backend status past 599: recorded and replayed as a 500, with node's reason phrase", async (t) => {
+  const { url, backend } = await protectedGateway(t, {}, (_req, res) => res.writeHead(600, 'Weird').end('odd'))
+  const payment = JSON.stringify(sale())
+  const post = () =>
+    fetch(`${url}${SALE_PATH}`, { method: 'POST', headers: paymentHeaders() as Record<string, string>, body: payment })
+  const first = await post()
+  const replay = await post()
+  t.same([first.status, first.statusText], [500, 'Internal Server Error'])
+  t.same([replay.status, replay.statusText], [500, 'Internal Server Error'])
+  t.equal(replay.headers.get('idempotent-replayed'), 'true')
+  t.same(await replay.json(), await first.json())
+  t.equal(backend.received.length, 1)
+})
 
 /** A memory store of your own that tells, in order, each answer it records and its close. */
 function witnessStore(): { store: IdempotencyStore; events: string[] } {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { compileBackendErrors, NO_RULES, type BackendErrorRules } from '../../lib/backend-errors/rules.js'
 import { ERRORS, serializeError } from '../../lib/errors.js'
-import { clientAnswer, inspected } from '../../lib/proxy/backend-answer.js'
+import { clientAnswer, inspected, reasonOf } from '../../lib/proxy/backend-answer.js'
 
 const RULES = compileBackendErrors({
   rules: [
@@ -145,6 +145,28 @@ t.test('a payment redirected with its method and body kept (307, 308) is a 500 w
     }
   }
   t.notOk(inspected(303, true), 'a 303 is followed with GET, without the body')
+})
+
+t.test('a status past 599 is none (RFC 9110 15): a 500, on a payment and elsewhere, whatever its body', async (t) => {
+  for (const status of [600, 742, 999]) {
+    t.ok(inspected(status, true) && inspected(status, false), `${status} read whole everywhere`)
+    for (const body of [Buffer.from('odd'), json({ errorName: 'odd', message: 'in the error format' })]) {
+      const payment = clientAnswer(status, ['Retry-After', '1'], body, NO_RULES, 'unknown')
+      t.equal(payment.status, 500)
+      t.same(JSON.parse(payment.body.toString()), { errorName: 'internalErrorOccurred', message: 'unknown' })
+      t.notOk('retry-after' in headersOf(payment.headers), 'it may have been charged: no Retry-After')
+      const other = clientAnswer(status, [], body, NO_RULES)
+      t.equal(other.status, 500)
+      t.equal(JSON.parse(other.body.toString()).errorName, 'internalErrorOccurred')
+    }
+  }
+})
+
+t.test("the reason phrase: the backend's while its status is kept, node's own for a status changed", async (t) => {
+  const kept = clientAnswer(502, [], Buffer.from('x'), NO_RULES)
+  t.equal(reasonOf(kept, 502, 'Bad Gateway Here'), 'Bad Gateway Here')
+  const changed = clientAnswer(600, [], Buffer.from('x'), NO_RULES)
+  t.equal(reasonOf(changed, 600, 'Weird'), undefined)
 })
 
 t.test('the headers the status needs are kept', async (t) => {
