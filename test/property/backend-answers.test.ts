@@ -18,7 +18,7 @@ import { startGateway } from '../helpers/surfaces.js'
  * without the gateway, with the engine that reads it behind the gateway: node's HTTP client for a
  * passed-through path, undici for a payment; and node's `writeHead` says which statuses node writes.
  * Properties: the gateway never crashes and still answers afterwards. An answer the engine refuses,
- * or whose status node cannot write, gets the fault table's 500; any other keeps its status: one the
+ * or whose status node cannot write, gets the fault table's 500; one past 599 a 500; any other keeps its status: one the
  * relay streams (a 2xx or 3xx, and on another path a 4xx) with every end-to-end header as the engine
  * read it, whole or cut where the backend cut it; one read whole first (a 5xx, and on a payment a
  * 4xx) is answered whole, with the fault table's 500 when its body was cut. FUZZ_RUNS scales the runs.
@@ -195,10 +195,12 @@ function holds(engine: Read, client: Read, readWholeFrom: number, compared: { he
   const fault = client !== 'refused' && client.status === 500 && whole(client)
   // A 1xx is never a final answer (RFC 9110 15.2): one that a reader takes for one (a 101 without Upgrade) is broken.
   if (engine === 'refused' || !nodeWrites(engine.status) || engine.status < 200) return fault
-  // Read whole first: the backend's status when it came whole, the fault table's when it broke.
+  // Read whole first: the backend's status when it came whole, the fault table's when it broke; a status
+  // past 599 is none, and goes on as a 500 (RFC 9110 15: a client reads it as a 5xx).
   if (engine.status >= readWholeFrom) {
-    if (whole(engine)) return client !== 'refused' && client.status === engine.status && whole(client)
-    return fault || (engine.complete && client !== 'refused' && client.status === engine.status && whole(client))
+    const status = engine.status > 599 ? 500 : engine.status
+    if (whole(engine)) return client !== 'refused' && client.status === status && whole(client)
+    return fault || (engine.complete && client !== 'refused' && client.status === status && whole(client))
   }
   // Streamed: node sends the head with the first bytes of the body, so an answer that broke before
   // any may reach the client as a cut without a status. One that came whole reaches it whole, also
