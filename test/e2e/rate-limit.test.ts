@@ -336,6 +336,28 @@ t.test(
   },
 )
 
+t.test('--backend-max-in-flight in report mode: the payment past the cap is shed too', async (t) => {
+  const backend = heldBackend()
+  const started = await startGateway(t, {
+    idempotency: 'memory',
+    backendMaxInFlight: 1,
+    answer: backend.answer,
+    gate: { mode: 'report' },
+  })
+  const first = pay(started.url, sale())
+  t.ok(await until(() => backend.held.length === 1, 10_000), 'passed on as it came')
+  t.match(await pay(started.url, sale(), 'shed-report'), {
+    status: 503,
+    json: { message: /as many payments as it may/ },
+  })
+  t.match(
+    loggedRequests().find((line) => line.requestId === 'shed-report'),
+    { limited: 'shed', status: 503 },
+  )
+  backend.release()
+  t.equal((await first).status, 201)
+})
+
 t.test('--backend-max-in-flight with a store that fails, failure open: the payment past the cap is shed', async (t) => {
   const backend = heldBackend()
   const broken: IdempotencyStore = {
