@@ -12,7 +12,7 @@ import { faultAnswer, retriesOf, type FaultKind } from './faults.js'
  */
 export function answerFault(res: ServerResponse, exchange: Exchange, kind: FaultKind, error?: Error): void {
   exchange.backendError = kind
-  exchange.backendErrorCode = (error as NodeJS.ErrnoException | undefined)?.code
+  exchange.backendErrorCode = codeOf(error)
   backendCallDone(exchange, 0, kind)
   // A path passed through is no payment: the table's 500.
   const answer = faultAnswer(kind, exchange.operation === 'other' ? undefined : retriesOf(exchange))
@@ -21,4 +21,10 @@ export function answerFault(res: ServerResponse, exchange: Exchange, kind: Fault
   // on the response, which node would refuse again: the client would get no answer at all.
   res.statusMessage = STATUS_CODES[answer.status] as string
   sendRejection(res, answer)
+}
+
+/** What failed, for the log line: its code, else its class (undici's HTTP parser errors lose their code: `HTTPParserError`). */
+function codeOf(error: Error | undefined): string | undefined {
+  if (error === undefined) return undefined
+  return (error as NodeJS.ErrnoException).code ?? (error.name === 'Error' ? undefined : error.name)
 }

@@ -119,6 +119,21 @@ t.test('a status node refuses to write (below 100) is a broken answer: 500, neve
 })
 
 t.test(
+  "a backend's broken chunk after a payment's 201 head: the unknown outcome, logged with the parser error's class",
+  async (t) => {
+    // undici's HTTPParserError looks its code up by number in a map of names, and so has none.
+    const backend = await startRawBackend(t, (socket) =>
+      socket.write('HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n'),
+    )
+    const { url } = await startGateway(t, { target: backend.url })
+    const body = saleBody({ transactionReference: 'broken-chunk-1' })
+    const payment = await answered(send(url, { headers: paymentHeaders(), body }))
+    t.equal(payment.status, 500)
+    t.match(loggedRequests().at(-1), { status: 500, backendError: 'reset', backendErrorCode: 'HTTPParserError' })
+  },
+)
+
+t.test(
   "a backend's unsolicited 100 Continue: dropped on a passed-through path; on a payment undici gives up, an unknown outcome",
   async (t) => {
     const backend = await startRawBackend(t, (socket) =>
