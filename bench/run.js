@@ -2,16 +2,7 @@
 // chart in latest.svg and its figures in latest.json.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
-import { runLadder } from './e2e/ladder.js'
-import { runPaired } from './e2e/run.js'
-import { runMicro } from './micro/stages.js'
-import { runStartup, startupSection } from './startup.js'
 import { benchOptions } from './options.js'
-import { chartData, chartFigures, renderChart } from './lib/chart.js'
-import { isSmoke, loadWarning } from './lib/pairing.js'
-import { cpuBreakdown } from './lib/profile.js'
-import { ladderSection, microSection, profileSection, serversSection } from './lib/report.js'
-import { targetsSection } from './lib/targets.js'
 
 /**
  * The run's options; `--help` prints the commands of bench/README.md, and a refused option its reason in one line,
@@ -30,6 +21,28 @@ function optionsOrExit(args) {
   }
 }
 const { values, s, plan, fill, baseline, only } = optionsOrExit(process.argv.slice(2))
+// The harness, loaded once the options are taken: a refusal or `--help` loads none of it.
+const [
+  { runLadder },
+  { runPaired },
+  { runMicro },
+  { runStartup, startupSection },
+  { chartData, chartFigures, renderChart },
+  { isSmoke, loadWarning },
+  { cpuBreakdown },
+  { ladderSection, microSection, profileSection, serversSection },
+  { targetsSection },
+] = await Promise.all([
+  import('./e2e/ladder.js'),
+  import('./e2e/run.js'),
+  import('./micro/stages.js'),
+  import('./startup.js'),
+  import('./lib/chart.js'),
+  import('./lib/pairing.js'),
+  import('./lib/profile.js'),
+  import('./lib/report.js'),
+  import('./lib/targets.js'),
+])
 const smoke = isSmoke(s)
 const results = new URL('./results/', import.meta.url)
 const log = (message) => process.stderr.write(`${message}\n`)

@@ -1,7 +1,5 @@
 // The run's own figures as one SVG chart beside its tables: server CPU per request by target, and each
 // ratio against its target. Vega-Lite 5 compiles the spec, vega renders it to SVG in Node, no browser.
-import { compile } from 'vega-lite'
-import { parse, View } from 'vega'
 import { judge } from './pairing.js'
 
 /**
@@ -112,6 +110,8 @@ export function redrawChart(text) {
 
 /** The chart as SVG text, rendered headless (vega's renderer 'none': no DOM, no canvas). */
 export async function renderChart(data, title) {
+  // Loaded here: a run that draws nothing (a refused option, the stages alone) never pays for vega.
+  const [{ compile }, { parse, View }] = await Promise.all([import('vega-lite'), import('vega')])
   const view = new View(parse(compile(chartSpec(data, title)).spec), { renderer: 'none' })
   try {
     return await view.toSVG()
