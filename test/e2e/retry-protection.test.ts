@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { request, type ServerResponse } from 'node:http'
 import { connect, createServer as createNetServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { startServing, type ServeSetup } from '../../lib/cli/serve.js'
@@ -13,7 +16,6 @@ import type { IdempotencyStore } from '../../lib/idempotency/store.js'
 import { compileBackendErrors } from '../../lib/backend-errors/rules.js'
 import { createRedisClient, whenReady } from '../../lib/idempotency/redis-client.js'
 import { OVERSIZED_ANSWER, UNKNOWN_ANSWER, type RetryProtectionOptions } from '../../lib/proxy/retry-protection.js'
-import { gatewayProcess } from '../helpers/cli.js'
 import {
   basic,
   ENTITIES,
@@ -78,7 +80,9 @@ async function servedHere(t: Test, target: string, extra: Partial<ServeSetup>) {
       lines.push(line)
     }
   })
-  const dir = t.testdir()
+  // Its own folder: a test may serve two gateways, and t.testdir() makes the folder afresh on each call.
+  const dir = await mkdtemp(join(tmpdir(), 'served-here-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
   const serving = await startServing(
     {
       listen: { host: '127.0.0.1', port: 0 },
@@ -707,14 +711,15 @@ function started(url: string, payment: object): Promise<number> {
   })
 }
 
-t.test('Redis: two gateway processes on one Redis share the keys', async (t) => {
+// Two serve processes on one Redis: test/e2e/gateway-killed.test.ts.
+t.test("Redis: two of serve's gateways on one Redis share the keys", async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
   const backend = await startBackend(slowly(50))
   t.teardown(() => backend.close())
   const [{ url: a }, { url: b }] = await Promise.all([
-    gatewayProcess(t, backend.url, ['--idempotency', redis.url]),
-    gatewayProcess(t, backend.url, ['--idempotency', redis.url]),
+    servedHere(t, backend.url, { idempotency: redis.url }),
+    servedHere(t, backend.url, { idempotency: redis.url }),
   ])
   const payment = sale()
   const first = await pay(a, payment)
