@@ -7,6 +7,7 @@
  */
 // eslint-disable-next-line n/no-deprecated-api -- the legacy parser is one of the readers under test
 import { parse as legacyParse } from 'node:url'
+import { LRUCache } from 'lru-cache'
 
 // node's legacy parser warns once that it is deprecated: here it is an oracle, read on purpose.
 process.noDeprecation = true
@@ -100,6 +101,25 @@ export function routerReadings(path: string): string[] {
 }
 
 /**
+ * `read`, computed once an input and kept: a call of `readersTaking` hands the same paths to each parser and router
+ * reading, and fast-check draws the same ones again and again. Bounded for `npm run fuzz`'s many runs.
+ */
+function kept<T>(read: (input: string) => T): (input: string) => T {
+  const cache = new LRUCache<string, { readonly value: T }>({ max: 10_000 })
+  return (input) => {
+    let found = cache.get(input)
+    if (found === undefined) cache.set(input, (found = { value: read(input) }))
+    return found.value
+  }
+}
+
+/** PARSERS, kept; undefined where one refuses. */
+const PARSING = Object.entries(PARSERS).map(([name, parse]) => [name, kept((input) => attempt(parse, input))] as const)
+
+/** routerReadings in lower case, kept. */
+const readingsOf = kept((path) => routerReadings(path).map((reading) => reading.toLowerCase()))
+
+/**
  * The names of the readers that take `target` for one of `paths` (compared in lower case):
  * each parser, alone or behind another that parsed the target and handed its path on, and
  * behind a hop that percent-decodes the target first, then each router reading.
@@ -107,20 +127,19 @@ export function routerReadings(path: string): string[] {
 export function readersTaking(target: string, paths: readonly string[]): string[] {
   const wanted = new Set(paths.map((path) => path.toLowerCase()))
   const found: string[] = []
-  const parsers = Object.entries(PARSERS)
   const inputs: [string, string][] = [
     ['', target],
     ['a decoding hop, then ', percentDecode(target)],
   ]
   for (const [hop, input] of inputs) {
-    for (const [first, parse] of parsers) {
-      const once = attempt(parse, input)
+    for (const [first, parse] of PARSING) {
+      const once = parse(input)
       if (once === undefined) continue
       const chained: [string, string | undefined][] = [[first, once]]
-      for (const [second, parseAgain] of parsers) chained.push([`${first}, then ${second}`, attempt(parseAgain, once)])
+      for (const [second, parseAgain] of PARSING) chained.push([`${first}, then ${second}`, parseAgain(once)])
       for (const [name, path] of chained) {
         if (path === undefined) continue
-        if (routerReadings(path).some((reading) => wanted.has(reading.toLowerCase()))) found.push(hop + name)
+        if (readingsOf(path).some((reading) => wanted.has(reading))) found.push(hop + name)
       }
     }
   }

@@ -172,6 +172,33 @@ function nodeLines(text: string): NodeLine[] {
     })
 }
 
+/** Asks the node on `port` something: `ask`'s short-lived client, or a poll's own (`poll`). */
+type Asker = <T>(port: number, question: (client: Redis) => Promise<T>) => Promise<T>
+
+/**
+ * Polls `predicate` every 100 ms, at most `ms`, through one client a node kept for the whole poll and closed after it:
+ * each round asks the same nodes, and a client a question would cost a connection and a ready check every time.
+ * 100 ms is as often as a node's cluster cron runs.
+ */
+async function poll(predicate: (asking: Asker) => Promise<boolean>, ms: number): Promise<boolean> {
+  const clients = new Map<number, Redis>()
+  const asking: Asker = (port, question) => {
+    let client = clients.get(port)
+    if (client === undefined) {
+      client = new Redis({ port, host: '127.0.0.1', enableReadyCheck: false, maxRetriesPerRequest: 0 })
+      // A node that does not answer fails the question; without a listener, ioredis would print each error too.
+      client.on('error', () => {})
+      clients.set(port, client)
+    }
+    return question(client)
+  }
+  try {
+    return await until(() => predicate(asking), ms, 100)
+  } finally {
+    for (const client of clients.values()) client.disconnect()
+  }
+}
+
 /**
  * A Redis Cluster of real `redis-server` nodes on loopback, created with `redis-cli --cluster create` and
  * settled; every node stopped when the test ends. Undefined when this machine cannot run one: the test then
@@ -212,10 +239,10 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
     })
   }
   const live = () => nodes.filter((node) => !dead.has(node))
-  const lines = async () =>
-    nodeLines((await ask((live()[0] as ClusterNode).port, (client) => client.cluster('NODES'))) as string)
-  const shards = async (): Promise<Shard[]> => {
-    const all = await lines()
+  const lines = async (asking: Asker) =>
+    nodeLines((await asking((live()[0] as ClusterNode).port, (client) => client.cluster('NODES'))) as string)
+  const shards = async (asking: Asker = ask): Promise<Shard[]> => {
+    const all = await lines(asking)
     return all
       .filter((line) => line.flags.includes('master') && !line.flags.includes('fail') && line.slots.length > 0)
       .map((line) => ({
@@ -229,20 +256,20 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
   }
   const settled = async (replicas = primaries * replicasPerPrimary) => {
     // Up to 15 s, a node that does not answer yet read as not settled: a loaded machine makes a replica's first sync slow.
-    const agreed = await until(() => settledNow(replicas), 15_000)
+    const agreed = await poll((asking) => settledNow(replicas, asking), 15_000)
     if (!agreed) throw new Error('the Redis Cluster did not settle')
   }
-  const settledNow = async (replicas: number): Promise<boolean> =>
+  const settledNow = async (replicas: number, asking: Asker): Promise<boolean> =>
     (async () => {
       for (const node of live()) {
-        const info = (await ask(node.port, (client) => client.cluster('INFO'))) as string
+        const info = (await asking(node.port, (client) => client.cluster('INFO'))) as string
         if (!info.includes('cluster_state:ok') || !info.includes('cluster_slots_ok:16384')) return false
-        const seen = nodeLines((await ask(node.port, (client) => client.cluster('NODES'))) as string)
+        const seen = nodeLines((await asking(node.port, (client) => client.cluster('NODES'))) as string)
         const linked = seen.filter((line) => line.flags.includes('slave') && !line.flags.includes('fail'))
         if (linked.length !== replicas) return false
         if (seen.some((line) => line.flags.includes('fail?'))) return false
         if (linked.some((line) => line.flags.includes('myself'))) {
-          const replication = await ask(node.port, (client) => client.info('replication'))
+          const replication = await asking(node.port, (client) => client.info('replication'))
           if (!replication.includes('master_link_status:up')) return false
         }
       }
@@ -256,21 +283,21 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
     return found
   }
   /** Who each live node says serves `slot`: `PORT:OWNER-ID`, or `PORT:?` where it did not answer. */
-  const ownersOf = async (slot: number) =>
+  const ownersOf = async (slot: number, asking: Asker = ask) =>
     Promise.all(
       live().map(async (node) => {
-        const seen = await ask(node.port, (client) => client.cluster('NODES')).catch(() => undefined)
+        const seen = await asking(node.port, (client) => client.cluster('NODES')).catch(() => undefined)
         if (typeof seen !== 'string') return `${node.port}:?`
         const owner = nodeLines(seen).find((line) => line.slots.some(([first, last]) => slot >= first && slot <= last))
         return `${node.port}:${owner?.id ?? 'none'}`
       }),
     )
   /** Each live node's config epoch and the cluster's current epoch as it knows it; a node that does not answer left out. */
-  const epochsOf = async () =>
+  const epochsOf = async (asking: Asker = ask) =>
     (
       await Promise.all(
         live().map(async (node) => {
-          const info = await ask(node.port, (client) => client.cluster('INFO')).catch(() => undefined)
+          const info = await asking(node.port, (client) => client.cluster('INFO')).catch(() => undefined)
           if (typeof info !== 'string') return undefined
           return {
             port: node.port,
@@ -287,18 +314,18 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
    * until no other node has one as great (two equal epochs are told apart by Redis, which may raise the other one).
    */
   const newestEpoch = async (to: Shard) => {
-    const greatest = async () => {
-      const epochs = await epochsOf()
+    const greatest = async (asking: Asker) => {
+      const epochs = await epochsOf(asking)
       const known = epochs.find(({ port }) => port === to.primary.port)?.current ?? -1
       if (epochs.some(({ own }) => own > known)) return false
-      await ask(to.primary.port, (client) => client.cluster('BUMPEPOCH'))
+      await asking(to.primary.port, (client) => client.cluster('BUMPEPOCH'))
       // A replica tells its primary's epoch: the other primaries' are the ones to be above.
-      const others = new Set((await shards()).filter(({ id }) => id !== to.id).map(({ primary }) => primary.port))
-      const after = await epochsOf()
+      const others = new Set((await shards(asking)).filter(({ id }) => id !== to.id).map(({ primary }) => primary.port))
+      const after = await epochsOf(asking)
       const mine = after.find(({ port }) => port === to.primary.port)?.own ?? -1
       return after.every(({ port, own }) => !others.has(port) || own < mine)
     }
-    if (!(await until(greatest, 15_000)))
+    if (!(await poll(greatest, 15_000)))
       throw new Error(`${to.primary.address} could not take the greatest epoch: ${JSON.stringify(await epochsOf())}`)
   }
   const moveSlot = async (slot: number, to: Shard) => {
@@ -307,8 +334,8 @@ export async function startRedisCluster(t: Test, options: RedisClusterOptions = 
     await ask(to.primary.port, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
     for (const shard of await shards())
       if (shard.id !== to.id) await ask(shard.primary.port, (client) => client.cluster('SETSLOT', slot, 'NODE', to.id))
-    const agreed = async () => (await ownersOf(slot)).every((owner) => owner.endsWith(`:${to.id}`))
-    if (!(await until(agreed, 15_000)))
+    const agreed = async (asking: Asker) => (await ownersOf(slot, asking)).every((owner) => owner.endsWith(`:${to.id}`))
+    if (!(await poll(agreed, 15_000)))
       throw new Error(
         `slot ${slot}: not every node says ${to.primary.address} (${to.id}) serves it: ${(await ownersOf(slot)).join(' ')}`,
       )

@@ -4,8 +4,8 @@ export function waitFor(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
-/** Polls until the predicate holds, at most `ms`; the caller asserts the outcome. */
-export async function until(predicate: () => boolean | Promise<boolean>, ms = 5000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; await waitFor(10)) if (await predicate()) return true
+/** Polls until the predicate holds, every `everyMs`, at most `ms`; the caller asserts the outcome. */
+export async function until(predicate: () => boolean | Promise<boolean>, ms = 5000, everyMs = 10): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await waitFor(everyMs)) if (await predicate()) return true
   return predicate()
 }
