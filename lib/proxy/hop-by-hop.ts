@@ -43,23 +43,20 @@ export function forwardedRequestHeaders(headers: IncomingHttpHeaders, framing: b
  * A response's headers to send on, as a flat raw list (name, value, name,
  * value...): everything but the hop-by-hop ones, each header as often and as
  * spelt as the backend sent it (`Set-Cookie` may repeat). With `bodyLength`,
- * the backend's `Content-Length` is replaced by it. The list is read, never
+ * the backend's `Content-Length` is replaced by it; with `noContent` (a 204),
+ * dropped, as RFC 9110 8.6 forbids it there. The list is read, never
  * changed: the backend's `Keep-Alive` hint in it still tells the client
  * engine how long to keep the connection. The backend's `X-Request-Id` is
  * left out: the gateway's own goes on every answer (exchange.ts).
  */
-export function relayedHeaders(raw: readonly string[], bodyLength?: number): string[] {
+export function relayedHeaders(raw: readonly string[], bodyLength?: number, noContent = false): string[] {
   const listed = connectionOptions(connectionOf(raw))
+  const lengthDropped = noContent || bodyLength !== undefined
   const headers: string[] = []
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string
     const lower = name.toLowerCase()
-    if (
-      isHopByHop(lower, listed) ||
-      lower === 'x-request-id' ||
-      (bodyLength !== undefined && lower === 'content-length')
-    )
-      continue
+    if (isHopByHop(lower, listed) || lower === 'x-request-id' || (lengthDropped && lower === 'content-length')) continue
     headers.push(name, raw[i + 1] as string)
   }
   if (bodyLength !== undefined) headers.push('content-length', String(bodyLength))

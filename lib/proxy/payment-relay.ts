@@ -208,7 +208,7 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall, Ca
       this.inspecting = new BoundedBody(this.settings.errorBodyLimit)
       return
     }
-    this.headers = relayedHeaders(this.raw)
+    this.headers = relayedHeaders(this.raw, undefined, status === 204)
     // node writes a head with the body's first piece anyway; a backend that fails before one is then still the
     // unknown outcome the client is told of (answerFault), not a connection cut after a 201 logged as sent.
     this.headPending = true

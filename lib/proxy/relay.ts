@@ -53,7 +53,7 @@ function start(proxyRes: IncomingMessage, res: ServerResponse, exchange: Exchang
     inspect(proxyRes, res, exchange, errorBodyLimit, raw, reason)
     return
   }
-  res.writeHead(status, reason, relayedHeaders(raw))
+  res.writeHead(status, reason, relayedHeaders(raw, undefined, status === 204))
   proxyRes.on('error', () => {
     // The status is out: only a cut connection tells the client the answer is incomplete.
     if (res.destroyed) return

@@ -154,3 +154,28 @@ t.test(
 )
 
 noCrashes()
+
+t.test(
+  "a backend's 204 with Content-Length: relayed without it (RFC 9110 8.6), on a payment, its replay and elsewhere",
+  async (t) => {
+    const backend = await startRawBackend(t, (socket) =>
+      socket.write('HTTP/1.1 204 No Content\r\nContent-Length: 14\r\nX-Kept: yes\r\n\r\n'),
+    )
+    const { url } = await startGateway(t, { target: backend.url, idempotency: 'memory' })
+    const body = saleBody({ transactionReference: 'no-content-1' })
+    const payment = await answered(send(url, { headers: paymentHeaders(), body }))
+    const replay = await answered(send(url, { headers: paymentHeaders(), body }))
+    const other = await answered(send(url, { method: 'GET', path: OTHER_PATH }))
+    for (const [name, reply] of [
+      ['the payment', payment],
+      ['its replay', replay],
+      ['a path passed through', other],
+    ] as const) {
+      t.equal(reply.status, 204, name)
+      t.equal(reply.headers['content-length'], undefined, `${name}: no Content-Length`)
+      t.equal(reply.headers['x-kept'], 'yes', `${name}: the other headers kept`)
+    }
+    t.equal(replay.headers['idempotent-replayed'], 'true')
+    t.equal(backend.requests.length, 2, 'the payment sent once, beside the other path')
+  },
+)
