@@ -47,6 +47,16 @@ function sale(reference = `retry-${++references}`): Record<string, any> {
   return { ...saleBody(), transactionReference: reference }
 }
 
+/** A memory store of your own, as a test hands one to the gateway: a minute's window and keep. */
+function memoryStore(): MemoryIdempotencyStore {
+  return new MemoryIdempotencyStore({
+    ttlMs: 60_000,
+    inFlightMs: 60_000,
+    oversizedAnswer: OVERSIZED_ANSWER,
+    unknownAnswer: UNKNOWN_ANSWER,
+  })
+}
+
 function pay(url: string, body: object): Promise<Reply> {
   return send(url, { headers: paymentHeaders(), body })
 }
@@ -437,12 +447,7 @@ t.test('--idempotency-ttl is how long a recorded answer lives in the store', asy
 
 t.test('a store of your own: used for every payment, and closed when the gateway drains', async (t) => {
   let closed = false
-  const store = new MemoryIdempotencyStore({
-    ttlMs: 60_000,
-    inFlightMs: 60_000,
-    oversizedAnswer: OVERSIZED_ANSWER,
-    unknownAnswer: UNKNOWN_ANSWER,
-  })
+  const store = memoryStore()
   const own = Object.assign(store, { close: async () => void (closed = true) })
   const { url, backend, gateway } = await startGateway(t, { idempotency: own })
   const payment = sale()
@@ -485,12 +490,7 @@ t.test("a backend status past 599: recorded and replayed as a 500, with node's r
 
 /** A memory store of your own that tells, in order, each answer it records and its close. */
 function witnessStore(): { store: IdempotencyStore; events: string[] } {
-  const memory = new MemoryIdempotencyStore({
-    ttlMs: 60_000,
-    inFlightMs: 60_000,
-    oversizedAnswer: OVERSIZED_ANSWER,
-    unknownAnswer: UNKNOWN_ANSWER,
-  })
+  const memory = memoryStore()
   const events: string[] = []
   const store: IdempotencyStore = {
     claim: (key, fingerprint) => memory.claim(key, fingerprint),
@@ -547,12 +547,7 @@ t.test(
 t.test(
   'a client that leaves while its claim is answered (an asynchronous store): never forwarded, the key released',
   async (t) => {
-    const memory = new MemoryIdempotencyStore({
-      ttlMs: 60_000,
-      inFlightMs: 60_000,
-      oversizedAnswer: OVERSIZED_ANSWER,
-      unknownAnswer: UNKNOWN_ANSWER,
-    })
+    const memory = memoryStore()
     const held: (() => void)[] = []
     // Your own store whose claims the test answers when it chooses, as a slow Redis would.
     const slow: IdempotencyStore = {
@@ -894,12 +889,7 @@ t.test('a Redis store without a fingerprint key is refused; a store of this proc
   await t.rejects(startGateway(t, { idempotency: 'memory', idempotencyFingerprintKey: Buffer.alloc(31) }), {
     code: 'EFINGERPRINTKEY',
   })
-  const own = new MemoryIdempotencyStore({
-    ttlMs: 60_000,
-    inFlightMs: 60_000,
-    oversizedAnswer: OVERSIZED_ANSWER,
-    unknownAnswer: UNKNOWN_ANSWER,
-  })
+  const own = memoryStore()
   const claims: string[] = []
   const watched: IdempotencyStore = {
     claim: (key, fingerprint) => (claims.push(fingerprint), own.claim(key, fingerprint)),
