@@ -59,8 +59,11 @@ export interface Forwarder {
   forward(req: IncomingMessage, res: GatewayResponse, payload?: Buffer, settled?: OnSettled): void
   /** Resolves once no payment is at the backend, its client still there or not. */
   settled(): Promise<void>
-  /** Ends every payment still at the backend: those written get their unknown outcome (payment-relay.ts, `cut`). */
-  cut(): void
+  /**
+   * Ends every payment still at the backend: those written get their unknown outcome (payment-relay.ts, `cut`).
+   * Returns the request ids of those whose clients had left.
+   */
+  cut(): string[]
   /** Closes the connections to the backend. */
   close(): void
 }

@@ -163,15 +163,17 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall, Ca
    * withdrawn; one written may have been processed: it is told and recorded as a timeout, its outcome
    * unknown, before its call is aborted, and the client gets that 500 while nothing of an answer went out.
    */
-  cut(): void {
+  cut(): string | undefined {
     if (!this.written) {
       this.withdraw()
-      return
+      return undefined
     }
+    const left = this.res.destroyed
     this.ended = true
     answerFault(this.res, this.exchange, 'timeout', DRAINED)
     this.finish(FAULTS.timeout)
     ;(this.controller as Dispatcher.DispatchController).abort(DRAINED)
+    return left ? this.exchange.requestId : undefined
   }
 
   readOn(): void {

@@ -36,6 +36,7 @@ import {
   type GatewayState,
 } from './exchange.js'
 import { createForwarder } from './forward.js'
+import { UnderWay } from './payments-in-flight.js'
 import { reportLimit, SHED } from './rate-limits.js'
 import {
   createPayments,
@@ -111,7 +112,7 @@ export interface Gateway {
   withdraw(): void
   /**
    * Withdraws, stops accepting, answers 503 to new requests on open
-   * connections, lets the requests in flight finish, payments whose clients left included, then closes.
+   * connections, lets the requests in flight finish, payments and claims whose clients left included, then closes.
    * After `graceMs` the payments still at the backend get their unknown outcome and the connections still
    * open are cut: by default the in-flight window (three times `timeout` and a margin), so that no payment
    * still in its window is cut (docs/deployment-reference.md, stopping). Retry protection's store is closed
@@ -171,6 +172,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   const server =
     options.tls === undefined ? createServer(serverOptions) : createSecureServer(serverOptions, options.tls)
   const state: GatewayState = { draining: false }
+  // Requests still in their checks, claim or password check: a drain closes the store only after them, so that
+  // a claim that lands once its client is gone is released (docs/deployment-reference.md, stopping).
+  const handling = new UnderWay()
   /** The listener is closed: a request on a connection still open gets 503, and idle connections are closed. */
   let closed = false
   let listening = false
@@ -307,13 +311,15 @@ export function createGateway(options: GatewayOptions): Gateway {
         exchange.requestId,
       )
     res.on('close', onClose)
+    handling.enter()
     handle(
       req,
       res,
       exchange,
       refusal ?? (hostless ? MISSING_HOST : target.ok ? operation : target),
       expectsContinue,
-    ).catch((error: unknown) => {
+    ).then(handling.leave, (error: unknown) => {
+      handling.leave()
       logger.error({ err: error, path: req.url }, 'request failed')
       refuse(res, exchange, FAILED)
     })
@@ -370,18 +376,28 @@ export function createGateway(options: GatewayOptions): Gateway {
       return new Promise((resolve) => {
         // Told first, so that a payment the deadline cuts still gets its answer and its record.
         const cut = setTimeout(() => {
-          forwarder.cut()
+          const requestIds = forwarder.cut()
+          // Their log lines were written when their clients left, before anyone knew how they would end.
+          if (requestIds.length > 0)
+            logger.warn(
+              { requestIds, backendError: 'timeout', backendErrorCode: 'EDRAINED' },
+              'payments whose clients had left cut by the drain: their outcome is unknown',
+            )
           server.closeAllConnections()
         }, graceMs)
         // A payment whose client left is still read to its end and recorded (docs/idempotency.md).
         server.close(() => {
           resolve(
-            forwarder.settled().then(() => {
-              clearTimeout(cut)
-              listening = false
-              forwarder.close()
-              return payments.close()
-            }),
+            // In this order: a request still in its checks may yet hand a payment to the forwarder.
+            handling
+              .settled()
+              .then(() => forwarder.settled())
+              .then(() => {
+                clearTimeout(cut)
+                listening = false
+                forwarder.close()
+                return payments.close()
+              }),
           )
         })
         server.closeIdleConnections()

@@ -488,6 +488,14 @@ t.test("a backend status past 599: recorded and replayed as a 500, with node's r
   t.equal(backend.received.length, 1)
 })
 
+/** Resolves true once the gateway has no client connection left, a turn of the loop later (its drain may end then). */
+async function noClientLeft(gateway: Started['gateway']): Promise<boolean> {
+  const open = () => new Promise<number>((resolve) => gateway.server.getConnections((_error, count) => resolve(count)))
+  const none = await until(async () => (await open()) === 0)
+  await new Promise((resolve) => setImmediate(resolve))
+  return none
+}
+
 /** A memory store of your own that tells, in order, each answer it records and its close. */
 function witnessStore(): { store: IdempotencyStore; events: string[] } {
   const memory = memoryStore()
@@ -515,14 +523,42 @@ t.test(
     )
     let drained = false
     const draining = gateway.drain(60_000).then(() => (drained = true))
-    const open = () =>
-      new Promise<number>((resolve) => gateway.server.getConnections((_error, count) => resolve(count)))
-    t.ok(await until(async () => (await open()) === 0), 'no client connection is left')
-    await new Promise((resolve) => setImmediate(resolve))
+    t.ok(await noClientLeft(gateway), 'no client connection is left')
     t.notOk(drained, 'still draining: the payment is at the backend')
     ;(held[0] as () => void)()
     await draining
     t.same(events, ['record 201', 'close'], 'its answer recorded, then the store closed')
+  },
+)
+
+t.test(
+  'the drain waits for a payment still in its claim when its client left: the claim is released before the store closes',
+  async (t) => {
+    const memory = memoryStore()
+    const held: (() => void)[] = []
+    const events: string[] = []
+    // A store whose claims the test answers when it chooses, as a slow Redis would.
+    const slow: IdempotencyStore = {
+      claim: (key, fingerprint) => new Promise((resolve) => held.push(() => resolve(memory.claim(key, fingerprint)))),
+      record: (key, token, answer) => (events.push(`record ${answer.status}`), memory.record(key, token, answer)),
+      release: (key, token) => (events.push('release'), memory.release(key, token)),
+      close: async () => void events.push('close'),
+    }
+    const { url, backend, gateway } = await startGateway(t, { idempotency: slow })
+    await payAndLeave(
+      url,
+      sale(),
+      until(() => held.length === 1),
+    )
+    let drained = false
+    const draining = gateway.drain(60_000).then(() => (drained = true))
+    t.ok(await noClientLeft(gateway), 'no client connection is left')
+    t.notOk(drained, 'still draining: the claim is on its way')
+    ;(held[0] as () => void)()
+    await draining
+    t.same(events, ['release', 'close'], 'the claim released, then the store closed')
+    t.equal(memory.size, 0, 'nothing left under its key')
+    t.equal(backend.received.length, 0, 'never forwarded')
   },
 )
 

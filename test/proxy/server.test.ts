@@ -120,6 +120,25 @@ t.test(
   },
 )
 
+t.test("drain: a payment whose client left, cut at the deadline, is logged with its request's id", async (t) => {
+  const { gateway, backend, port } = await startGateway(t)
+  backend.answer = () => undefined
+  const body = JSON.stringify(saleBody())
+  const socket = connect(port, '127.0.0.1')
+  socket.on('error', () => undefined)
+  socket.write(
+    `POST ${SALE_PATH} HTTP/1.1\r\nHost: a\r\nAuthorization: ${AUTH}\r\nContent-Type: ${REQUEST_TYPE}\r\nX-Request-Id: left-at-drain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  )
+  t.ok(await until(() => backend.received.length === 1))
+  socket.destroy()
+  t.ok(await until(() => loggedRequests().some((line) => line.requestId === 'left-at-drain')), 'its line, as it left')
+  await gateway.drain(10)
+  t.match(
+    loggedRequests().find((line) => Array.isArray(line.requestIds)),
+    { requestIds: ['left-at-drain'], backendError: 'timeout', backendErrorCode: 'EDRAINED', msg: /cut by the drain/ },
+  )
+})
+
 t.test('a check that throws is answered 500 internalErrorOccurred and logged', async (t) => {
   const { url, backend } = await startGateway(t, {
     gate: {
