@@ -1,9 +1,8 @@
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { SALE_PATH, saleBody } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { loggedRequests, scanLogsForCards } from '../helpers/logs.js'
+import { freePort } from '../helpers/servers.js'
 import { startGateway } from '../helpers/surfaces.js'
 
 /** docs/backend-faults.md, "When the backend fails": every fault, with the payment sent at most once. */
@@ -15,10 +14,9 @@ t.beforeEach(() => {
 })
 
 t.test('backend refuses the connection: 503 serviceUnavailable', async (t) => {
-  const closed = createServer()
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
-  const { port } = closed.address() as AddressInfo
-  await new Promise((resolve) => closed.close(resolve))
+  // Below the ephemeral range: a port freed by listen(0) may be taken by another file's backend, which then holds
+  // the payment until --timeout (a 500, once in a fresh-clone run).
+  const port = await freePort()
   const started = await startGateway(t, { target: `http://127.0.0.1:${port}` })
   const reply = await send(started.url, { headers: paymentHeaders(), body: saleBody() })
   t.equal(reply.status, 503)
@@ -205,11 +203,7 @@ t.test('other paths, on the pass-through engine, get the same answers', async (t
     setTimeout(() => res.socket?.destroy(), 10)
   )
   await t.rejects(other(), { code: 'ECONNRESET' }, 'reset after the headers: the client connection is cut')
-  const closed = createServer()
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
-  const { port } = closed.address() as AddressInfo
-  await new Promise((resolve) => closed.close(resolve))
-  const unreachable = await startGateway(t, { target: `http://127.0.0.1:${port}` })
+  const unreachable = await startGateway(t, { target: `http://127.0.0.1:${await freePort()}` })
   t.match(
     await send(unreachable.url, { method: 'GET', path: '/status' }),
     { status: 503, json: { errorName: 'serviceUnavailable' } },
