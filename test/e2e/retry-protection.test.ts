@@ -496,17 +496,37 @@ async function noClientLeft(gateway: Started['gateway']): Promise<boolean> {
   return none
 }
 
-/** A memory store of your own that tells, in order, each answer it records and its close. */
-function witnessStore(): { store: IdempotencyStore; events: string[] } {
+/** Drains `gateway` once its clients are gone, shows that it still waits for `what`, then lets it go with `release`. */
+async function drainWaitingFor(t: Test, gateway: Started['gateway'], what: string, release: () => void): Promise<void> {
+  let drained = false
+  const draining = gateway.drain(60_000).then(() => (drained = true))
+  t.ok(await noClientLeft(gateway), 'no client connection is left')
+  t.notOk(drained, `still draining: ${what}`)
+  release()
+  await draining
+}
+
+/**
+ * A memory store of your own that tells, in order, each answer it records, each release and its close. With
+ * `held`, each claim waits there until the test answers it, as a slow Redis's would.
+ */
+function witnessStore(held?: (() => void)[]): {
+  store: IdempotencyStore
+  events: string[]
+  memory: MemoryIdempotencyStore
+} {
   const memory = memoryStore()
   const events: string[] = []
   const store: IdempotencyStore = {
-    claim: (key, fingerprint) => memory.claim(key, fingerprint),
+    claim: (key, fingerprint) =>
+      held === undefined
+        ? memory.claim(key, fingerprint)
+        : new Promise((resolve) => held.push(() => resolve(memory.claim(key, fingerprint)))),
     record: (key, token, answer) => (events.push(`record ${answer.status}`), memory.record(key, token, answer)),
     release: (key, token) => (events.push('release'), memory.release(key, token)),
     close: async () => void events.push('close'),
   }
-  return { store, events }
+  return { store, events, memory }
 }
 
 t.test(
@@ -521,12 +541,7 @@ t.test(
       sale(),
       until(() => held.length === 1),
     )
-    let drained = false
-    const draining = gateway.drain(60_000).then(() => (drained = true))
-    t.ok(await noClientLeft(gateway), 'no client connection is left')
-    t.notOk(drained, 'still draining: the payment is at the backend')
-    ;(held[0] as () => void)()
-    await draining
+    await drainWaitingFor(t, gateway, 'the payment is at the backend', held[0] as () => void)
     t.same(events, ['record 201', 'close'], 'its answer recorded, then the store closed')
   },
 )
@@ -534,28 +549,15 @@ t.test(
 t.test(
   'the drain waits for a payment still in its claim when its client left: the claim is released before the store closes',
   async (t) => {
-    const memory = memoryStore()
     const held: (() => void)[] = []
-    const events: string[] = []
-    // A store whose claims the test answers when it chooses, as a slow Redis would.
-    const slow: IdempotencyStore = {
-      claim: (key, fingerprint) => new Promise((resolve) => held.push(() => resolve(memory.claim(key, fingerprint)))),
-      record: (key, token, answer) => (events.push(`record ${answer.status}`), memory.record(key, token, answer)),
-      release: (key, token) => (events.push('release'), memory.release(key, token)),
-      close: async () => void events.push('close'),
-    }
-    const { url, backend, gateway } = await startGateway(t, { idempotency: slow })
+    const { store, events, memory } = witnessStore(held)
+    const { url, backend, gateway } = await startGateway(t, { idempotency: store })
     await payAndLeave(
       url,
       sale(),
       until(() => held.length === 1),
     )
-    let drained = false
-    const draining = gateway.drain(60_000).then(() => (drained = true))
-    t.ok(await noClientLeft(gateway), 'no client connection is left')
-    t.notOk(drained, 'still draining: the claim is on its way')
-    ;(held[0] as () => void)()
-    await draining
+    await drainWaitingFor(t, gateway, 'the claim is on its way', held[0] as () => void)
     t.same(events, ['release', 'close'], 'the claim released, then the store closed')
     t.equal(memory.size, 0, 'nothing left under its key')
     t.equal(backend.received.length, 0, 'never forwarded')
