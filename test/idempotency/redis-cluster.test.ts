@@ -222,8 +222,9 @@ t.test("the cluster's metrics: redirections by kind and node, node errors by nod
   t.teardown(() => store.close())
   t.ok(await store.ready(10_000))
   const text = () => metrics.registry.metrics()
+  // Asked on ready and every 5 s after (observeCluster): the wait outlasts two asks, as one may meet the cluster unsettled.
   t.ok(
-    await until(async () => /payments_gate_store_cluster_slots\{state="ok"} 16384/.test(await text())),
+    await until(async () => /payments_gate_store_cluster_slots\{state="ok"} 16384/.test(await text()), 15_000),
     'the slots, asked once ready',
   )
   const [from, to] = (await cluster.shards()) as [Shard, Shard]
