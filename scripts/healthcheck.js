@@ -5,8 +5,11 @@
 // read it. Node, as the image has no curl. Without an admin listener there is nothing to ask, and a running
 // process is healthy. Exit 0: healthy; 1: not.
 import { readFileSync } from 'node:fs'
-import { get } from 'node:http'
 import { parseServeOptions } from '../dist/cli/options.js'
+
+// Not `import`: node builds an ES module's view of node:http by reading every export, and one loads node's own
+// undici for nothing, on every probe of the image (scripts/bundle-cli.js does the same for dist/cli.js).
+const { get } = process.getBuiltinModule('node:http')
 
 const pid = process.argv[2] ?? '1'
 /** A /proc file's NUL-terminated entries. */

@@ -366,11 +366,13 @@ t.test("the image's HEALTHCHECK asks /healthz wherever --admin or PAYMENTS_GATE_
   await flagged.waitFor(/"msg":"gateway listening"/)
   await poll(`http://127.0.0.1:${admin}/healthz`, 200)
   t.equal(healthy(flagged.child.pid as number), 0, 'the flag wins over the variable')
-  // A process with a gateway's command line whose admin setting is the variable, pointing at the listener above.
-  const gatewayArgs = ['--', 'serve', '--target', backend.url, '--credentials', credentials]
+  // A process with a gateway's command line whose admin setting is the variable, pointing at the listener above: a
+  // shell waiting on its open stdin, as the script reads only /proc.
+  const gatewayArgs = ['serve', '--target', backend.url, '--credentials', credentials]
   const variable = endsWithThisProcess(
-    spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '-e', 'setInterval(() => {}, 1000)', ...gatewayArgs], {
+    spawn('sh', ['-c', 'read _', 'gateway', ...gatewayArgs], {
       env: { ...process.env, PAYMENTS_GATE_ADMIN: `0.0.0.0:${admin}` },
+      stdio: ['pipe', 'ignore', 'ignore'],
     }),
   )
   t.teardown(() => void variable.kill('SIGKILL'))

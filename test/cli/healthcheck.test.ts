@@ -13,22 +13,15 @@ const repository = new URL('../..', import.meta.url)
 t.ok(existsSync(new URL('dist/cli/options.js', repository)), 'dist/ is built (npm run build)')
 
 /**
- * A process whose command line and environment are a gateway's, as the script reads them from /proc: plain node, as
- * `env` starts it without NODE_OPTIONS, where tap's hook would load its coverage into every child.
+ * A process whose command line and environment are a gateway's, as the script reads them from /proc, and nothing
+ * else: a shell waiting on its open stdin, which costs no CPU where a node process would start a runtime.
  */
 function gatewayLike(t: Test, args: string[], env: Record<string, string> = {}): number {
   const child = endsWithThisProcess(
-    spawn(
-      'env',
-      [
-        ...['-u', 'NODE_OPTIONS', process.execPath],
-        ...['-e', 'setInterval(() => {}, 1000)', '--', 'serve', '--target', 'http://127.0.0.1:9', ...args],
-      ],
-      {
-        env: { PATH: process.env.PATH as string, PAYMENTS_GATE_CREDENTIALS: 'credentials.json', ...env },
-        stdio: 'ignore',
-      },
-    ),
+    spawn('sh', ['-c', 'read _', 'gateway', 'serve', '--target', 'http://127.0.0.1:9', ...args], {
+      env: { PATH: process.env.PATH as string, PAYMENTS_GATE_CREDENTIALS: 'credentials.json', ...env },
+      stdio: ['pipe', 'ignore', 'ignore'],
+    }),
   )
   t.teardown(() => void child.kill('SIGKILL'))
   return child.pid as number
