@@ -1,12 +1,7 @@
 import { createHash } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
 import { request, type ServerResponse } from 'node:http'
 import { connect, createServer as createNetServer } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
-import { startServing, type ServeSetup } from '../../lib/cli/serve.js'
 import { hashPassword } from '../../lib/credentials/hash.js'
 import { CredentialStore } from '../../lib/credentials/store.js'
 import type { GateOptions } from '../../lib/gate.js'
@@ -27,10 +22,9 @@ import {
   TEST_COST,
   USERNAME,
   writeCredentials,
-  writeFingerprintKey,
 } from '../helpers/fixtures.js'
+import { servedHere } from '../helpers/cli.js'
 import { keepAliveSender, paymentHeaders, type Reply, send, until, waitFor } from '../helpers/http.js'
-import { scanLine } from '../helpers/logs.js'
 import { startRedis } from '../helpers/redis.js'
 import { type Answer, created, listenOnLoopback, startBackend } from '../helpers/servers.js'
 import { type Started, startGateway } from '../helpers/surfaces.js'
@@ -75,43 +69,6 @@ const slowly =
   (ms: number, then: Answer = created): Answer =>
   (req, res, body) =>
     setTimeout(() => then(req, res, body), ms)
-
-/**
- * `serve`'s gateway built by `startServing` in this process, in front of `target`, with the test user's credentials and
- * a fingerprint key, then `extra`; stopped when the test ends. Its log lines, scanned for secrets as a child's are, are
- * the returned `lines`.
- */
-async function servedHere(t: Test, target: string, extra: Partial<ServeSetup>) {
-  const stdout = new PassThrough()
-  const lines: string[] = []
-  stdout.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) {
-      scanLine(line)
-      lines.push(line)
-    }
-  })
-  // Its own folder: a test may serve two gateways, and t.testdir() makes the folder afresh on each call.
-  const dir = await mkdtemp(join(tmpdir(), 'served-here-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
-  const serving = await startServing(
-    {
-      listen: { host: '127.0.0.1', port: 0 },
-      target: new URL(target),
-      policies: 'policies',
-      credentials: await writeCredentials(dir),
-      idempotencyFingerprintKey: await writeFingerprintKey(dir),
-      vendor: 'example',
-      basePath: '',
-      bodyLimit: 65536,
-      timeout: 30_000,
-      admin: undefined,
-      ...extra,
-    },
-    { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env: {} },
-  )
-  t.teardown(() => serving.stop())
-  return { serving, lines, url: `http://127.0.0.1:${serving.address.port}` }
-}
 
 // Each test has its own gateway, backend and store (and Redis), and references no other test uses; a few wait out
 // timeouts (a queued payment's 1 s, two processes starting): two at a time.

@@ -1,9 +1,13 @@
 /** The command line, run in-process (`runCli`) or as a child process (`spawnCli`). */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { onExit } from 'signal-exit'
 import type { Test } from 'tap'
 import { main } from '../../lib/cli/main.js'
+import type { ServeSetup } from '../../lib/cli/serve.js'
 import { writeCredentials, writeFingerprintKey } from './fixtures.js'
 import { scanLine } from './logs.js'
 import { uncovered } from './uncovered.js'
@@ -213,4 +217,43 @@ export async function gatewayProcess(
   })
   const { listen } = await boundPorts(run)
   return { url: `http://127.0.0.1:${listen}`, run }
+}
+
+/**
+ * `serve`'s gateway built by `startServing` in this process (loaded when first asked for, as main loads it), in front
+ * of `target`, with the test user's credentials and a fingerprint key, then `extra`; stopped when the test ends. Its
+ * log lines, scanned for secrets as a child's are, are the returned `lines`. What a process of its own adds is argv's
+ * reading (test/cli/options.test.ts) and signals (test/cli/signals.test.ts).
+ */
+export async function servedHere(t: Test, target: string, extra: Partial<ServeSetup>) {
+  const stdout = new PassThrough()
+  const lines: string[] = []
+  stdout.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n').filter(Boolean)) {
+      scanLine(line)
+      lines.push(line)
+    }
+  })
+  // Its own folder: a test may serve two gateways, and t.testdir() makes the folder afresh on each call.
+  const dir = await mkdtemp(join(tmpdir(), 'served-here-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const { startServing } = await import('../../lib/cli/serve.js')
+  const serving = await startServing(
+    {
+      listen: { host: '127.0.0.1', port: 0 },
+      target: new URL(target),
+      policies: 'policies',
+      credentials: await writeCredentials(dir),
+      idempotencyFingerprintKey: await writeFingerprintKey(dir),
+      vendor: 'example',
+      basePath: '',
+      bodyLimit: 65536,
+      timeout: 30_000,
+      admin: undefined,
+      ...extra,
+    },
+    { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env: {} },
+  )
+  t.teardown(() => serving.stop())
+  return { serving, lines, url: `http://127.0.0.1:${serving.address.port}` }
 }
