@@ -4,6 +4,7 @@ import { PassThrough } from 'node:stream'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { startServing, storeErrorReporter, type ServeSetup } from '../../lib/cli/serve.js'
+import { LOG_DEFAULTS } from '../../lib/defaults.js'
 import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { createMetrics } from '../../lib/metrics.js'
 import { luhnValid } from '../../lib/luhn.js'
@@ -453,5 +454,6 @@ t.test(
       .stdout.split('\n')
       .filter((line) => line.includes('"operation":"sale"'))
     t.equal(lines.length, count + 1, 'one line per request, the one in flight too, none lost in the buffer')
+    t.ok(lines.join('\n').length > 2 * LOG_DEFAULTS.alone.bufferBytes, "lines enough for several of the log's batches")
   },
 )
