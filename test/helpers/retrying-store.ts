@@ -3,7 +3,7 @@
  * the model's commands (test/helpers/store-model.ts): before an operation, a fault may be armed for its key (its
  * reply cut after it ran, the command dropped, its reply delayed past the command timeout, every connection reset);
  * an operation that fails is tried again, and a claim once what the failed one left is released. Used against one
- * Redis (test/idempotency/redis-model.test.ts) and a Redis Cluster (test/idempotency/redis-cluster-faults.test.ts).
+ * Redis (test/idempotency/redis-model.test.ts) and a Redis Cluster (test/idempotency/redis-cluster.test.ts).
  */
 import fc from 'fast-check'
 import type { RedisClient } from '../../lib/idempotency/redis-client.js'
