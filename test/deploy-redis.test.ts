@@ -148,7 +148,10 @@ async function primaryPort(sentinel: Redis): Promise<number> {
   return Number(((await sentinel.call('SENTINEL', 'get-master-addr-by-name', MASTER)) as string[])[1])
 }
 
-/** Whether a server of the manifest is a replica with its link to its primary up, asked as the gateways' user. */
+/**
+ * Whether a server of the manifest is a replica with its link to its primary up, asked as the gateways' user through
+ * a client of its own that logs in: polled every 100 ms or more, not `until`'s 10 ms.
+ */
 async function linkedReplica(redis: ManifestRedis, of: number): Promise<boolean> {
   const client = new Redis({
     port: redis.port,
@@ -199,7 +202,7 @@ t.test(
     // Each step needs the one before: the test ends at the first that fails.
     if (
       !t.ok(
-        await until(() => linkedReplica(replica, primary.port), 15_000),
+        await until(() => linkedReplica(replica, primary.port), 15_000, 100),
         'the replica logged in as payments-gate-replica: link up',
       )
     )
@@ -278,7 +281,7 @@ t.test(
     const back = await startManifestRedis(t, { port: primary.port })
     if (
       !t.ok(
-        await until(() => linkedReplica(back, replica.port), 60_000),
+        await until(() => linkedReplica(back, replica.port), 60_000, 250),
         'the old primary is a replica of the new one, link up',
       )
     )
