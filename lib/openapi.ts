@@ -5,7 +5,8 @@ import { normalizeBasePath } from './checks/route.js'
 import { ERROR_CONTENT_TYPE, errorBodySchema, isErrorName, reject, type ErrorName } from './errors.js'
 import { DEFAULTS, mediaTypes } from './defaults.js'
 import { REQUEST_EXAMPLES } from './schema/examples.js'
-import { OPERATION_PATHS, OPERATIONS, RecurringRequest, SaleRequest, type Operation } from './schema/payment.js'
+import { RecurringRequest, SaleRequest } from './schema/bodies.js'
+import { OPERATION_PATHS, OPERATIONS, type Operation } from './schema/payment.js'
 
 export interface OpenApiOptions {
   /** The `<vendor>` in the media types. Default `example`. */

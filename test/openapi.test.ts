@@ -8,7 +8,8 @@ import { DEFAULTS } from '../lib/defaults.js'
 import { buildOpenApi } from '../lib/openapi.js'
 import { ERRORS, reject } from '../lib/errors.js'
 import { loadPolicyDir } from '../lib/policy/load.js'
-import { OPERATION_PATHS, OPERATIONS, REQUEST_SCHEMAS } from '../lib/schema/payment.js'
+import { REQUEST_SCHEMAS } from '../lib/schema/bodies.js'
+import { OPERATION_PATHS, OPERATIONS } from '../lib/schema/payment.js'
 import { POLICIES_DIR, REQUEST_TYPE, saleBody, tokenRecurringBody } from './helpers/fixtures.js'
 
 type Json = Record<string, any>

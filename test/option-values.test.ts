@@ -11,7 +11,7 @@ import {
 } from '../lib/option-values.js'
 import { IDEMPOTENCY_DEFAULTS } from '../lib/defaults.js'
 import { compileSchema } from '../lib/schema/compile.js'
-import { SaleRequest } from '../lib/schema/payment.js'
+import { SaleRequest } from '../lib/schema/bodies.js'
 
 t.test('the smallest body limit holds the smallest payment the schema takes', async (t) => {
   t.ok(compileSchema(SaleRequest).check(SMALLEST_PAYMENT), 'a valid sale')

@@ -5,7 +5,7 @@ import Ajv from 'ajv'
 import { buildChecks } from '../../dist/checks/index.js'
 import { compilePolicy, staticPolicies } from '../../dist/policy/policy.js'
 import { luhnValid } from '../../dist/luhn.js'
-import { LUHN_FORMAT, REQUEST_SCHEMAS } from '../../dist/schema/payment.js'
+import { LUHN_FORMAT, REQUEST_SCHEMAS } from '../../dist/schema/bodies.js'
 import { compileSchema } from '../../dist/schema/compile.js'
 import { ACCEPT, CONTENT_TYPE, bytesOf, invalidSale, paddedSale, validSale, worstCaseSale } from '../lib/fixtures.js'
 

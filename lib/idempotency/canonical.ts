@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox'
-import { REQUEST_SCHEMAS } from '../schema/payment.js'
+import { REQUEST_SCHEMAS } from '../schema/bodies.js'
 
 /**
  * A character JSON.stringify escapes in a string: a quote, a backslash, a control character, or a

@@ -1,5 +1,5 @@
 import { FIELD_ERRORS, type FieldError, type FieldErrorName } from '../errors.js'
-import { LUHN_FORMAT } from './payment.js'
+import { LUHN_FORMAT } from './bodies.js'
 import { pointerToJsonPath } from './json-path.js'
 import { OptionalKind, ValueErrorType, type TObject, type TSchema, type ValueError } from './typebox.js'
 

@@ -1,5 +1,6 @@
 import { foldCase } from '../fold-case.js'
-import { OPERATIONS, REQUEST_SCHEMAS, type Operation } from './payment.js'
+import { REQUEST_SCHEMAS } from './bodies.js'
+import { OPERATIONS, type Operation } from './payment.js'
 import { Kind, type TSchema } from './typebox.js'
 
 /**

@@ -1,7 +1,7 @@
 import Ajv from 'ajv'
 import { errorBodySchema } from '../../lib/errors.js'
 import { luhnValid } from '../../lib/luhn.js'
-import { LUHN_FORMAT, REQUEST_SCHEMAS } from '../../lib/schema/payment.js'
+import { LUHN_FORMAT, REQUEST_SCHEMAS } from '../../lib/schema/bodies.js'
 
 /**
  * Ajv, an independent validator, compiled from the same JSON Schemas: the
