@@ -13,6 +13,7 @@ import { reject } from '../lib/errors.js'
 import { buildOpenApi } from '../lib/openapi.js'
 import { REQUEST_EXAMPLES } from '../lib/schema/examples.js'
 import { OPERATION_PATHS } from '../lib/schema/payment.js'
+import { BACKEND_ERROR_RULES } from './helpers/fixtures.js'
 
 type Json = Record<string, any>
 
@@ -25,15 +26,7 @@ async function documents(t: Test): Promise<[name: string, document: Json][]> {
   const rules = join(
     t.testdir({
       'rules.json': JSON.stringify({
-        rules: [
-          { status: 402, errorName: 'paymentIsDeclined', message: 'The payment was declined.' },
-          {
-            status: '4xx',
-            match: { '$.code': 'E_LIMIT' },
-            errorName: 'cardLimitIsReached',
-            message: 'The card limit is reached.',
-          },
-        ],
+        rules: BACKEND_ERROR_RULES,
       }),
     }),
     'rules.json',

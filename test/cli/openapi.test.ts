@@ -5,6 +5,7 @@ import { buildOpenApi } from '../../lib/openapi.js'
 import { main } from '../../lib/cli/main.js'
 import { PassThrough } from 'node:stream'
 import { runCli } from '../helpers/cli.js'
+import { BACKEND_ERROR_RULES } from '../helpers/fixtures.js'
 import { parseServeOptions } from '../../lib/cli/options.js'
 
 t.test('prints the OpenAPI document', async (t) => {
@@ -43,13 +44,7 @@ t.test('--backend-errors FILE (or its variable): the names the rules give appear
   const dir = t.testdir({
     'rules.json': JSON.stringify({
       rules: [
-        { status: 402, errorName: 'paymentIsDeclined', message: 'The payment was declined.' },
-        {
-          status: '4xx',
-          match: { '$.code': 'E_LIMIT' },
-          errorName: 'cardLimitIsReached',
-          message: 'The card limit is reached.',
-        },
+        ...BACKEND_ERROR_RULES,
         { status: 409, errorName: 'cardLimitIsReached', message: 'ignored: the first rule gives the message' },
         { status: 400, match: { '$.code': 'E_CURRENCY' }, errorName: 'currencyIsNotSupported' },
       ],

@@ -133,6 +133,17 @@ export const PAYMENT_FACILITATOR = {
   },
 }
 
+/** Two rules of a `--backend-errors` file (docs/backend-faults.md): one by status, one by a member of the body. */
+export const BACKEND_ERROR_RULES = [
+  { status: 402, errorName: 'paymentIsDeclined', message: 'The payment was declined.' },
+  {
+    status: '4xx',
+    match: { '$.code': 'E_LIMIT' },
+    errorName: 'cardLimitIsReached',
+    message: 'The card limit is reached.',
+  },
+]
+
 /** A Luhn-valid test card number (a well-known test PAN, never a real card). */
 export const TEST_PAN = '4444333322221111'
 
