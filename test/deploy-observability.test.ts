@@ -7,7 +7,7 @@ import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
-import { spawnCli } from './helpers/cli.js'
+import { COVERED, spawnCli } from './helpers/cli.js'
 import { saleBody, writeCredentials } from './helpers/fixtures.js'
 import { paymentHeaders, send, until } from './helpers/http.js'
 import { onPath } from './helpers/provision.js'
@@ -155,15 +155,10 @@ t.test('every metric the rules and the dashboard read is one a real gateway expo
     '--credentials',
     credentials,
   ]
-  const run = spawnCli([
-    ...args,
-    '--policies',
-    'policies',
-    '--backend-errors',
-    join(dir, 'rules.json'),
-    '--shutdown-delay',
-    '0',
-  ])
+  const run = spawnCli(
+    [...args, '--policies', 'policies', '--backend-errors', join(dir, 'rules.json'), '--shutdown-delay', '0'],
+    COVERED,
+  )
   t.teardown(() => void run.child.kill('SIGKILL'))
   await run.waitFor(/"msg":"gateway listening"/)
   t.equal(

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream'
 import t from 'tap'
 import { curlLine, DEMO_PAN, startDemo, type Example } from '../../lib/cli/demo.js'
 import { luhnValid } from '../../lib/luhn.js'
-import { spawnCli } from '../helpers/cli.js'
+import { COVERED, spawnCli } from '../helpers/cli.js'
 import { failAccept, send } from '../helpers/http.js'
 import { takenPort } from '../helpers/servers.js'
 
@@ -100,7 +100,7 @@ t.test('a port in use stops the demo with a one-line reason', async (t) => {
 })
 
 t.test('the real process: demo starts, and SIGTERM stops it with exit 0', async (t) => {
-  const run = spawnCli(['demo', '--listen', '127.0.0.1:0'])
+  const run = spawnCli(['demo', '--listen', '127.0.0.1:0'], COVERED)
   await run.waitFor(/Ctrl-C stops the demo/)
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)

@@ -8,7 +8,7 @@ import { LOG_DEFAULTS } from '../../lib/defaults.js'
 import { createRedisClient } from '../../lib/idempotency/redis-client.js'
 import { createMetrics } from '../../lib/metrics.js'
 import { luhnValid } from '../../lib/luhn.js'
-import { boundPorts, runCliOnce, spawnCli } from '../helpers/cli.js'
+import { boundPorts, COVERED, runCliOnce, spawnCli } from '../helpers/cli.js'
 import { basic, saleBody, USERNAME, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, send, until } from '../helpers/http.js'
 import { captureLogger, logLines, secretIn, TEST_REDIS_PASSWORD, WRONG_REDIS_PASSWORD } from '../helpers/logs.js'
@@ -320,7 +320,7 @@ t.test(
         '--credentials',
         credentials,
       ],
-      { PAYMENTS_GATE_SHUTDOWN_DELAY: '0' },
+      { PAYMENTS_GATE_SHUTDOWN_DELAY: '0', ...COVERED },
       'lib/cli.ts',
       { stdout: full },
     )
@@ -363,8 +363,6 @@ t.test(
         PAYMENTS_GATE_TEST_LOADS: loads,
         // What it loaded is known once it listens: no shutdown delay to wait out.
         PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
-        // dist/ is outside the coverage of lib/ (package.json's coverage-exclude): none is measured.
-        _TAPJS_PROCESSINFO_COVERAGE_: '0',
       },
       // What the package runs, as built.
       'dist/cli.js',

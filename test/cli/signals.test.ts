@@ -2,7 +2,7 @@ import { Agent } from 'node:http'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
 import { reloadSignal } from '../../lib/cli/signals.js'
-import { boundPorts, type Running, spawnCli } from '../helpers/cli.js'
+import { boundPorts, COVERED, type Running, spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { freePort, poll, startBackend } from '../helpers/servers.js'
@@ -23,18 +23,21 @@ interface Gateway {
 
 async function serve(t: Test, target: string, args: string[]): Promise<Gateway> {
   const admin = await freePort()
-  const run = spawnCli([
-    'serve',
-    '--listen',
-    '127.0.0.1:0',
-    '--target',
-    target,
-    '--credentials',
-    credentials,
-    '--admin',
-    `127.0.0.1:${admin}`,
-    ...args,
-  ])
+  const run = spawnCli(
+    [
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--target',
+      target,
+      '--credentials',
+      credentials,
+      '--admin',
+      `127.0.0.1:${admin}`,
+      ...args,
+    ],
+    COVERED,
+  )
   t.teardown(() => run.child.kill('SIGKILL'))
   const { listen: port } = await boundPorts(run)
   return { run, url: `http://127.0.0.1:${port}`, readyz: `http://127.0.0.1:${admin}/readyz` }
@@ -167,19 +170,22 @@ t.test(
     t.teardown(() => sockets.forEach((socket) => socket.destroy()))
     const key = await writeFingerprintKey(t.testdir())
     const admin = await freePort()
-    const run = spawnCli([
-      'serve',
-      '--target',
-      backend.url,
-      '--credentials',
-      credentials,
-      '--admin',
-      `127.0.0.1:${admin}`,
-      '--idempotency',
-      `redis://127.0.0.1:${(silent.address() as AddressInfo).port}`,
-      '--idempotency-fingerprint-key',
-      key,
-    ])
+    const run = spawnCli(
+      [
+        'serve',
+        '--target',
+        backend.url,
+        '--credentials',
+        credentials,
+        '--admin',
+        `127.0.0.1:${admin}`,
+        '--idempotency',
+        `redis://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        '--idempotency-fingerprint-key',
+        key,
+      ],
+      COVERED,
+    )
     t.teardown(() => run.child.kill('SIGKILL'))
     // The admin listener answers "not yet" while the store is awaited.
     await poll(`http://127.0.0.1:${admin}/readyz`, 503)
@@ -196,7 +202,11 @@ t.test(
     const slowDisk = new URL('../helpers/slow-disk.mjs', import.meta.url).href
     const run = spawnCli(
       ['serve', '--workers', '2', '--idempotency', 'off', '--target', backend.url, '--credentials', credentials],
-      { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${slowDisk}`, SLOW_DISK_FILE: credentials },
+      {
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${slowDisk}`,
+        SLOW_DISK_FILE: credentials,
+        ...COVERED,
+      },
     )
     t.teardown(() => run.child.kill('SIGKILL'))
     await run.waitFor(/slow disk: /)

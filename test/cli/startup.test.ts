@@ -7,7 +7,7 @@ import { SAMPLE_POLICIES } from '../../lib/package-files.js'
 import { bind, checkApart, storePassword, unreadable } from '../../lib/cli/startup.js'
 import { CodedError } from '../../lib/coded-error.js'
 import { readFailure } from '../../lib/file-error.js'
-import { runCli, spawnCli, type CliResult } from '../helpers/cli.js'
+import { COVERED, runCli, spawnCli, type CliResult } from '../helpers/cli.js'
 import { writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { takenPort } from '../helpers/servers.js'
 import { until } from '../helpers/wait.js'
@@ -46,9 +46,9 @@ function resources(): Record<string, number> {
 const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const
 
 /**
- * Where a refusal is shown: in this process, or by a real process, outside the coverage (which multiplies a child's
- * CPU) as the lines of lib/ it runs are covered by the refusals in this process and other files' processes, or covered
- * when none other runs them (the primary of --workers runs only in a process of its own).
+ * Where a refusal is shown: in this process, or by a real process, outside the coverage as every spawnCli child (the
+ * lines of lib/ it runs are covered by the refusals in this process and other files' processes), or covered where none
+ * other runs them (the primary of --workers runs only in a process of its own).
  */
 type Where = 'in-process' | 'process' | 'covered process'
 
@@ -67,7 +67,7 @@ async function refused(
     .map(([key, value]) => `${key}=${value} `)
     .join('')}${args.join(' ')}`
   if (where !== 'in-process') {
-    const run = spawnCli(args, where === 'process' ? { ...env, _TAPJS_PROCESSINFO_COVERAGE_: '0' } : env)
+    const run = spawnCli(args, where === 'process' ? env : { ...env, ...COVERED })
     const code = (await run.exited) as number
     return isRefusal(t, name, { code, ...run.output() }, line)
   }

@@ -6,7 +6,7 @@ import t from 'tap'
 import { batchSetting, flushBound, samplerSetting, startTracing, tracingRequested } from '../../lib/cli/tracing.js'
 import { CodedError, isCoded } from '../../lib/coded-error.js'
 import { DEFAULTS } from '../../lib/defaults.js'
-import { boundPorts, spawnCli } from '../helpers/cli.js'
+import { boundPorts, COVERED, spawnCli } from '../helpers/cli.js'
 import { TEST_PAN, saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { startReceiver } from '../helpers/otlp.js'
@@ -30,6 +30,7 @@ t.test(
       OTEL_BSP_EXPORT_TIMEOUT: '1000',
       OTEL_BSP_SCHEDULE_DELAY: '600000',
       PAYMENTS_GATE_SHUTDOWN_DELAY: '0',
+      ...COVERED,
     })
     t.teardown(() => void run.child.kill('SIGKILL'))
     const { listen: port } = await boundPorts(run)

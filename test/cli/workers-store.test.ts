@@ -1,5 +1,5 @@
 import t from 'tap'
-import { runCliOnce, spawnCli, type CliResult } from '../helpers/cli.js'
+import { COVERED, runCliOnce, spawnCli, type CliResult } from '../helpers/cli.js'
 import { writeCredentials } from '../helpers/fixtures.js'
 
 /** `serve --workers N` with the memory store: each worker would keep its own store (docs/idempotency.md). */
@@ -26,7 +26,7 @@ t.test(
       let result: CliResult
       if (i > 0) result = await runCliOnce(argv, env)
       else {
-        const run = spawnCli(argv, env)
+        const run = spawnCli(argv, { ...env, ...COVERED })
         // A process ended by a signal has no code: -1, never the 2 asserted.
         result = { code: (await run.exited) ?? -1, ...run.output() }
       }

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import t from 'tap'
-import { closedSince, openResources, runCliOnce, spawnCli } from '../helpers/cli.js'
+import { closedSince, COVERED, openResources, runCliOnce, spawnCli } from '../helpers/cli.js'
 import { saleBody, writeCredentials } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until } from '../helpers/http.js'
 import { freePort, poll, startBackend, takenPort } from '../helpers/servers.js'
@@ -63,7 +63,7 @@ t.test(
         '--shutdown-delay',
         '600',
       ],
-      { PAYMENTS_GATE_IDEMPOTENCY_STORE: 'redis://127.0.0.1:1' },
+      { PAYMENTS_GATE_IDEMPOTENCY_STORE: 'redis://127.0.0.1:1', ...COVERED },
     )
     t.teardown(() => run.child.kill('SIGKILL'))
     await poll(`http://127.0.0.1:${admin}/readyz`, 200)
@@ -142,19 +142,22 @@ t.test(
 
 t.test('--workers: workers that cannot listen stop the primary with exit 2', async (t) => {
   const port = await takenPort(t)
-  const run = spawnCli([
-    'serve',
-    '--workers',
-    '2',
-    '--idempotency',
-    'off',
-    '--listen',
-    `127.0.0.1:${port}`,
-    '--target',
-    backend.url,
-    '--credentials',
-    credentials,
-  ])
+  const run = spawnCli(
+    [
+      'serve',
+      '--workers',
+      '2',
+      '--idempotency',
+      'off',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
+    ],
+    COVERED,
+  )
   t.equal(await run.exited, 2)
   t.equal(
     run.output().stderr,
@@ -168,7 +171,7 @@ t.test(
   async (t) => {
     const run = spawnCli(
       ['serve', '--listen', '127.0.0.1:0', '--target', backend.url, '--credentials', credentials],
-      {},
+      COVERED,
       'test/helpers/foreign-primary.ts',
     )
     t.equal(await run.exited, 2)

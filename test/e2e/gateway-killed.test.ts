@@ -27,7 +27,7 @@ t.test(
     t.teardown(() => backend.close())
     // --timeout 200: an in-flight window of 3 x 200 ms + 5 s.
     const args = ['--idempotency', redis.url, '--timeout', '200']
-    const [a, b] = await Promise.all([gatewayProcess(t, backend.url, args, true), gatewayProcess(t, backend.url, args)])
+    const [a, b] = await Promise.all([gatewayProcess(t, backend.url, args), gatewayProcess(t, backend.url, args)])
     const payment: Record<string, any> = { ...saleBody(), transactionReference: 'killed-mid-payment' }
     const first = pay(a.url, payment).catch((error: unknown) => error)
     t.ok(await until(() => backend.started === 1), 'the backend has the payment')

@@ -22,12 +22,8 @@ const IN_FLIGHT_SECONDS = 5
  * test ends. It is killed once the handler of every surface runs its payment.
  */
 async function appProcess(t: Test, redis: string): Promise<{ ports: Record<Surface, number>; run: Running }> {
-  // Killed outright, it never writes its coverage: none is measured.
-  const run = spawnCli(
-    [redis, String(IN_FLIGHT_SECONDS), ...SURFACES],
-    { _TAPJS_PROCESSINFO_COVERAGE_: '0' },
-    'test/helpers/protected-process.ts',
-  )
+  // Outside the coverage, as every spawnCli child: killed outright, it would never write it anyway.
+  const run = spawnCli([redis, String(IN_FLIGHT_SECONDS), ...SURFACES], {}, 'test/helpers/protected-process.ts')
   t.teardown(async () => {
     run.child.kill('SIGTERM')
     await run.exited

@@ -2,7 +2,7 @@ import { mkdir, rename, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { hashPassword } from '../../lib/credentials/hash.js'
-import { boundPorts, type Running, spawnCli } from '../helpers/cli.js'
+import { boundPorts, COVERED, type Running, spawnCli } from '../helpers/cli.js'
 import { basic, policyJson, saleBody, TEST_COST } from '../helpers/fixtures.js'
 import { keepAliveSender, paymentHeaders, until, type Reply } from '../helpers/http.js'
 import { freePort, startBackend } from '../helpers/servers.js'
@@ -40,21 +40,24 @@ interface Gateway {
 
 async function serve(t: Test, credentials: string, policies: string): Promise<Gateway> {
   const admin = await freePort()
-  const run = spawnCli([
-    'serve',
-    '--listen',
-    '127.0.0.1:0',
-    '--target',
-    backend.url,
-    '--credentials',
-    credentials,
-    '--policies',
-    policies,
-    '--admin',
-    `127.0.0.1:${admin}`,
-    '--shutdown-delay',
-    '0',
-  ])
+  const run = spawnCli(
+    [
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--target',
+      backend.url,
+      '--credentials',
+      credentials,
+      '--policies',
+      policies,
+      '--admin',
+      `127.0.0.1:${admin}`,
+      '--shutdown-delay',
+      '0',
+    ],
+    COVERED,
+  )
   t.teardown(() => void run.child.kill('SIGKILL'))
   const { listen: port } = await boundPorts(run)
   return {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { copyFile, mkdir, rename, symlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { closedSince, openResources, runCliOnce, spawnCli, type Running } from '../helpers/cli.js'
+import { closedSince, COVERED, openResources, runCliOnce, spawnCli, type Running } from '../helpers/cli.js'
 import { httpsSale, serialOf, servedSerial as servedSerialOf } from '../helpers/tls-client.js'
 import { makePki, type PemFiles } from '../helpers/certificates.js'
 import { writeCredentials } from '../helpers/fixtures.js'
@@ -53,16 +53,10 @@ async function metricsOf(admin: number): Promise<string> {
 }
 
 function serve(t: Test, args: string[]): Running {
-  const run = spawnCli([
-    'serve',
-    '--target',
-    backend.url,
-    '--credentials',
-    credentials,
-    '--shutdown-delay',
-    '0',
-    ...args,
-  ])
+  const run = spawnCli(
+    ['serve', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0', ...args],
+    COVERED,
+  )
   t.teardown(() => void run.child.kill('SIGKILL'))
   return run
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { copyFile, rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { spawnCli, type Running } from '../helpers/cli.js'
+import { COVERED, spawnCli, type Running } from '../helpers/cli.js'
 import { httpsSale, serialOf, servedSerial as servedSerialOf } from '../helpers/tls-client.js'
 import { makePki } from '../helpers/certificates.js'
 import { writeCredentials } from '../helpers/fixtures.js'
@@ -20,16 +20,10 @@ const sale = (port: number) => httpsSale(port, ca, `tls-serve-${reference++}`)
 const servedSerial = (port: number) => servedSerialOf(port, ca)
 
 function serve(t: Test, args: string[]): Running {
-  const run = spawnCli([
-    'serve',
-    '--target',
-    backend.url,
-    '--credentials',
-    credentials,
-    '--shutdown-delay',
-    '0',
-    ...args,
-  ])
+  const run = spawnCli(
+    ['serve', '--target', backend.url, '--credentials', credentials, '--shutdown-delay', '0', ...args],
+    COVERED,
+  )
   t.teardown(() => void run.child.kill('SIGKILL'))
   return run
 }

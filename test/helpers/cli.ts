@@ -89,9 +89,17 @@ export interface Running {
 const CHILD_ARGS = [`--import=${new URL('../typescript.mjs', import.meta.url).href}`]
 
 /**
- * The real CLI (or another `script` of the repository) in a child process, its TypeScript run as the tests run theirs;
- * a built script (dist/cli.js) with none of the tests' hooks, which load some packages as bundles (test/bundled.mjs):
- * it loads its modules as a user's process does.
+ * In `spawnCli`'s `env`: the child's coverage counts towards lib/'s. A child runs outside the coverage unless given it:
+ * a covered child records the coverage of every module it loads, which multiplies its CPU, and the lines of lib/ most
+ * children run are covered in the test processes. Given it where only a process of its own runs the lines: the
+ * signals and the stop, the reloads, `--workers`' primary and workers (docs/development.md, tests, lists them).
+ */
+export const COVERED = { _TAPJS_PROCESSINFO_COVERAGE_: '1' } as const
+
+/**
+ * The real CLI (or another `script` of the repository) in a child process, its TypeScript run as the tests run theirs,
+ * outside the coverage unless `env` holds COVERED; a built script (dist/cli.js) with none of the tests' hooks, which
+ * load some packages as bundles (test/bundled.mjs): it loads its modules as a user's process does.
  */
 export function spawnCli(
   args: string[],
@@ -100,7 +108,7 @@ export function spawnCli(
   /** The child's stdout and stderr: read by the test, or file descriptors the test opened (not in `output()` then). */
   fds: { stdout?: number; stderr?: number } = {},
 ): Running {
-  const childEnv = { ...process.env, ...env }
+  const childEnv = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0', ...env }
   const argv = [...(script.endsWith('.ts') ? CHILD_ARGS : []), script, ...args]
   const [command, commandArgs] =
     childEnv._TAPJS_PROCESSINFO_COVERAGE_ === '0' ? uncovered(argv, childEnv) : [process.execPath, argv]
@@ -183,34 +191,25 @@ const LISTENING = /"msg":"gateway listening"/
 
 /**
  * `payments-gate serve` in a process of its own on a free port of 127.0.0.1, in front of `target`, with the test user's
- * credentials, a fingerprint key and `--shutdown-delay 0`, then `args`; stopped (SIGTERM) when the test ends. A process
- * the test kills outright (`killed`) never writes its coverage: none is measured.
+ * credentials, a fingerprint key and `--shutdown-delay 0`, then `args`; stopped (SIGTERM) when the test ends.
  */
-export async function gatewayProcess(
-  t: Test,
-  target: string,
-  args: string[],
-  killed = false,
-): Promise<{ url: string; run: Running }> {
+export async function gatewayProcess(t: Test, target: string, args: string[]): Promise<{ url: string; run: Running }> {
   const dir = t.testdir()
   const credentials = await writeCredentials(dir)
-  const run = spawnCli(
-    [
-      'serve',
-      '--listen',
-      '127.0.0.1:0',
-      '--target',
-      target,
-      '--credentials',
-      credentials,
-      '--idempotency-fingerprint-key',
-      await writeFingerprintKey(dir),
-      '--shutdown-delay',
-      '0',
-      ...args,
-    ],
-    killed ? { _TAPJS_PROCESSINFO_COVERAGE_: '0' } : {},
-  )
+  const run = spawnCli([
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--target',
+    target,
+    '--credentials',
+    credentials,
+    '--idempotency-fingerprint-key',
+    await writeFingerprintKey(dir),
+    '--shutdown-delay',
+    '0',
+    ...args,
+  ])
   t.teardown(async () => {
     run.child.kill('SIGTERM')
     await run.exited

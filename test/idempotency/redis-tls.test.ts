@@ -11,7 +11,7 @@ import {
   whenReady,
 } from '../../lib/idempotency/redis-client.js'
 import { makePki } from '../helpers/certificates.js'
-import { boundPorts, spawnCli } from '../helpers/cli.js'
+import { boundPorts, COVERED, spawnCli } from '../helpers/cli.js'
 import { basic, saleBody, USERNAME, writeCredentials, writeFingerprintKey } from '../helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from '../helpers/http.js'
 import { startRedis } from '../helpers/redis.js'
@@ -254,21 +254,24 @@ t.test(
     const backend = await startBackend()
     t.teardown(() => backend.close())
     const dir = t.testdir()
-    const run = spawnCli([
-      'serve',
-      '--listen',
-      '127.0.0.1:0',
-      '--target',
-      backend.url,
-      '--credentials',
-      await writeCredentials(dir),
-      '--idempotency-fingerprint-key',
-      await writeFingerprintKey(dir),
-      '--idempotency',
-      redis.url,
-      '--idempotency-ca',
-      ca,
-    ])
+    const run = spawnCli(
+      [
+        'serve',
+        '--listen',
+        '127.0.0.1:0',
+        '--target',
+        backend.url,
+        '--credentials',
+        await writeCredentials(dir),
+        '--idempotency-fingerprint-key',
+        await writeFingerprintKey(dir),
+        '--idempotency',
+        redis.url,
+        '--idempotency-ca',
+        ca,
+      ],
+      COVERED,
+    )
     t.teardown(async () => {
       run.child.kill('SIGINT')
       await run.exited
