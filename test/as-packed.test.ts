@@ -12,7 +12,6 @@
 // it runs beside the others from the start rather than after them (docs/development.md, tests).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -20,7 +19,7 @@ import t, { type Test } from 'tap'
 import { basic, saleBody, writeCredentials } from './helpers/fixtures.js'
 import { paymentHeaders, send, until, type Reply } from './helpers/http.js'
 import { startRedis } from './helpers/redis.js'
-import { freePort, poll, startBackend } from './helpers/servers.js'
+import { accepts, freePort, poll, startBackend } from './helpers/servers.js'
 import { snippetsOf, substituted, type Snippet } from './helpers/snippets.js'
 
 const repository = fileURLToPath(new URL('..', import.meta.url))
@@ -68,18 +67,6 @@ function modules(folder: string): string[] {
 /** The repository's TypeScript, as a user's project would have its own, run in `cwd`; `args` as for `tsc`. */
 function tsc(args: string[], cwd: string) {
   return finished(process.execPath, [join(repository, 'node_modules/typescript/bin/tsc'), ...args], cwd, 120_000)
-}
-
-/** Resolves once something accepts connections on the loopback port. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    socket.on('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.on('error', () => resolve(false))
-  })
 }
 
 /** A command of the docs started in the folder: its output kept, killed with its children when the test ends. */

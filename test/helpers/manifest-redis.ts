@@ -1,14 +1,13 @@
 /** The Redis of deploy/redis.yaml run as its container runs it, on a free loopback port (docs/idempotency.md, Kubernetes). */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { until } from './http.js'
 import { serverProcess } from './redis.js'
-import { freePort } from './servers.js'
+import { accepts, freePort } from './servers.js'
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8')
 const objectsOf = (file: string): any[] => parseAllDocuments(read(file)).map((document) => document.toJS())
@@ -69,20 +68,6 @@ function killed(child: ChildProcess | undefined): Promise<void> {
   child.kill('SIGCONT')
   child.kill('SIGKILL')
   return exit
-}
-
-/** Whether the loopback port accepts a connection. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1')
-    const done = (ok: boolean) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.setTimeout(500, () => done(false))
-    socket.on('error', () => done(false))
-    socket.on('connect', () => done(true))
-  })
 }
 
 /**

@@ -9,7 +9,13 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http'
-import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net'
+import {
+  createConnection,
+  createServer as createNetServer,
+  type AddressInfo,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net'
 import type { ChildProcess } from 'node:child_process'
 import { onExit } from 'signal-exit'
 import type { Test } from 'tap'
@@ -83,6 +89,20 @@ export async function freePort(): Promise<number> {
     handedOut.add(bound)
     return bound
   }
+}
+
+/** Whether something accepts a connection on the loopback port now; a silent port counts as no after 500 ms. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(port, '127.0.0.1')
+    const done = (ok: boolean) => {
+      socket.destroy()
+      resolve(ok)
+    }
+    socket.setTimeout(500, () => done(false))
+    socket.on('error', () => done(false))
+    socket.on('connect', () => done(true))
+  })
 }
 
 /** Polls until `url` answers `status`; bounded (a child process under the TypeScript loader starts slowly). */
