@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import fc from 'fast-check'
 import type { Cluster, Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { createIdempotencyStore } from '../../lib/idempotency/create-store.js'
@@ -23,12 +22,10 @@ import { loginKeys, RedisLoginThrottle } from '../../lib/login-throttle-redis.js
 import { createMetrics } from '../../lib/metrics.js'
 import { startFaultyProxy, type FaultyProxy } from '../helpers/faulty-proxy.js'
 import { policy } from '../helpers/fixtures.js'
-import { runs } from '../helpers/fuzz.js'
 import { until } from '../helpers/http.js'
 import { slotOf, startRedisCluster, type RedisCluster, type Shard } from '../helpers/redis-cluster.js'
-import { FAULT, RetryingStore } from '../helpers/retrying-store.js'
-import { ANSWER, OVERSIZED, REDIS_STORE_OPTIONS, UNKNOWN } from '../helpers/store-contract.js'
-import { runStoreModel, storeCommands, type ModelSettings } from '../helpers/store-model.js'
+import { checkModelThroughFaults, FAULTY_STORE_OPTIONS } from '../helpers/retrying-store.js'
+import { ANSWER, REDIS_STORE_OPTIONS } from '../helpers/store-contract.js'
 
 /**
  * The Redis store and the login throttle on a real Redis Cluster (test/helpers/redis-cluster.ts), one for the
@@ -386,21 +383,6 @@ t.test('a store on a cluster that is not there: created without throwing, never 
 
 // Below, one primary behind the faulty proxy; the model's test comes last, as each of its runs flushes every shard.
 
-const MODEL_COMMAND_TIMEOUT_MS = 150
-const MODEL_SETTINGS: ModelSettings = {
-  ttlMs: 600_000,
-  inFlightMs: 600_000,
-  maxAnswerBytes: 2000,
-  oversizedAnswer: OVERSIZED,
-  unknownAnswer: UNKNOWN,
-  capacity: Number.POSITIVE_INFINITY,
-}
-/** The store behind the proxy: the model's settings, its releases tried until a node cut off is reached again. */
-const FAULT_OPTIONS: RedisIdempotencyStoreOptions = {
-  ...MODEL_SETTINGS,
-  releaseRetry: { attempts: 30, firstDelayMs: 10, maxDelayMs: 50 },
-}
-
 interface Faulty {
   readonly proxy: FaultyProxy
   /** The shard whose primary is behind the proxy. */
@@ -446,7 +428,7 @@ t.test(
     const store = new RedisIdempotencyStore(
       client({ commandTimeoutMs: 1000, onError: (error) => errors.push(error) }),
       {
-        ...FAULT_OPTIONS,
+        ...FAULTY_STORE_OPTIONS,
         onError: (error) => errors.push(error),
       },
     )
@@ -478,7 +460,10 @@ t.test(
     if (cluster === undefined) return
     const running = cluster
     const { shard, client } = await faulty(t, running)
-    const store = new RedisIdempotencyStore(client({ commandTimeoutMs: 1000 }), { ...FAULT_OPTIONS, replicas: 1 })
+    const store = new RedisIdempotencyStore(client({ commandTimeoutMs: 1000 }), {
+      ...FAULTY_STORE_OPTIONS,
+      replicas: 1,
+    })
     t.teardown(() => store.close())
     t.ok(await store.ready(10_000))
     const shards = await running.shards()
@@ -553,40 +538,15 @@ t.test(
     if (cluster === undefined) return
     const running = cluster
     const { proxy, direct, client } = await faulty(t, running)
-    const given: Error[] = []
-    let failures = 0
-    let commands = 0
-    await fc.assert(
-      fc.asyncProperty(
-        storeCommands(MODEL_SETTINGS, { advance: false, maxCommands: 20, maxBody: 3000 }),
-        fc.array(FAULT, { maxLength: 20 }),
-        async (run, planned) => {
-          for (const shard of await running.shards()) await running.ask(shard.primary, (redis) => redis.flushdb())
-          const start = async () => {
-            const options = {
-              ...FAULT_OPTIONS,
-              commandTimeoutMs: MODEL_COMMAND_TIMEOUT_MS,
-              onError: (error: Error) => {
-                if ((error as { code?: string }).code === 'ERELEASE') given.push(error)
-              },
-            }
-            const store = new RedisIdempotencyStore(client(options), options)
-            if (!(await store.ready(10_000))) throw new Error('the store did not connect')
-            return {
-              store: new RetryingStore(store, proxy, direct, [...planned], () => failures++, {
-                stored: (key) => redisKey(key, true),
-                lateMs: 2 * MODEL_COMMAND_TIMEOUT_MS,
-              }),
-              check: () => void commands++,
-            }
-          }
-          await runStoreModel(MODEL_SETTINGS, start, run)
-        },
-      ),
-      runs(0.02),
-    )
-    t.ok(commands > 0, `${commands} commands checked`)
-    t.ok(failures > 0, `${failures} attempts failed and were tried again`)
-    t.same(given, [], 'no release was given up')
+    await checkModelThroughFaults(t, {
+      proxy,
+      direct,
+      client,
+      cluster: true,
+      flush: async () => {
+        for (const shard of await running.shards()) await running.ask(shard.primary, (redis) => redis.flushdb())
+      },
+      share: 0.02,
+    })
   },
 )
