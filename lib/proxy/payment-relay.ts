@@ -101,6 +101,8 @@ export class PaymentRelay implements Dispatcher.DispatchHandler, BackendCall, Ca
   private kept: BoundedBody | undefined = undefined
   private controller: Dispatcher.DispatchController | undefined = undefined
   private timer: NodeJS.Timeout | undefined = undefined
+  /** Its place in the forwarder's calls in flight (payments-in-flight.ts). */
+  inFlightSlot = -1
 
   constructor(res: GatewayResponse, settings: PaymentRelaySettings, settled: OnSettled | undefined, sendBy: number) {
     this.res = res

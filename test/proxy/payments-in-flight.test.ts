@@ -1,0 +1,55 @@
+import t from 'tap'
+import { PaymentsInFlight, type CallInFlight } from '../../lib/proxy/payments-in-flight.js'
+
+/** A call that leaves `list` when cut, as a relay does (payment-relay.ts, finish), and says whether its client left. */
+function call(list: PaymentsInFlight, cuts: string[], name: string, left: boolean): CallInFlight {
+  const it: CallInFlight = {
+    inFlightSlot: -1,
+    cut() {
+      cuts.push(name)
+      list.delete(it)
+      return left ? name : undefined
+    },
+  }
+  return it
+}
+
+t.test(
+  'calls leave from any place, each once; cut reaches each call left once, and settled waits for the last',
+  async (t) => {
+    const list = new PaymentsInFlight()
+    const cuts: string[] = []
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((name) => call(list, cuts, name, name !== 'c')) as CallInFlight[]
+    for (const each of [a, b, c, d]) list.add(each as CallInFlight)
+    let settled = false
+    void list.settled().then(() => (settled = true))
+    // The middle one, then the last: the last of the list takes the place of the first that leaves.
+    list.delete(b as CallInFlight)
+    list.delete(d as CallInFlight)
+    t.equal(b?.inFlightSlot, -1, 'a call that left holds no place')
+    // Settled twice (withdrawn, then its error), or never added: nothing changes.
+    list.delete(b as CallInFlight)
+    list.delete(call(list, cuts, 'never added', true))
+    await Promise.resolve()
+    t.notOk(settled, 'two calls are left')
+    t.same(list.cut().sort(), ['a'], 'the ids of the cut calls whose clients had left')
+    t.same(cuts.sort(), ['a', 'c'], 'each call left cut once, none that had left')
+    await list.settled()
+    t.ok(settled, 'settled once the last left')
+    t.same(list.cut(), [], 'nothing left to cut')
+  },
+)
+
+t.test('many calls in and out in any order: the list holds exactly those not yet out', async (t) => {
+  const list = new PaymentsInFlight()
+  const cuts: string[] = []
+  const calls = Array.from({ length: 200 }, (_, i) => call(list, cuts, String(i), true))
+  for (const each of calls) list.add(each)
+  // Every third out, from the end, then every fifth of the rest from the start.
+  const out = new Set<number>()
+  for (let i = calls.length - 1; i >= 0; i -= 3) out.add(i)
+  for (let i = 0; i < calls.length; i += 5) out.add(i)
+  for (const i of out) list.delete(calls[i] as CallInFlight)
+  const left = calls.map((_, i) => String(i)).filter((_, i) => !out.has(i))
+  t.same(list.cut().sort(), left.sort())
+})
