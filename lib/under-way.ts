@@ -1,8 +1,8 @@
 /**
  * How many of something are under way, and the waits for none to be left: the drain's, which closes the backend
- * pool and retry protection's store only after the last (docs/deployment-reference.md, stopping), and a Redis
- * store's close, after the last record or release. A count, not a Set of them: a Set churned by every payment
- * makes the garbage collector promote each one (lib/proxy/payments-in-flight.ts).
+ * pool and retry protection's store only after the last (docs/deployment-reference.md, stopping). A count, not
+ * a Set of them: a Set churned by every payment makes the garbage collector promote each one
+ * (lib/proxy/payments-in-flight.ts).
  */
 export class UnderWay {
   #count = 0
