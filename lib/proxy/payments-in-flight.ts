@@ -1,5 +1,3 @@
-import { UnderWay } from '../under-way.js'
-
 /** A payment on its way to the backend, as the drain sees it (payment-relay.ts). */
 export interface CallInFlight {
   /**
@@ -9,6 +7,30 @@ export interface CallInFlight {
   cut(): string | undefined
   /** Its index in the list of calls in flight, -1 when not in it: kept by `PaymentsInFlight` alone. */
   inFlightSlot: number
+}
+
+/**
+ * How many of something are under way, and the waits for none to be left: the drain's, which closes the backend
+ * pool and retry protection's store only after the last (docs/deployment-reference.md, stopping).
+ */
+export class UnderWay {
+  #count = 0
+  readonly #waiting: (() => void)[] = []
+
+  enter(): void {
+    this.#count++
+  }
+
+  /** One is over. Bound once: one function for every request. */
+  readonly leave = (): void => {
+    if (--this.#count === 0 && this.#waiting.length > 0) for (const resolve of this.#waiting.splice(0)) resolve()
+  }
+
+  /** Resolves once none is left. */
+  settled(): Promise<void> {
+    if (this.#count === 0) return Promise.resolve()
+    return new Promise((resolve) => this.#waiting.push(resolve))
+  }
 }
 
 /**

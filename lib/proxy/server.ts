@@ -36,7 +36,7 @@ import {
   type GatewayState,
 } from './exchange.js'
 import { createForwarder } from './forward.js'
-import { UnderWay } from '../under-way.js'
+import { UnderWay } from './payments-in-flight.js'
 import { reportLimit, SHED } from './rate-limits.js'
 import {
   createPayments,

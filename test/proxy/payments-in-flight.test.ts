@@ -1,5 +1,5 @@
 import t from 'tap'
-import { PaymentsInFlight, type CallInFlight } from '../../lib/proxy/payments-in-flight.js'
+import { PaymentsInFlight, UnderWay, type CallInFlight } from '../../lib/proxy/payments-in-flight.js'
 
 /** A call that leaves `list` when cut, as a relay does (payment-relay.ts, finish), and says whether its client left. */
 function call(list: PaymentsInFlight, cuts: string[], name: string, left: boolean): CallInFlight {
@@ -52,4 +52,20 @@ t.test('many calls in and out in any order: the list holds exactly those not yet
   for (const i of out) list.delete(calls[i] as CallInFlight)
   const left = calls.map((_, i) => String(i)).filter((_, i) => !out.has(i))
   t.same(list.cut().sort(), left.sort())
+})
+
+t.test('UnderWay resolves every wait once none is left, and at once when none is', async (t) => {
+  const underWay = new UnderWay()
+  await underWay.settled()
+  underWay.enter()
+  underWay.enter()
+  let waits = 0
+  const first = underWay.settled().then(() => waits++)
+  const second = underWay.settled().then(() => waits++)
+  underWay.leave()
+  await Promise.resolve()
+  t.equal(waits, 0, 'one is still under way')
+  underWay.leave()
+  await Promise.all([first, second])
+  t.equal(waits, 2)
 })
