@@ -69,6 +69,9 @@ export const rss = (child) => ask(child, 'memory')
 /** The CPU time the child has used so far (user + system), in microseconds. */
 export const cpu = (child) => ask(child, 'cpu')
 
+/** The time the child has spent paused for garbage collection so far, in microseconds. */
+export const gcPauses = (child) => ask(child, 'gc')
+
 /** How many requests the child's server has received since it started. */
 export const requests = (child) => ask(child, 'requests')
 

@@ -55,6 +55,7 @@ export function serversSection(e2e) {
           '',
           '',
           '',
+          '',
         ]
       : [
           `(${x.id}) ${x.name}`,
@@ -62,6 +63,7 @@ export function serversSection(e2e) {
           num(x.p50),
           num(x.p99),
           num(x.cpuUs, 1),
+          num(x.gcUs, 1),
           String(x.rounds),
           x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`,
         ],
@@ -71,7 +73,10 @@ export function serversSection(e2e) {
   const lines = [
     `## Each server (autocannon, ${s.connections} connections, the median of its rounds of ${s.seconds} s in the pairs)`,
     '',
-    table(['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU us/req', 'rounds', 'expected status'], rows),
+    table(
+      ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU us/req', 'GC pauses us/req', 'rounds', 'expected status'],
+      rows,
+    ),
     ...stores.flatMap((store) => [
       '',
       `redis-server itself, per (${store.id}) request (not counted in its ratios): ${num(store.sidecarCpuUs, 1)} us of CPU.`,

@@ -1,8 +1,15 @@
 // What every server child shares: listen on loopback, report the port to the
-// parent, answer questions on its memory, CPU time and requests served,
-// profile itself on request, and leave when the parent says so or goes away.
+// parent, answer questions on its memory, CPU time, garbage collection and requests
+// served, profile itself on request, and leave when the parent says so or goes away.
 import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector'
+import { PerformanceObserver } from 'node:perf_hooks'
+
+/** The time the process has spent paused for garbage collection, in microseconds. */
+let gcUs = 0
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcUs += entry.duration * 1000
+}).observe({ entryTypes: ['gc'] })
 
 export async function serve(server) {
   let requests = 0
@@ -14,6 +21,7 @@ export async function serve(server) {
   process.on('message', (message) => {
     if (message === 'memory') process.send({ memory: process.memoryUsage().rss })
     if (message === 'requests') process.send({ requests })
+    if (message === 'gc') process.send({ gc: gcUs })
     if (message === 'cpu') {
       const { user, system } = process.cpuUsage()
       process.send({ cpu: user + system })
