@@ -21,7 +21,8 @@ const START_MS = 15000
 export function start(name, env = {}, execArgv = [], script = name) {
   const child = fork(new URL(`./servers/${script}.js`, import.meta.url), [], {
     env: { ...process.env, ...env },
-    execArgv,
+    // `collect` runs a full collection (servers/child.js).
+    execArgv: ['--expose-gc', ...execArgv],
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   })
   live.add(child)
@@ -71,6 +72,12 @@ export const cpu = (child) => ask(child, 'cpu')
 
 /** The time the child has spent paused for garbage collection so far, in microseconds. */
 export const gcPauses = (child) => ask(child, 'gc')
+
+/**
+ * Runs a full garbage collection in the child: what its live objects are then goes to the old generation, as
+ * at a long-lived process's first mark-compact. Resolves to whether it could.
+ */
+export const collect = (child) => ask(child, 'collected', 'collect')
 
 /** How many requests the child's server has received since it started. */
 export const requests = (child) => ask(child, 'requests')

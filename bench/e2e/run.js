@@ -16,7 +16,7 @@ import {
 import { makeCertificates } from '../lib/certificates.js'
 import { chainsOf, measurePasses, median, p99Pairs, ratioFigures, roundsOf } from '../lib/pairing.js'
 import { startRedis, startRedisCluster } from '../lib/redis.js'
-import { cpu, gcPauses, requests, rss, start, startProfile, stop, stopAll, stopProfile } from './children.js'
+import { collect, cpu, gcPauses, requests, rss, start, startProfile, stop, stopAll, stopProfile } from './children.js'
 import { fixedCount, round, serial } from './load.js'
 
 /** The serial probe's requests are taken in this many chunks; its server CPU per request is the median chunk's. */
@@ -61,8 +61,16 @@ export async function runPaired({ plan, s, baseline, fill = 0, probe = false, pr
     const load = (side, seconds) =>
       round(side.url, { body: bodies[side.body], headers, connections: s.connections, seconds })
 
-    log(`e2e: warm-up ${s.warmupSeconds} s per server`)
-    for (const side of live) await load(side, s.warmupSeconds)
+    /**
+     * The warm-up, then a full collection: a process measured before its first mark-compact looks young, and a
+     * cost that shows only in an old one (docs/performance.md, the fifteenth session) would be missed by `--fresh`.
+     */
+    const warmUp = async (side) => {
+      await load(side, s.warmupSeconds)
+      await collect(side.child)
+    }
+    log(`e2e: warm-up ${s.warmupSeconds} s per server, then a full garbage collection`)
+    for (const side of live) await warmUp(side)
     const filled = async (side) => {
       if (fill === 0 || side.idempotency !== 'memory' || side.body !== 'valid') return
       await fixedCount(side.url, { body: bodies.valid, headers, connections: s.connections, count: fill })
@@ -82,7 +90,7 @@ export async function runPaired({ plan, s, baseline, fill = 0, probe = false, pr
       Object.assign(side, { child: next.child, url: next.url })
       const wrong = next.error ?? (await sanity(side, bodies[side.body], headers))
       if (wrong !== undefined) throw new Error(`${side.id}, started again: ${wrong}`)
-      await load(side, s.warmupSeconds)
+      await warmUp(side)
       await filled(side)
     }
     const renewed = new Map()
