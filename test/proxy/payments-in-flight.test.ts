@@ -43,20 +43,21 @@ t.test(
 )
 
 t.test('calls in and out in any order: cut reaches exactly those a Set of them still holds', async (t) => {
-  const step = fc.record({ call: fc.nat({ max: 40 }), out: fc.boolean() })
+  // Few calls and long runs, so that each is added, moved and taken out many times over.
+  const step = fc.record({ call: fc.nat({ max: 5 }), out: fc.boolean() })
   fc.assert(
-    fc.property(fc.array(step, { maxLength: 300 }), (steps) => {
+    fc.property(fc.array(step, { maxLength: 200, size: 'max' }), (steps) => {
       const list = new PaymentsInFlight()
       const cuts: string[] = []
-      const calls = Array.from({ length: 41 }, (_, i) => call(list, cuts, String(i), true))
+      const calls = Array.from({ length: 6 }, (_, i) => call(list, cuts, String(i), true))
       // The oracle: a Set, which the list replaced (docs/performance.md, the fifteenth session).
       const held = new Set<number>()
       for (const { call: i, out } of steps) {
-        // A relay is added once, at its dispatch, and may settle more than once.
+        // A call is added while out of the list (a relay, once, at its dispatch), and may settle more than once.
         if (out) {
           list.delete(calls[i] as CallInFlight)
           held.delete(i)
-        } else if (!held.has(i) && (calls[i] as CallInFlight).inFlightSlot === -1) {
+        } else if (!held.has(i)) {
           list.add(calls[i] as CallInFlight)
           held.add(i)
         }
