@@ -67,20 +67,25 @@ function paddedKey(key: Buffer, pad: number): Buffer {
  * HMAC-SHA-256 under `key` (RFC 2104), in base64, by node's one-shot `hash` over the key's two padded
  * blocks, made once: the digest `createHmac` gives (test/idempotency/fingerprint.test.ts holds RFC 4231's
  * vectors and compares both), without the OpenSSL context `createHmac` sets up anew for every payment,
- * which cost more than the hashing itself (docs/performance.md).
+ * which cost more than the hashing itself. Each call writes into the same two buffers, used to its
+ * end without yielding, and takes the inner digest as a latin1 (`binary`) string: a Buffer made by
+ * `hash` costs more than hashing a payment (docs/performance.md).
  */
 export function hmacSha256(key: Buffer): (document: Document) => string {
-  const inner = paddedKey(key, 0x36)
-  const outer = paddedKey(key, 0x5c)
+  /** The inner padded key, then the document: grown to the longest document yet. */
+  let message = paddedKey(key, 0x36)
+  const digest = Buffer.allocUnsafe(BLOCK_BYTES + DIGEST_BYTES)
+  paddedKey(key, 0x5c).copy(digest)
   return (document) => {
-    const length = typeof document === 'string' ? Buffer.byteLength(document) : document.length
-    const message = Buffer.allocUnsafe(BLOCK_BYTES + length)
-    inner.copy(message)
+    const end = BLOCK_BYTES + (typeof document === 'string' ? Buffer.byteLength(document) : document.length)
+    if (message.length < end) {
+      const grown = Buffer.allocUnsafe(end)
+      message.copy(grown, 0, 0, BLOCK_BYTES)
+      message = grown
+    }
     if (typeof document === 'string') message.write(document, BLOCK_BYTES)
     else message.set(document, BLOCK_BYTES)
-    const digest = Buffer.allocUnsafe(BLOCK_BYTES + DIGEST_BYTES)
-    outer.copy(digest)
-    hash('sha256', message, 'buffer').copy(digest, BLOCK_BYTES)
+    digest.write(hash('sha256', message.subarray(0, end), 'binary'), BLOCK_BYTES, 'latin1')
     return hash('sha256', digest, 'base64')
   }
 }
