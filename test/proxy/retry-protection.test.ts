@@ -560,6 +560,92 @@ t.test('a store that answers later (Redis): the same decisions, once it answers'
   t.equal(await payments.inspect(passed('order-9')), 'claimed')
 })
 
+/** One payment through `payments.forward` at the in-flight cap: what the client was sent, and the entities shed. */
+async function payShed(payments: Payments, payment: Entitled): Promise<{ sent: Sent; shed: string[] }> {
+  const sent: Sent = {}
+  const shed: string[] = []
+  const res = {
+    writeHead(status: number, headers: unknown) {
+      Object.assign(sent, { status, headers })
+    },
+    end(body: unknown) {
+      sent.body = body
+    },
+  }
+  await payments.forward(
+    {} as IncomingMessage,
+    res as unknown as GatewayResponse,
+    { errorName: undefined } as unknown as Exchange,
+    payment,
+    () => {
+      throw new Error('the policy runs for no payment at the cap')
+    },
+    (_res, _exchange, entity) => void shed.push(entity),
+  )
+  return { sent, shed }
+}
+
+t.test(
+  'at the in-flight cap: a payment retry protection knows gets its 409, its replay or its 422; a new one is shed, its claim freed',
+  async (t) => {
+    for (const [name, idempotency] of [
+      ['memory', memory()],
+      ['a store that answers later', later(memory())],
+    ] as const) {
+      const { forwarder, calls } = backend()
+      const payments = createPayments(forwarder, { timeout: 1_000, metrics: undefined, idempotency })
+      t.same(await payShed(payments, entitled()), { sent: {}, shed: ['euro'] }, `${name}: a new payment is shed`)
+      await new Promise((resolve) => setImmediate(resolve))
+      t.match(await pay(payments, entitled()), { exchange: { retryProtection: 'claimed' } }, `${name}: its key freed`)
+      t.match(await payShed(payments, entitled()), { sent: { status: 409 }, shed: [] }, `${name}: in flight`)
+      calls[0]?.settled?.(CREATED)
+      await new Promise((resolve) => setImmediate(resolve))
+      t.same(
+        await payShed(payments, entitled()),
+        {
+          sent: { status: 201, headers: [...CREATED.headers, 'Idempotent-Replayed', 'true'], body: CREATED.body },
+          shed: [],
+        },
+        `${name}: replayed`,
+      )
+      t.match(await payShed(payments, entitled('EUR', 999)), { sent: { status: 422 }, shed: [] }, `${name}: another`)
+      t.equal(calls.length, 1, `${name}: nothing forwarded at the cap`)
+    }
+    const { forwarder, calls } = backend()
+    const off = createPayments(forwarder, { timeout: 1_000, metrics: undefined, idempotency: 'off' })
+    t.same(await payShed(off, entitled()), { sent: {}, shed: ['euro'] }, 'off: shed at once')
+    t.same(await payShed(off, entitled()), { sent: {}, shed: ['euro'] }, 'off: nothing claimed')
+    t.equal(calls.length, 0)
+    const errors: unknown[] = []
+    const options = {
+      timeout: 1_000,
+      metrics: undefined,
+      idempotency: DOWN,
+      onStoreError: (e: unknown) => errors.push(e),
+    }
+    const open = createPayments(forwarder, { ...options, idempotencyFailure: 'open' })
+    t.same(await payShed(open, entitled()), { sent: {}, shed: ['euro'] }, 'a store down, failure open: shed')
+    t.match(errors, [{ message: 'store down' }], 'the look-up failure reported')
+    t.equal(errors.length, 1, 'and no release of a claim never made')
+    t.match(
+      await payShed(createPayments(forwarder, options), entitled()),
+      { sent: { status: 503 }, shed: [] },
+      'closed',
+    )
+  },
+)
+
+t.test('replicas to wait for need a Redis store', async (t) => {
+  const message = 'idempotencyReplicas 1 needs a Redis store in idempotency: only Redis has replicas to wait for'
+  for (const idempotency of ['memory', 'off'])
+    t.throws(
+      () => createRetryStore({ idempotency, idempotencyReplicas: 1, timeout: 1_000 }),
+      { code: 'EIDEMPOTENCY', message },
+      idempotency,
+    )
+  t.ok(createRetryStore({ idempotency: 'memory', idempotencyReplicas: 0, timeout: 1_000 }), 'none to wait for: taken')
+})
+
 t.test('off: the policy alone, every payment forwarded, nothing claimed or counted', async (t) => {
   const { forwarder, calls } = backend()
   const metrics = createMetrics({ defaultMetrics: false })
