@@ -486,18 +486,27 @@ const DOWN = {
   close: async () => {},
 } as unknown as IdempotencyStore
 
+/** Payments on a store that cannot be reached, failure open and closed, and the failures they report. */
+function onDownStore(forwarder: Pick<Forwarder, 'forward'>): { errors: unknown[]; open: Payments; closed: Payments } {
+  const errors: unknown[] = []
+  const options = {
+    timeout: 1_000,
+    metrics: undefined,
+    idempotency: DOWN,
+    onStoreError: (e: unknown) => errors.push(e),
+  }
+  return {
+    errors,
+    open: createPayments(forwarder, { ...options, idempotencyFailure: 'open' }),
+    closed: createPayments(forwarder, options),
+  }
+}
+
 t.test(
   "a store that cannot be reached, failure open: a payment its policy refuses still gets the policy's 400 (issue 47); one it accepts goes unprotected",
   async (t) => {
     const { forwarder, calls } = backend()
-    const errors: unknown[] = []
-    const options = {
-      timeout: 1_000,
-      metrics: undefined,
-      idempotency: DOWN,
-      onStoreError: (e: unknown) => errors.push(e),
-    }
-    const open = createPayments(forwarder, { ...options, idempotencyFailure: 'open' })
+    const { errors, open, closed } = onDownStore(forwarder)
     const refused = await pay(open, entitled('GBP'))
     t.match(refused.sent, { status: 400 })
     t.equal(errorOf(refused.sent).errorName, 'currencyIsNotSupported')
@@ -511,7 +520,6 @@ t.test(
     t.equal(calls.length, 1)
     t.equal(calls[0]?.settled, undefined, 'nothing to settle')
 
-    const closed = createPayments(forwarder, options)
     for (const currency of ['EUR', 'GBP']) {
       const answer = await pay(closed, entitled(currency))
       t.match(answer.sent, { status: 503 }, currency)
@@ -616,22 +624,11 @@ t.test(
     t.same(await payShed(off, entitled()), { sent: {}, shed: ['euro'] }, 'off: shed at once')
     t.same(await payShed(off, entitled()), { sent: {}, shed: ['euro'] }, 'off: nothing claimed')
     t.equal(calls.length, 0)
-    const errors: unknown[] = []
-    const options = {
-      timeout: 1_000,
-      metrics: undefined,
-      idempotency: DOWN,
-      onStoreError: (e: unknown) => errors.push(e),
-    }
-    const open = createPayments(forwarder, { ...options, idempotencyFailure: 'open' })
+    const { errors, open, closed } = onDownStore(forwarder)
     t.same(await payShed(open, entitled()), { sent: {}, shed: ['euro'] }, 'a store down, failure open: shed')
     t.match(errors, [{ message: 'store down' }], 'the look-up failure reported')
     t.equal(errors.length, 1, 'and no release of a claim never made')
-    t.match(
-      await payShed(createPayments(forwarder, options), entitled()),
-      { sent: { status: 503 }, shed: [] },
-      'closed',
-    )
+    t.match(await payShed(closed, entitled()), { sent: { status: 503 }, shed: [] }, 'closed')
   },
 )
 
