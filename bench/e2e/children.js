@@ -70,6 +70,9 @@ export const rss = (child) => ask(child, 'memory')
 /** The CPU time the child has used so far (user + system), in microseconds. */
 export const cpu = (child) => ask(child, 'cpu')
 
+/** The part of that CPU time spent in the kernel (system time: its system calls, the network stack), in microseconds. */
+export const kernelCpu = (child) => ask(child, 'kernel')
+
 /** The time the child has spent paused for garbage collection so far, in microseconds. */
 export const gcPauses = (child) => ask(child, 'gc')
 

@@ -16,7 +16,7 @@ import {
 import { makeCertificates } from '../lib/certificates.js'
 import { chainsOf, measurePasses, median, p99Pairs, ratioFigures, roundsOf } from '../lib/pairing.js'
 import { startRedis, startRedisCluster } from '../lib/redis.js'
-import { collect, cpu, gcPauses, requests, rss, start, startProfile, stop, stopAll, stopProfile } from './children.js'
+import { collect, cpu, gcPauses, kernelCpu, requests, rss, start, startProfile, stop, stopAll, stopProfile } from './children.js'
 import { fixedCount, round, serial } from './load.js'
 
 /** The serial probe's requests are taken in this many chunks; its server CPU per request is the median chunk's. */
@@ -164,10 +164,12 @@ export async function runPaired({ plan, s, baseline, fill = 0, probe = false, pr
 /** One round of a side: its load, and the server CPU time it took per answered request (and its Redis's). */
 export async function measureRound(side, seconds, load) {
   const before = await cpu(side.child)
+  const kernelBefore = await kernelCpu(side.child)
   const gcBefore = await gcPauses(side.child)
   const sidecarBefore = side.sidecar?.cpu()
   const r = await load(side, seconds)
   r.cpuUs = ((await cpu(side.child)) - before) / r.total
+  r.kernelUs = ((await kernelCpu(side.child)) - kernelBefore) / r.total
   r.gcUs = ((await gcPauses(side.child)) - gcBefore) / r.total
   if (side.sidecar) r.sidecarCpuUs = (side.sidecar.cpu() - sidecarBefore) / r.total
   return r
@@ -266,6 +268,7 @@ export function summarize(t, rounds) {
     p99: median(rounds.map((r) => r.p99)),
     cpuUs: median(rounds.map((r) => r.cpuUs)),
     cpuRounds: rounds.map((r) => r.cpuUs),
+    kernelUs: median(rounds.map((r) => r.kernelUs)),
     gcUs: median(rounds.map((r) => r.gcUs)),
     sidecarCpuUs: t.sidecar ? median(rounds.map((r) => r.sidecarCpuUs)) : undefined,
     unexpected,

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs'
  */
 const CATEGORIES = [
   [
-    'socket writes (writev syscalls)',
+    'writev (socket writes, and native time V8 samples there)',
     (f) => f.url === '' && /^write(v|Buffer|Utf8String|Latin1String)$/.test(f.functionName),
   ],
   ['native parse (JSON.parse; URL parsing in http-proxy-3)', (f) => f.url === '' && f.functionName === 'parse'],

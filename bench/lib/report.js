@@ -56,6 +56,7 @@ export function serversSection(e2e) {
           '',
           '',
           '',
+          '',
         ]
       : [
           `(${x.id}) ${x.name}`,
@@ -63,6 +64,7 @@ export function serversSection(e2e) {
           num(x.p50),
           num(x.p99),
           num(x.cpuUs, 1),
+          num(x.kernelUs, 1),
           num(x.gcUs, 1),
           String(x.rounds),
           x.unexpected === 0 ? 'all' : `${x.unexpected} NOT`,
@@ -74,7 +76,17 @@ export function serversSection(e2e) {
     `## Each server (autocannon, ${s.connections} connections, the median of its rounds of ${s.seconds} s in the pairs)`,
     '',
     table(
-      ['server', 'req/s', 'p50 ms', 'p99 ms', 'server CPU us/req', 'GC pauses us/req', 'rounds', 'expected status'],
+      [
+        'server',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'server CPU us/req',
+        'of it in the kernel us/req',
+        'GC pauses us/req',
+        'rounds',
+        'expected status',
+      ],
       rows,
     ),
     ...stores.flatMap((store) => [

@@ -31,6 +31,7 @@ export async function serve(server) {
       const { user, system } = process.cpuUsage()
       process.send({ cpu: user + system })
     }
+    if (message === 'kernel') process.send({ kernel: process.cpuUsage().system })
     if (message?.profile === 'start') startProfile(() => requests)
     if (message?.profile === 'stop') stopProfile(message.file, () => requests)
     if (message === 'stop') {
