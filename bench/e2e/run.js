@@ -16,7 +16,19 @@ import {
 import { makeCertificates } from '../lib/certificates.js'
 import { chainsOf, measurePasses, median, p99Pairs, ratioFigures, roundsOf } from '../lib/pairing.js'
 import { startRedis, startRedisCluster } from '../lib/redis.js'
-import { collect, cpu, gcPauses, kernelCpu, requests, rss, start, startProfile, stop, stopAll, stopProfile } from './children.js'
+import {
+  collect,
+  cpu,
+  gcPauses,
+  kernelCpu,
+  requests,
+  rss,
+  start,
+  startProfile,
+  stop,
+  stopAll,
+  stopProfile,
+} from './children.js'
 import { fixedCount, round, serial } from './load.js'
 
 /** The serial probe's requests are taken in this many chunks; its server CPU per request is the median chunk's. */
