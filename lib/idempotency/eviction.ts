@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { CodedError } from '../coded-error.js'
 import { IDEMPOTENCY_DEFAULTS } from '../defaults.js'
 import type { RedisClient } from './redis-client.js'
@@ -68,9 +69,12 @@ export class EvictionWatch {
               this.#verdict(node, undefined)
               later()
             }
-            // One that timed out is asked again at once, claims refused meanwhile; one lost with its connection, once
-            // it is ready again.
-            else if (node.status === 'ready') ask(true)
+            // One that timed out is asked again, claims refused meanwhile; one lost with its connection, once it is
+            // ready again. A connection going down is still `ready` while its stream no longer takes writes, and ioredis
+            // refuses a command on it at once: asked again here, in the same turn, that refusal would come back for
+            // ever and the event loop would never hear the connection close. So never on such a stream, and the next
+            // read waits for the loop's next turn, this read unsettled until it is asked (`settled`).
+            else if (node.status === 'ready' && node.stream?.writable === true) return nextTurn().then(() => ask(true))
           },
         )
         .finally(() => this.#reads.delete(reading))

@@ -148,6 +148,24 @@ t.test('a policy read that timed out is asked again; one lost with its connectio
   }
 })
 
+t.test(
+  'a read refused at once on a connection going down is asked again once it is back, not at once for ever',
+  async (t) => {
+    const redis = await startRedis(t)
+    if (redis === undefined) return
+    const client = createRedisClient(redis.url, {}) as Redis
+    t.teardown(() => client.disconnect())
+    t.ok(await whenReady(client, 5000))
+    // Still `ready` until its close is heard, but its stream takes no more writes: ioredis refuses INFO at once.
+    client.stream.end()
+    const watch = new EvictionWatch(client)
+    // Red before: the refusal asked again in the same turn, for ever, and this close was never heard.
+    await new Promise((resolve) => client.once('close', resolve))
+    t.match(watch.refusalOf(client), { message: /is not read yet/ }, 'claims refused meanwhile')
+    t.ok(await until(() => watch.refusalOf(client) === undefined), 'read once the connection is back')
+  },
+)
+
 t.test('a claim answered on a connection whose policy is not read yet is refused', async (t) => {
   const redis = await startRedis(t)
   if (redis === undefined) return
