@@ -259,7 +259,7 @@ function finish(run: Run, starred: Starred): void {
  * Whether the scan below could star a digit: false when no run of the text reaches SHORTEST digits, read
  * as the scan reads runs (a letter ends one, so do more than MOST_SEPARATORS separators) in a text with no
  * `%` or `\` and no character from the first non-ASCII decimal digit up, whose digits are ASCII's alone.
- * Most log lines are such, and this loop costs a fraction of the scan's (docs/performance.md).
+ * Most log lines are such, and this loop costs a fraction of the scan's (docs/performance-history.md).
  */
 function mayHoldCardNumber(text: string): boolean {
   let digits = 0
@@ -292,7 +292,7 @@ const BYTE_CLASSES = Uint8Array.from({ length: 256 }, (_, byte) => {
  * mayHoldCardNumber on a text's UTF-8 bytes: true wherever it is true on the text, and for any
  * character outside ASCII too (its bytes are all above 0x7f). The log's destination has the bytes of
  * each line anyway, and this loop, one table look-up a byte, costs less than the text's screen
- * (docs/performance.md).
+ * (docs/performance-history.md).
  */
 export function mayHoldBytes(bytes: Uint8Array): boolean {
   let digits = 0

@@ -50,7 +50,7 @@ export interface LogDestinationOptions {
  * batches (LOG_DEFAULTS). Written one by one, each line cost a write of its
  * own handed to libuv's thread pool, and woke the event loop again when it
  * was done; large batches make that once per hundred-odd lines
- * (docs/performance.md). The lines still waiting are written every
+ * (docs/performance-history.md). The lines still waiting are written every
  * `flushIntervalMs`, by `logger.flush()` (serve does on SIGTERM, after the
  * drain), and synchronously when the process exits, a crash included.
  *

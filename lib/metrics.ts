@@ -321,7 +321,7 @@ interface OperationCells {
  * Every request's counts and duration, as plain numbers, handed to prom-client
  * only when the metrics are read. prom-client's own `inc` and `observe` build
  * and hash a label set on every call and key the buckets by their bounds as
- * strings, on every request (docs/performance.md has the cost), where this
+ * strings, on every request (docs/performance-history.md has the cost), where this
  * costs a few map look-ups.
  */
 class RequestCounts implements Counts {

@@ -75,7 +75,7 @@ export async function runPaired({ plan, s, baseline, fill = 0, probe = false, pr
 
     /**
      * The warm-up, then a full collection: a process measured before its first mark-compact looks young, and a
-     * cost that shows only in an old one (docs/performance.md, the fifteenth session) would be missed by `--fresh`.
+     * cost that shows only in an old one (docs/performance-history.md, the fifteenth session) would be missed by `--fresh`.
      */
     const warmUp = async (side) => {
       await load(side, s.warmupSeconds)

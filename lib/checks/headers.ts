@@ -6,7 +6,7 @@ export type Headers = Readonly<Record<string, string | string[] | undefined>>
 
 /** RFC 9110 section 5.6.2 `tchar`: tested one character at a time (so unanchored), so no pattern here can backtrack. */
 const TCHAR = /[!#$%&'*+.^_`|~0-9A-Za-z-]/
-/** `TCHAR` as a table of the ASCII codes, made once: a look-up a character, where a test of the pattern costs a call (docs/performance.md). */
+/** `TCHAR` as a table of the ASCII codes, made once: a look-up a character, where a test of the pattern costs a call (docs/performance-history.md). */
 const TCHARS = new Uint8Array(128)
 for (let code = 0; code < 128; code++) TCHARS[code] = TCHAR.test(String.fromCharCode(code)) ? 1 : 0
 /** RFC 9110 section 12.4.2 `qvalue`. */

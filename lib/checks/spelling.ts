@@ -44,7 +44,7 @@ export function checkSpelling(text: string, bytes: Uint8Array, document: unknown
  * Outside strings a colon follows each key and nothing else, so a text has at least as many colons
  * as keys, and at least as many keys as its document has members: as many colons as members is a
  * text without a repeat, counted by the string search V8 runs natively. Only a text with a colon
- * inside a string has its keys counted one by one (docs/performance.md).
+ * inside a string has its keys counted one by one (docs/performance-history.md).
  */
 export function spelledOnce(text: string, bytes: Uint8Array, document: unknown, names: Names): boolean {
   // FOLDED_SIBLING equals neither count.
@@ -96,7 +96,7 @@ function membersIn(value: unknown, names: Names | null): number {
  * The keys in a JSON text, repeated ones included: the strings followed by a colon. Outside strings
  * every quote opens one, so the count jumps from string to string. Read in its UTF-8 bytes, where a
  * quote, a backslash or a colon is never part of another character's bytes: a loop over bytes costs
- * less than a search of the text for each quote (docs/performance.md).
+ * less than a search of the text for each quote (docs/performance-history.md).
  */
 function keysIn(bytes: Uint8Array): number {
   let keys = 0

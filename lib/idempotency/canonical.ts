@@ -51,7 +51,7 @@ function sortedNames(members: object): string[] {
 export function canonicalJson(value: unknown): string {
   if (typeof value === 'string') return quoted(value)
   if (value === null || typeof value !== 'object') return JSON.stringify(value)
-  // One string grown in place: a payment is fingerprinted on every request (docs/performance.md).
+  // One string grown in place: a payment is fingerprinted on every request (docs/performance-history.md).
   if (Array.isArray(value)) {
     let text = '['
     for (let i = 0; i < value.length; i++) text += (i === 0 ? '' : ',') + canonicalJson(value[i])

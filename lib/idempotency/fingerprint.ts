@@ -69,7 +69,7 @@ function paddedKey(key: Buffer, pad: number): Buffer {
  * vectors and compares both), without the OpenSSL context `createHmac` sets up anew for every payment,
  * which cost more than the hashing itself. Each call writes into the same two buffers, used to its
  * end without yielding, and takes the inner digest as a latin1 (`binary`) string: a Buffer made by
- * `hash` costs more than hashing a payment (docs/performance.md).
+ * `hash` costs more than hashing a payment (docs/performance-history.md).
  */
 export function hmacSha256(key: Buffer): (document: Document) => string {
   /** The inner padded key, then the document: grown to the longest document yet. */

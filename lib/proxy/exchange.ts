@@ -84,7 +84,7 @@ export class GatewayResponse extends ServerResponse<IncomingMessage> {
    * its connection ends with it. Asked here rather than by walking a registry
    * of the responses in flight when the drain starts: a Set churned by every
    * request kept those responses reachable from the old generation and made
-   * every young-generation GC several times as expensive (docs/performance.md).
+   * every young-generation GC several times as expensive (docs/performance-history.md).
    */
   override writeHead(...args: [number, ...unknown[]]): this {
     const exchange = this.exchange
@@ -137,7 +137,7 @@ export function releasePlace(exchange: Exchange): void {
 /**
  * An answer made for this request alone (`answerOf` builds fresh headers each time) with the request's
  * id added to its own headers, so that `writeHead` need not copy them: a refusal's path is short, and a
- * copy of its headers was a visible share of it (docs/performance.md).
+ * copy of its headers was a visible share of it (docs/performance-history.md).
  */
 export function withOwnId(answer: Answer, exchange: Exchange): Answer {
   answer.headers['x-request-id'] = exchange.requestId

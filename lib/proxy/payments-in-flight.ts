@@ -43,7 +43,7 @@ export class PaymentsInFlight {
    * An array, each call holding its own index, not a Set: a Set churned by a payment each is rehashed into a new
    * table every few dozen, and the old one keeps a link to it; once one table is in the old generation, every
    * table after it, and every payment it held, is promoted too, and each scavenge copies megabytes
-   * (docs/performance.md, the in-flight list).
+   * (docs/performance-history.md, the in-flight list).
    */
   readonly #calls: CallInFlight[] = []
   readonly #underWay = new UnderWay()

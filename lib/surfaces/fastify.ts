@@ -123,7 +123,7 @@ type Parsed = (error: Error | null, body?: unknown) => void
  * is answered in `preValidation`, before any route schema or handler. The
  * hooks take callbacks and the state rides on decorations set up once: a
  * promise, a closure or a weak-map entry per request and hook is what made the
- * plugin dearer than the schema route it replaces (docs/performance.md).
+ * plugin dearer than the schema route it replaces (docs/performance-history.md).
  */
 export function fastifyPlugin(checks: Checks, logger?: GateLogger, protection?: HandlerProtection): FastifyGatePlugin {
   const tracer = registeredTracer()

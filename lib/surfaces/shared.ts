@@ -113,7 +113,7 @@ export function startScreening(
 
 /**
  * `startScreening` for a host that sets the id on its own reply: a header set on node's response
- * makes node's `writeHead` set each of the host's headers one by one (Fastify, docs/performance.md).
+ * makes node's `writeHead` set each of the host's headers one by one (Fastify, docs/performance-history.md).
  */
 export function screeningOf(tracer: Tracer | undefined, operation: Operation, req: IncomingMessage): Screening {
   const requestId = requestIdOf(req.headers['x-request-id'])

@@ -50,7 +50,7 @@ t.test('calls in and out in any order: cut reaches exactly those a Set of them s
       const list = new PaymentsInFlight()
       const cuts: string[] = []
       const calls = Array.from({ length: 6 }, (_, i) => call(list, cuts, String(i), true))
-      // The oracle: a Set, which the list replaced (docs/performance.md, the fifteenth session).
+      // The oracle: a Set, which the list replaced (docs/performance-history.md, the fifteenth session).
       const held = new Set<number>()
       for (const { call: i, out } of steps) {
         // A call is added while out of the list (a relay, once, at its dispatch), and may settle more than once.
