@@ -502,8 +502,16 @@ t.test('a failure of the login throttle whose reply is lost is counted once in t
   t.equal(errors.length, 1, 'the lost reply was reported (this process counted the failure in memory too)')
   t.equal(await direct.get(failures), '1', 'the script ran once')
   t.ok(await until(async () => (await redis.get(failures).catch(() => null)) === '1'), 'the node reached again')
-  const second = await throttle.admit(user)
-  await second?.settle(false)
+  // On a loaded machine a command may still time out, and that failure is counted in this process alone
+  // (reported, and never in the node): the next one that reaches the node is the second there.
+  let reached = false
+  for (let attempt = 0; attempt < 5 && !reached; attempt++) {
+    const reported = errors.length
+    const second = await throttle.admit(user)
+    await second?.settle(false)
+    reached = errors.length === reported
+  }
+  t.ok(reached, 'a later failure reached the node', { errors: errors.map((error) => error.message) })
   t.equal(await direct.get(failures), '2', 'the next failure is the second')
 })
 
