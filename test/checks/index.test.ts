@@ -5,6 +5,7 @@ import { reject, serializeError, type Rejection } from '../../lib/errors.js'
 import { buildChecks } from '../../lib/checks/index.js'
 import { DEFAULTS } from '../../lib/defaults.js'
 import { bytes, policies, saleBody } from '../helpers/fixtures.js'
+import { runs } from '../helpers/fuzz.js'
 
 const headers = { 'content-type': 'application/vnd.example.payments-v6+json' }
 const shop: Principal = { username: 'shop-1', entities: new Set(['default']) }
@@ -177,5 +178,6 @@ t.test('no error body repeats a card number written in a member name, however de
       const shown = serializeError((verdict as Rejection).body)
       return shown.includes('Prototype keys') && !shown.replace(/[ -]/g, '').includes(pan)
     }),
+    runs(),
   )
 })
