@@ -4,7 +4,7 @@
 // their mounts as folders. Also the outputs the docs quote, and the README's command line in a clone. The
 // examples that do run are run against the packed package by test/as-packed.test.ts.
 import { spawn, spawnSync } from 'node:child_process'
-import { cpSync, globSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
+import { cpSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
@@ -278,17 +278,3 @@ t.test('README: in a clone, the command line is npx payments-gate, or node dist/
   const node = spawnSync(...uncovered(['dist/cli.js', '--version'], env), { cwd: repository, env, encoding: 'utf8' })
   t.equal(node.stdout, `${version}\n`, node.stderr)
 })
-
-t.test(
-  "docs/development.md's npm run fuzz runs the property tests: its script names test files, which tap takes, not a folder",
-  async (t) => {
-    const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> }
-    t.match(read('docs/development.md'), /npm run fuzz/)
-    const paths = (scripts.fuzz as string).split(' ').filter((word) => word.startsWith('test/'))
-    t.ok(paths.length > 0, 'it names where the tests are')
-    for (const path of paths) {
-      const files = globSync(path, { cwd: repository })
-      t.ok(files.length > 0 && files.every((file) => file.endsWith('.test.ts')), `${path}: ${files.length} test files`)
-    }
-  },
-)

@@ -21,6 +21,14 @@ function testFiles(dir: string): string[] {
   )
 }
 
+t.test('npm run fuzz is the script, and docs/development.md names it', async (t) => {
+  const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>
+  }
+  t.equal(scripts.fuzz, 'node scripts/fuzz.js')
+  t.match(readFileSync(join(root, 'docs/development.md'), 'utf8'), /npm run fuzz +# every property test/)
+})
+
 t.test('npm run fuzz lists every test file that draws its cases through runs, and no other', async (t) => {
   const listed = execFileSync(process.execPath, ['scripts/fuzz.js', '--list'], { cwd: root, encoding: 'utf8' })
     .trim()
