@@ -72,19 +72,28 @@ function paddedKey(key: Buffer, pad: number): Buffer {
  * `hash` costs more than hashing a payment (docs/performance-history.md).
  */
 export function hmacSha256(key: Buffer): (document: Document) => string {
-  /** The inner padded key, then the document: grown to the longest document yet. */
+  /** The inner padded key, then the document: grown as a longer one comes. */
   let message = paddedKey(key, 0x36)
   const digest = Buffer.allocUnsafe(BLOCK_BYTES + DIGEST_BYTES)
   paddedKey(key, 0x5c).copy(digest)
+  /** `message` with room for `bytes` after the inner padded key. */
+  const roomFor = (bytes: number) => {
+    if (message.length >= BLOCK_BYTES + bytes) return
+    const grown = Buffer.allocUnsafe(BLOCK_BYTES + bytes)
+    message.copy(grown, 0, 0, BLOCK_BYTES)
+    message = grown
+  }
   return (document) => {
-    const end = BLOCK_BYTES + (typeof document === 'string' ? Buffer.byteLength(document) : document.length)
-    if (message.length < end) {
-      const grown = Buffer.allocUnsafe(end)
-      message.copy(grown, 0, 0, BLOCK_BYTES)
-      message = grown
+    let end
+    if (typeof document === 'string') {
+      // Room for the most UTF-8 a text's length can take, 3 bytes a UTF-16 unit: written once, not measured first.
+      roomFor(3 * document.length)
+      end = BLOCK_BYTES + message.write(document, BLOCK_BYTES)
+    } else {
+      roomFor(document.length)
+      message.set(document, BLOCK_BYTES)
+      end = BLOCK_BYTES + document.length
     }
-    if (typeof document === 'string') message.write(document, BLOCK_BYTES)
-    else message.set(document, BLOCK_BYTES)
     digest.write(hash('sha256', message.subarray(0, end), 'binary'), BLOCK_BYTES, 'latin1')
     return hash('sha256', digest, 'base64')
   }

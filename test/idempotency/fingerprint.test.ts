@@ -180,25 +180,24 @@ t.test(
         `a key of ${length} bytes`,
       )
     }
+    // Texts of any characters, lone surrogates included (`binary`), and bytes.
+    const document = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 300 }),
+      fc.string({ unit: 'binary', maxLength: 300 }),
+      fc.uint8Array({ maxLength: 300 }),
+    )
     fc.assert(
-      fc.property(
-        fc.uint8Array({ minLength: 1, maxLength: 200 }),
-        fc.oneof(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.uint8Array({ maxLength: 300 })),
-        (key, document) => {
-          const expected = createHmac('sha256', key).update(document).digest('base64')
-          return hmacSha256(Buffer.from(key))(document) === expected
-        },
-      ),
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 200 }), document, (key, document) => {
+        const expected = createHmac('sha256', key).update(document).digest('base64')
+        return hmacSha256(Buffer.from(key))(document) === expected
+      }),
       runs(),
     )
     // One mac for documents one after another, as a gateway holds it: a longer one grows its buffer, a shorter one follows.
     fc.assert(
       fc.property(
         fc.uint8Array({ minLength: 1, maxLength: 100 }),
-        fc.array(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.uint8Array({ maxLength: 300 })), {
-          minLength: 2,
-          maxLength: 6,
-        }),
+        fc.array(document, { minLength: 2, maxLength: 6 }),
         (key, documents) => {
           const mac = hmacSha256(Buffer.from(key))
           return documents.every(
@@ -208,6 +207,15 @@ t.test(
       ),
       runs(),
     )
+    // A text whose every character takes 3 bytes in UTF-8, the most a UTF-16 unit takes, after a short one.
+    const mac = hmacSha256(Buffer.alloc(32, 7))
+    mac('{}')
+    for (const text of ['€'.repeat(1000), '\ud800'.repeat(1001), '😀'.repeat(700)])
+      t.equal(
+        mac(text),
+        createHmac('sha256', Buffer.alloc(32, 7)).update(text).digest('base64'),
+        `${text.length} units`,
+      )
   },
 )
 
