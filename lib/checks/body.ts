@@ -26,9 +26,9 @@ function isBlank(bytes: Uint8Array): boolean {
 /**
  * Whether the text could nest deeper than MAX_DEPTH: only with more opening
  * brackets than that. Counted in the decoded text, where a bracket is one
- * character as it is one byte, by the string search V8 runs itself (a Buffer's
- * calls into node; docs/performance-history.md); the byte-by-byte `depth` scan
- * then runs only for the rare body that has that many.
+ * character as it is one byte, by the string search V8 runs itself, not a
+ * Buffer's, which calls into node for each one (docs/performance-history.md);
+ * the byte-by-byte `depth` scan then runs only for the rare body that has that many.
  */
 function mayNestTooDeep(text: string): boolean {
   let count = 0

@@ -54,6 +54,8 @@ export function unkeyedFingerprint(operation: string, bytes: Document): string {
 const BLOCK_BYTES = 64
 /** SHA-256's digest, in bytes. */
 const DIGEST_BYTES = 32
+/** The most UTF-8 bytes one UTF-16 code unit becomes (RFC 3629: a BMP character or a lone surrogate; a pair, two units, four bytes). */
+const MOST_UTF8_PER_UNIT = 3
 
 /** The key padded to a block and XORed with `pad` (RFC 2104 section 2: 0x36 inside, 0x5c outside); a key longer than a block hashed first. */
 function paddedKey(key: Buffer, pad: number): Buffer {
@@ -86,8 +88,8 @@ export function hmacSha256(key: Buffer): (document: Document) => string {
   return (document) => {
     let end
     if (typeof document === 'string') {
-      // Room for the most UTF-8 a text's length can take, 3 bytes a UTF-16 unit: written once, not measured first.
-      roomFor(3 * document.length)
+      // Room for the longest UTF-8 a text of this length can be, so it is written once, never measured first.
+      roomFor(MOST_UTF8_PER_UNIT * document.length)
       end = BLOCK_BYTES + message.write(document, BLOCK_BYTES)
     } else {
       roomFor(document.length)
