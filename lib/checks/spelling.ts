@@ -43,7 +43,7 @@ export function checkSpelling(text: string, bytes: Uint8Array, document: unknown
  * the text again to say where, if anywhere: a repeat of a member the schema does not name is let be.
  * Outside strings a colon follows each key and nothing else, so a text has at least as many colons
  * as keys, and at least as many keys as its document has members: as many colons as members is a
- * text without a repeat, counted by the string search V8 runs natively. Only a text with a colon
+ * text without a repeat, counted natively by V8. Only a text with a colon
  * inside a string has its keys counted one by one (docs/performance-history.md).
  */
 export function spelledOnce(text: string, bytes: Uint8Array, document: unknown, names: Names): boolean {
@@ -52,11 +52,15 @@ export function spelledOnce(text: string, bytes: Uint8Array, document: unknown, 
   return colonsIn(text) === members || keysIn(bytes) === members
 }
 
-/** The colons in a text, inside strings or not. */
+/** A colon, anywhere: a pattern of one character, which V8 finds at every place in one native search. */
+const COLONS = /:/g
+
+/**
+ * The colons in a text, inside strings or not, found by one `match` where `indexOf` took a call for
+ * each (docs/performance-history.md).
+ */
 function colonsIn(text: string): number {
-  let colons = 0
-  for (let at = text.indexOf(':'); at !== -1; at = text.indexOf(':', at + 1)) colons++
-  return colons
+  return text.match(COLONS)?.length ?? 0
 }
 
 const FOLDED = 'Only the spelling the schema gives this member is allowed, not another letter case of it.'
