@@ -3,7 +3,7 @@ import { fieldError, reject, schemaRejection, type Rejection } from '../errors.j
 import { appendKey } from '../schema/json-path.js'
 import type { Names } from '../schema/names.js'
 import { BACKSLASH, isJsonWhite, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../json-text.js'
-import { checkSpelling } from './spelling.js'
+import { checkSpelling, FOLDED_SIBLING, membersIn, PROTOTYPE_NAMED } from './spelling.js'
 
 /**
  * How deeply a body may nest. The schema's own depth is 5; the rest is room
@@ -95,12 +95,24 @@ export function parseBody(bytes: Uint8Array, limit: number, names: Names): Parse
       fieldError('fieldHasInvalidValue', '$', `The document must not nest deeper than ${MAX_DEPTH} levels.`),
     ])
   }
-  const refused =
-    (mayHavePrototypeKeys(text) ? findPrototypeKeys(value) : undefined) ?? checkSpelling(text, bytes, value, names)
-  return refused === undefined ? { ok: true, value } : refused
+  // One walk counts the members and finds any member named as a prototype key; one that stopped at a folded
+  // sibling first leaves the rest of the document to the text's screen.
+  const members = membersIn(value, names, true)
+  if (members === PROTOTYPE_NAMED || (members === FOLDED_SIBLING && mayHavePrototypeKeys(text))) {
+    const prototypeKeys = findPrototypeKeys(value)
+    if (prototypeKeys !== undefined) return prototypeKeys
+  }
+  const misspelt = checkSpelling(
+    text,
+    bytes,
+    value,
+    names,
+    members === PROTOTYPE_NAMED ? membersIn(value, names, false) : members,
+  )
+  return misspelt === undefined ? { ok: true, value } : misspelt
 }
 
-/** A cheap screen of the text, so that clean bodies are never walked: a key may also be spelt with escapes. */
+/** The screen of the text where the walk stopped early, at a folded sibling: a key may also be spelt with escapes. */
 function mayHavePrototypeKeys(text: string): boolean {
   return text.includes('__proto__') || text.includes('constructor') || text.includes('\\u')
 }

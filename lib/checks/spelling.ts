@@ -29,8 +29,14 @@ import {
  * the document has members repeats one. Only then, or when the walk meets a folded sibling, is the
  * text read again, keys and all, to say where. `text` is `bytes` decoded.
  */
-export function checkSpelling(text: string, bytes: Uint8Array, document: unknown, names: Names): Rejection | undefined {
-  if (spelledOnce(text, bytes, document, names)) return undefined
+export function checkSpelling(
+  text: string,
+  bytes: Uint8Array,
+  document: unknown,
+  names: Names,
+  members = membersIn(document, names, false),
+): Rejection | undefined {
+  if (spelledOnce(text, bytes, document, names, members)) return undefined
   const items: FieldError[] = []
   const cursor = { text, at: 0 }
   findMisspelt(readTree(cursor), names, '$', items)
@@ -46,9 +52,14 @@ export function checkSpelling(text: string, bytes: Uint8Array, document: unknown
  * text without a repeat, counted natively by V8. Only a text with a colon
  * inside a string has its keys counted one by one (docs/performance-history.md).
  */
-export function spelledOnce(text: string, bytes: Uint8Array, document: unknown, names: Names): boolean {
+export function spelledOnce(
+  text: string,
+  bytes: Uint8Array,
+  document: unknown,
+  names: Names,
+  members = membersIn(document, names, false),
+): boolean {
   // FOLDED_SIBLING equals neither count.
-  const members = membersIn(document, names)
   return colonsIn(text) === members || keysIn(bytes) === members
 }
 
@@ -67,30 +78,39 @@ const FOLDED = 'Only the spelling the schema gives this member is allowed, not a
 const REPEATED = 'A member the schema names must appear once.'
 
 /** What membersIn gives for a document with a folded sibling: never a count of keys. */
-const FOLDED_SIBLING = -1
+export const FOLDED_SIBLING = -1
+/** What membersIn gives, asked to stop there, for a document with a member named `__proto__` or `constructor`. */
+export const PROTOTYPE_NAMED = -2
 
 /**
  * The members of every object in a parsed document, or FOLDED_SIBLING when an object along the named
- * paths holds a member that is a named member's name folded but not that name: one walk for both.
- * Its depth is bounded already (MAX_DEPTH).
+ * paths holds a member that is a named member's name folded but not that name; with `prototypeNames`,
+ * PROTOTYPE_NAMED at the first member named as a prototype key may be, for the body's check of them
+ * (body.ts), which then needs no search of the text: one walk for all three. Its depth is bounded
+ * already (MAX_DEPTH).
  */
-function membersIn(value: unknown, names: Names | null): number {
+export function membersIn(value: unknown, names: Names | null, prototypeNames: boolean): number {
   if (value === null || typeof value !== 'object') return 0
   let count = 0
   if (Array.isArray(value)) {
     // The schema names no member of an array's items (names.ts), so their walk never finds a folded sibling.
-    for (let i = 0; i < value.length; i++) count += membersIn(value[i], null)
+    for (let i = 0; i < value.length; i++) {
+      const below = membersIn(value[i], null, prototypeNames)
+      if (below < 0) return below
+      count += below
+    }
     return count
   }
   for (const key in value) {
+    if (prototypeNames && (key === '__proto__' || key === 'constructor')) return PROTOTYPE_NAMED
     let named: Names | null = null
     if (names !== null) {
       const member = names.members.get(key)
       if (member !== undefined) named = member
       else if (names.folded.has(foldCase(key))) return FOLDED_SIBLING
     }
-    const below = membersIn((value as Record<string, unknown>)[key], named)
-    if (below === FOLDED_SIBLING) return FOLDED_SIBLING
+    const below = membersIn((value as Record<string, unknown>)[key], named, prototypeNames)
+    if (below < 0) return below
     count += 1 + below
   }
   return count
