@@ -125,6 +125,10 @@ t.test('prototype keys come before the one-spelling rule, wherever the walk that
     body: { validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.transactionReference' }] },
   })
   t.equal(parse('{"transactionReference":"a","constructor":[{"constructor":"x"}]}').ok, true)
+  // Found in an array's later item, after items whose members a count would add.
+  t.match(parse('{"a":[{"b":1,"c":2,"d":3},{"__proto__":1}]}'), {
+    body: { validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.a[1].__proto__' }] },
+  })
 })
 
 t.test('prototype keys anywhere are fieldIsNotAllowed', async (t) => {
