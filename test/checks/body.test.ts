@@ -106,30 +106,33 @@ t.test('a card number split over member names, or an index and a name, is masked
   t.equal(pathOf(`{"a":[${'0,'.repeat(3782)}{"82246310005":{"__proto__":1}}]}`), "$.a[3782]['82*****0005'].__proto__")
 })
 
-t.test('prototype keys come before the one-spelling rule, wherever the walk that counts the members stops', async (t) => {
-  const prototypeKey = [
-    { errorName: 'fieldIsNotAllowed', jsonPath: '$.x.__proto__', message: 'Prototype keys are not allowed.' },
-  ]
-  // The walk stops at the folded sibling, before `x`: the text's screen finds the key.
-  t.match(parse('{"TransactionReference":"a","transactionReference":"b","x":{"__proto__":1}}'), {
-    body: { validationErrors: prototypeKey },
-  })
-  t.match(parse('{"x":{"__proto__":1},"TransactionReference":"a","transactionReference":"b"}'), {
-    body: { validationErrors: prototypeKey },
-  })
-  t.match(parse('{"TransactionReference":"a","transactionReference":"b"}'), {
-    body: { validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.TransactionReference' }] },
-  })
-  // A harmless `constructor` stops the walk too: the members are counted again for the repeat.
-  t.match(parse('{"transactionReference":"a","transactionReference":"b","constructor":1}'), {
-    body: { validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.transactionReference' }] },
-  })
-  t.equal(parse('{"transactionReference":"a","constructor":[{"constructor":"x"}]}').ok, true)
-  // Found in an array's later item, after items whose members a count would add.
-  t.match(parse('{"a":[{"b":1,"c":2,"d":3},{"__proto__":1}]}'), {
-    body: { validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.a[1].__proto__' }] },
-  })
-})
+t.test(
+  'prototype keys come before the one-spelling rule, wherever the walk that counts the members stops',
+  async (t) => {
+    const prototypeKey = [
+      { errorName: 'fieldIsNotAllowed', jsonPath: '$.x.__proto__', message: 'Prototype keys are not allowed.' },
+    ]
+    // The walk stops at the folded sibling, before `x`: the text's screen finds the key.
+    t.match(parse('{"TransactionReference":"a","transactionReference":"b","x":{"__proto__":1}}'), {
+      body: { validationErrors: prototypeKey },
+    })
+    t.match(parse('{"x":{"__proto__":1},"TransactionReference":"a","transactionReference":"b"}'), {
+      body: { validationErrors: prototypeKey },
+    })
+    t.match(parse('{"TransactionReference":"a","transactionReference":"b"}'), {
+      body: { validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.TransactionReference' }] },
+    })
+    // A harmless `constructor` stops the walk too: the members are counted again for the repeat.
+    t.match(parse('{"transactionReference":"a","transactionReference":"b","constructor":1}'), {
+      body: { validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.transactionReference' }] },
+    })
+    t.equal(parse('{"transactionReference":"a","constructor":[{"constructor":"x"}]}').ok, true)
+    // Found in an array's later item, after items whose members a count would add.
+    t.match(parse('{"a":[{"b":1,"c":2,"d":3},{"__proto__":1}]}'), {
+      body: { validationErrors: [{ errorName: 'fieldIsNotAllowed', jsonPath: '$.a[1].__proto__' }] },
+    })
+  },
+)
 
 t.test('prototype keys anywhere are fieldIsNotAllowed', async (t) => {
   t.match(parse('{"__proto__":{"polluted":true}}'), {
