@@ -49,8 +49,8 @@ export function checkSpelling(
  * the text again to say where, if anywhere: a repeat of a member the schema does not name is let be.
  * Outside strings a colon follows each key and nothing else, so a text has at least as many colons
  * as keys, and at least as many keys as its document has members: as many colons as members is a
- * text without a repeat, counted natively by V8. Only a text with a colon
- * inside a string has its keys counted one by one (docs/performance-history.md).
+ * text without a repeat, the colons counted natively by V8. Only a text with a colon inside a string
+ * has its keys counted one by one (docs/performance-history.md).
  */
 export function spelledOnce(
   text: string,
@@ -85,9 +85,9 @@ export const PROTOTYPE_NAMED = -2
 /**
  * The members of every object in a parsed document, or FOLDED_SIBLING when an object along the named
  * paths holds a member that is a named member's name folded but not that name; with `prototypeNames`,
- * PROTOTYPE_NAMED at the first member named as a prototype key may be, for the body's check of them
- * (body.ts), which then needs no search of the text: one walk for all three. Its depth is bounded
- * already (MAX_DEPTH).
+ * PROTOTYPE_NAMED at the first member named `__proto__` or `constructor`, for the body's check of
+ * prototype keys (body.ts), which then needs no search of the text: one walk for all three. Its depth
+ * is bounded already (MAX_DEPTH).
  */
 export function membersIn(value: unknown, names: Names | null, prototypeNames: boolean): number {
   if (value === null || typeof value !== 'object') return 0
