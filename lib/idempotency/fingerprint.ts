@@ -88,7 +88,7 @@ export function hmacSha256(key: Buffer): (document: Document) => string {
   return (document) => {
     let end
     if (typeof document === 'string') {
-      // Room for the longest UTF-8 a text of this length can be, so it is written once, never measured first.
+      // Room for the longest UTF-8 a text of this length can be: written once, its byte length never asked first.
       roomFor(MOST_UTF8_PER_UNIT * document.length)
       end = BLOCK_BYTES + message.write(document, BLOCK_BYTES)
     } else {
