@@ -3,7 +3,7 @@ import { fieldError, reject, schemaRejection, type Rejection } from '../errors.j
 import { appendKey } from '../schema/json-path.js'
 import type { Names } from '../schema/names.js'
 import { BACKSLASH, isJsonWhite, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../json-text.js'
-import { checkSpelling, FOLDED_SIBLING, membersIn, PROTOTYPE_NAMED } from './spelling.js'
+import { checkSpelling, FOLDED_SIBLING, membersIn, PROTOTYPE_NAMED, TOO_DEEP } from './spelling.js'
 
 /**
  * How deeply a body may nest. The schema's own depth is 5; the rest is room
@@ -13,6 +13,13 @@ import { checkSpelling, FOLDED_SIBLING, membersIn, PROTOTYPE_NAMED } from './spe
 export const MAX_DEPTH = 64
 
 const OPENERS = ['{', '['] as const
+
+/** The refusal of a body nested deeper than MAX_DEPTH: a schema refusal at the document's root. */
+function tooDeep(): Rejection {
+  return schemaRejection([
+    fieldError('fieldHasInvalidValue', '$', `The document must not nest deeper than ${MAX_DEPTH} levels.`),
+  ])
+}
 
 /** True when the bytes hold only JSON white space (or nothing). */
 function isBlank(bytes: Uint8Array): boolean {
@@ -29,6 +36,7 @@ function isBlank(bytes: Uint8Array): boolean {
  * character as it is one byte, by the string search V8 runs itself, not a
  * Buffer's, which calls into node for each one (docs/performance-history.md);
  * the byte-by-byte `depth` scan then runs only for the rare body that has that many.
+ * Only a walk that stopped before the end of the document needs it.
  */
 function mayNestTooDeep(text: string): boolean {
   let count = 0
@@ -90,14 +98,10 @@ export function parseBody(bytes: Uint8Array, limit: number, names: Names): Parse
   } catch {
     return reject('bodyIsNotJson')
   }
-  if (mayNestTooDeep(text) && depth(bytes) > MAX_DEPTH) {
-    return schemaRejection([
-      fieldError('fieldHasInvalidValue', '$', `The document must not nest deeper than ${MAX_DEPTH} levels.`),
-    ])
-  }
-  // One walk counts the members and finds any member named as a prototype key; one that stopped at a folded
-  // sibling first leaves the rest of the document to the text's screen.
-  const members = membersIn(value, names, true)
+  // One walk bounds the depth, counts the members and finds any member named as a prototype key. One that
+  // stopped early, at a prototype key or a folded sibling, has not seen the rest: the text's screens decide there.
+  const members = membersIn(value, names, true, MAX_DEPTH)
+  if (members === TOO_DEEP || (members < 0 && mayNestTooDeep(text) && depth(bytes) > MAX_DEPTH)) return tooDeep()
   if (members === PROTOTYPE_NAMED || (members === FOLDED_SIBLING && mayHavePrototypeKeys(text))) {
     const prototypeKeys = findPrototypeKeys(value)
     if (prototypeKeys !== undefined) return prototypeKeys
@@ -105,9 +109,8 @@ export function parseBody(bytes: Uint8Array, limit: number, names: Names): Parse
   const misspelt = checkSpelling(
     text,
     bytes,
-    value,
     names,
-    members === PROTOTYPE_NAMED ? membersIn(value, names, false) : members,
+    members === PROTOTYPE_NAMED ? membersIn(value, names, false, MAX_DEPTH) : members,
   )
   return misspelt === undefined ? { ok: true, value } : misspelt
 }

@@ -27,16 +27,11 @@ import {
  * A clean body costs one walk of the parsed document without allocation, and a count of the colons in
  * its text: JSON.parse keeps the last of repeated keys silently, so a text holding more keys than
  * the document has members repeats one. Only then, or when the walk meets a folded sibling, is the
- * text read again, keys and all, to say where. `text` is `bytes` decoded.
+ * text read again, keys and all, to say where. `text` is `bytes` decoded; `members` is what membersIn
+ * gave for its document (body.ts, whose walk also bounds the depth).
  */
-export function checkSpelling(
-  text: string,
-  bytes: Uint8Array,
-  document: unknown,
-  names: Names,
-  members = membersIn(document, names, false),
-): Rejection | undefined {
-  if (spelledOnce(text, bytes, document, names, members)) return undefined
+export function checkSpelling(text: string, bytes: Uint8Array, names: Names, members: number): Rejection | undefined {
+  if (spelledOnce(text, bytes, members)) return undefined
   const items: FieldError[] = []
   const cursor = { text, at: 0 }
   findMisspelt(readTree(cursor), names, '$', items)
@@ -52,14 +47,8 @@ export function checkSpelling(
  * text without a repeat, the colons counted natively by V8. Only a text with a colon inside a string
  * has its keys counted one by one (docs/performance-history.md).
  */
-export function spelledOnce(
-  text: string,
-  bytes: Uint8Array,
-  document: unknown,
-  names: Names,
-  members = membersIn(document, names, false),
-): boolean {
-  // FOLDED_SIBLING equals neither count.
+export function spelledOnce(text: string, bytes: Uint8Array, members: number): boolean {
+  // A walk that stopped (FOLDED_SIBLING) equals neither count.
   return colonsIn(text) === members || keysIn(bytes) === members
 }
 
@@ -82,20 +71,25 @@ export const FOLDED_SIBLING = -1
 /** What membersIn gives, asked to stop there, for a document with a member named `__proto__` or `constructor`. */
 export const PROTOTYPE_NAMED = -2
 
+/** What membersIn gives at the first object or array nested deeper than the levels it was given. */
+export const TOO_DEEP = -3
+
 /**
  * The members of every object in a parsed document, or FOLDED_SIBLING when an object along the named
  * paths holds a member that is a named member's name folded but not that name; with `prototypeNames`,
  * PROTOTYPE_NAMED at the first member named `__proto__` or `constructor`, for the body's check of
- * prototype keys (body.ts), which then needs no search of the text: one walk for all three. Its depth
- * is bounded already (MAX_DEPTH).
+ * prototype keys (body.ts), which then needs no search of the text; TOO_DEEP at the first object or
+ * array below `levels` levels (the document itself the first), for the body's check of depth, which
+ * then needs no count of brackets in the text: one walk for all four, its recursion bounded by `levels`.
  */
-export function membersIn(value: unknown, names: Names | null, prototypeNames: boolean): number {
+export function membersIn(value: unknown, names: Names | null, prototypeNames: boolean, levels: number): number {
   if (value === null || typeof value !== 'object') return 0
+  if (levels === 0) return TOO_DEEP
   let count = 0
   if (Array.isArray(value)) {
     // The schema names no member of an array's items (names.ts), so their walk never finds a folded sibling.
     for (let i = 0; i < value.length; i++) {
-      const below = membersIn(value[i], null, prototypeNames)
+      const below = membersIn(value[i], null, prototypeNames, levels - 1)
       if (below < 0) return below
       count += below
     }
@@ -109,7 +103,7 @@ export function membersIn(value: unknown, names: Names | null, prototypeNames: b
       if (member !== undefined) named = member
       else if (names.folded.has(foldCase(key))) return FOLDED_SIBLING
     }
-    const below = membersIn((value as Record<string, unknown>)[key], named, prototypeNames)
+    const below = membersIn((value as Record<string, unknown>)[key], named, prototypeNames, levels - 1)
     if (below < 0) return below
     count += 1 + below
   }

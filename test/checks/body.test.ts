@@ -1,6 +1,8 @@
+import fc from 'fast-check'
 import t from 'tap'
 import { MAX_DEPTH, checkSize, parseBody } from '../../lib/checks/body.js'
 import { REQUEST_NAMES } from '../../lib/schema/names.js'
+import { runs } from '../helpers/fuzz.js'
 
 const LIMIT = 1024
 const parse = (text: string | Uint8Array) =>
@@ -94,6 +96,45 @@ t.test('depth: many brackets but shallow is fine; deep is refused whatever lies 
   )
   t.equal(parse(`{"a":"\\"${'['.repeat(MAX_DEPTH + 5)}"}`).ok, true, 'an escaped quote does not end the string')
 })
+
+t.test(
+  'property: depth is refused first, whatever the walk that counts the members meets before the deep part',
+  async (t) => {
+    // The oracle is the writer: it knows how deeply it nested the chain, and what it put before and after it.
+    const chain = fc.array(fc.boolean(), { minLength: MAX_DEPTH - 3, maxLength: MAX_DEPTH + 3 })
+    const stop = fc.constantFrom(
+      '',
+      '"__proto__":1,',
+      '"constructor":{"prototype":1},',
+      '"constructor":1,',
+      '"Merchant":1,',
+    )
+    fc.assert(
+      fc.property(chain, stop, stop, fc.boolean(), (objects, before, after, inArray) => {
+        // Each level an object (a member "a") or an array (an item after a number), innermost a number.
+        let inner = '1'
+        for (const object of objects) inner = object ? `{${after}"a":${inner}}` : `[0,${inner}]`
+        const text = `{${before}"x":${inArray ? `[{"b":1},${inner}]` : inner}}`
+        // No string the writer puts there holds a bracket: the depth is the deepest count of open ones.
+        let depth = 0
+        for (let i = 0, open = 0; i < text.length; i++) {
+          if ('{['.includes(text[i] as string)) depth = Math.max(depth, ++open)
+          else if ('}]'.includes(text[i] as string)) open--
+        }
+        // Shallow enough, a prototype key or a folded sibling of a named member (`merchant`, at the top only) is refused.
+        const refusedStop = (written: string, top: boolean) =>
+          /__proto__|prototype/.test(written) || (top && written.includes('Merchant'))
+        const refused = refusedStop(before, true) || (objects.some(Boolean) && refusedStop(after, false))
+        const parsed = parseBody(Buffer.from(text), 65_536, REQUEST_NAMES.sale)
+        if (parsed.ok) return depth <= MAX_DEPTH && !refused
+        const paths = parsed.body.validationErrors?.map((item) => item.jsonPath)
+        if (depth > MAX_DEPTH) return paths?.length === 1 && paths[0] === '$'
+        return refused && paths?.every((path) => path !== '$') === true
+      }),
+      runs(),
+    )
+  },
+)
 
 t.test('a card number split over member names, or an index and a name, is masked in the whole path', async (t) => {
   const pathOf = (text: string) => {
