@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer'
 import { fieldError, reject, schemaRejection, type Rejection } from '../errors.js'
 import { appendKey } from '../schema/json-path.js'
 import type { Names } from '../schema/names.js'
@@ -13,6 +12,13 @@ import { checkSpelling, FOLDED_SIBLING, membersIn, PROTOTYPE_NAMED, TOO_DEEP } f
 export const MAX_DEPTH = 64
 
 const OPENERS = ['{', '['] as const
+
+/**
+ * UTF-8 checked and decoded in one pass, the text made once: WHATWG's fatal decoder refuses what
+ * `isUtf8` refuses (RFC 3629: overlong forms, surrogates, truncated sequences). ignoreBOM keeps a
+ * leading U+FEFF, which JSON.parse then refuses: a byte order mark is not JSON (RFC 8259 section 8.1).
+ */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /** The refusal of a body nested deeper than MAX_DEPTH: a schema refusal at the document's root. */
 function tooDeep(): Rejection {
@@ -90,8 +96,12 @@ export function parseBody(bytes: Uint8Array, limit: number, names: Names): Parse
   const tooLarge = checkSize(bytes.length, limit)
   if (tooLarge !== undefined) return tooLarge
   if (isBlank(bytes)) return reject('bodyIsEmpty')
-  if (!isUtf8(bytes)) return reject('bodyIsNotJson', { message: 'The request body is not valid UTF-8.' })
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8')
+  let text: string
+  try {
+    text = UTF8.decode(bytes)
+  } catch {
+    return reject('bodyIsNotJson', { message: 'The request body is not valid UTF-8.' })
+  }
   let value: unknown
   try {
     value = JSON.parse(text)

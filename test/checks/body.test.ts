@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import fc from 'fast-check'
 import t from 'tap'
 import { MAX_DEPTH, checkSize, parseBody } from '../../lib/checks/body.js'
@@ -40,6 +41,56 @@ t.test('bytes that are not UTF-8 are bodyIsNotJson, never replaced', async (t) =
     'an encoded surrogate',
   )
 })
+
+t.test(
+  "property: the body is refused as UTF-8 exactly when node's isUtf8 refuses its bytes, and read as node reads it",
+  async (t) => {
+    // Whole characters of every length, and the spellings a decoder must refuse: a lone continuation byte, a
+    // truncated sequence, an overlong form, an encoded surrogate, bytes past U+10FFFF.
+    const piece = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 4 }).map((text) => Buffer.from(text)),
+      fc
+        .constantFrom(
+          [0x80],
+          [0xc3],
+          [0xe2, 0x82],
+          [0xf0, 0x9f, 0x98],
+          [0xc0, 0xaf],
+          [0xe0, 0x80, 0xaf],
+          [0xed, 0xa0, 0x80],
+          [0xed, 0xbf, 0xbf],
+          [0xf4, 0x90, 0x80, 0x80],
+          [0xf8, 0x88, 0x80, 0x80, 0x80],
+          [0xfe],
+          [0xff],
+          [0xef, 0xbb, 0xbf],
+        )
+        .map((bytes) => Buffer.from(bytes)),
+    )
+    fc.assert(
+      fc.property(fc.boolean(), fc.array(piece, { maxLength: 8 }), (bom, pieces) => {
+        const inner = Buffer.concat(pieces)
+        if (inner.includes(0x22) || inner.includes(0x5c) || inner.some((b) => b < 0x20)) return true
+        // A leading byte order mark is UTF-8 but not JSON (RFC 8259 section 8.1): JSON.parse refuses node's text of it.
+        const bytes = Buffer.concat([Buffer.from(bom ? '\ufeff"' : '"'), inner, Buffer.from('"')])
+        const parsed = parse(bytes)
+        if (!isUtf8(bytes)) return !parsed.ok && parsed.body.message === 'The request body is not valid UTF-8.'
+        let value: unknown
+        try {
+          value = JSON.parse(bytes.toString('utf8'))
+        } catch {
+          return (
+            !parsed.ok &&
+            parsed.body.errorName === 'bodyIsNotJson' &&
+            parsed.body.message !== 'The request body is not valid UTF-8.'
+          )
+        }
+        return parsed.ok && parsed.value === value
+      }),
+      runs(),
+    )
+  },
+)
 
 t.test('text that is not JSON is bodyIsNotJson, without quoting the body', async (t) => {
   const refused = parse('{"cardNumber": 4444333322221111,}')
