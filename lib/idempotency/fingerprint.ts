@@ -153,7 +153,8 @@ export function createFingerprinter(keys: readonly Buffer[]): Fingerprinter {
   const current = macs.get(currentId) as (document: Document) => string
   return {
     of(operation, bytes, legacy) {
-      const value = `${currentId} ${operation} ${current(bytes)}`
+      // One flat string, which the memory store keeps as it is (memory.ts, Entry): a template literal makes a join of pieces.
+      const value = [currentId, operation, current(bytes)].join(' ')
       return {
         value,
         matches(stored) {

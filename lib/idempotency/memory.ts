@@ -42,7 +42,8 @@ export interface MemoryIdempotencyStoreOptions extends IdempotencyStoreOptions {
  * they hold. A recorded answer is two flat strings, its status and headers as
  * JSON (`head`) and its body's bytes as latin1 (one character a byte, so any
  * bytes round-trip); one string each, never a string joined from pieces, which
- * V8 keeps as an object for the join and one for each piece.
+ * V8 keeps as an object for the join and one for each piece. The key and the
+ * fingerprint come flat as well (key.ts and fingerprint.ts write them so).
  */
 class Entry {
   readonly key: string
@@ -145,13 +146,6 @@ function sameItems(a: readonly string[], b: readonly string[]): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
 }
-
-/**
- * The same text as one flat string. The fingerprint is joined from the
- * operation and a digest, which V8 keeps as three objects for as long as the
- * entry lives; rebuilt from its bytes (ASCII), it is one.
- */
-const flat = (text: string) => Buffer.from(text, 'latin1').toString('latin1')
 
 /** Bodies shorter than this are kept as they are. */
 const DELTA_MIN = 64
@@ -408,7 +402,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     }
     // Modulo 2^30: a token is matched while its claim lives, which no 2^30 claims fit into.
     this.#sequence = (this.#sequence + 1) & MASK
-    const entry = new Entry(key, flat(fingerprint), this.#sequence, time, bytes)
+    const entry = new Entry(key, fingerprint, this.#sequence, time, bytes)
     this.#entries.set(key, entry)
     this.#flying.push(entry)
     this.#flyingCount++

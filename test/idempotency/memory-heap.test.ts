@@ -3,6 +3,7 @@
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
+import { createFingerprinter, processFingerprintKeys } from '../../lib/idempotency/fingerprint.js'
 import { MemoryIdempotencyStore } from '../../lib/idempotency/memory.js'
 import { ANSWER, OVERSIZED, UNKNOWN } from '../helpers/store-contract.js'
 
@@ -21,11 +22,12 @@ function growth(start: { time: number; claims: number }): { heap: number; counte
     now: () => start.time,
     claims: start.claims,
   })
-  // Each entry as a payment makes it: its key, a fingerprint joined from the operation and a digest, a backend answer.
+  // Each entry as a payment makes it: its key, its fingerprint by the gateway's fingerprinter, a backend answer.
+  const fingerprinter = createFingerprinter(processFingerprintKeys())
   const fill = (from: number, to: number) => {
     for (let i = from; i < to; i++) {
       const key = JSON.stringify(['default', `order-${String(i).padStart(12, '0')}`])
-      const claim = store.claim(key, `sale ${Buffer.from(key).toString('base64')}`)
+      const claim = store.claim(key, fingerprinter.of('sale', key, () => []).value)
       if (claim.state !== 'claimed') throw new Error('every key is new')
       store.record(key, claim.token, {
         status: 201,
