@@ -129,23 +129,77 @@ function refusedDeep(text: string) {
   return parsed.ok ? undefined : parsed.body.validationErrors?.[0]
 }
 
+/**
+ * Each text with `levels` levels to use, as given (the walk that counts the members reaches its end and decides)
+ * and one level down behind a member that stops the walk first (a prototype key, a folded sibling): the text's
+ * bracket screen and byte scan decide there. The path of each one's first refusal, or `ok`.
+ */
+function deepEverywhere(text: (levels: number) => string): string[] {
+  return [
+    text(MAX_DEPTH),
+    `{"__proto__":1,"x":${text(MAX_DEPTH - 1)}}`,
+    `{"Merchant":1,"x":${text(MAX_DEPTH - 1)}}`,
+  ].map((written) => {
+    const parsed = parse(written)
+    return parsed.ok ? 'ok' : (parsed.body.validationErrors?.[0]?.jsonPath ?? parsed.body.errorName)
+  })
+}
+
 t.test('depth: many brackets but shallow is fine; deep is refused whatever lies between the brackets', async (t) => {
-  // More opening brackets than the limit: the byte-by-byte depth scan decides.
-  t.equal(parse(`[${'[],'.repeat(MAX_DEPTH + 5)}[]]`).ok, true, 'closing brackets close')
-  t.equal(parse(`[${'{},'.repeat(MAX_DEPTH + 5)}{}]`).ok, true, 'closing braces close')
-  t.equal(
-    parse(`${'['.repeat(MAX_DEPTH - 1)}${'[],'.repeat(2)}[]${']'.repeat(MAX_DEPTH - 1)}`).ok,
-    true,
+  // Not too deep: the stops' own refusals. Too deep: the depth's, at the root, whatever stops the walk.
+  const never = ['ok', '$.__proto__', '$.Merchant']
+  const always = ['$', '$', '$']
+  // More opening brackets than the limit: the byte-by-byte depth scan decides behind an early stop.
+  t.strictSame(
+    deepEverywhere((n) => `[${'[],'.repeat(n + 5)}[]]`),
+    never,
+    'closing brackets close',
+  )
+  t.strictSame(
+    deepEverywhere((n) => `[${'{},'.repeat(n + 5)}{}]`),
+    never,
+    'closing braces close',
+  )
+  t.strictSame(
+    deepEverywhere((n) => `${'['.repeat(n - 1)}${'[],'.repeat(2)}[]${']'.repeat(n - 1)}`),
+    never,
     'exactly the limit',
   )
-  t.ok(refusedDeep(`${'{"a":'.repeat(MAX_DEPTH + 1)}1${'}'.repeat(MAX_DEPTH + 1)}`), 'objects')
-  t.ok(refusedDeep(`${'[1,'.repeat(MAX_DEPTH + 1)}1${']'.repeat(MAX_DEPTH + 1)}`), 'values between the brackets')
-  t.ok(refusedDeep(`["abc",${'['.repeat(MAX_DEPTH)}${']'.repeat(MAX_DEPTH)}]`), 'after a string')
-  t.ok(
-    refusedDeep(` ${'['.repeat(MAX_DEPTH + 1)}{}${']'.repeat(MAX_DEPTH + 1)}`),
+  t.strictSame(
+    deepEverywhere((n) => `${'{"a":'.repeat(n + 1)}1${'}'.repeat(n + 1)}`),
+    always,
+    'objects',
+  )
+  t.strictSame(
+    deepEverywhere((n) => `${'[1,'.repeat(n + 1)}1${']'.repeat(n + 1)}`),
+    always,
+    'values between the brackets',
+  )
+  t.strictSame(
+    deepEverywhere((n) => `["abc",${'['.repeat(n)}${']'.repeat(n)}]`),
+    always,
+    'after a string',
+  )
+  t.strictSame(
+    deepEverywhere((n) => ` ${'['.repeat(n + 1)}{}${']'.repeat(n + 1)}`),
+    always,
     'after leading white space, with a brace',
   )
-  t.equal(parse(`{"a":"\\"${'['.repeat(MAX_DEPTH + 5)}"}`).ok, true, 'an escaped quote does not end the string')
+  t.strictSame(
+    deepEverywhere((n) => `{"a":"\\"${'['.repeat(n + 5)}"}`),
+    never,
+    'an escaped quote does not end the string',
+  )
+  t.strictSame(
+    deepEverywhere((n) => `{"a":"${'['.repeat(n + 5)}","b":${'['.repeat(n - 1)}${']'.repeat(n - 1)}}`),
+    never,
+    'brackets in a string do not count',
+  )
+  t.strictSame(
+    deepEverywhere((n) => `{"a":"${'{'.repeat(n + 5)}","b":${'['.repeat(n)}${']'.repeat(n)}}`),
+    always,
+    'nor do they hide the depth after them',
+  )
 })
 
 t.test(
