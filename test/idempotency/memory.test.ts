@@ -169,11 +169,11 @@ t.test(
 t.test('the byte bound evicts: recorded answers count by their size', async (t) => {
   // Random bodies, which no reference shortens: each entry counts its body, key, fingerprint and headers and a few hundred
   // bytes of bookkeeping, and the first body is also the reference the next ones are tried against.
-  const bodies = ['a', 'b', 'c', 'd', 'e'].map((key) => [key, randomBytes(45_000)] as const)
-  const unbounded = new MemoryIdempotencyStore({ ...OPTIONS, maxAnswerBytes: 50_000 })
+  const bodies = ['a', 'b', 'c', 'd', 'e'].map((key) => [key, randomBytes(55_000)] as const)
+  const unbounded = new MemoryIdempotencyStore({ ...OPTIONS, maxAnswerBytes: 60_000 })
   for (const [key, body] of bodies.slice(0, 4)) record(unbounded, key, body)
-  t.ok(unbounded.bytes > 4 * 45_000 + 8_192, `four count ${unbounded.bytes} bytes`)
-  const store = new MemoryIdempotencyStore({ ...OPTIONS, maxBytes: unbounded.bytes + 1_000, maxAnswerBytes: 50_000 })
+  t.ok(unbounded.bytes > 4 * 55_000 + 8_192, `four count ${unbounded.bytes} bytes`)
+  const store = new MemoryIdempotencyStore({ ...OPTIONS, maxBytes: unbounded.bytes + 1_000, maxAnswerBytes: 60_000 })
   for (const [key, body] of bodies.slice(0, 4)) record(store, key, body)
   t.equal(store.size, 4, 'four fit')
   t.equal(store.bytes, unbounded.bytes)
@@ -187,10 +187,10 @@ t.test('the byte bound evicts: recorded answers count by their size', async (t) 
 })
 
 t.test('a store at its byte bound to the byte evicts nothing', async (t) => {
-  const bodies = ['a', 'b', 'c', 'd'].map((key) => [key, randomBytes(45_000)] as const)
-  const unbounded = new MemoryIdempotencyStore({ ...OPTIONS, maxAnswerBytes: 50_000 })
+  const bodies = ['a', 'b', 'c', 'd'].map((key) => [key, randomBytes(55_000)] as const)
+  const unbounded = new MemoryIdempotencyStore({ ...OPTIONS, maxAnswerBytes: 60_000 })
   for (const [key, body] of bodies) record(unbounded, key, body)
-  const { store, seen } = watched({ maxBytes: unbounded.bytes, maxAnswerBytes: 50_000 })
+  const { store, seen } = watched({ maxBytes: unbounded.bytes, maxAnswerBytes: 60_000 })
   for (const [key, body] of bodies) record(store, key, body)
   t.same([store.size, store.bytes, seen.evicted], [4, unbounded.bytes, 0])
 })
