@@ -2,7 +2,7 @@ import { fieldError, reject, schemaRejection, type Rejection } from '../errors.j
 import { appendKey } from '../schema/json-path.js'
 import type { Names } from '../schema/names.js'
 import { BACKSLASH, isJsonWhite, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../json-text.js'
-import { checkSpelling, FOLDED_SIBLING, membersIn, PROTOTYPE_NAMED, TOO_DEEP } from './spelling.js'
+import { checkSpelling, FOLDED_SIBLING, membersIn, PROTOTYPE_NAMED, spelledOnce, TOO_DEEP } from './spelling.js'
 
 /**
  * How deeply a body may nest. The schema's own depth is 5; the rest is room
@@ -42,7 +42,7 @@ function isBlank(bytes: Uint8Array): boolean {
  * character as it is one byte, by the string search V8 runs itself, not a
  * Buffer's, which calls into node for each one (docs/performance-history.md);
  * the byte-by-byte `depth` scan then runs only for the rare body that has that many.
- * Only a walk that stopped before the end of the document needs it.
+ * Only a text the walk of its document did not see whole needs it (parseBody).
  */
 function mayNestTooDeep(text: string): boolean {
   let count = 0
@@ -108,14 +108,18 @@ export function parseBody(bytes: Uint8Array, limit: number, names: Names): Parse
   } catch {
     return reject('bodyIsNotJson')
   }
-  // One walk bounds the depth, counts the members and finds any member named as a prototype key. One that
-  // stopped early, at a prototype key or a folded sibling, has not seen the rest: the text's screens decide there.
+  // One walk bounds the depth, counts the members and finds any member named as a prototype key. It sees what
+  // JSON.parse kept: where it stopped early it saw part of that, and a text that repeats a key holds a value
+  // JSON.parse dropped. There the text's screens decide the depth, as the text is what was sent.
   const members = membersIn(value, names, true, MAX_DEPTH)
-  if (members === TOO_DEEP || (members < 0 && mayNestTooDeep(text) && depth(bytes) > MAX_DEPTH)) return tooDeep()
+  if (members === TOO_DEEP) return tooDeep()
+  const spelled = members >= 0 && spelledOnce(text, bytes, members)
+  if (!spelled && mayNestTooDeep(text) && depth(bytes) > MAX_DEPTH) return tooDeep()
   if (members === PROTOTYPE_NAMED || (members === FOLDED_SIBLING && mayHavePrototypeKeys(text))) {
     const prototypeKeys = findPrototypeKeys(value)
     if (prototypeKeys !== undefined) return prototypeKeys
   }
+  if (spelled) return { ok: true, value }
   const misspelt = checkSpelling(
     text,
     bytes,

@@ -190,6 +190,17 @@ t.test('depth: many brackets but shallow is fine; deep is refused whatever lies 
     never,
     'an escaped quote does not end the string',
   )
+  // JSON.parse keeps the last of a repeated key: the deep value it dropped was still sent, and is refused.
+  t.strictSame(
+    deepEverywhere((n) => `{"a":${'['.repeat(n)}${']'.repeat(n)},"a":1}`),
+    always,
+    'in a value a repeated key replaced',
+  )
+  t.strictSame(
+    deepEverywhere((n) => `{"a":${'['.repeat(n - 1)}${']'.repeat(n - 1)},"a":1}`),
+    never,
+    'a replaced value within the limit',
+  )
   t.strictSame(
     deepEverywhere((n) => `{"a":"${'['.repeat(n + 5)}","b":${'['.repeat(n - 1)}${']'.repeat(n - 1)}}`),
     never,
