@@ -57,8 +57,35 @@ t.test('an object of many members is sorted as one of few', async (t) => {
   const names = Array.from({ length: 40 }, (_, i) => `m${(i * 7919) % 40}`)
   const document = Object.fromEntries(names.map((name, i) => [name, i]))
   t.equal(canonicalJson(document), canonicalize(document))
+  const sorted = Object.fromEntries([...names].sort().map((name, i) => [name, { b: i, a: i }]))
+  t.equal(canonicalJson(sorted), canonicalize(sorted), 'already sorted, members below not')
   t.equal(canonicalJson({ b: 1, a: 2 }), '{"a":2,"b":1}')
 })
+
+t.test(
+  'each object in order where it stands: first, after members in order, in arrays, below array indices',
+  async (t) => {
+    for (const text of [
+      '[{"b":1,"a":2}]',
+      '[1,"x",{"b":1,"a":2},{"d":1,"c":2},[{"f":1,"e":2}]]',
+      '{"a":1,"b":[1,2],"c":{"e":1,"d":2},"f":{"h":1,"g":2}}',
+      '{"a":{"b":{"c":[{"e":1,"d":2}]}}}',
+      '{"a":1,"b":{"10":1,"9":2}}',
+      '[1,{"b":{"0":1}}]',
+      '{"b":[{"10":1,"9":2,"a":[{"z":1,"y":2}]}],"a":1}',
+      '{"a":1,"__proto__":{"b":1,"a":2}}',
+      '[{"__proto__":[]}]',
+      '{"":1,"\\u0000":2," ":3}',
+    ]) {
+      const document = JSON.parse(text) as unknown
+      t.equal(canonicalJson(document), canonicalize(document), text)
+    }
+    const document = JSON.parse('{"b":{"d":1,"c":2},"a":[{"f":1,"e":2}]}') as unknown
+    const before = JSON.stringify(document)
+    canonicalJson(document)
+    t.equal(JSON.stringify(document), before, 'the document itself is left as it was')
+  },
+)
 
 t.test('strings JSON.stringify escapes are written as it writes them, lone surrogates included', async (t) => {
   for (const text of ['"', '\\', '\n', '\u0000', '\u001f', '\ud800', 'a\udc00', '😀', '\u2028', '\u007f', 'plain']) {
