@@ -76,6 +76,9 @@ t.test(
       '{"a":1,"__proto__":{"b":1,"a":2}}',
       '[{"__proto__":[]}]',
       '{"":1,"\\u0000":2," ":3}',
+      '{"!":1,"0":2}',
+      '{"!":1,"9":2}',
+      '{"":1,"4294967295":2,"4294967294":3}',
     ]) {
       const document = JSON.parse(text) as unknown
       t.equal(canonicalJson(document), canonicalize(document), text)
