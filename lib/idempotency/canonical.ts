@@ -2,7 +2,7 @@
 const FEW_MEMBERS = 16
 
 /** What `inOrder` gives for a value whose sorted copy JSON.stringify would not write in that order. */
-const UNWRITABLE = Symbol('unwritable')
+export const UNWRITABLE = Symbol('unwritable')
 
 /** Sorts `names` in place in UTF-16 code unit order, as the default sort compares strings; whether any moved. */
 function sortNames(names: string[]): boolean {
@@ -41,7 +41,7 @@ function misplaced(name: string): boolean {
  * already is, copies only of the objects and arrays that are not. UNWRITABLE where an object holds a
  * `misplaced` name.
  */
-function inOrder(value: unknown): unknown {
+export function inOrder(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined

@@ -1,7 +1,7 @@
 import canonicalize from 'canonicalize'
 import fc from 'fast-check'
 import t from 'tap'
-import { canonicalJson } from '../../lib/idempotency/canonical.js'
+import { canonicalJson, inOrder, UNWRITABLE } from '../../lib/idempotency/canonical.js'
 import { runs } from '../helpers/fuzz.js'
 
 t.test('canonicalJson: one form whatever the member order and spacing, nothing else merged', async (t) => {
@@ -109,3 +109,38 @@ function shuffled(value: unknown, salt: number): unknown {
   }
   return Object.fromEntries(entries)
 }
+
+t.test('inOrder copies only the objects and arrays out of order, and shares the rest', async (t) => {
+  const sorted = JSON.parse(canonicalJson(JSON.parse('{"b":[{"d":1,"c":[2]}],"a":{"f":1,"e":2},"g":"x"}'))) as unknown
+  t.equal(inOrder(sorted), sorted, 'a document in order is itself')
+  const wide = Object.fromEntries(
+    Array.from({ length: 40 }, (_, i) => [`m${String(i).padStart(2, '0')}`, { a: i, b: [i] }]),
+  )
+  t.equal(inOrder(wide), wide, 'an object of many members in order is itself')
+  const unsorted = { ...wide, a: 1 }
+  const copy = inOrder(unsorted) as Record<string, unknown>
+  t.not(copy, unsorted)
+  t.same(Object.keys(copy), Object.keys(unsorted).sort())
+  t.equal(copy.m07, unsorted.m07, 'its members in order shared')
+
+  const document = JSON.parse('{"a":{"x":1,"y":[1,{"p":1}]},"c":[{"k":1},{"m":2,"l":1},[3]],"b":1}') as {
+    a: unknown
+    c: unknown[]
+  }
+  const ordered = inOrder(document) as { a: unknown; c: unknown[]; b: number }
+  t.same(Object.keys(ordered), ['a', 'b', 'c'])
+  t.equal(ordered.a, document.a, 'an object in order shared')
+  t.not(ordered.c, document.c, 'an array with an item out of order copied')
+  t.equal(ordered.c[0], document.c[0], 'its items before it shared')
+  t.not(ordered.c[1], document.c[1])
+  t.equal(ordered.c[2], document.c[2], 'and after it')
+
+  const kept = JSON.parse('{"a":1,"b":{"c":[1,{"d":1}]}}') as { b: unknown }
+  const late = inOrder({ ...kept, c: { f: 1, e: 2 } }) as { b: unknown }
+  t.equal(late.b, kept.b, 'members before the first one out of order kept as they were')
+
+  t.equal(inOrder({ a: 1, b: { '10': 1 } }), UNWRITABLE, 'an array index among the names')
+  t.equal(inOrder([1, JSON.parse('{"__proto__":1}')]), UNWRITABLE, 'an own __proto__ member')
+  const besideDigits = { '/': 1, ':': 2, '@': 3 }
+  t.equal(inOrder(besideDigits), besideDigits, 'names that start just outside the digits are written as set')
+})
