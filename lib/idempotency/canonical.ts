@@ -25,21 +25,25 @@ function sortNames(names: string[]): boolean {
   return moved
 }
 
-/**
- * A name JSON.stringify would not write where a copy set it: an array index, which every object lists
- * first in numeric order (ECMA-262 OrdinaryOwnPropertyKeys), or `__proto__`, which a copy would take
- * for its prototype. Every array index starts with a digit.
- */
-function misplaced(name: string): boolean {
+/** The most an array index may be (ECMA-262 6.1.7: an integer index below 2^32 - 1). */
+const MOST_INDEX = 2 ** 32 - 2
+
+/** Whether a name is an array index: the canonical decimal form of an integer up to MOST_INDEX. */
+function isArrayIndex(name: string): boolean {
   const first = name.charCodeAt(0)
-  return (first >= 0x30 && first <= 0x39) || name === '__proto__'
+  if (!(first >= 0x31 && first <= 0x39)) return name === '0'
+  for (let i = 1; i < name.length; i++) {
+    const c = name.charCodeAt(i)
+    if (!(c >= 0x30 && c <= 0x39)) return false
+  }
+  return Number(name) <= MOST_INDEX
 }
 
 /**
  * `value` with the members of every object in sorted order, which JSON.stringify then writes in that
  * order (it lists the names an object holds in the order they were set): the value itself where it
- * already is, copies only of the objects and arrays that are not. UNWRITABLE where an object holds a
- * `misplaced` name.
+ * already is, copies only of the objects and arrays that are not. UNWRITABLE where an object holds an
+ * array index or `__proto__`, which JSON.stringify would not write where a copy set them.
  */
 export function inOrder(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value
@@ -56,11 +60,15 @@ export function inOrder(value: unknown): unknown {
   }
   const members = value as Record<string, unknown>
   const names = Object.keys(members)
+  // An object lists its array indices before its other names, whatever the order they were set in
+  // (ECMA-262 OrdinaryOwnPropertyKeys), so a copy could not put them in sorted order; the first name tells.
+  if (names.length > 0 && isArrayIndex(names[0] as string)) return UNWRITABLE
   const moved = sortNames(names)
   let copy: Record<string, unknown> | undefined
   for (let i = 0; i < names.length; i++) {
     const name = names[i] as string
-    if (misplaced(name)) return UNWRITABLE
+    // A copy would take it for its prototype.
+    if (name === '__proto__') return UNWRITABLE
     const member = members[name]
     const ordered = inOrder(member)
     if (ordered === UNWRITABLE) return UNWRITABLE
@@ -73,14 +81,26 @@ export function inOrder(value: unknown): unknown {
   return copy ?? value
 }
 
-/** The canonical form written member by member, for a document `inOrder` cannot give JSON.stringify. */
+/**
+ * The canonical form written member by member, for a document `inOrder` cannot give JSON.stringify:
+ * one string grown in place, which costs less than joining the pieces (docs/performance-history.md).
+ */
 function written(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value)
-  if (Array.isArray(value)) return `[${value.map(written).join(',')}]`
+  if (Array.isArray(value)) {
+    let text = '['
+    for (let i = 0; i < value.length; i++) text += (i === 0 ? '' : ',') + written(value[i])
+    return text + ']'
+  }
   const members = value as Record<string, unknown>
   const names = Object.keys(members)
   sortNames(names)
-  return `{${names.map((name) => `${JSON.stringify(name)}:${written(members[name])}`).join(',')}}`
+  let text = '{'
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string
+    text += (i === 0 ? '' : ',') + JSON.stringify(name) + ':' + written(members[name])
+  }
+  return text + '}'
 }
 
 /**

@@ -79,6 +79,7 @@ t.test(
       '{"!":1,"0":2}',
       '{"!":1,"9":2}',
       '{"":1,"4294967295":2,"4294967294":3}',
+      '{"b":1,"01":2,"1.5":3,"-1":4,"4294967295":5,"9x":6,"a":7}',
     ]) {
       const document = JSON.parse(text) as unknown
       t.equal(canonicalJson(document), canonicalize(document), text)
@@ -140,6 +141,11 @@ t.test('inOrder copies only the objects and arrays out of order, and shares the 
   t.equal(late.b, kept.b, 'members before the first one out of order kept as they were')
 
   t.equal(inOrder({ a: 1, b: { '10': 1 } }), UNWRITABLE, 'an array index among the names')
+  for (const index of ['0', '7', '4294967294']) t.equal(inOrder({ b: 1, [index]: 2 }), UNWRITABLE, index)
+  for (const name of ['-1', '01', '1.5', '1/', '1:', '1e3', '4294967295', '9x']) {
+    const document = { [name]: 1, z: 2 }
+    t.equal(inOrder(document), document, `${name}, no array index, is written as set`)
+  }
   t.equal(inOrder([1, JSON.parse('{"__proto__":1}')]), UNWRITABLE, 'an own __proto__ member')
   const besideDigits = { '/': 1, ':': 2, '@': 3 }
   t.equal(inOrder(besideDigits), besideDigits, 'names that start just outside the digits are written as set')
