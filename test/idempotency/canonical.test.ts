@@ -118,7 +118,7 @@ t.test('inOrder copies only the objects and arrays out of order, and shares the 
     Array.from({ length: 40 }, (_, i) => [`m${String(i).padStart(2, '0')}`, { a: i, b: [i] }]),
   )
   t.equal(inOrder(wide), wide, 'an object of many members in order is itself')
-  const unsorted = { ...wide, a: 1 }
+  const unsorted: Record<string, unknown> = { ...wide, a: 1 }
   const copy = inOrder(unsorted) as Record<string, unknown>
   t.not(copy, unsorted)
   t.same(Object.keys(copy), Object.keys(unsorted).sort())
